@@ -1,0 +1,295 @@
+//! One error type for the whole engine, shaped like an OpenSearch exception.
+//!
+//! OpenSearch clients look at `error.type`, `error.reason` and `status`, so every failure in
+//! Tessera carries exactly those, plus the metadata OpenSearch adds (`index`, `index_uuid`,
+//! `resource.id`, …) and an optional `caused_by` chain. Library crates build errors with the
+//! named constructors below; the REST layer renders them once with [`Error::to_body`].
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde_json::{json, Map, Value};
+
+/// `Result` with Tessera's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An OpenSearch-style exception: a type name, an HTTP status, a reason and metadata.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Error {
+    kind: Cow<'static, str>,
+    status: u16,
+    reason: String,
+    metadata: Vec<(String, Value)>,
+    caused_by: Option<Box<Error>>,
+    root_causes: Option<Vec<Error>>,
+}
+
+impl Error {
+    /// A new error of OpenSearch type `kind` (e.g. `illegal_argument_exception`).
+    pub fn new(kind: impl Into<Cow<'static, str>>, status: u16, reason: impl Into<String>) -> Self {
+        Error {
+            kind: kind.into(),
+            status,
+            reason: reason.into(),
+            metadata: Vec::new(),
+            caused_by: None,
+            root_causes: None,
+        }
+    }
+
+    /// Adds a metadata entry rendered beside `type` and `reason`.
+    pub fn with_meta(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.metadata.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets the cause rendered as `caused_by`.
+    pub fn caused_by(mut self, cause: Error) -> Self {
+        self.caused_by = Some(Box::new(cause));
+        self
+    }
+
+    /// Overrides the `root_cause` list (by default the error itself).
+    pub fn with_root_causes(mut self, causes: Vec<Error>) -> Self {
+        self.root_causes = Some(causes);
+        self
+    }
+
+    /// Changes the HTTP status, keeping everything else.
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = status;
+        self
+    }
+
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    pub fn cause(&self) -> Option<&Error> {
+        self.caused_by.as_deref()
+    }
+
+    pub fn meta(&self, key: &str) -> Option<&Value> {
+        self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// True for failures caused by the request (4xx), false for the engine's own (5xx).
+    pub fn is_client_error(&self) -> bool {
+        (400..500).contains(&self.status)
+    }
+
+    /// The object OpenSearch renders for one exception: type, reason, metadata, caused_by.
+    pub fn to_json(&self) -> Value {
+        let mut object = self.head_json();
+        if let Some(cause) = &self.caused_by {
+            object.insert("caused_by".into(), cause.to_json());
+        }
+        Value::Object(object)
+    }
+
+    fn head_json(&self) -> Map<String, Value> {
+        let mut object = Map::new();
+        object.insert("type".into(), Value::String(self.kind.to_string()));
+        object.insert("reason".into(), Value::String(self.reason.clone()));
+        for (key, value) in &self.metadata {
+            object.insert(key.clone(), value.clone());
+        }
+        object
+    }
+
+    /// The full response body: `{"error": {root_cause, type, reason, …}, "status": N}`.
+    pub fn to_body(&self) -> Value {
+        let root_causes: Vec<Value> = match &self.root_causes {
+            Some(causes) => causes.iter().map(|c| Value::Object(c.head_json())).collect(),
+            None => vec![Value::Object(self.head_json())],
+        };
+        let mut error = Map::new();
+        error.insert("root_cause".into(), Value::Array(root_causes));
+        if let Value::Object(rest) = self.to_json() {
+            error.extend(rest);
+        }
+        json!({ "error": Value::Object(error), "status": self.status })
+    }
+
+    // ---- constructors for the exceptions Tessera raises ----
+
+    pub fn illegal_argument(reason: impl Into<String>) -> Self {
+        Error::new("illegal_argument_exception", 400, reason)
+    }
+
+    pub fn illegal_state(reason: impl Into<String>) -> Self {
+        Error::new("illegal_state_exception", 500, reason)
+    }
+
+    pub fn parsing(reason: impl Into<String>) -> Self {
+        Error::new("parsing_exception", 400, reason)
+    }
+
+    pub fn x_content_parse(reason: impl Into<String>) -> Self {
+        Error::new("x_content_parse_exception", 400, reason)
+    }
+
+    pub fn json_parse(reason: impl Into<String>) -> Self {
+        Error::new("json_parse_exception", 400, reason)
+    }
+
+    pub fn mapper_parsing(reason: impl Into<String>) -> Self {
+        Error::new("mapper_parsing_exception", 400, reason)
+    }
+
+    pub fn strict_dynamic_mapping(reason: impl Into<String>) -> Self {
+        Error::new("strict_dynamic_mapping_exception", 400, reason)
+    }
+
+    pub fn action_request_validation(problems: &[String]) -> Self {
+        let mut reason = String::from("Validation Failed: ");
+        for (i, problem) in problems.iter().enumerate() {
+            reason.push_str(&format!("{}: {};", i + 1, problem));
+        }
+        Error::new("action_request_validation_exception", 400, reason)
+    }
+
+    pub fn index_not_found(index: &str) -> Self {
+        Error::new("index_not_found_exception", 404, format!("no such index [{index}]"))
+            .with_meta("index", index)
+            .with_meta("resource.id", index)
+            .with_meta("resource.type", "index_or_alias")
+            .with_meta("index_uuid", "_na_")
+    }
+
+    pub fn resource_already_exists(index: &str, uuid: &str) -> Self {
+        Error::new(
+            "resource_already_exists_exception",
+            400,
+            format!("index [{index}/{uuid}] already exists"),
+        )
+        .with_meta("index", index)
+        .with_meta("index_uuid", uuid)
+    }
+
+    pub fn invalid_index_name(index: &str, why: &str) -> Self {
+        Error::new(
+            "invalid_index_name_exception",
+            400,
+            format!("Invalid index name [{index}], {why}"),
+        )
+        .with_meta("index", index)
+        .with_meta("index_uuid", "_na_")
+    }
+
+    pub fn version_conflict(index: &str, shard: u32, id: &str, detail: &str) -> Self {
+        Error::new(
+            "version_conflict_engine_exception",
+            409,
+            format!("[{id}]: version conflict, {detail}"),
+        )
+        .with_meta("index", index)
+        .with_meta("shard", shard.to_string())
+    }
+
+    pub fn document_missing(index: &str, shard: u32, id: &str) -> Self {
+        Error::new("document_missing_exception", 404, format!("[{id}]: document missing"))
+            .with_meta("index", index)
+            .with_meta("shard", shard.to_string())
+    }
+
+    pub fn rejected_execution(reason: impl Into<String>) -> Self {
+        Error::new("rejected_execution_exception", 429, reason)
+    }
+
+    pub fn query_shard(index: &str, reason: impl Into<String>) -> Self {
+        Error::new("query_shard_exception", 400, reason).with_meta("index", index)
+    }
+
+    pub fn search_context_missing(id: u64) -> Self {
+        Error::new(
+            "search_context_missing_exception",
+            404,
+            format!("No search context found for id [{id}]"),
+        )
+    }
+
+    pub fn too_long_content(limit: usize) -> Self {
+        Error::new(
+            "content_too_long_exception",
+            413,
+            format!("request body is larger than http.max_content_length [{limit}b]"),
+        )
+    }
+
+    pub fn not_supported(what: &str) -> Self {
+        Error::illegal_argument(format!("{what} is not supported by Tessera"))
+    }
+
+    /// A failure of the engine itself (I/O, corrupt data, a bug): status 500.
+    pub fn internal(context: impl fmt::Display, cause: impl fmt::Display) -> Self {
+        Error::new("exception", 500, format!("failed to {context}: {cause}"))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {}", self.kind, self.reason)?;
+        if let Some(cause) = &self.caused_by {
+            write!(f, "; caused by {cause}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(error: std::io::Error) -> Self {
+        Error::new("i_o_exception", 500, error.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_not_found_renders_like_opensearch() {
+        let body = Error::index_not_found("logs").to_body();
+        assert_eq!(body["status"], 404);
+        assert_eq!(body["error"]["type"], "index_not_found_exception");
+        assert_eq!(body["error"]["reason"], "no such index [logs]");
+        assert_eq!(body["error"]["index"], "logs");
+        assert_eq!(body["error"]["root_cause"][0]["type"], "index_not_found_exception");
+        assert_eq!(body["error"]["root_cause"][0]["resource.type"], "index_or_alias");
+    }
+
+    #[test]
+    fn caused_by_is_nested_and_root_cause_is_the_outer_error() {
+        let error = Error::mapper_parsing("failed to parse field [n] of type [long]")
+            .caused_by(Error::illegal_argument("For input string: \"x\""));
+        let body = error.to_body();
+        assert_eq!(body["error"]["caused_by"]["type"], "illegal_argument_exception");
+        assert_eq!(body["error"]["root_cause"][0]["type"], "mapper_parsing_exception");
+        assert!(body["error"]["root_cause"][0].get("caused_by").is_none());
+    }
+
+    #[test]
+    fn explicit_root_causes_replace_the_default() {
+        let shard = Error::query_shard("logs", "bad");
+        let outer = Error::new("search_phase_execution_exception", 400, "all shards failed")
+            .with_root_causes(vec![shard.clone()]);
+        assert_eq!(outer.to_body()["error"]["root_cause"][0]["type"], "query_shard_exception");
+        assert!(outer.is_client_error());
+    }
+
+    #[test]
+    fn validation_reason_numbers_each_problem() {
+        let e = Error::action_request_validation(&["a".into(), "b".into()]);
+        assert_eq!(e.reason(), "Validation Failed: 1: a;2: b;");
+    }
+}

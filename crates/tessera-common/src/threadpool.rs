@@ -1,0 +1,271 @@
+//! Fixed-size thread pools with a bounded queue and OpenSearch's statistics.
+//!
+//! CPU work never runs on the async runtime: the REST layer hands it to a named pool
+//! (`search`, `write`, `index_searcher`, …) and awaits the answer. A full queue rejects the task
+//! (`rejected_execution_exception`, HTTP 429) instead of letting latency grow without bound, and a
+//! task whose caller has gone away is skipped before it starts.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+
+use crate::error::{Error, Result};
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// A snapshot of one pool's counters, as in `_nodes/stats` `thread_pool.<name>`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadPoolStats {
+    pub threads: usize,
+    pub queue: usize,
+    pub active: usize,
+    pub rejected: u64,
+    pub largest: usize,
+    pub completed: u64,
+    pub queue_size: usize,
+}
+
+struct Shared {
+    name: String,
+    size: usize,
+    queue_capacity: usize,
+    queue: Mutex<State>,
+    available: Condvar,
+    active: AtomicUsize,
+    largest: AtomicUsize,
+    rejected: AtomicU64,
+    completed: AtomicU64,
+}
+
+struct State {
+    jobs: VecDeque<Job>,
+    shutdown: bool,
+}
+
+/// A named pool of `size` threads with a queue of at most `queue_capacity` waiting tasks.
+#[derive(Clone)]
+pub struct ThreadPool {
+    shared: Arc<Shared>,
+}
+
+impl ThreadPool {
+    pub fn new(name: &str, size: usize, queue_capacity: usize) -> ThreadPool {
+        let size = size.max(1);
+        let shared = Arc::new(Shared {
+            name: name.to_string(),
+            size,
+            queue_capacity,
+            queue: Mutex::new(State {
+                jobs: VecDeque::new(),
+                shutdown: false,
+            }),
+            available: Condvar::new(),
+            active: AtomicUsize::new(0),
+            largest: AtomicUsize::new(0),
+            rejected: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+        });
+        for i in 0..size {
+            let shared = shared.clone();
+            thread::Builder::new()
+                .name(format!("{name}[{i}]"))
+                .spawn(move || worker_loop(shared))
+                .expect("spawn thread pool worker");
+        }
+        ThreadPool { shared }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    pub fn size(&self) -> usize {
+        self.shared.size
+    }
+
+    /// Threads not running a task right now (never negative; may be stale by the time it is read).
+    pub fn idle_threads(&self) -> usize {
+        self.shared
+            .size
+            .saturating_sub(self.shared.active.load(Ordering::Relaxed))
+    }
+
+    /// Tasks waiting in the queue.
+    pub fn queued(&self) -> usize {
+        self.shared.queue.lock().unwrap().jobs.len()
+    }
+
+    /// Queues `job`, or rejects it when the queue is full.
+    pub fn execute(&self, job: impl FnOnce() + Send + 'static) -> Result<()> {
+        let mut state = self.shared.queue.lock().unwrap();
+        if state.shutdown {
+            return Err(Error::rejected_execution(format!(
+                "rejected execution on thread pool [{}]: the pool is shut down",
+                self.shared.name
+            )));
+        }
+        let busy = self.shared.active.load(Ordering::Relaxed);
+        if state.jobs.len() >= self.shared.queue_capacity && busy + state.jobs.len() >= self.shared.size {
+            self.shared.rejected.fetch_add(1, Ordering::Relaxed);
+            return Err(Error::rejected_execution(format!(
+                "rejected execution of task on thread pool [{}] (queue capacity = {}, active threads = {}, queued tasks = {})",
+                self.shared.name,
+                self.shared.queue_capacity,
+                busy,
+                state.jobs.len()
+            )));
+        }
+        state.jobs.push_back(Box::new(job));
+        drop(state);
+        self.shared.available.notify_one();
+        Ok(())
+    }
+
+    /// Runs `f` on the pool and awaits its result. If the awaiting future is dropped before the
+    /// task starts (the client went away), the task is skipped.
+    pub async fn run<R, F>(&self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce() -> Result<R> + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.execute(move || {
+            if tx.is_closed() {
+                return;
+            }
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+                .unwrap_or_else(|panic| Err(panic_error(panic)));
+            let _ = tx.send(result);
+        })?;
+        rx.await
+            .map_err(|_| Error::illegal_state("a task was dropped before it answered"))?
+    }
+
+    /// Runs `f` on the pool and blocks the calling thread until it answers. Meant for threads of
+    /// another pool (a shard request waiting for its slices), never for the async runtime.
+    pub fn run_blocking<R, F>(&self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce() -> Result<R> + Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.execute(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+                .unwrap_or_else(|panic| Err(panic_error(panic)));
+            let _ = tx.send(result);
+        })?;
+        rx.recv()
+            .map_err(|_| Error::illegal_state("a task was dropped before it answered"))?
+    }
+
+    pub fn stats(&self) -> ThreadPoolStats {
+        let queue = self.shared.queue.lock().unwrap().jobs.len();
+        ThreadPoolStats {
+            threads: self.shared.size,
+            queue,
+            active: self.shared.active.load(Ordering::Relaxed),
+            rejected: self.shared.rejected.load(Ordering::Relaxed),
+            largest: self.shared.largest.load(Ordering::Relaxed),
+            completed: self.shared.completed.load(Ordering::Relaxed),
+            queue_size: self.shared.queue_capacity,
+        }
+    }
+
+    /// Stops the workers once the queued tasks are done.
+    pub fn shutdown(&self) {
+        self.shared.queue.lock().unwrap().shutdown = true;
+        self.shared.available.notify_all();
+    }
+}
+
+fn panic_error(panic: Box<dyn std::any::Any + Send>) -> Error {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    Error::internal("run a task", format!("the task panicked: {message}"))
+}
+
+fn worker_loop(shared: Arc<Shared>) {
+    loop {
+        let job = {
+            let mut state = shared.queue.lock().unwrap();
+            loop {
+                if let Some(job) = state.jobs.pop_front() {
+                    break job;
+                }
+                if state.shutdown {
+                    return;
+                }
+                state = shared.available.wait(state).unwrap();
+            }
+        };
+        let active = shared.active.fetch_add(1, Ordering::Relaxed) + 1;
+        shared.largest.fetch_max(active, Ordering::Relaxed);
+        job();
+        shared.active.fetch_sub(1, Ordering::Relaxed);
+        shared.completed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    #[test]
+    fn runs_tasks_and_counts_them() {
+        let pool = ThreadPool::new("test", 2, 10);
+        let (tx, rx) = mpsc::channel();
+        for i in 0..5 {
+            let tx = tx.clone();
+            pool.execute(move || tx.send(i).unwrap()).unwrap();
+        }
+        let mut got: Vec<i32> = (0..5).map(|_| rx.recv().unwrap()).collect();
+        got.sort();
+        assert_eq!(got, vec![0, 1, 2, 3, 4]);
+        // `completed` is bumped after the task body returns
+        for _ in 0..100 {
+            if pool.stats().completed == 5 {
+                break;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(pool.stats().completed, 5);
+        assert!(pool.stats().largest >= 1);
+    }
+
+    #[test]
+    fn full_queue_rejects_with_429() {
+        let pool = ThreadPool::new("tiny", 1, 1);
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let (started_tx, started_rx) = mpsc::channel::<()>();
+        pool.execute(move || {
+            started_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+        })
+        .unwrap();
+        started_rx.recv().unwrap();
+        pool.execute(|| {}).unwrap(); // fills the queue
+        let err = pool.execute(|| {}).unwrap_err();
+        assert_eq!(err.status(), 429);
+        assert_eq!(err.kind(), "rejected_execution_exception");
+        assert_eq!(pool.stats().rejected, 1);
+        release_tx.send(()).unwrap();
+    }
+
+    #[test]
+    fn run_blocking_returns_result_and_survives_panics() {
+        let pool = ThreadPool::new("blocking", 1, 4);
+        assert_eq!(pool.run_blocking(|| Ok(41 + 1)).unwrap(), 42);
+        let err = pool
+            .run_blocking::<(), _>(|| panic!("boom"))
+            .unwrap_err();
+        assert!(err.reason().contains("boom"));
+        // the worker is still alive after the panic
+        assert_eq!(pool.run_blocking(|| Ok(7)).unwrap(), 7);
+    }
+}

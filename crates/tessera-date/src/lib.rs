@@ -1,0 +1,1 @@
+//! Dates as OpenSearch speaks them (work in progress: see the date helper's task).

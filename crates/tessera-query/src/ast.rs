@@ -1,0 +1,331 @@
+//! `QueryAst`: the engine's own, serialisable form of a query.
+//!
+//! The wire parsers (one file per query type under `dsl/`) turn OpenSearch JSON into this tree;
+//! `query_string` and `simple_query_string` are lowered into it once the fields they name are
+//! known; the compiler turns it into tantivy queries for one shard. Keeping a plain data tree in
+//! the middle means the same request can be checked (can_match), cost-estimated and sent to a
+//! remote shard without re-parsing JSON.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A query, as parsed from the DSL. Field names are full dotted paths (`station.id`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum QueryAst {
+    MatchAll { boost: f32 },
+    MatchNone,
+    /// An exact term; `value` is a JSON scalar interpreted with the field's type.
+    Term { field: String, value: Value, boost: f32, case_insensitive: bool },
+    Terms { field: String, values: Vec<Value>, boost: f32 },
+    Range(RangeQuery),
+    Exists { field: String, boost: f32 },
+    Ids { values: Vec<String>, boost: f32 },
+    Prefix { field: String, value: String, case_insensitive: bool, boost: f32 },
+    /// `*` matches any sequence, `?` one character; `\` escapes.
+    Wildcard { field: String, pattern: String, case_insensitive: bool, boost: f32 },
+    Regexp { field: String, pattern: String, case_insensitive: bool, boost: f32 },
+    Fuzzy { field: String, value: String, fuzziness: Fuzziness, prefix_length: u32, transpositions: bool, boost: f32 },
+    Match(MatchQuery),
+    MatchPhrase { field: String, query: String, slop: u32, analyzer: Option<String>, zero_terms_query: ZeroTermsQuery, boost: f32 },
+    MatchPhrasePrefix { field: String, query: String, slop: u32, max_expansions: u32, analyzer: Option<String>, boost: f32 },
+    MultiMatch(MultiMatchQuery),
+    Bool(BoolQuery),
+    ConstantScore { filter: Box<QueryAst>, boost: f32 },
+    DisMax { queries: Vec<QueryAst>, tie_breaker: f32, boost: f32 },
+    Boosting { positive: Box<QueryAst>, negative: Box<QueryAst>, negative_boost: f32, boost: f32 },
+    /// Lowered into the other variants by `query_string::lower` once fields are known.
+    QueryString(QueryStringQuery),
+    /// Lowered into the other variants by `query_string::lower_simple` once fields are known.
+    SimpleQueryString(SimpleQueryStringQuery),
+}
+
+impl QueryAst {
+    pub fn match_all() -> QueryAst {
+        QueryAst::MatchAll { boost: 1.0 }
+    }
+
+    /// True when every matching document gets the same score, so the top hits by score are
+    /// simply the first matches in index order (lets collection stop early).
+    pub fn is_constant_score(&self) -> bool {
+        match self {
+            QueryAst::MatchAll { .. }
+            | QueryAst::MatchNone
+            | QueryAst::Range(_)
+            | QueryAst::Exists { .. }
+            | QueryAst::Ids { .. }
+            | QueryAst::Prefix { .. }
+            | QueryAst::Wildcard { .. }
+            | QueryAst::Regexp { .. }
+            | QueryAst::Terms { .. }
+            | QueryAst::ConstantScore { .. } => true,
+            QueryAst::Bool(b) => {
+                b.must.is_empty() && b.should.is_empty()
+            }
+            _ => false,
+        }
+    }
+}
+
+/// `gt`/`gte`/`lt`/`lte` bounds on a field; values are JSON scalars interpreted with the
+/// field's type (numbers, date strings or date math, keywords, ips).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RangeQuery {
+    pub field: String,
+    pub lower: Option<RangeBound>,
+    pub upper: Option<RangeBound>,
+    /// Date format for the bounds (`dd/MM/yyyy`, `epoch_millis`, `||` lists).
+    pub format: Option<String>,
+    /// Time zone for date bounds without an explicit offset (`+01:00`, `UTC`).
+    pub time_zone: Option<String>,
+    pub boost: f32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RangeBound {
+    pub value: Value,
+    pub inclusive: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum Operator {
+    #[default]
+    Or,
+    And,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum ZeroTermsQuery {
+    #[default]
+    None,
+    All,
+}
+
+/// `minimum_should_match` in its OpenSearch forms: `3`, `-2`, `75%`, `-25%`, and the
+/// conditional form `3<90%` (kept as text and resolved against the clause count).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum MinimumShouldMatch {
+    Count(i32),
+    Percent(i32),
+    Conditional(String),
+}
+
+/// `fuzziness`: `AUTO` (with optional `AUTO:low,high`) or a fixed edit distance 0..=2.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Fuzziness {
+    Auto { low: u32, high: u32 },
+    Edits(u8),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatchQuery {
+    pub field: String,
+    /// The query text (numbers and booleans arrive as their JSON form).
+    pub query: Value,
+    pub operator: Operator,
+    pub minimum_should_match: Option<MinimumShouldMatch>,
+    pub fuzziness: Option<Fuzziness>,
+    pub prefix_length: u32,
+    pub zero_terms_query: ZeroTermsQuery,
+    pub analyzer: Option<String>,
+    /// Ignore values that cannot be converted to the field's type instead of failing.
+    pub lenient: bool,
+    pub boost: f32,
+}
+
+impl MatchQuery {
+    pub fn new(field: impl Into<String>, query: impl Into<Value>) -> MatchQuery {
+        MatchQuery {
+            field: field.into(),
+            query: query.into(),
+            operator: Operator::Or,
+            minimum_should_match: None,
+            fuzziness: None,
+            prefix_length: 0,
+            zero_terms_query: ZeroTermsQuery::None,
+            analyzer: None,
+            lenient: false,
+            boost: 1.0,
+        }
+    }
+}
+
+/// A field name or pattern (`title`, `*_name`, `*`) with its boost (`title^3`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FieldPattern {
+    pub pattern: String,
+    pub boost: f32,
+}
+
+impl FieldPattern {
+    /// Parses `name^boost`.
+    pub fn parse(spec: &str) -> Result<FieldPattern, String> {
+        match spec.rsplit_once('^') {
+            Some((name, boost)) => boost
+                .parse::<f32>()
+                .map(|boost| FieldPattern { pattern: name.to_string(), boost })
+                .map_err(|_| format!("invalid boost [{boost}] in field [{spec}]")),
+            None => Ok(FieldPattern { pattern: spec.to_string(), boost: 1.0 }),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum MultiMatchType {
+    #[default]
+    BestFields,
+    MostFields,
+    CrossFields,
+    Phrase,
+    PhrasePrefix,
+    BoolPrefix,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MultiMatchQuery {
+    /// Empty means "the index's default fields" (`index.query.default_field`).
+    pub fields: Vec<FieldPattern>,
+    pub query: Value,
+    pub kind: MultiMatchType,
+    pub operator: Operator,
+    pub minimum_should_match: Option<MinimumShouldMatch>,
+    pub tie_breaker: Option<f32>,
+    pub fuzziness: Option<Fuzziness>,
+    pub prefix_length: u32,
+    pub slop: u32,
+    pub analyzer: Option<String>,
+    pub zero_terms_query: ZeroTermsQuery,
+    pub lenient: bool,
+    pub boost: f32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct BoolQuery {
+    pub must: Vec<QueryAst>,
+    pub should: Vec<QueryAst>,
+    pub filter: Vec<QueryAst>,
+    pub must_not: Vec<QueryAst>,
+    pub minimum_should_match: Option<MinimumShouldMatch>,
+    pub boost: f32,
+}
+
+/// The options of `query_string` that shape how its text is turned into queries.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QueryStringQuery {
+    pub query: String,
+    /// `default_field`, if given (may be a pattern such as `*`).
+    pub default_field: Option<String>,
+    /// `fields`, if given; takes precedence over `default_field`.
+    pub fields: Vec<FieldPattern>,
+    pub default_operator: Operator,
+    pub analyze_wildcard: bool,
+    pub allow_leading_wildcard: bool,
+    pub lenient: Option<bool>,
+    pub minimum_should_match: Option<MinimumShouldMatch>,
+    pub phrase_slop: u32,
+    pub fuzziness: Option<Fuzziness>,
+    pub fuzzy_prefix_length: u32,
+    pub tie_breaker: Option<f32>,
+    pub kind: MultiMatchType,
+    pub time_zone: Option<String>,
+    pub analyzer: Option<String>,
+    pub boost: f32,
+}
+
+impl QueryStringQuery {
+    pub fn new(query: impl Into<String>) -> QueryStringQuery {
+        QueryStringQuery {
+            query: query.into(),
+            default_field: None,
+            fields: Vec::new(),
+            default_operator: Operator::Or,
+            analyze_wildcard: false,
+            allow_leading_wildcard: true,
+            lenient: None,
+            minimum_should_match: None,
+            phrase_slop: 0,
+            fuzziness: None,
+            fuzzy_prefix_length: 0,
+            tie_breaker: None,
+            kind: MultiMatchType::BestFields,
+            time_zone: None,
+            analyzer: None,
+            boost: 1.0,
+        }
+    }
+}
+
+/// `simple_query_string`'s operators, as the bits of its `flags` option.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimpleQueryFlags(pub u32);
+
+impl SimpleQueryFlags {
+    pub const AND: u32 = 1;
+    pub const NOT: u32 = 1 << 1;
+    pub const OR: u32 = 1 << 2;
+    pub const PREFIX: u32 = 1 << 3;
+    pub const PHRASE: u32 = 1 << 4;
+    pub const PRECEDENCE: u32 = 1 << 5;
+    pub const ESCAPE: u32 = 1 << 6;
+    pub const WHITESPACE: u32 = 1 << 7;
+    pub const FUZZY: u32 = 1 << 8;
+    pub const NEAR: u32 = 1 << 9;
+    pub const SLOP: u32 = 1 << 9;
+    pub const ALL: u32 = (1 << 10) - 1;
+
+    pub fn has(self, flag: u32) -> bool {
+        self.0 & flag != 0
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimpleQueryStringQuery {
+    pub query: String,
+    pub fields: Vec<FieldPattern>,
+    pub default_operator: Operator,
+    pub flags: SimpleQueryFlags,
+    pub analyze_wildcard: bool,
+    pub lenient: Option<bool>,
+    pub minimum_should_match: Option<MinimumShouldMatch>,
+    pub fuzzy_prefix_length: u32,
+    pub fuzzy_max_expansions: u32,
+    pub analyzer: Option<String>,
+    pub boost: f32,
+}
+
+impl SimpleQueryStringQuery {
+    pub fn new(query: impl Into<String>) -> SimpleQueryStringQuery {
+        SimpleQueryStringQuery {
+            query: query.into(),
+            fields: Vec::new(),
+            default_operator: Operator::Or,
+            flags: SimpleQueryFlags(SimpleQueryFlags::ALL),
+            analyze_wildcard: false,
+            lenient: None,
+            minimum_should_match: None,
+            fuzzy_prefix_length: 0,
+            fuzzy_max_expansions: 50,
+            analyzer: None,
+            boost: 1.0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_pattern_parses_boost() {
+        assert_eq!(FieldPattern::parse("title^3").unwrap(), FieldPattern { pattern: "title".into(), boost: 3.0 });
+        assert_eq!(FieldPattern::parse("body").unwrap().boost, 1.0);
+        assert!(FieldPattern::parse("x^y").is_err());
+    }
+
+    #[test]
+    fn constant_score_detection() {
+        assert!(QueryAst::match_all().is_constant_score());
+        let filter_only = QueryAst::Bool(BoolQuery { filter: vec![QueryAst::match_all()], boost: 1.0, ..Default::default() });
+        assert!(filter_only.is_constant_score());
+        assert!(!QueryAst::Match(MatchQuery::new("a", "b")).is_constant_score());
+    }
+}

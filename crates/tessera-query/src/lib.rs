@@ -1,0 +1,4 @@
+//! The OpenSearch query DSL: wire parsing, the `QueryAst`, query_string syntax and compilation
+//! to tantivy queries.
+
+pub mod ast;
