@@ -108,7 +108,10 @@ impl Error {
     /// The full response body: `{"error": {root_cause, type, reason, …}, "status": N}`.
     pub fn to_body(&self) -> Value {
         let root_causes: Vec<Value> = match &self.root_causes {
-            Some(causes) => causes.iter().map(|c| Value::Object(c.head_json())).collect(),
+            Some(causes) => causes
+                .iter()
+                .map(|c| Value::Object(c.head_json()))
+                .collect(),
             None => vec![Value::Object(self.head_json())],
         };
         let mut error = Map::new();
@@ -158,11 +161,15 @@ impl Error {
     }
 
     pub fn index_not_found(index: &str) -> Self {
-        Error::new("index_not_found_exception", 404, format!("no such index [{index}]"))
-            .with_meta("index", index)
-            .with_meta("resource.id", index)
-            .with_meta("resource.type", "index_or_alias")
-            .with_meta("index_uuid", "_na_")
+        Error::new(
+            "index_not_found_exception",
+            404,
+            format!("no such index [{index}]"),
+        )
+        .with_meta("index", index)
+        .with_meta("resource.id", index)
+        .with_meta("resource.type", "index_or_alias")
+        .with_meta("index_uuid", "_na_")
     }
 
     pub fn resource_already_exists(index: &str, uuid: &str) -> Self {
@@ -196,9 +203,13 @@ impl Error {
     }
 
     pub fn document_missing(index: &str, shard: u32, id: &str) -> Self {
-        Error::new("document_missing_exception", 404, format!("[{id}]: document missing"))
-            .with_meta("index", index)
-            .with_meta("shard", shard.to_string())
+        Error::new(
+            "document_missing_exception",
+            404,
+            format!("[{id}]: document missing"),
+        )
+        .with_meta("index", index)
+        .with_meta("shard", shard.to_string())
     }
 
     pub fn rejected_execution(reason: impl Into<String>) -> Self {
@@ -264,8 +275,14 @@ mod tests {
         assert_eq!(body["error"]["type"], "index_not_found_exception");
         assert_eq!(body["error"]["reason"], "no such index [logs]");
         assert_eq!(body["error"]["index"], "logs");
-        assert_eq!(body["error"]["root_cause"][0]["type"], "index_not_found_exception");
-        assert_eq!(body["error"]["root_cause"][0]["resource.type"], "index_or_alias");
+        assert_eq!(
+            body["error"]["root_cause"][0]["type"],
+            "index_not_found_exception"
+        );
+        assert_eq!(
+            body["error"]["root_cause"][0]["resource.type"],
+            "index_or_alias"
+        );
     }
 
     #[test]
@@ -273,8 +290,14 @@ mod tests {
         let error = Error::mapper_parsing("failed to parse field [n] of type [long]")
             .caused_by(Error::illegal_argument("For input string: \"x\""));
         let body = error.to_body();
-        assert_eq!(body["error"]["caused_by"]["type"], "illegal_argument_exception");
-        assert_eq!(body["error"]["root_cause"][0]["type"], "mapper_parsing_exception");
+        assert_eq!(
+            body["error"]["caused_by"]["type"],
+            "illegal_argument_exception"
+        );
+        assert_eq!(
+            body["error"]["root_cause"][0]["type"],
+            "mapper_parsing_exception"
+        );
         assert!(body["error"]["root_cause"][0].get("caused_by").is_none());
     }
 
@@ -283,7 +306,10 @@ mod tests {
         let shard = Error::query_shard("logs", "bad");
         let outer = Error::new("search_phase_execution_exception", 400, "all shards failed")
             .with_root_causes(vec![shard.clone()]);
-        assert_eq!(outer.to_body()["error"]["root_cause"][0]["type"], "query_shard_exception");
+        assert_eq!(
+            outer.to_body()["error"]["root_cause"][0]["type"],
+            "query_shard_exception"
+        );
         assert!(outer.is_client_error());
     }
 

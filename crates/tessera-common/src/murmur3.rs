@@ -36,7 +36,10 @@ pub fn murmur3_x86_32(data: &[u8], seed: u32) -> u32 {
 
 /// OpenSearch's `Murmur3HashFunction.hash(String)`: the UTF-16LE bytes hashed with seed 0.
 pub fn routing_hash(routing: &str) -> i32 {
-    let bytes: Vec<u8> = routing.encode_utf16().flat_map(|unit| unit.to_le_bytes()).collect();
+    let bytes: Vec<u8> = routing
+        .encode_utf16()
+        .flat_map(|unit| unit.to_le_bytes())
+        .collect();
     murmur3_x86_32(&bytes, 0) as i32
 }
 
@@ -56,7 +59,10 @@ mod tests {
         assert_eq!(murmur3_x86_32(b"", 0), 0);
         assert_eq!(murmur3_x86_32(b"", 1), 0x514E_28B7);
         assert_eq!(murmur3_x86_32(b"hello", 0), 0x248B_FA47);
-        assert_eq!(murmur3_x86_32(b"The quick brown fox jumps over the lazy dog", 0), 0x2E4F_F723);
+        assert_eq!(
+            murmur3_x86_32(b"The quick brown fox jumps over the lazy dog", 0),
+            0x2E4F_F723
+        );
     }
 
     #[test]

@@ -31,7 +31,11 @@ impl SettingValue {
     /// The value as a list (a scalar becomes a one-element list; a comma list is split).
     pub fn as_list(&self) -> Vec<String> {
         match self {
-            SettingValue::Str(s) => s.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect(),
+            SettingValue::Str(s) => s
+                .split(',')
+                .map(|p| p.trim().to_string())
+                .filter(|p| !p.is_empty())
+                .collect(),
             SettingValue::List(l) => l.clone(),
         }
     }
@@ -83,7 +87,8 @@ impl Settings {
     }
 
     pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
-        self.values.insert(key.into(), Some(SettingValue::Str(value.into())));
+        self.values
+            .insert(key.into(), Some(SettingValue::Str(value.into())));
     }
 
     pub fn set_value(&mut self, key: impl Into<String>, value: Option<SettingValue>) {
@@ -145,7 +150,10 @@ impl Settings {
     pub fn to_flat_json(&self) -> Value {
         let mut map = Map::new();
         for (key, value) in &self.values {
-            map.insert(key.clone(), value.as_ref().map(|v| v.to_json()).unwrap_or(Value::Null));
+            map.insert(
+                key.clone(),
+                value.as_ref().map(|v| v.to_json()).unwrap_or(Value::Null),
+            );
         }
         Value::Object(map)
     }
@@ -178,7 +186,10 @@ fn insert_nested(root: &mut Map<String, Value>, key: &str, leaf: Value) {
             node.insert(parts[i..].join("."), leaf);
             return;
         }
-        node = node.get_mut(*part).and_then(Value::as_object_mut).expect("group is an object");
+        node = node
+            .get_mut(*part)
+            .and_then(Value::as_object_mut)
+            .expect("group is an object");
     }
 }
 
@@ -199,7 +210,10 @@ fn flatten_into(prefix: &str, map: &Map<String, Value>, out: &mut Settings) -> R
                 }
                 out.set_value(full, Some(SettingValue::List(list)));
             }
-            scalar => out.set_value(full.clone(), Some(SettingValue::Str(scalar_to_string(&full, scalar)?))),
+            scalar => out.set_value(
+                full.clone(),
+                Some(SettingValue::Str(scalar_to_string(&full, scalar)?)),
+            ),
         }
     }
     Ok(())
@@ -264,7 +278,9 @@ impl SettingDef {
         match self.kind {
             Kind::Int { min, max } => {
                 let n: i64 = text.trim().parse().map_err(|_| {
-                    Error::illegal_argument(format!("Failed to parse value [{text}] for setting [{key}]"))
+                    Error::illegal_argument(format!(
+                        "Failed to parse value [{text}] for setting [{key}]"
+                    ))
                 })?;
                 if n < min {
                     return Err(Error::illegal_argument(format!(
@@ -337,7 +353,11 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub const fn new(scope: Scope, defs: &'static [SettingDef], open_prefixes: &'static [&'static str]) -> Self {
+    pub const fn new(
+        scope: Scope,
+        defs: &'static [SettingDef],
+        open_prefixes: &'static [&'static str],
+    ) -> Self {
         Registry {
             defs,
             open_prefixes,
@@ -396,24 +416,53 @@ mod tests {
     use serde_json::json;
 
     static DEFS: &[SettingDef] = &[
-        SettingDef { key: "index.number_of_shards", scope: Scope::Index, dynamic: false, kind: Kind::Int { min: 1, max: 1024 }, default: "1" },
-        SettingDef { key: "index.refresh_interval", scope: Scope::Index, dynamic: true, kind: Kind::Time, default: "1s" },
-        SettingDef { key: "index.hidden", scope: Scope::Index, dynamic: true, kind: Kind::Bool, default: "false" },
+        SettingDef {
+            key: "index.number_of_shards",
+            scope: Scope::Index,
+            dynamic: false,
+            kind: Kind::Int { min: 1, max: 1024 },
+            default: "1",
+        },
+        SettingDef {
+            key: "index.refresh_interval",
+            scope: Scope::Index,
+            dynamic: true,
+            kind: Kind::Time,
+            default: "1s",
+        },
+        SettingDef {
+            key: "index.hidden",
+            scope: Scope::Index,
+            dynamic: true,
+            kind: Kind::Bool,
+            default: "false",
+        },
     ];
     static REGISTRY: Registry = Registry::new(Scope::Index, DEFS, &["index.analysis."]);
 
     #[test]
     fn flattens_nested_and_flat_forms_alike() {
-        let nested = Settings::from_json(&json!({"index": {"number_of_shards": 3, "refresh_interval": "5s"}})).unwrap();
-        let flat = Settings::from_json(&json!({"index.number_of_shards": "3", "index.refresh_interval": "5s"})).unwrap();
+        let nested = Settings::from_json(
+            &json!({"index": {"number_of_shards": 3, "refresh_interval": "5s"}}),
+        )
+        .unwrap();
+        let flat = Settings::from_json(
+            &json!({"index.number_of_shards": "3", "index.refresh_interval": "5s"}),
+        )
+        .unwrap();
         assert_eq!(nested, flat);
         assert_eq!(nested.get_str("index.number_of_shards"), Some("3"));
-        assert_eq!(nested.to_nested_json(), json!({"index": {"number_of_shards": "3", "refresh_interval": "5s"}}));
+        assert_eq!(
+            nested.to_nested_json(),
+            json!({"index": {"number_of_shards": "3", "refresh_interval": "5s"}})
+        );
     }
 
     #[test]
     fn prefix_is_added_to_bare_index_settings() {
-        let s = Settings::from_json(&json!({"number_of_shards": 2})).unwrap().with_prefix("index.");
+        let s = Settings::from_json(&json!({"number_of_shards": 2}))
+            .unwrap()
+            .with_prefix("index.");
         assert_eq!(s.get_str("index.number_of_shards"), Some("2"));
     }
 
@@ -421,15 +470,33 @@ mod tests {
     fn validation_messages_follow_opensearch() {
         let bad = Settings::from_json(&json!({"index.number_of_shards": 0})).unwrap();
         let e = REGISTRY.validate(&bad, false, "x").unwrap_err();
-        assert_eq!(e.reason(), "Failed to parse value [0] for setting [index.number_of_shards] must be >= 1");
+        assert_eq!(
+            e.reason(),
+            "Failed to parse value [0] for setting [index.number_of_shards] must be >= 1"
+        );
         let unknown = Settings::from_json(&json!({"index.bogus": 1})).unwrap();
-        assert!(REGISTRY.validate(&unknown, false, "x").unwrap_err().reason().starts_with("unknown setting [index.bogus]"));
-        let open = Settings::from_json(&json!({"index.analysis.analyzer.a.type": "standard"})).unwrap();
+        assert!(REGISTRY
+            .validate(&unknown, false, "x")
+            .unwrap_err()
+            .reason()
+            .starts_with("unknown setting [index.bogus]"));
+        let open =
+            Settings::from_json(&json!({"index.analysis.analyzer.a.type": "standard"})).unwrap();
         REGISTRY.validate(&open, false, "x").unwrap();
         let static_update = Settings::from_json(&json!({"index.number_of_shards": 2})).unwrap();
-        assert!(REGISTRY.validate(&static_update, true, "[idx/abc]").unwrap_err().reason().starts_with("Can't update non dynamic settings"));
+        assert!(REGISTRY
+            .validate(&static_update, true, "[idx/abc]")
+            .unwrap_err()
+            .reason()
+            .starts_with("Can't update non dynamic settings"));
         let bool_bad = Settings::from_json(&json!({"index.hidden": "maybe"})).unwrap();
-        assert_eq!(REGISTRY.validate(&bool_bad, true, "x").unwrap_err().reason(), "Failed to parse value [maybe] as only [true] or [false] are allowed.");
+        assert_eq!(
+            REGISTRY
+                .validate(&bool_bad, true, "x")
+                .unwrap_err()
+                .reason(),
+            "Failed to parse value [maybe] as only [true] or [false] are allowed."
+        );
     }
 
     #[test]

@@ -106,7 +106,9 @@ impl ThreadPool {
             )));
         }
         let busy = self.shared.active.load(Ordering::Relaxed);
-        if state.jobs.len() >= self.shared.queue_capacity && busy + state.jobs.len() >= self.shared.size {
+        if state.jobs.len() >= self.shared.queue_capacity
+            && busy + state.jobs.len() >= self.shared.size
+        {
             self.shared.rejected.fetch_add(1, Ordering::Relaxed);
             return Err(Error::rejected_execution(format!(
                 "rejected execution of task on thread pool [{}] (queue capacity = {}, active threads = {}, queued tasks = {})",
@@ -129,6 +131,17 @@ impl ThreadPool {
         R: Send + 'static,
         F: FnOnce() -> Result<R> + Send + 'static,
     {
+        self.submit(f)?.await
+    }
+
+    /// Queues `f` and returns a handle to await its result, so that several tasks can be
+    /// started before any is awaited (fan-out). Dropping the handle before the task starts
+    /// skips the task.
+    pub fn submit<R, F>(&self, f: F) -> Result<TaskHandle<R>>
+    where
+        R: Send + 'static,
+        F: FnOnce() -> Result<R> + Send + 'static,
+    {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.execute(move || {
             if tx.is_closed() {
@@ -138,8 +151,7 @@ impl ThreadPool {
                 .unwrap_or_else(|panic| Err(panic_error(panic)));
             let _ = tx.send(result);
         })?;
-        rx.await
-            .map_err(|_| Error::illegal_state("a task was dropped before it answered"))?
+        Ok(TaskHandle { receiver: rx })
     }
 
     /// Runs `f` on the pool and blocks the calling thread until it answers. Meant for threads of
@@ -176,6 +188,28 @@ impl ThreadPool {
     pub fn shutdown(&self) {
         self.shared.queue.lock().unwrap().shutdown = true;
         self.shared.available.notify_all();
+    }
+}
+
+/// The pending result of a task started with [`ThreadPool::submit`].
+pub struct TaskHandle<R> {
+    receiver: tokio::sync::oneshot::Receiver<Result<R>>,
+}
+
+impl<R> std::future::Future for TaskHandle<R> {
+    type Output = Result<R>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.receiver).poll(cx).map(|r| {
+            r.unwrap_or_else(|_| {
+                Err(Error::illegal_state(
+                    "a task was dropped before it answered",
+                ))
+            })
+        })
     }
 }
 
@@ -261,9 +295,7 @@ mod tests {
     fn run_blocking_returns_result_and_survives_panics() {
         let pool = ThreadPool::new("blocking", 1, 4);
         assert_eq!(pool.run_blocking(|| Ok(41 + 1)).unwrap(), 42);
-        let err = pool
-            .run_blocking::<(), _>(|| panic!("boom"))
-            .unwrap_err();
+        let err = pool.run_blocking::<(), _>(|| panic!("boom")).unwrap_err();
         assert!(err.reason().contains("boom"));
         // the worker is still alive after the panic
         assert_eq!(pool.run_blocking(|| Ok(7)).unwrap(), 7);
