@@ -1,0 +1,602 @@
+//! Parsing a JSON document into a tantivy document, following the mapping.
+//!
+//! One walk over the source does two jobs: it converts every mapped value (with coercion and
+//! OpenSearch's errors), and it collects the mapping of fields it has never seen when `dynamic`
+//! allows them. If it found new fields, the caller merges them into the index mapping (and the
+//! shard schemas) and parses again — new fields are rare, so the common path is one walk.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+use tantivy::TantivyDocument;
+use tessera_common::{Error, Result};
+
+use crate::dynamic::infer_field;
+use crate::field_table::{FieldTable, LeafField, LeafKind};
+use crate::field_type::{Dynamic, FieldType};
+use crate::mapping::{plain, FieldMapping, Mapping};
+use crate::values;
+
+/// What parsing a document produced.
+pub enum ParseOutcome {
+    /// The document, ready to index (metadata fields are added by the shard).
+    Document(TantivyDocument),
+    /// The document has fields the mapping lacks: merge these properties, then parse again.
+    MappingUpdate(BTreeMap<String, FieldMapping>),
+}
+
+const METADATA: &[&str] = &[
+    "_id",
+    "_index",
+    "_source",
+    "_routing",
+    "_seq_no",
+    "_version",
+    "_primary_term",
+    "_field_names",
+    "_ignored",
+];
+
+/// Parses `source` (the document body) for the document `id`.
+pub fn parse_document(
+    mapping: &Mapping,
+    table: &FieldTable,
+    id: &str,
+    source: &Value,
+) -> Result<ParseOutcome> {
+    let Value::Object(root) = source else {
+        return Err(Error::mapper_parsing("failed to parse, document is empty"));
+    };
+    let mut walker = Walker {
+        mapping,
+        table,
+        id,
+        doc: TantivyDocument::new(),
+        updates: BTreeMap::new(),
+        field_names: Vec::new(),
+    };
+    walker.object(root, "", Some(&mapping.properties), mapping.dynamic)?;
+    if !walker.updates.is_empty() {
+        return Ok(ParseOutcome::MappingUpdate(walker.updates));
+    }
+    let meta_field_names = table.meta.field_names;
+    let mut doc = walker.doc;
+    walker.field_names.sort_unstable();
+    walker.field_names.dedup();
+    for name in walker.field_names {
+        doc.add_text(meta_field_names, name);
+    }
+    Ok(ParseOutcome::Document(doc))
+}
+
+struct Walker<'a> {
+    mapping: &'a Mapping,
+    table: &'a FieldTable,
+    id: &'a str,
+    doc: TantivyDocument,
+    updates: BTreeMap<String, FieldMapping>,
+    field_names: Vec<String>,
+}
+
+fn join(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}.{name}")
+    }
+}
+
+impl<'a> Walker<'a> {
+    fn object(
+        &mut self,
+        object: &Map<String, Value>,
+        prefix: &str,
+        props: Option<&'a BTreeMap<String, FieldMapping>>,
+        dynamic: Dynamic,
+    ) -> Result<()> {
+        for (key, value) in object {
+            if key.is_empty() || key.split('.').any(str::is_empty) {
+                return Err(Error::mapper_parsing(format!(
+                    "failed to parse: field name cannot be an empty string{}",
+                    if key.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" in [{}]", join(prefix, key))
+                    }
+                )));
+            }
+            if prefix.is_empty() && METADATA.contains(&key.as_str()) {
+                return Err(Error::mapper_parsing(format!(
+                    "Field [{key}] is a metadata field and cannot be added inside a document. Use the index API request parameters."
+                )));
+            }
+            match key.split_once('.') {
+                Some((head, rest)) => {
+                    // `"a.b": v` is `"a": {"b": v}`
+                    let mut inner = Map::new();
+                    inner.insert(rest.to_string(), value.clone());
+                    self.field(head, &Value::Object(inner), prefix, props, dynamic)?;
+                }
+                None => self.field(key, value, prefix, props, dynamic)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn field(
+        &mut self,
+        name: &str,
+        value: &Value,
+        prefix: &str,
+        props: Option<&'a BTreeMap<String, FieldMapping>>,
+        dynamic: Dynamic,
+    ) -> Result<()> {
+        let path = join(prefix, name);
+        match props.and_then(|p| p.get(name)) {
+            Some(field) if field.field_type == FieldType::Object => {
+                if !field.enabled() {
+                    return Ok(());
+                }
+                let inner_dynamic = field.dynamic().unwrap_or(dynamic);
+                self.object_value(&path, name, value, Some(&field.properties), inner_dynamic)
+            }
+            Some(field) => self.leaf(&path, field, value),
+            None => self.unmapped(&path, name, value, dynamic),
+        }
+    }
+
+    fn object_value(
+        &mut self,
+        path: &str,
+        name: &str,
+        value: &Value,
+        props: Option<&'a BTreeMap<String, FieldMapping>>,
+        dynamic: Dynamic,
+    ) -> Result<()> {
+        match value {
+            Value::Object(inner) => self.object(inner, path, props, dynamic),
+            Value::Array(items) => {
+                for item in items {
+                    self.object_value(path, name, item, props, dynamic)?;
+                }
+                Ok(())
+            }
+            Value::Null => Ok(()),
+            _ => Err(Error::mapper_parsing(format!(
+                "object mapping for [{path}] tried to parse field [{name}] as object, but found a concrete value"
+            ))),
+        }
+    }
+
+    fn unmapped(&mut self, path: &str, name: &str, value: &Value, dynamic: Dynamic) -> Result<()> {
+        match dynamic {
+            Dynamic::False => Ok(()),
+            Dynamic::Strict => {
+                let parent = path.rsplit_once('.').map(|(p, _)| p).unwrap_or("_doc");
+                Err(Error::strict_dynamic_mapping(format!(
+                    "mapping set to strict, dynamic introduction of [{name}] within [{parent}] is not allowed"
+                )))
+            }
+            Dynamic::True => {
+                let Some(field) = infer_field(self.mapping, path, name, value)? else {
+                    return Ok(());
+                };
+                let is_object = field.field_type == FieldType::Object;
+                let inner_dynamic = field.dynamic().unwrap_or(dynamic);
+                self.record_update(path, field);
+                if is_object {
+                    // every child is new too; walk them to collect their mappings
+                    self.object_value(path, name, value, None, inner_dynamic)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn record_update(&mut self, path: &str, field: FieldMapping) {
+        let parts: Vec<&str> = path.split('.').collect();
+        let mut node = &mut self.updates;
+        for part in &parts[..parts.len() - 1] {
+            node = &mut node
+                .entry(part.to_string())
+                .or_insert_with(FieldMapping::object)
+                .properties;
+        }
+        node.entry(parts[parts.len() - 1].to_string())
+            .or_insert(field);
+    }
+
+    fn leaf(&mut self, path: &str, field: &'a FieldMapping, value: &Value) -> Result<()> {
+        if field.field_type == FieldType::GeoPoint {
+            return self.geo_points(path, field, value);
+        }
+        match value {
+            Value::Array(items) => {
+                for item in items {
+                    self.leaf(path, field, item)?;
+                }
+                Ok(())
+            }
+            Value::Null => match field.null_value() {
+                Some(null_value) => {
+                    let null_value = null_value.clone();
+                    self.leaf_value(path, field, &null_value)
+                }
+                None => Ok(()),
+            },
+            _ => self.leaf_value(path, field, value),
+        }
+    }
+
+    fn geo_points(&mut self, path: &str, field: &FieldMapping, value: &Value) -> Result<()> {
+        let points: Vec<&Value> = match value {
+            Value::Array(items) if items.iter().all(Value::is_number) => vec![value],
+            Value::Array(items) => items.iter().collect(),
+            Value::Null => return Ok(()),
+            other => vec![other],
+        };
+        for point in points {
+            if let Err(cause) = values::check_geo_point(point) {
+                if !field.ignore_malformed() {
+                    return Err(self.field_error(path, field.field_type, point, cause));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn leaf_value(&mut self, path: &str, field: &'a FieldMapping, value: &Value) -> Result<()> {
+        let leaf = self
+            .table
+            .leaf(path)
+            .ok_or_else(|| {
+                Error::illegal_state(format!("field [{path}] is mapped but has no shard field"))
+            })?
+            .clone();
+        match self.add_value(&leaf, value) {
+            Ok(()) => {}
+            Err(_) if field.ignore_malformed() => return Ok(()),
+            Err(cause) => return Err(self.field_error(path, field.field_type, value, cause)),
+        }
+        for (sub_name, sub) in &field.fields {
+            let sub_path = format!("{path}.{sub_name}");
+            self.leaf_value(&sub_path, sub, value)?;
+        }
+        for target in field.copy_to() {
+            match self.mapping.field(&target) {
+                Some(target_field) if target_field.field_type != FieldType::Object => {
+                    self.leaf_value(&target, target_field, value)?;
+                }
+                Some(_) => {
+                    return Err(Error::mapper_parsing(format!(
+                        "Cannot copy to field [{target}] since it is mapped as an object"
+                    )))
+                }
+                None => {
+                    let name = target.rsplit('.').next().unwrap_or(&target).to_string();
+                    self.unmapped(&target, &name, value, self.mapping.dynamic)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn add_value(&mut self, leaf: &LeafField, value: &Value) -> Result<()> {
+        let Some(field) = leaf.field else {
+            return Ok(());
+        };
+        let mapping = &leaf.mapping;
+        if value.is_object() {
+            return Err(Error::illegal_state(
+                "Can't get text on a START_OBJECT".to_string(),
+            ));
+        }
+        match &leaf.kind {
+            LeafKind::Text { .. } => {
+                let text = values::to_text(value)
+                    .ok_or_else(|| Error::illegal_state("Can't get text on a value"))?;
+                self.doc.add_text(field, text);
+                if !leaf.fast {
+                    self.field_names.push(leaf.path.clone());
+                }
+            }
+            LeafKind::Keyword { ignore_above, .. } => {
+                let text = values::to_text(value)
+                    .ok_or_else(|| Error::illegal_state("Can't get text on a value"))?;
+                if ignore_above.is_some_and(|limit| text.chars().count() > limit) {
+                    return Ok(());
+                }
+                self.doc.add_text(field, text);
+                if !leaf.fast {
+                    self.field_names.push(leaf.path.clone());
+                }
+            }
+            LeafKind::Integer => {
+                let n = values::to_integer(value, leaf.field_type, mapping.coerce())?;
+                self.doc.add_i64(field, n);
+            }
+            LeafKind::Float => {
+                let f = values::to_float(value, leaf.field_type, mapping.coerce())?;
+                self.doc.add_f64(field, f);
+            }
+            LeafKind::ScaledFloat { factor } => {
+                let n = values::to_scaled(value, *factor, mapping.coerce())?;
+                self.doc.add_i64(field, n);
+            }
+            LeafKind::Date { format } => {
+                let text = match value {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    other => {
+                        return Err(Error::illegal_argument(format!(
+                            "failed to parse date field [{}] with format [{}]",
+                            plain(other),
+                            format.spec()
+                        )))
+                    }
+                };
+                let millis = format.parse_millis(&text, None, false).map_err(|e| {
+                    Error::illegal_argument(format!(
+                        "failed to parse date field [{text}] with format [{}]",
+                        format.spec()
+                    ))
+                    .caused_by(Error::new(
+                        "date_time_parse_exception",
+                        400,
+                        e.message,
+                    ))
+                })?;
+                self.doc.add_i64(field, millis);
+            }
+            LeafKind::Boolean => {
+                let b = values::to_boolean(value)?;
+                self.doc.add_bool(field, b);
+            }
+            LeafKind::Ip => {
+                let ip = values::to_ip(value)?;
+                self.doc.add_ip_addr(field, ip);
+            }
+            LeafKind::GeoPoint => {
+                values::check_geo_point(value)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn field_error(&self, path: &str, field_type: FieldType, value: &Value, cause: Error) -> Error {
+        Error::mapper_parsing(format!(
+            "failed to parse field [{path}] of type [{}] in document with id '{}'. Preview of field's value: '{}'",
+            field_type.name(),
+            self.id,
+            preview(value)
+        ))
+        .caused_by(cause)
+    }
+}
+
+/// Java's `Map.toString` rendering, which OpenSearch uses to preview a bad value.
+fn preview(value: &Value) -> String {
+    match value {
+        Value::Object(o) => {
+            let inner: Vec<String> = o
+                .iter()
+                .map(|(k, v)| format!("{k}={}", preview(v)))
+                .collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(preview).collect();
+            format!("[{}]", inner.join(", "))
+        }
+        other => plain(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tantivy::schema::Value as _;
+
+    fn table(mapping: &Mapping) -> FieldTable {
+        FieldTable::build(mapping, None).unwrap().0
+    }
+
+    fn parse(mapping: &Mapping, source: Value) -> Result<ParseOutcome> {
+        parse_document(mapping, &table(mapping), "1", &source)
+    }
+
+    fn doc(mapping: &Mapping, source: Value) -> TantivyDocument {
+        match parse(mapping, source).unwrap() {
+            ParseOutcome::Document(d) => d,
+            ParseOutcome::MappingUpdate(u) => panic!("unexpected update {u:?}"),
+        }
+    }
+
+    fn strict_mapping() -> Mapping {
+        Mapping::parse(&json!({"dynamic": "strict", "properties": {
+            "title": {"type": "text", "fields": {"raw": {"type": "keyword", "ignore_above": 5}}},
+            "n": {"type": "integer"},
+            "price": {"type": "scaled_float", "scaling_factor": 100},
+            "when": {"type": "date", "format": "yyyy-MM-dd HH:mm:ss"},
+            "ok": {"type": "boolean"},
+            "ip": {"type": "ip"},
+            "loc": {"type": "geo_point"},
+            "station": {"properties": {"id": {"type": "keyword"}}}
+        }}))
+        .unwrap()
+    }
+
+    #[test]
+    fn converts_every_type() {
+        let m = strict_mapping();
+        let t = table(&m);
+        let d = doc(
+            &m,
+            json!({
+                "title": "Hello World", "n": "7", "price": 6.3, "when": "2015-01-01 00:00:00",
+                "ok": "true", "ip": "10.0.0.1", "loc": [-73.9, 40.7], "station": {"id": "S1"}
+            }),
+        );
+        let get = |path: &str| d.get_first(t.leaf(path).unwrap().field.unwrap()).unwrap();
+        assert_eq!(get("n").as_i64(), Some(7));
+        assert_eq!(get("price").as_i64(), Some(630));
+        assert_eq!(get("when").as_i64(), Some(1_420_070_400_000));
+        assert_eq!(get("ok").as_bool(), Some(true));
+        assert_eq!(get("station.id").as_str(), Some("S1"));
+        // "Hello World" is longer than ignore_above 5: not in the keyword sub-field
+        assert!(d
+            .get_first(t.leaf("title.raw").unwrap().field.unwrap())
+            .is_none());
+        let names: Vec<&str> = d
+            .get_all(t.meta.field_names)
+            .filter_map(|v| v.as_str())
+            .collect();
+        assert_eq!(names, ["title"]);
+    }
+
+    #[test]
+    fn dotted_keys_and_arrays() {
+        let m = strict_mapping();
+        let t = table(&m);
+        let d = doc(&m, json!({"station.id": ["A", "B"], "n": [1, 2, null]}));
+        assert_eq!(
+            d.get_all(t.leaf("station.id").unwrap().field.unwrap())
+                .count(),
+            2
+        );
+        assert_eq!(d.get_all(t.leaf("n").unwrap().field.unwrap()).count(), 2);
+    }
+
+    #[test]
+    fn strict_mapping_rejects_new_fields() {
+        let e = parse(&strict_mapping(), json!({"other": 1})).err().unwrap();
+        assert_eq!(e.kind(), "strict_dynamic_mapping_exception");
+        assert_eq!(
+            e.reason(),
+            "mapping set to strict, dynamic introduction of [other] within [_doc] is not allowed"
+        );
+        let e = parse(&strict_mapping(), json!({"station": {"x": 1}}))
+            .err()
+            .unwrap();
+        assert!(e.reason().contains("within [station]"), "{}", e.reason());
+    }
+
+    #[test]
+    fn type_errors_name_field_type_and_id() {
+        let e = parse(&strict_mapping(), json!({"n": "abc"})).err().unwrap();
+        assert_eq!(e.kind(), "mapper_parsing_exception");
+        assert_eq!(
+            e.reason(),
+            "failed to parse field [n] of type [integer] in document with id '1'. Preview of field's value: 'abc'"
+        );
+        assert_eq!(e.cause().unwrap().kind(), "number_format_exception");
+        let e = parse(&strict_mapping(), json!({"title": {"a": 1}}))
+            .err()
+            .unwrap();
+        assert!(e.reason().contains("Preview of field's value: '{a=1}'"));
+        let e = parse(&strict_mapping(), json!({"station": "flat"}))
+            .err()
+            .unwrap();
+        assert!(e
+            .reason()
+            .contains("tried to parse field [station] as object"));
+        let e = parse(&strict_mapping(), json!({"_id": "x"})).err().unwrap();
+        assert!(e.reason().contains("is a metadata field"));
+        let e = parse(&strict_mapping(), json!({"when": "01/01/2015"}))
+            .err()
+            .unwrap();
+        assert!(e
+            .cause()
+            .unwrap()
+            .reason()
+            .contains("failed to parse date field [01/01/2015]"));
+        assert!(parse(&strict_mapping(), json!({"loc": [0.0, 95.0]})).is_err());
+    }
+
+    #[test]
+    fn dynamic_true_collects_new_fields() {
+        let m = Mapping::parse(&json!({"properties": {"known": {"type": "long"}}})).unwrap();
+        let outcome = parse(
+            &m,
+            json!({"known": 1, "name": "x", "nested": {"v": 1.5, "flag": true}, "empty": null}),
+        )
+        .unwrap();
+        let ParseOutcome::MappingUpdate(update) = outcome else {
+            panic!("expected an update")
+        };
+        let mut merged = m.clone();
+        merged.merge_properties(&update).unwrap();
+        assert_eq!(merged.field("name").unwrap().field_type, FieldType::Text);
+        assert_eq!(
+            merged.field("name.keyword").unwrap().field_type,
+            FieldType::Keyword
+        );
+        assert_eq!(
+            merged.field("nested.v").unwrap().field_type,
+            FieldType::Float
+        );
+        assert_eq!(
+            merged.field("nested.flag").unwrap().field_type,
+            FieldType::Boolean
+        );
+        assert!(merged.field("empty").is_none());
+        // with the merged mapping the same document parses in one go
+        assert!(matches!(
+            parse(
+                &merged,
+                json!({"known": 1, "name": "x", "nested": {"v": 1.5, "flag": true}})
+            )
+            .unwrap(),
+            ParseOutcome::Document(_)
+        ));
+    }
+
+    #[test]
+    fn dynamic_false_keeps_unknown_fields_out_of_the_index() {
+        let m = Mapping::parse(&json!({"dynamic": false, "properties": {"a": {"type": "long"}}}))
+            .unwrap();
+        let d = doc(&m, json!({"a": 1, "b": "ignored"}));
+        assert_eq!(d.field_values().count(), 1);
+    }
+
+    #[test]
+    fn ignore_malformed_and_null_value() {
+        let m = Mapping::parse(&json!({"properties": {
+            "n": {"type": "long", "ignore_malformed": true},
+            "s": {"type": "keyword", "null_value": "NULL"}
+        }}))
+        .unwrap();
+        let t = table(&m);
+        let d = doc(&m, json!({"n": "oops", "s": null}));
+        assert!(d.get_first(t.leaf("n").unwrap().field.unwrap()).is_none());
+        assert_eq!(
+            d.get_first(t.leaf("s").unwrap().field.unwrap())
+                .unwrap()
+                .as_str(),
+            Some("NULL")
+        );
+    }
+
+    #[test]
+    fn copy_to_indexes_into_the_target() {
+        let m = Mapping::parse(&json!({"properties": {
+            "first": {"type": "text", "copy_to": "full"},
+            "full": {"type": "text"}
+        }}))
+        .unwrap();
+        let t = table(&m);
+        let d = doc(&m, json!({"first": "Ada"}));
+        assert_eq!(
+            d.get_first(t.leaf("full").unwrap().field.unwrap())
+                .unwrap()
+                .as_str(),
+            Some("Ada")
+        );
+    }
+
+    #[test]
+    fn non_object_documents_are_rejected() {
+        assert!(parse(&strict_mapping(), json!([1, 2])).is_err());
+    }
+}

@@ -1,0 +1,443 @@
+//! The field table: which tantivy field holds each mapped path of one shard, and how.
+//!
+//! A tantivy schema cannot change, but an OpenSearch mapping grows (new fields by `PUT _mapping`
+//! or dynamic mapping). Tessera keeps each shard's schema *append-only*: existing fields keep
+//! their ids and options, new leaves are added at the end, and the shard rewrites its schema
+//! (see `tessera-index`). Segments written before a field existed simply have no data for it.
+//! Metadata fields (`_id`, `_source`, …) come first and never change.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tantivy::schema::{
+    BytesOptions, Field, FieldEntry, FieldType as TantivyType, IndexRecordOption, IpAddrOptions,
+    NumericOptions, Schema, SchemaBuilder, TextFieldIndexing, TextOptions,
+};
+use tessera_common::{Error, Result};
+use tessera_date::DateFormat;
+
+use crate::field_type::FieldType;
+use crate::mapping::{FieldMapping, Mapping};
+
+pub const ID_FIELD: &str = "_id";
+pub const SOURCE_FIELD: &str = "_source";
+pub const SEQ_NO_FIELD: &str = "_seq_no";
+pub const VERSION_FIELD: &str = "_version";
+pub const PRIMARY_TERM_FIELD: &str = "_primary_term";
+pub const ROUTING_FIELD: &str = "_routing";
+pub const FIELD_NAMES_FIELD: &str = "_field_names";
+
+/// The tokenizer of keyword fields with the `lowercase` normalizer.
+pub const LOWERCASE_KEYWORD_TOKENIZER: &str = "lowercase_keyword";
+
+/// How a leaf's values are stored in tantivy.
+#[derive(Clone, Debug)]
+pub enum LeafKind {
+    /// Analyzed text (`text`, `match_only_text`).
+    Text {
+        analyzer: String,
+        search_analyzer: String,
+        positions: bool,
+    },
+    /// A single untokenized term; `lowercase` when the field has the lowercase normalizer.
+    Keyword {
+        ignore_above: Option<usize>,
+        lowercase: bool,
+    },
+    /// i64 values: long, integer, short, byte.
+    Integer,
+    /// f64 values, already rounded to the type's precision.
+    Float,
+    /// i64 = round(value × factor).
+    ScaledFloat {
+        factor: f64,
+    },
+    /// i64 epoch milliseconds.
+    Date {
+        format: DateFormat,
+    },
+    Boolean,
+    Ip,
+    /// Validated and kept in `_source` only.
+    GeoPoint,
+}
+
+/// One mapped leaf of one shard.
+#[derive(Clone, Debug)]
+pub struct LeafField {
+    pub path: String,
+    pub field_type: FieldType,
+    /// `None` for fields with no tantivy field (geo_point).
+    pub field: Option<Field>,
+    pub kind: LeafKind,
+    pub indexed: bool,
+    pub fast: bool,
+    pub mapping: FieldMapping,
+}
+
+impl LeafField {
+    /// Fields a `*` in `query_string` or `multi_match` searches.
+    pub fn is_default_searchable(&self) -> bool {
+        self.field.is_some() && self.indexed && !matches!(self.kind, LeafKind::GeoPoint)
+    }
+}
+
+/// The metadata fields present in every shard.
+#[derive(Clone, Copy, Debug)]
+pub struct MetaFields {
+    pub id: Field,
+    pub source: Field,
+    pub seq_no: Field,
+    pub version: Field,
+    pub primary_term: Field,
+    pub routing: Field,
+    pub field_names: Field,
+}
+
+/// A shard's schema plus the map from mapped paths to tantivy fields.
+#[derive(Clone, Debug)]
+pub struct FieldTable {
+    schema: Schema,
+    leaves: HashMap<String, Arc<LeafField>>,
+    pub meta: MetaFields,
+}
+
+impl FieldTable {
+    /// Builds the table for `mapping` on top of `existing` (the shard's current schema, if any).
+    /// Returns the table and whether the schema had to grow.
+    pub fn build(mapping: &Mapping, existing: Option<&Schema>) -> Result<(FieldTable, bool)> {
+        let mut builder = SchemaBuilder::new();
+        let mut names: HashMap<String, ()> = HashMap::new();
+        if let Some(schema) = existing {
+            for (_, entry) in schema.fields() {
+                names.insert(entry.name().to_string(), ());
+                builder.add_field(entry.clone());
+            }
+        }
+        let mut grew = false;
+        for entry in meta_entries() {
+            if !names.contains_key(entry.name()) {
+                names.insert(entry.name().to_string(), ());
+                builder.add_field(entry);
+                grew = true;
+            }
+        }
+        let leaves = mapping.leaves();
+        for (path, field) in &leaves {
+            if names.contains_key(path.as_str()) {
+                continue;
+            }
+            if let Some(entry) = leaf_entry(path, field) {
+                names.insert(path.clone(), ());
+                builder.add_field(entry);
+                grew = true;
+            }
+        }
+        let schema = builder.build();
+        let field = |name: &str| {
+            schema
+                .get_field(name)
+                .map_err(|e| Error::internal("resolve a metadata field", e))
+        };
+        let meta = MetaFields {
+            id: field(ID_FIELD)?,
+            source: field(SOURCE_FIELD)?,
+            seq_no: field(SEQ_NO_FIELD)?,
+            version: field(VERSION_FIELD)?,
+            primary_term: field(PRIMARY_TERM_FIELD)?,
+            routing: field(ROUTING_FIELD)?,
+            field_names: field(FIELD_NAMES_FIELD)?,
+        };
+        let mut table = HashMap::new();
+        for (path, mapping) in leaves {
+            let leaf = resolve_leaf(&schema, &path, mapping)?;
+            table.insert(path, Arc::new(leaf));
+        }
+        Ok((
+            FieldTable {
+                schema,
+                leaves: table,
+                meta,
+            },
+            grew,
+        ))
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    pub fn leaf(&self, path: &str) -> Option<&Arc<LeafField>> {
+        self.leaves.get(path)
+    }
+
+    pub fn leaves(&self) -> impl Iterator<Item = &Arc<LeafField>> {
+        self.leaves.values()
+    }
+
+    /// Paths matching a `*` pattern, sorted.
+    pub fn expand(&self, pattern: &str) -> Vec<String> {
+        let mut out: Vec<String> = if pattern.contains('*') {
+            self.leaves
+                .keys()
+                .filter(|p| crate::dynamic::simple_match(pattern, p))
+                .cloned()
+                .collect()
+        } else if self.leaves.contains_key(pattern) {
+            vec![pattern.to_string()]
+        } else {
+            Vec::new()
+        };
+        out.sort();
+        out
+    }
+}
+
+fn meta_entries() -> Vec<FieldEntry> {
+    let raw_indexed = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("raw")
+            .set_index_option(IndexRecordOption::Basic)
+            .set_fieldnorms(false),
+    );
+    vec![
+        FieldEntry::new_text(ID_FIELD.into(), raw_indexed.clone().set_stored()),
+        FieldEntry::new_bytes(SOURCE_FIELD.into(), BytesOptions::default().set_stored()),
+        FieldEntry::new_u64(SEQ_NO_FIELD.into(), NumericOptions::default().set_fast()),
+        FieldEntry::new_u64(VERSION_FIELD.into(), NumericOptions::default().set_fast()),
+        FieldEntry::new_u64(
+            PRIMARY_TERM_FIELD.into(),
+            NumericOptions::default().set_fast(),
+        ),
+        FieldEntry::new_text(ROUTING_FIELD.into(), raw_indexed.clone().set_stored()),
+        FieldEntry::new_text(FIELD_NAMES_FIELD.into(), raw_indexed),
+    ]
+}
+
+fn numeric_options(mapping: &FieldMapping) -> NumericOptions {
+    let mut options = NumericOptions::default();
+    if mapping.index() {
+        options = options.set_indexed();
+    }
+    if mapping.doc_values() {
+        options = options.set_fast();
+    }
+    options
+}
+
+/// The tantivy field for a leaf, or `None` for types kept only in `_source`.
+fn leaf_entry(path: &str, mapping: &FieldMapping) -> Option<FieldEntry> {
+    let name = path.to_string();
+    let entry = match mapping.field_type {
+        FieldType::Text | FieldType::MatchOnlyText => {
+            let mut options = TextOptions::default();
+            if mapping.index() {
+                let record = match mapping.index_options() {
+                    "docs" => IndexRecordOption::Basic,
+                    "freqs" => IndexRecordOption::WithFreqs,
+                    _ => IndexRecordOption::WithFreqsAndPositions,
+                };
+                options = options.set_indexing_options(
+                    TextFieldIndexing::default()
+                        .set_tokenizer(mapping.analyzer())
+                        .set_index_option(record)
+                        .set_fieldnorms(mapping.norms()),
+                );
+            }
+            FieldEntry::new_text(name, options)
+        }
+        FieldType::Keyword => {
+            let tokenizer = if mapping.normalizer() == Some("lowercase") {
+                LOWERCASE_KEYWORD_TOKENIZER
+            } else {
+                "raw"
+            };
+            let mut options = TextOptions::default();
+            if mapping.index() {
+                let record = if mapping.index_options() == "freqs" {
+                    IndexRecordOption::WithFreqs
+                } else {
+                    IndexRecordOption::Basic
+                };
+                options = options.set_indexing_options(
+                    TextFieldIndexing::default()
+                        .set_tokenizer(tokenizer)
+                        .set_index_option(record)
+                        .set_fieldnorms(false),
+                );
+            }
+            if mapping.doc_values() {
+                options = options.set_fast(tokenizer);
+            }
+            FieldEntry::new_text(name, options)
+        }
+        FieldType::Long
+        | FieldType::Integer
+        | FieldType::Short
+        | FieldType::Byte
+        | FieldType::ScaledFloat
+        | FieldType::Date => FieldEntry::new_i64(name, numeric_options(mapping)),
+        FieldType::Double | FieldType::Float | FieldType::HalfFloat => {
+            FieldEntry::new_f64(name, numeric_options(mapping))
+        }
+        FieldType::Boolean => FieldEntry::new_bool(name, numeric_options(mapping)),
+        FieldType::Ip => {
+            let mut options = IpAddrOptions::default();
+            if mapping.index() {
+                options = options.set_indexed();
+            }
+            if mapping.doc_values() {
+                options = options.set_fast();
+            }
+            FieldEntry::new_ip_addr(name, options)
+        }
+        FieldType::GeoPoint | FieldType::Object => return None,
+    };
+    Some(entry)
+}
+
+fn resolve_leaf(schema: &Schema, path: &str, mapping: &FieldMapping) -> Result<LeafField> {
+    let kind = match mapping.field_type {
+        FieldType::Text | FieldType::MatchOnlyText => LeafKind::Text {
+            analyzer: mapping.analyzer().to_string(),
+            search_analyzer: mapping.search_analyzer().to_string(),
+            positions: matches!(mapping.index_options(), "positions" | "offsets"),
+        },
+        FieldType::Keyword => LeafKind::Keyword {
+            ignore_above: mapping.ignore_above(),
+            lowercase: mapping.normalizer() == Some("lowercase"),
+        },
+        FieldType::Long | FieldType::Integer | FieldType::Short | FieldType::Byte => {
+            LeafKind::Integer
+        }
+        FieldType::Double | FieldType::Float | FieldType::HalfFloat => LeafKind::Float,
+        FieldType::ScaledFloat => LeafKind::ScaledFloat {
+            factor: mapping.scaling_factor(),
+        },
+        FieldType::Date => LeafKind::Date {
+            format: DateFormat::parse(mapping.format()).map_err(|e| {
+                Error::mapper_parsing(format!(
+                    "Invalid format: [{}]: {}",
+                    mapping.format(),
+                    e.message
+                ))
+            })?,
+        },
+        FieldType::Boolean => LeafKind::Boolean,
+        FieldType::Ip => LeafKind::Ip,
+        FieldType::GeoPoint => LeafKind::GeoPoint,
+        FieldType::Object => {
+            return Err(Error::illegal_state(format!(
+                "object [{path}] is not a leaf"
+            )));
+        }
+    };
+    let (field, indexed, fast) = match schema.get_field(path) {
+        Ok(field) => {
+            let entry = schema.get_field_entry(field);
+            check_compatible(path, mapping, entry)?;
+            (Some(field), entry.is_indexed(), entry.is_fast())
+        }
+        Err(_) if matches!(kind, LeafKind::GeoPoint) => (None, false, false),
+        Err(_) => {
+            return Err(Error::illegal_state(format!(
+                "field [{path}] is missing from the shard schema"
+            )))
+        }
+    };
+    Ok(LeafField {
+        path: path.to_string(),
+        field_type: mapping.field_type,
+        field,
+        kind,
+        indexed,
+        fast,
+        mapping: mapping.clone(),
+    })
+}
+
+fn check_compatible(path: &str, mapping: &FieldMapping, entry: &FieldEntry) -> Result<()> {
+    let ok = match (mapping.field_type, entry.field_type()) {
+        (FieldType::Text | FieldType::MatchOnlyText | FieldType::Keyword, TantivyType::Str(_)) => {
+            true
+        }
+        (
+            FieldType::Long
+            | FieldType::Integer
+            | FieldType::Short
+            | FieldType::Byte
+            | FieldType::ScaledFloat
+            | FieldType::Date,
+            TantivyType::I64(_),
+        ) => true,
+        (FieldType::Double | FieldType::Float | FieldType::HalfFloat, TantivyType::F64(_)) => true,
+        (FieldType::Boolean, TantivyType::Bool(_)) => true,
+        (FieldType::Ip, TantivyType::IpAddr(_)) => true,
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::illegal_state(format!(
+            "field [{path}] of type [{}] does not match the shard schema",
+            mapping.field_type.name()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn builds_fields_for_every_leaf() {
+        let mapping = Mapping::parse(&json!({"properties": {
+            "title": {"type": "text", "fields": {"keyword": {"type": "keyword"}}},
+            "n": {"type": "integer"},
+            "price": {"type": "scaled_float", "scaling_factor": 100},
+            "loc": {"type": "geo_point"},
+            "when": {"type": "date", "format": "yyyy-MM-dd"}
+        }}))
+        .unwrap();
+        let (table, grew) = FieldTable::build(&mapping, None).unwrap();
+        assert!(grew);
+        let title = table.leaf("title").unwrap();
+        assert!(matches!(
+            title.kind,
+            LeafKind::Text {
+                positions: true,
+                ..
+            }
+        ));
+        assert!(title.indexed && !title.fast);
+        let keyword = table.leaf("title.keyword").unwrap();
+        assert!(keyword.fast);
+        assert!(
+            matches!(table.leaf("price").unwrap().kind, LeafKind::ScaledFloat { factor } if factor == 100.0)
+        );
+        assert!(table.leaf("loc").unwrap().field.is_none());
+        assert_eq!(table.expand("t*"), ["title", "title.keyword"]);
+    }
+
+    #[test]
+    fn growth_is_append_only() {
+        let first = Mapping::parse(&json!({"properties": {"b": {"type": "long"}}})).unwrap();
+        let (t1, _) = FieldTable::build(&first, None).unwrap();
+        let b_field = t1.leaf("b").unwrap().field.unwrap();
+        let mut second = first.clone();
+        second
+            .merge_json(&json!({"properties": {"a": {"type": "keyword"}}}))
+            .unwrap();
+        let (t2, grew) = FieldTable::build(&second, Some(t1.schema())).unwrap();
+        assert!(grew);
+        assert_eq!(
+            t2.leaf("b").unwrap().field.unwrap(),
+            b_field,
+            "existing ids never move"
+        );
+        assert!(t2.leaf("a").unwrap().field.unwrap().field_id() > b_field.field_id());
+        let (_, grew_again) = FieldTable::build(&second, Some(t2.schema())).unwrap();
+        assert!(!grew_again);
+    }
+}

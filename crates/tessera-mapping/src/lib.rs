@@ -1,0 +1,17 @@
+//! Mappings: field types, dynamic mapping, analyzers, the append-only tantivy schema of a shard
+//! (the field table), document parsing and `_source` filtering.
+
+pub mod analysis;
+pub mod document;
+pub mod dynamic;
+pub mod field_table;
+pub mod field_type;
+pub mod mapping;
+pub mod source_filter;
+pub mod values;
+
+pub use document::{parse_document, ParseOutcome};
+pub use field_table::{FieldTable, LeafField, LeafKind, MetaFields};
+pub use field_type::{Dynamic, FieldType};
+pub use mapping::{FieldMapping, Mapping};
+pub use source_filter::SourceFilter;

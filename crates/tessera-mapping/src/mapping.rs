@@ -1,0 +1,1077 @@
+//! An index's mapping: parsed and validated from OpenSearch JSON, rendered back the way
+//! OpenSearch renders it, merged with updates (`PUT _mapping`, dynamic mapping).
+//!
+//! Parameters are kept as the (validated, normalised) JSON the user gave, so that `GET _mapping`
+//! shows exactly what was set and nothing else; typed accessors supply the defaults.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+use tessera_common::{Error, Result};
+use tessera_date::DateFormat;
+
+use crate::analysis::ANALYZERS;
+use crate::dynamic::DynamicTemplate;
+use crate::field_type::{Dynamic, FieldType};
+
+/// The default `format` of a date field.
+pub const DEFAULT_DATE_FORMAT: &str = "strict_date_optional_time||epoch_millis";
+/// The default `dynamic_date_formats`.
+pub const DEFAULT_DYNAMIC_DATE_FORMATS: [&str; 2] = [
+    "strict_date_optional_time",
+    "yyyy/MM/dd HH:mm:ss Z||yyyy/MM/dd Z",
+];
+/// Keyword normalizers Tessera knows (OpenSearch's built-in one).
+pub const NORMALIZERS: &[&str] = &["lowercase"];
+
+/// Renders a JSON value the way Java's `toString` would in an error message.
+pub fn plain(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// One field of a mapping: a leaf with parameters and multi-fields, or an object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldMapping {
+    pub field_type: FieldType,
+    /// Parameters as given (validated and normalised), without `type`, `fields`, `properties`.
+    pub params: Map<String, Value>,
+    /// Multi-fields (`title.keyword`).
+    pub fields: BTreeMap<String, FieldMapping>,
+    /// Children of an object.
+    pub properties: BTreeMap<String, FieldMapping>,
+}
+
+impl FieldMapping {
+    pub fn leaf(field_type: FieldType) -> FieldMapping {
+        FieldMapping {
+            field_type,
+            params: Map::new(),
+            fields: BTreeMap::new(),
+            properties: BTreeMap::new(),
+        }
+    }
+
+    pub fn object() -> FieldMapping {
+        FieldMapping::leaf(FieldType::Object)
+    }
+
+    pub fn with_param(mut self, key: &str, value: Value) -> FieldMapping {
+        self.params.insert(key.to_string(), value);
+        self
+    }
+
+    fn bool_param(&self, key: &str, default: bool) -> bool {
+        self.params
+            .get(key)
+            .and_then(Value::as_bool)
+            .unwrap_or(default)
+    }
+
+    pub fn index(&self) -> bool {
+        self.bool_param("index", true)
+    }
+
+    pub fn doc_values(&self) -> bool {
+        !self.field_type.is_text() && self.bool_param("doc_values", true)
+    }
+
+    pub fn norms(&self) -> bool {
+        self.bool_param("norms", self.field_type.is_text())
+    }
+
+    pub fn coerce(&self) -> bool {
+        self.bool_param("coerce", true)
+    }
+
+    pub fn ignore_malformed(&self) -> bool {
+        self.bool_param("ignore_malformed", false)
+    }
+
+    pub fn ignore_above(&self) -> Option<usize> {
+        self.params
+            .get("ignore_above")
+            .and_then(Value::as_u64)
+            .map(|n| n as usize)
+    }
+
+    pub fn null_value(&self) -> Option<&Value> {
+        self.params.get("null_value").filter(|v| !v.is_null())
+    }
+
+    pub fn scaling_factor(&self) -> f64 {
+        self.params
+            .get("scaling_factor")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0)
+    }
+
+    pub fn analyzer(&self) -> &str {
+        self.params
+            .get("analyzer")
+            .and_then(Value::as_str)
+            .unwrap_or("standard")
+    }
+
+    pub fn search_analyzer(&self) -> &str {
+        self.params
+            .get("search_analyzer")
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| self.analyzer())
+    }
+
+    pub fn normalizer(&self) -> Option<&str> {
+        self.params.get("normalizer").and_then(Value::as_str)
+    }
+
+    pub fn format(&self) -> &str {
+        self.params
+            .get("format")
+            .and_then(Value::as_str)
+            .unwrap_or(DEFAULT_DATE_FORMAT)
+    }
+
+    /// `docs`, `freqs`, `positions` or `offsets`.
+    pub fn index_options(&self) -> &str {
+        let default = if self.field_type.is_text() {
+            "positions"
+        } else {
+            "docs"
+        };
+        self.params
+            .get("index_options")
+            .and_then(Value::as_str)
+            .unwrap_or(default)
+    }
+
+    pub fn copy_to(&self) -> Vec<String> {
+        match self.params.get("copy_to") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect(),
+            Some(Value::String(s)) => vec![s.clone()],
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn dynamic(&self) -> Option<Dynamic> {
+        self.params
+            .get("dynamic")
+            .and_then(|v| Dynamic::parse(v, "").ok())
+    }
+
+    /// For objects: `enabled: false` keeps the object in `_source` without parsing it.
+    pub fn enabled(&self) -> bool {
+        self.bool_param("enabled", true)
+    }
+
+    /// Parses one field definition found at `path` (a dotted path, for messages).
+    pub fn parse(path: &str, definition: &Value) -> Result<FieldMapping> {
+        let Value::Object(definition) = definition else {
+            return Err(Error::mapper_parsing(format!(
+                "Expected map for property [type] on field [{path}] but got a class java.lang.String"
+            )));
+        };
+        let field_type = match definition.get("type") {
+            Some(Value::String(name)) => FieldType::parse(name, path)?,
+            Some(other) => {
+                return Err(Error::mapper_parsing(format!(
+                    "No handler for type [{}] declared on field [{path}]",
+                    plain(other)
+                )))
+            }
+            None if definition.contains_key("properties")
+                || definition.contains_key("dynamic")
+                || definition.contains_key("enabled") =>
+            {
+                FieldType::Object
+            }
+            None => {
+                return Err(Error::mapper_parsing(format!(
+                    "No type specified for field [{path}]"
+                )))
+            }
+        };
+        let allowed = field_type.allowed_params();
+        let mut mapping = FieldMapping::leaf(field_type);
+        for (key, value) in definition {
+            if key == "type" {
+                continue;
+            }
+            if !allowed.contains(&key.as_str()) {
+                return Err(Error::mapper_parsing(format!(
+                    "unknown parameter [{key}] on mapper [{path}] of type [{}]",
+                    field_type.name()
+                )));
+            }
+            match key.as_str() {
+                "properties" => mapping.properties = parse_properties(path, value)?,
+                "fields" => {
+                    let Value::Object(subs) = value else {
+                        return Err(Error::mapper_parsing(format!(
+                            "Expected map for property [fields] on field [{path}] but got a {}",
+                            plain(value)
+                        )));
+                    };
+                    for (name, sub) in subs {
+                        let sub_path = format!("{path}.{name}");
+                        let sub_mapping = FieldMapping::parse(&sub_path, sub)?;
+                        if sub_mapping.field_type == FieldType::Object {
+                            return Err(Error::mapper_parsing(format!(
+                                "Type [object] cannot be used in multi field [{sub_path}]"
+                            )));
+                        }
+                        mapping.fields.insert(name.clone(), sub_mapping);
+                    }
+                }
+                "format" if value.as_str() == Some(DEFAULT_DATE_FORMAT) => {
+                    // OpenSearch does not show the default format even when it was given
+                }
+                _ => {
+                    let normalised = validate_param(path, field_type, key, value)?;
+                    mapping.params.insert(key.clone(), normalised);
+                }
+            }
+        }
+        if field_type == FieldType::ScaledFloat && !mapping.params.contains_key("scaling_factor") {
+            return Err(Error::mapper_parsing(format!(
+                "Field [{path}] misses required parameter [scaling_factor]"
+            )));
+        }
+        if let Some(null_value) = mapping.params.get("null_value").cloned() {
+            check_null_value(path, field_type, &null_value, &mapping)?;
+        }
+        Ok(mapping)
+    }
+
+    /// Renders the definition as `GET _mapping` shows it.
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        if self.field_type != FieldType::Object {
+            out.insert("type".into(), Value::String(self.field_type.name().into()));
+        }
+        for (key, value) in &self.params {
+            out.insert(key.clone(), value.clone());
+        }
+        if !self.fields.is_empty() {
+            let fields = self
+                .fields
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_json()))
+                .collect();
+            out.insert("fields".into(), Value::Object(fields));
+        }
+        if !self.properties.is_empty() {
+            let props = self
+                .properties
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_json()))
+                .collect();
+            out.insert("properties".into(), Value::Object(props));
+        }
+        Value::Object(out)
+    }
+
+    /// Merges `update` into this definition (adding fields and changing updatable parameters).
+    pub fn merge(&mut self, path: &str, update: &FieldMapping) -> Result<()> {
+        if self.field_type != update.field_type {
+            return Err(Error::illegal_argument(format!(
+                "mapper [{path}] cannot be changed from type [{}] to [{}]",
+                self.field_type.name(),
+                update.field_type.name()
+            )));
+        }
+        const UPDATABLE: &[&str] = &[
+            "ignore_above",
+            "meta",
+            "boost",
+            "dynamic",
+            "search_analyzer",
+            "search_quote_analyzer",
+            "ignore_malformed",
+            "copy_to",
+        ];
+        let mut conflicts = Vec::new();
+        for (key, value) in &update.params {
+            let current = self.params.get(key);
+            if current == Some(value) {
+                continue;
+            }
+            if key == "enabled" && self.field_type == FieldType::Object {
+                if value.as_bool() != Some(self.enabled()) {
+                    return Err(Error::illegal_argument(format!(
+                        "the [enabled] parameter can't be updated for the object mapping [{path}]"
+                    )));
+                }
+                continue;
+            }
+            if UPDATABLE.contains(&key.as_str()) {
+                self.params.insert(key.clone(), value.clone());
+            } else {
+                let from = current
+                    .map(plain)
+                    .unwrap_or_else(|| default_param_text(self, key));
+                conflicts.push(format!(
+                    "Cannot update parameter [{key}] from [{from}] to [{}]",
+                    plain(value)
+                ));
+            }
+        }
+        if !conflicts.is_empty() {
+            return Err(Error::illegal_argument(format!(
+                "Mapper for [{path}] conflicts with existing mapper:\n\t{}",
+                conflicts.join("\n\t")
+            )));
+        }
+        for (name, sub) in &update.fields {
+            match self.fields.get_mut(name) {
+                Some(existing) => existing.merge(&format!("{path}.{name}"), sub)?,
+                None => {
+                    self.fields.insert(name.clone(), sub.clone());
+                }
+            }
+        }
+        merge_properties(path, &mut self.properties, &update.properties)
+    }
+}
+
+fn default_param_text(mapping: &FieldMapping, key: &str) -> String {
+    match key {
+        "analyzer" | "search_analyzer" => "default".to_string(),
+        "index" => mapping.index().to_string(),
+        "doc_values" => mapping.doc_values().to_string(),
+        "norms" => mapping.norms().to_string(),
+        "format" => mapping.format().to_string(),
+        "index_options" => mapping.index_options().to_string(),
+        _ => "null".to_string(),
+    }
+}
+
+fn merge_properties(
+    parent: &str,
+    into: &mut BTreeMap<String, FieldMapping>,
+    update: &BTreeMap<String, FieldMapping>,
+) -> Result<()> {
+    for (name, field) in update {
+        let path = if parent.is_empty() {
+            name.clone()
+        } else {
+            format!("{parent}.{name}")
+        };
+        match into.get_mut(name) {
+            Some(existing) => existing.merge(&path, field)?,
+            None => {
+                into.insert(name.clone(), field.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn as_bool_param(path: &str, key: &str, value: &Value) -> Result<Value> {
+    match value {
+        Value::Bool(_) => Ok(value.clone()),
+        Value::String(s) if s == "true" => Ok(Value::Bool(true)),
+        Value::String(s) if s == "false" => Ok(Value::Bool(false)),
+        other => Err(Error::mapper_parsing(format!(
+            "Failed to parse mapping [_doc]: Cannot parse value [{}] for parameter [{key}] on field [{path}]: only [true] or [false] are allowed",
+            plain(other)
+        ))),
+    }
+}
+
+fn as_number_param(path: &str, key: &str, value: &Value, integer: bool) -> Result<Value> {
+    let parsed = match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    match parsed {
+        Some(n) if n.is_finite() && (!integer || (n.fract() == 0.0 && n >= 0.0)) => {
+            Ok(if integer {
+                Value::from(n as i64)
+            } else {
+                serde_json::Number::from_f64(n)
+                    .map(Value::Number)
+                    .unwrap_or(Value::Null)
+            })
+        }
+        _ => Err(Error::mapper_parsing(format!(
+            "Cannot parse value [{}] for parameter [{key}] on field [{path}]",
+            plain(value)
+        ))),
+    }
+}
+
+fn validate_param(path: &str, field_type: FieldType, key: &str, value: &Value) -> Result<Value> {
+    match key {
+        "index" | "doc_values" | "store" | "norms" | "coerce" | "ignore_malformed" | "eager_global_ordinals"
+        | "index_phrases" | "enabled" | "ignore_z_value" | "split_queries_on_whitespace" => {
+            as_bool_param(path, key, value)
+        }
+        "fielddata" => {
+            let v = as_bool_param(path, key, value)?;
+            if v == Value::Bool(true) {
+                return Err(Error::mapper_parsing(format!(
+                    "[fielddata] on text field [{path}] is not supported by Tessera: aggregate and sort on a keyword sub-field instead"
+                )));
+            }
+            Ok(v)
+        }
+        "ignore_above" | "position_increment_gap" => as_number_param(path, key, value, true),
+        "boost" => as_number_param(path, key, value, false),
+        "scaling_factor" => {
+            let v = as_number_param(path, key, value, false)?;
+            if v.as_f64().is_none_or(|f| f <= 0.0) {
+                return Err(Error::illegal_argument(format!(
+                    "[scaling_factor] must be a positive number, got [{}]",
+                    plain(value)
+                )));
+            }
+            Ok(v)
+        }
+        "analyzer" | "search_analyzer" | "search_quote_analyzer" => match value.as_str() {
+            Some(name) if ANALYZERS.contains(&name) => Ok(value.clone()),
+            _ => Err(Error::mapper_parsing(format!(
+                "analyzer [{}] has not been configured in mappings",
+                plain(value)
+            ))),
+        },
+        "normalizer" => match value.as_str() {
+            Some(name) if NORMALIZERS.contains(&name) => Ok(value.clone()),
+            _ => Err(Error::mapper_parsing(format!(
+                "normalizer [{}] not found for field [{path}]",
+                plain(value)
+            ))),
+        },
+        "format" => {
+            let spec = value.as_str().ok_or_else(|| {
+                Error::mapper_parsing(format!("Invalid format: [{}] for field [{path}]", plain(value)))
+            })?;
+            DateFormat::parse(spec).map_err(|e| {
+                Error::mapper_parsing(format!("Invalid format: [{spec}]: {}", e.message))
+            })?;
+            Ok(value.clone())
+        }
+        "index_options" => match value.as_str() {
+            Some("docs" | "freqs" | "positions" | "offsets") => {
+                if !field_type.is_text() && value.as_str() != Some("docs") && value.as_str() != Some("freqs") {
+                    return Err(Error::mapper_parsing(format!(
+                        "Unknown value [{}] for field [index_options] - accepted values are [docs, freqs]",
+                        plain(value)
+                    )));
+                }
+                Ok(value.clone())
+            }
+            _ => Err(Error::mapper_parsing(format!(
+                "Unknown value [{}] for field [index_options] - accepted values are [positions, docs, offsets, freqs]",
+                plain(value)
+            ))),
+        },
+        "similarity" => match value.as_str() {
+            Some("BM25") => Ok(value.clone()),
+            _ => Err(Error::mapper_parsing(format!(
+                "Unknown Similarity type [{}] for field [{path}]: Tessera scores with [BM25] only",
+                plain(value)
+            ))),
+        },
+        "copy_to" => match value {
+            Value::String(s) => Ok(Value::Array(vec![Value::String(s.clone())])),
+            Value::Array(items) if items.iter().all(Value::is_string) => Ok(value.clone()),
+            other => Err(Error::mapper_parsing(format!(
+                "Cannot parse value [{}] for parameter [copy_to] on field [{path}]",
+                plain(other)
+            ))),
+        },
+        "meta" => match value {
+            Value::Object(entries) if entries.values().all(Value::is_string) => Ok(value.clone()),
+            _ => Err(Error::mapper_parsing(format!(
+                "[meta] values can only be strings, but got {} for field [{path}]",
+                plain(value)
+            ))),
+        },
+        "dynamic" => {
+            Dynamic::parse(value, path)?;
+            Ok(match value {
+                Value::Bool(b) => Value::String(b.to_string()),
+                other => other.clone(),
+            })
+        }
+        "locale" | "print_format" | "term_vector" => Ok(value.clone()),
+        "index_prefixes" | "fielddata_frequency_filter" => match value {
+            Value::Object(_) => Ok(value.clone()),
+            other => Err(Error::mapper_parsing(format!(
+                "Cannot parse value [{}] for parameter [{key}] on field [{path}]",
+                plain(other)
+            ))),
+        },
+        _ => Ok(value.clone()),
+    }
+}
+
+fn check_null_value(
+    path: &str,
+    field_type: FieldType,
+    value: &Value,
+    mapping: &FieldMapping,
+) -> Result<()> {
+    if value.is_null() {
+        return Ok(());
+    }
+    let ok = match field_type {
+        t if t.is_numeric() => crate::values::to_f64(value).is_some(),
+        FieldType::Boolean => crate::values::to_bool(value).is_some(),
+        FieldType::Date => match value {
+            Value::String(s) => DateFormat::parse(mapping.format())
+                .ok()
+                .and_then(|f| f.parse_millis(s, None, false).ok())
+                .is_some(),
+            Value::Number(_) => true,
+            _ => false,
+        },
+        FieldType::Ip => value
+            .as_str()
+            .is_some_and(|s| s.parse::<std::net::IpAddr>().is_ok()),
+        FieldType::Keyword => !value.is_object() && !value.is_array(),
+        FieldType::Text | FieldType::MatchOnlyText => {
+            return Err(Error::mapper_parsing(format!(
+                "unknown parameter [null_value] on mapper [{path}] of type [text]"
+            )))
+        }
+        _ => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::mapper_parsing(format!(
+            "Failed to parse mapping [_doc]: Error parsing [null_value] on field [{path}]: [{}] is not a valid [{}]",
+            plain(value),
+            field_type.name()
+        )))
+    }
+}
+
+/// Parses a `properties` object. Dotted names (`"a.b": {...}`) become nested objects.
+pub fn parse_properties(parent: &str, value: &Value) -> Result<BTreeMap<String, FieldMapping>> {
+    let Value::Object(entries) = value else {
+        return Err(Error::mapper_parsing(format!(
+            "Expected map for property [properties] on field [{}] but got a {}",
+            if parent.is_empty() { "_doc" } else { parent },
+            plain(value)
+        )));
+    };
+    let mut out: BTreeMap<String, FieldMapping> = BTreeMap::new();
+    for (name, definition) in entries {
+        if name.is_empty() || name.split('.').any(str::is_empty) {
+            return Err(Error::mapper_parsing(format!(
+                "field name cannot be an empty string{}",
+                if name.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in [{name}]")
+                }
+            )));
+        }
+        let mut parts: Vec<&str> = name.split('.').collect();
+        let leaf_name = parts.pop().expect("split yields one part");
+        let path = if parent.is_empty() {
+            name.clone()
+        } else {
+            format!("{parent}.{name}")
+        };
+        check_field_name(&path, leaf_name)?;
+        let mut field = FieldMapping::parse(&path, definition)?;
+        // wrap `a.b.c` as a → b → c
+        let mut current_name = leaf_name.to_string();
+        for part in parts.iter().rev() {
+            let mut object = FieldMapping::object();
+            object.properties.insert(current_name, field);
+            field = object;
+            current_name = part.to_string();
+        }
+        match out.get_mut(&current_name) {
+            Some(existing) => existing.merge(&current_name, &field)?,
+            None => {
+                out.insert(current_name, field);
+            }
+        }
+    }
+    Ok(out)
+}
+
+const METADATA_FIELDS: &[&str] = &[
+    "_id",
+    "_source",
+    "_index",
+    "_routing",
+    "_seq_no",
+    "_version",
+    "_primary_term",
+    "_field_names",
+    "_ignored",
+    "_doc_count",
+    "_data_stream_timestamp",
+];
+
+fn check_field_name(path: &str, name: &str) -> Result<()> {
+    if METADATA_FIELDS.contains(&path) {
+        return Err(Error::mapper_parsing(format!(
+            "Field [{name}] is defined more than once: it is a metadata field"
+        )));
+    }
+    Ok(())
+}
+
+/// A whole mapping: root options and the tree of fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mapping {
+    /// Root parameters as given (for rendering), without `properties`.
+    root: Map<String, Value>,
+    pub dynamic: Dynamic,
+    pub date_detection: bool,
+    pub numeric_detection: bool,
+    pub dynamic_date_formats: Vec<String>,
+    pub dynamic_templates: Vec<DynamicTemplate>,
+    pub source_enabled: bool,
+    pub source_includes: Vec<String>,
+    pub source_excludes: Vec<String>,
+    pub routing_required: bool,
+    pub properties: BTreeMap<String, FieldMapping>,
+}
+
+impl Default for Mapping {
+    fn default() -> Self {
+        Mapping {
+            root: Map::new(),
+            dynamic: Dynamic::True,
+            date_detection: true,
+            numeric_detection: false,
+            dynamic_date_formats: DEFAULT_DYNAMIC_DATE_FORMATS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            dynamic_templates: Vec::new(),
+            source_enabled: true,
+            source_includes: Vec::new(),
+            source_excludes: Vec::new(),
+            routing_required: false,
+            properties: BTreeMap::new(),
+        }
+    }
+}
+
+const ROOT_PARAMS: &[&str] = &[
+    "_meta",
+    "_routing",
+    "_source",
+    "dynamic",
+    "dynamic_date_formats",
+    "dynamic_templates",
+    "date_detection",
+    "numeric_detection",
+    "_field_names",
+];
+
+impl Mapping {
+    /// Parses the body of `mappings` (also accepts the legacy `{"_doc": {...}}` wrapper).
+    pub fn parse(value: &Value) -> Result<Mapping> {
+        let mut mapping = Mapping::default();
+        mapping.apply_root(value)?;
+        Ok(mapping)
+    }
+
+    /// Parses `value` as an update and merges it into this mapping.
+    pub fn merge_json(&mut self, value: &Value) -> Result<()> {
+        let mut merged = self.clone();
+        merged.apply_root(value)?;
+        *self = merged;
+        Ok(())
+    }
+
+    fn apply_root(&mut self, value: &Value) -> Result<()> {
+        let object = match value {
+            Value::Object(o) => o,
+            Value::Null => return Ok(()),
+            other => return Err(Error::mapper_parsing(format!(
+                "Failed to parse mapping [_doc]: Expected map for property [mappings] but got a {}",
+                plain(other)
+            ))),
+        };
+        let object = match (object.len(), object.get("_doc")) {
+            (1, Some(Value::Object(inner))) => inner,
+            _ => object,
+        };
+        let mut unsupported = Vec::new();
+        for (key, value) in object {
+            if key == "properties" {
+                let props = parse_properties("", value).map_err(wrap_doc)?;
+                merge_properties("", &mut self.properties, &props)?;
+                continue;
+            }
+            if !ROOT_PARAMS.contains(&key.as_str()) {
+                unsupported.push(format!("{key} : {}", plain(value)));
+                continue;
+            }
+            self.apply_root_param(key, value)?;
+            let rendered = match (key.as_str(), value) {
+                ("dynamic", Value::Bool(b)) => Value::String(b.to_string()),
+                _ => value.clone(),
+            };
+            self.root.insert(key.clone(), rendered);
+        }
+        if !unsupported.is_empty() {
+            return Err(Error::mapper_parsing(format!(
+                "Root mapping definition has unsupported parameters:  [{}]",
+                unsupported.join("] [")
+            )));
+        }
+        Ok(())
+    }
+
+    fn apply_root_param(&mut self, key: &str, value: &Value) -> Result<()> {
+        match key {
+            "dynamic" => self.dynamic = Dynamic::parse(value, "_doc")?,
+            "date_detection" => {
+                self.date_detection = as_bool_param("_doc", key, value)? == Value::Bool(true)
+            }
+            "numeric_detection" => {
+                self.numeric_detection = as_bool_param("_doc", key, value)? == Value::Bool(true)
+            }
+            "dynamic_date_formats" => {
+                let formats: Vec<String> = match value {
+                    Value::Array(items) => items.iter().map(plain).collect(),
+                    Value::String(s) => vec![s.clone()],
+                    other => {
+                        return Err(Error::mapper_parsing(format!(
+                            "Failed to parse mapping [_doc]: dynamic_date_formats must be a list, got [{}]",
+                            plain(other)
+                        )))
+                    }
+                };
+                for f in &formats {
+                    DateFormat::parse(f).map_err(|e| {
+                        Error::mapper_parsing(format!("Invalid format: [{f}]: {}", e.message))
+                    })?;
+                }
+                self.dynamic_date_formats = formats;
+            }
+            "dynamic_templates" => self.dynamic_templates = DynamicTemplate::parse_list(value)?,
+            "_source" => {
+                let Value::Object(source) = value else {
+                    return Err(Error::mapper_parsing("[_source] must be an object"));
+                };
+                for (k, v) in source {
+                    match k.as_str() {
+                        "enabled" => {
+                            self.source_enabled =
+                                as_bool_param("_source", k, v)? == Value::Bool(true)
+                        }
+                        "includes" => self.source_includes = string_list(v),
+                        "excludes" => self.source_excludes = string_list(v),
+                        other => {
+                            return Err(Error::mapper_parsing(format!(
+                                "unknown parameter [{other}] on metadata field [_source]"
+                            )))
+                        }
+                    }
+                }
+            }
+            "_routing" => {
+                self.routing_required = value
+                    .get("required")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Renders the mapping as `GET _mapping` shows it (only what was set).
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        for key in ROOT_PARAMS {
+            if let Some(value) = self.root.get(*key) {
+                out.insert(key.to_string(), value.clone());
+            }
+        }
+        if !self.properties.is_empty() {
+            let props = self
+                .properties
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_json()))
+                .collect();
+            out.insert("properties".into(), Value::Object(props));
+        }
+        Value::Object(out)
+    }
+
+    /// Adds `properties` found by dynamic mapping.
+    pub fn merge_properties(&mut self, properties: &BTreeMap<String, FieldMapping>) -> Result<()> {
+        merge_properties("", &mut self.properties, properties)
+    }
+
+    /// The definition at a dotted path (`station.id`, or a multi-field `title.keyword`).
+    pub fn field(&self, path: &str) -> Option<&FieldMapping> {
+        lookup(&self.properties, path)
+    }
+
+    /// Every searchable leaf (including multi-fields) with its full path, in path order.
+    pub fn leaves(&self) -> Vec<(String, &FieldMapping)> {
+        let mut out = Vec::new();
+        collect_leaves("", &self.properties, &mut out);
+        out
+    }
+
+    /// Number of fields counted against `index.mapping.total_fields.limit` (objects included).
+    pub fn total_fields(&self) -> usize {
+        fn count(props: &BTreeMap<String, FieldMapping>) -> usize {
+            props
+                .values()
+                .map(|f| 1 + f.fields.len() + count(&f.properties))
+                .sum()
+        }
+        count(&self.properties)
+    }
+
+    /// Deepest object nesting, as OpenSearch counts it for `index.mapping.depth.limit`.
+    pub fn depth(&self) -> usize {
+        fn depth(props: &BTreeMap<String, FieldMapping>) -> usize {
+            props
+                .values()
+                .map(|f| {
+                    if f.properties.is_empty() {
+                        1
+                    } else {
+                        1 + depth(&f.properties)
+                    }
+                })
+                .max()
+                .unwrap_or(0)
+        }
+        depth(&self.properties)
+    }
+
+    /// Rejects mappings over the index's field-count or depth limits.
+    pub fn check_limits(&self, total_fields_limit: usize, depth_limit: usize) -> Result<()> {
+        let total = self.total_fields();
+        if total > total_fields_limit {
+            return Err(Error::illegal_argument(format!(
+                "Limit of total fields [{total_fields_limit}] has been exceeded"
+            )));
+        }
+        let depth = self.depth();
+        if depth > depth_limit {
+            return Err(Error::illegal_argument(format!(
+                "Limit of mapping depth [{depth_limit}] has been exceeded due to object field"
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn wrap_doc(error: Error) -> Error {
+    if error.kind() == "mapper_parsing_exception"
+        && !error.reason().starts_with("Failed to parse mapping")
+    {
+        Error::mapper_parsing(format!(
+            "Failed to parse mapping [_doc]: {}",
+            error.reason()
+        ))
+        .caused_by(error)
+    } else {
+        error
+    }
+}
+
+fn string_list(value: &Value) -> Vec<String> {
+    match value {
+        Value::Array(items) => items.iter().map(plain).collect(),
+        Value::String(s) => vec![s.clone()],
+        _ => Vec::new(),
+    }
+}
+
+fn lookup<'a>(props: &'a BTreeMap<String, FieldMapping>, path: &str) -> Option<&'a FieldMapping> {
+    if let Some(field) = props.get(path) {
+        return Some(field);
+    }
+    // try every split point: `a.b.c` may be object a → b.c, or leaf a.b with multi-field c
+    let mut split = path.len();
+    while let Some(dot) = path[..split].rfind('.') {
+        let (head, rest) = (&path[..dot], &path[dot + 1..]);
+        if let Some(field) = lookup(props, head) {
+            if let Some(found) = lookup(&field.properties, rest) {
+                return Some(found);
+            }
+            if let Some(sub) = field.fields.get(rest) {
+                return Some(sub);
+            }
+        }
+        split = dot;
+    }
+    None
+}
+
+fn collect_leaves<'a>(
+    prefix: &str,
+    props: &'a BTreeMap<String, FieldMapping>,
+    out: &mut Vec<(String, &'a FieldMapping)>,
+) {
+    for (name, field) in props {
+        let path = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        if field.field_type == FieldType::Object {
+            collect_leaves(&path, &field.properties, out);
+            continue;
+        }
+        out.push((path.clone(), field));
+        for (sub_name, sub) in &field.fields {
+            out.push((format!("{path}.{sub_name}"), sub));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_and_renders_only_what_was_set() {
+        let body = json!({
+            "dynamic": "strict",
+            "properties": {
+                "title": {"type": "text", "fields": {"raw": {"type": "keyword", "ignore_above": 256}}},
+                "amount": {"type": "scaled_float", "scaling_factor": 100},
+                "when": {"type": "date", "format": "yyyy-MM-dd HH:mm:ss"},
+                "station": {"properties": {"id": {"type": "keyword"}}}
+            }
+        });
+        let mapping = Mapping::parse(&body).unwrap();
+        assert_eq!(mapping.dynamic, Dynamic::Strict);
+        let mut expected = body.clone();
+        expected["properties"]["amount"]["scaling_factor"] = json!(100.0);
+        assert_eq!(
+            mapping.to_json(),
+            expected,
+            "scaling_factor renders as a double, like OpenSearch"
+        );
+        assert_eq!(
+            mapping.field("title.raw").unwrap().ignore_above(),
+            Some(256)
+        );
+        assert_eq!(
+            mapping.field("station.id").unwrap().field_type,
+            FieldType::Keyword
+        );
+        let leaves: Vec<String> = mapping.leaves().into_iter().map(|(p, _)| p).collect();
+        assert_eq!(
+            leaves,
+            ["amount", "station.id", "title", "title.raw", "when"]
+        );
+        assert_eq!(mapping.total_fields(), 6);
+    }
+
+    #[test]
+    fn dotted_names_become_objects() {
+        let mapping = Mapping::parse(
+            &json!({"properties": {"a.b": {"type": "long"}, "a.c": {"type": "keyword"}}}),
+        )
+        .unwrap();
+        assert_eq!(
+            mapping.to_json(),
+            json!({"properties": {"a": {"properties": {"b": {"type": "long"}, "c": {"type": "keyword"}}}}})
+        );
+    }
+
+    #[test]
+    fn legacy_doc_wrapper_is_unwrapped() {
+        let mapping =
+            Mapping::parse(&json!({"_doc": {"properties": {"x": {"type": "long"}}}})).unwrap();
+        assert!(mapping.field("x").is_some());
+    }
+
+    #[test]
+    fn rejects_unknown_parameters_types_and_root_keys() {
+        let e = Mapping::parse(
+            &json!({"properties": {"k": {"type": "keyword", "analyzer": "standard"}}}),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), "mapper_parsing_exception");
+        assert!(
+            e.reason()
+                .contains("unknown parameter [analyzer] on mapper [k] of type [keyword]"),
+            "{}",
+            e.reason()
+        );
+        let e = Mapping::parse(&json!({"properties": {"k": {"type": "strange"}}})).unwrap_err();
+        assert!(e
+            .reason()
+            .contains("No handler for type [strange] declared on field [k]"));
+        let e = Mapping::parse(&json!({"bogus": 1})).unwrap_err();
+        assert_eq!(
+            e.reason(),
+            "Root mapping definition has unsupported parameters:  [bogus : 1]"
+        );
+        let e = Mapping::parse(&json!({"properties": {"k": {}}})).unwrap_err();
+        assert!(e.reason().contains("No type specified for field [k]"));
+        let e =
+            Mapping::parse(&json!({"properties": {"s": {"type": "scaled_float"}}})).unwrap_err();
+        assert!(e
+            .reason()
+            .contains("misses required parameter [scaling_factor]"));
+        let e = Mapping::parse(&json!({"properties": {"d": {"type": "date", "format": "yyyy-MM-dd||nonsense_format"}}})).unwrap_err();
+        assert!(e.reason().contains("Invalid format"), "{}", e.reason());
+    }
+
+    #[test]
+    fn merge_adds_fields_and_rejects_type_changes() {
+        let mut mapping = Mapping::parse(&json!({"properties": {"n": {"type": "long"}}})).unwrap();
+        mapping
+            .merge_json(&json!({"properties": {"k": {"type": "keyword"}}}))
+            .unwrap();
+        assert!(mapping.field("k").is_some());
+        let e = mapping
+            .merge_json(&json!({"properties": {"n": {"type": "keyword"}}}))
+            .unwrap_err();
+        assert_eq!(
+            e.reason(),
+            "mapper [n] cannot be changed from type [long] to [keyword]"
+        );
+        assert!(
+            mapping.field("n").unwrap().field_type == FieldType::Long,
+            "a failed merge leaves the mapping untouched"
+        );
+        // updatable parameter
+        mapping
+            .merge_json(&json!({"properties": {"k": {"type": "keyword", "ignore_above": 10}}}))
+            .unwrap();
+        assert_eq!(mapping.field("k").unwrap().ignore_above(), Some(10));
+        // non-updatable parameter
+        let e = mapping
+            .merge_json(&json!({"properties": {"k": {"type": "keyword", "index": false}}}))
+            .unwrap_err();
+        assert!(
+            e.reason()
+                .contains("Cannot update parameter [index] from [true] to [false]"),
+            "{}",
+            e.reason()
+        );
+    }
+
+    #[test]
+    fn limits() {
+        let mapping = Mapping::parse(&json!({"properties": {"a": {"properties": {"b": {"properties": {"c": {"type": "long"}}}}}}})).unwrap();
+        assert_eq!(mapping.depth(), 3);
+        assert!(mapping.check_limits(1000, 2).is_err());
+        assert!(mapping.check_limits(2, 20).is_err());
+        mapping.check_limits(1000, 20).unwrap();
+    }
+}
