@@ -1,0 +1,984 @@
+//! An index: its metadata (settings, mapping), its shards, routing, and the write path that
+//! turns client writes into shard operations.
+//!
+//! The mapping is index-wide; each shard keeps its own append-only schema and catches up with
+//! the mapping lazily (before parsing a document, or when a search needs it). Dynamic mapping
+//! updates take only the index's mapping lock — never a shard lock — so shards can never
+//! deadlock on each other.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::{json, Map, Value};
+use tessera_common::murmur3::routing_hash;
+use tessera_common::settings::Settings;
+use tessera_common::{Error, Result};
+use tessera_mapping::{parse_document, FieldMapping, Mapping, ParseOutcome};
+
+use crate::index_settings::{self, default_routing_shards, VERSION_CREATED};
+use crate::shard::{
+    Conditions, Durability, PreparedDoc, Shard, ShardConfig, StoredDoc, WriteBatch, WriteOutcome,
+    Written,
+};
+use crate::translog::write_atomic;
+
+const STATE_FILE: &str = "_state.json";
+
+/// What is persisted about an index.
+#[derive(Clone, Debug)]
+pub struct IndexMetadata {
+    pub name: String,
+    pub uuid: String,
+    pub creation_date: i64,
+    /// User settings with `index.` keys (private ones included).
+    pub settings: Settings,
+    pub mapping: Arc<Mapping>,
+    pub mapping_version: u64,
+    pub number_of_shards: u32,
+    pub routing_shards: u32,
+}
+
+impl IndexMetadata {
+    pub fn setting(&self, key: &str) -> &str {
+        index_settings::value(&self.settings, key)
+    }
+
+    pub fn number_of_replicas(&self) -> u32 {
+        self.setting("index.number_of_replicas")
+            .parse()
+            .unwrap_or(1)
+    }
+
+    /// `refresh_interval` in milliseconds; `None` when refreshes are disabled (`-1`).
+    pub fn refresh_interval_millis(&self) -> Option<u64> {
+        tessera_common::time::parse_time_value(
+            self.setting("index.refresh_interval"),
+            "index.refresh_interval",
+        )
+        .unwrap_or(Some(1000))
+    }
+
+    pub fn durability(&self) -> Durability {
+        if self
+            .setting("index.translog.durability")
+            .eq_ignore_ascii_case("async")
+        {
+            Durability::Async
+        } else {
+            Durability::Request
+        }
+    }
+
+    pub fn max_result_window(&self) -> usize {
+        self.setting("index.max_result_window")
+            .parse()
+            .unwrap_or(10_000)
+    }
+
+    /// `index.query.default_field` as a list of patterns.
+    pub fn default_fields(&self) -> Vec<String> {
+        match self.settings.get("index.query.default_field") {
+            Some(value) => value.as_list(),
+            None => vec!["*".to_string()],
+        }
+    }
+
+    /// The shard a document goes to (OpenSearch's formula, so ids land on the same shards).
+    pub fn shard_for(&self, id: &str, routing: Option<&str>) -> u32 {
+        let hash = routing_hash(routing.unwrap_or(id));
+        let factor = self.routing_shards / self.number_of_shards;
+        (hash.rem_euclid(self.routing_shards as i32) as u32) / factor
+    }
+
+    /// Settings as OpenSearch shows them: everything as strings, private ones included.
+    pub fn rendered_settings(&self) -> Settings {
+        let mut out = self.settings.clone();
+        out.set("index.number_of_shards", self.number_of_shards.to_string());
+        if !out.contains("index.number_of_replicas") {
+            out.set("index.number_of_replicas", "1");
+        }
+        out
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "name": self.name,
+            "uuid": self.uuid,
+            "creation_date": self.creation_date,
+            "settings": self.settings.to_flat_json(),
+            "mappings": self.mapping.to_json(),
+            "mapping_version": self.mapping_version,
+            "number_of_shards": self.number_of_shards,
+            "routing_shards": self.routing_shards,
+        })
+    }
+
+    fn from_json(value: &Value) -> Result<IndexMetadata> {
+        let bad = |what: &str| {
+            Error::internal(
+                "read index metadata",
+                format!("missing or invalid [{what}]"),
+            )
+        };
+        Ok(IndexMetadata {
+            name: value["name"]
+                .as_str()
+                .ok_or_else(|| bad("name"))?
+                .to_string(),
+            uuid: value["uuid"]
+                .as_str()
+                .ok_or_else(|| bad("uuid"))?
+                .to_string(),
+            creation_date: value["creation_date"]
+                .as_i64()
+                .ok_or_else(|| bad("creation_date"))?,
+            settings: Settings::from_json(&value["settings"])?,
+            mapping: Arc::new(Mapping::parse(&value["mappings"])?),
+            mapping_version: value["mapping_version"]
+                .as_u64()
+                .ok_or_else(|| bad("mapping_version"))?,
+            number_of_shards: value["number_of_shards"]
+                .as_u64()
+                .ok_or_else(|| bad("number_of_shards"))? as u32,
+            routing_shards: value["routing_shards"]
+                .as_u64()
+                .ok_or_else(|| bad("routing_shards"))? as u32,
+        })
+    }
+}
+
+/// One client write addressed to an index.
+#[derive(Clone, Debug)]
+pub enum DocWrite {
+    Index {
+        id: Option<String>,
+        source: Arc<[u8]>,
+        routing: Option<String>,
+        conditions: Conditions,
+    },
+    Delete {
+        id: String,
+        routing: Option<String>,
+        conditions: Conditions,
+    },
+    Update(UpdateRequest),
+}
+
+impl DocWrite {
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            DocWrite::Index { id, .. } => id.as_deref(),
+            DocWrite::Delete { id, .. } => Some(id),
+            DocWrite::Update(u) => Some(&u.id),
+        }
+    }
+
+    pub fn routing(&self) -> Option<&str> {
+        match self {
+            DocWrite::Index { routing, .. } | DocWrite::Delete { routing, .. } => {
+                routing.as_deref()
+            }
+            DocWrite::Update(u) => u.routing.as_deref(),
+        }
+    }
+}
+
+/// `_update` / bulk `update`: a partial document merged into the current one.
+#[derive(Clone, Debug, Default)]
+pub struct UpdateRequest {
+    pub id: String,
+    pub routing: Option<String>,
+    pub doc: Option<Value>,
+    pub upsert: Option<Value>,
+    pub doc_as_upsert: bool,
+    pub detect_noop: bool,
+    pub conditions: Conditions,
+}
+
+/// The result of one write, with what a response needs.
+#[derive(Clone, Debug)]
+pub struct DocWriteResult {
+    pub id: String,
+    pub shard: u32,
+    pub written: Written,
+    /// For updates: the document after the update.
+    pub source: Option<Arc<[u8]>>,
+    pub forced_refresh: bool,
+}
+
+/// An open index.
+pub struct IndexService {
+    path: PathBuf,
+    metadata: RwLock<Arc<IndexMetadata>>,
+    mapping_lock: Mutex<()>,
+    shards: Vec<Arc<Shard>>,
+}
+
+/// Node-level sizing handed to each shard.
+#[derive(Clone, Debug)]
+pub struct NodeResources {
+    pub indexing_threads: usize,
+    pub indexing_buffer_bytes: usize,
+    pub merge_threads: usize,
+}
+
+impl Default for NodeResources {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        NodeResources {
+            indexing_threads: cores.clamp(1, 4),
+            indexing_buffer_bytes: 256 << 20,
+            merge_threads: (cores / 4).max(1),
+        }
+    }
+}
+
+fn shard_config(metadata: &IndexMetadata, resources: &NodeResources) -> ShardConfig {
+    let threads = resources.indexing_threads.max(1);
+    let per_shard = resources.indexing_buffer_bytes / metadata.number_of_shards.max(1) as usize;
+    ShardConfig {
+        durability: metadata.durability(),
+        indexing_threads: threads,
+        memory_budget_per_thread: (per_shard / threads).max(16 << 20),
+        merge_threads: resources.merge_threads,
+    }
+}
+
+impl IndexService {
+    /// Creates a new index under `path` (which must not exist yet).
+    pub fn create(
+        path: &Path,
+        name: &str,
+        uuid: &str,
+        settings: Settings,
+        mapping: Mapping,
+        resources: &NodeResources,
+    ) -> Result<IndexService> {
+        index_settings::validate(&settings, false, name)?;
+        let number_of_shards: u32 = index_settings::value(&settings, "index.number_of_shards")
+            .parse()
+            .unwrap_or(1);
+        let routing_shards: u32 = settings
+            .get_str("index.number_of_routing_shards")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| default_routing_shards(number_of_shards));
+        if routing_shards % number_of_shards != 0 || routing_shards < number_of_shards {
+            return Err(Error::illegal_argument(format!(
+                "the number of source shards [{number_of_shards}] must be a factor of [{routing_shards}]"
+            )));
+        }
+        let limits = (
+            index_settings::value(&settings, "index.mapping.total_fields.limit")
+                .parse()
+                .unwrap_or(1000),
+            index_settings::value(&settings, "index.mapping.depth.limit")
+                .parse()
+                .unwrap_or(20),
+        );
+        mapping.check_limits(limits.0, limits.1)?;
+        let mut settings = settings;
+        let creation_date = tessera_common::time::now_millis();
+        settings.set("index.creation_date", creation_date.to_string());
+        settings.set("index.uuid", uuid);
+        settings.set("index.version.created", VERSION_CREATED);
+        settings.set("index.provided_name", name);
+        if !settings.contains("index.number_of_replicas") {
+            settings.set("index.number_of_replicas", "1");
+        }
+        settings.set("index.number_of_shards", number_of_shards.to_string());
+        let metadata = IndexMetadata {
+            name: name.to_string(),
+            uuid: uuid.to_string(),
+            creation_date,
+            settings,
+            mapping: Arc::new(mapping),
+            mapping_version: 1,
+            number_of_shards,
+            routing_shards,
+        };
+        std::fs::create_dir_all(path).map_err(|e| {
+            Error::internal(format!("create index directory {}", path.display()), e)
+        })?;
+        persist(path, &metadata)?;
+        Self::open_with(path, metadata, resources)
+    }
+
+    /// Opens an existing index from its directory.
+    pub fn open(path: &Path, resources: &NodeResources) -> Result<IndexService> {
+        let raw = std::fs::read(path.join(STATE_FILE)).map_err(|e| {
+            Error::internal(format!("read index metadata in {}", path.display()), e)
+        })?;
+        let value: Value =
+            serde_json::from_slice(&raw).map_err(|e| Error::internal("parse index metadata", e))?;
+        let metadata = IndexMetadata::from_json(&value)?;
+        Self::open_with(path, metadata, resources)
+    }
+
+    fn open_with(
+        path: &Path,
+        metadata: IndexMetadata,
+        resources: &NodeResources,
+    ) -> Result<IndexService> {
+        let config = shard_config(&metadata, resources);
+        let mut shards = Vec::new();
+        for shard_id in 0..metadata.number_of_shards {
+            let shard = Shard::open(
+                &metadata.name,
+                shard_id,
+                &path.join(shard_id.to_string()),
+                &metadata.mapping,
+                metadata.mapping_version,
+                config.clone(),
+            )
+            .map_err(|e| {
+                Error::internal(
+                    format!("open shard {shard_id} of index {}", metadata.name),
+                    e,
+                )
+            })?;
+            shards.push(Arc::new(shard));
+        }
+        Ok(IndexService {
+            path: path.to_path_buf(),
+            metadata: RwLock::new(Arc::new(metadata)),
+            mapping_lock: Mutex::new(()),
+            shards,
+        })
+    }
+
+    pub fn metadata(&self) -> Arc<IndexMetadata> {
+        self.metadata.read().unwrap().clone()
+    }
+
+    pub fn name(&self) -> String {
+        self.metadata().name.clone()
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn shards(&self) -> &[Arc<Shard>] {
+        &self.shards
+    }
+
+    pub fn shard(&self, id: u32) -> &Arc<Shard> {
+        &self.shards[id as usize]
+    }
+
+    /// `PUT _mapping`: merges `update` into the mapping and persists it.
+    pub fn put_mapping(&self, update: &Value) -> Result<()> {
+        let _guard = self.mapping_lock.lock().unwrap();
+        let current = self.metadata();
+        let mut mapping = (*current.mapping).clone();
+        mapping.merge_json(update)?;
+        self.install_mapping(&current, mapping)
+    }
+
+    /// Adds fields found by dynamic mapping.
+    fn merge_dynamic(
+        &self,
+        properties: &std::collections::BTreeMap<String, FieldMapping>,
+    ) -> Result<()> {
+        let _guard = self.mapping_lock.lock().unwrap();
+        let current = self.metadata();
+        let mut mapping = (*current.mapping).clone();
+        mapping.merge_properties(properties)?;
+        self.install_mapping(&current, mapping)
+    }
+
+    fn install_mapping(&self, current: &IndexMetadata, mapping: Mapping) -> Result<()> {
+        if mapping == *current.mapping {
+            return Ok(());
+        }
+        let total_limit = current
+            .setting("index.mapping.total_fields.limit")
+            .parse()
+            .unwrap_or(1000);
+        let depth_limit = current
+            .setting("index.mapping.depth.limit")
+            .parse()
+            .unwrap_or(20);
+        mapping.check_limits(total_limit, depth_limit)?;
+        // the schema must be buildable before the mapping is accepted
+        tessera_mapping::FieldTable::build(&mapping, None)?;
+        let mut next = current.clone();
+        next.mapping = Arc::new(mapping);
+        next.mapping_version += 1;
+        persist(&self.path, &next)?;
+        *self.metadata.write().unwrap() = Arc::new(next);
+        Ok(())
+    }
+
+    /// `PUT _settings` with dynamic settings only.
+    pub fn update_settings(&self, update: &Settings) -> Result<()> {
+        let _guard = self.mapping_lock.lock().unwrap();
+        let current = self.metadata();
+        let target = format!("[{}/{}]", current.name, current.uuid);
+        index_settings::validate(update, true, &target)?;
+        let mut next = (*current).clone();
+        next.settings.merge(update);
+        persist(&self.path, &next)?;
+        let durability = next.durability();
+        *self.metadata.write().unwrap() = Arc::new(next);
+        for shard in &self.shards {
+            shard.set_durability(durability);
+        }
+        Ok(())
+    }
+
+    /// Brings every shard's schema up to the current mapping (before a search).
+    pub fn sync_shard_schemas(&self) -> Result<()> {
+        let meta = self.metadata();
+        for shard in &self.shards {
+            shard.table_for(&meta.mapping, meta.mapping_version)?;
+        }
+        Ok(())
+    }
+
+    pub fn shard_for(&self, id: &str, routing: Option<&str>) -> u32 {
+        self.metadata().shard_for(id, routing)
+    }
+
+    fn source_bytes(meta: &IndexMetadata, value: &Value, original: &[u8]) -> Arc<[u8]> {
+        if meta.mapping.source_includes.is_empty() && meta.mapping.source_excludes.is_empty() {
+            return Arc::from(original);
+        }
+        let filter = tessera_mapping::SourceFilter::new(
+            meta.mapping.source_includes.clone(),
+            meta.mapping.source_excludes.clone(),
+        );
+        Arc::from(serde_json::to_vec(&filter.apply(value)).unwrap_or_default())
+    }
+
+    /// Parses a document for `shard`, growing the mapping as dynamic mapping requires.
+    fn prepare(
+        &self,
+        shard: &Shard,
+        id: String,
+        auto_id: bool,
+        source: &[u8],
+        routing: Option<String>,
+    ) -> Result<PreparedDoc> {
+        let value = parse_source(source)?;
+        loop {
+            let meta = self.metadata();
+            let table = shard.table_for(&meta.mapping, meta.mapping_version)?;
+            match parse_document(&meta.mapping, &table, &id, &value)? {
+                ParseOutcome::Document(doc) => {
+                    return Ok(PreparedDoc {
+                        id,
+                        auto_id,
+                        doc,
+                        source: Self::source_bytes(&meta, &value, source),
+                        routing,
+                    })
+                }
+                ParseOutcome::MappingUpdate(update) => self.merge_dynamic(&update)?,
+            }
+        }
+    }
+
+    /// Like [`prepare`], for a document built while the shard's write lock is held.
+    fn prepare_locked(
+        &self,
+        batch: &mut WriteBatch<'_>,
+        id: &str,
+        value: &Value,
+        routing: Option<String>,
+    ) -> Result<PreparedDoc> {
+        let bytes =
+            serde_json::to_vec(value).map_err(|e| Error::internal("serialise a document", e))?;
+        loop {
+            let meta = self.metadata();
+            let table = batch.table_for(&meta.mapping, meta.mapping_version)?;
+            match parse_document(&meta.mapping, &table, id, value)? {
+                ParseOutcome::Document(doc) => {
+                    return Ok(PreparedDoc {
+                        id: id.to_string(),
+                        auto_id: false,
+                        doc,
+                        source: Self::source_bytes(&meta, value, &bytes),
+                        routing,
+                    })
+                }
+                ParseOutcome::MappingUpdate(update) => self.merge_dynamic(&update)?,
+            }
+        }
+    }
+
+    /// Applies writes that all route to `shard_id`, in order; one fsync covers them all.
+    /// Each item fails alone; the outer error is a failure of the shard itself.
+    pub fn write_shard(
+        &self,
+        shard_id: u32,
+        items: Vec<DocWrite>,
+        refresh: bool,
+    ) -> Result<Vec<Result<DocWriteResult>>> {
+        let shard = self.shard(shard_id).clone();
+        if self.metadata().setting("index.blocks.write") == "true"
+            || self.metadata().setting("index.blocks.read_only") == "true"
+        {
+            let name = self.name();
+            let blocked = Error::new(
+                "cluster_block_exception",
+                403,
+                format!("index [{name}] blocked by: [FORBIDDEN/8/index write (api)];"),
+            );
+            return Ok(items.iter().map(|_| Err(blocked.clone())).collect());
+        }
+        // parse index requests before taking the shard lock, so requests parse in parallel
+        let mut prepared: Vec<Option<Result<PreparedDoc>>> = Vec::with_capacity(items.len());
+        for item in &items {
+            prepared.push(match item {
+                DocWrite::Index {
+                    id,
+                    source,
+                    routing,
+                    ..
+                } => {
+                    let (id, auto) = match id {
+                        Some(id) => (id.clone(), false),
+                        None => (tessera_common::ids::time_based_id(), true),
+                    };
+                    Some(self.prepare(&shard, id, auto, source, routing.clone()))
+                }
+                _ => None,
+            });
+        }
+        let mut batch = shard.write_batch();
+        let mut results = Vec::with_capacity(items.len());
+        for (item, prepared) in items.into_iter().zip(prepared) {
+            let result = match (item, prepared) {
+                (DocWrite::Index { conditions, .. }, Some(prepared)) => prepared.and_then(|doc| {
+                    let id = doc.id.clone();
+                    batch.index(doc, &conditions).map(|written| DocWriteResult {
+                        id,
+                        shard: shard_id,
+                        written,
+                        source: None,
+                        forced_refresh: false,
+                    })
+                }),
+                (
+                    DocWrite::Delete {
+                        id,
+                        routing,
+                        conditions,
+                    },
+                    _,
+                ) => batch
+                    .delete(&id, routing.as_deref(), &conditions)
+                    .map(|written| DocWriteResult {
+                        id,
+                        shard: shard_id,
+                        written,
+                        source: None,
+                        forced_refresh: false,
+                    }),
+                (DocWrite::Update(update), _) => self.apply_update(&mut batch, shard_id, update),
+                (DocWrite::Index { .. }, None) => {
+                    unreachable!("index requests are always prepared")
+                }
+            };
+            results.push(result);
+        }
+        if refresh {
+            batch.refresh()?;
+            for r in results.iter_mut().flatten() {
+                r.forced_refresh = true;
+            }
+        }
+        batch.finish()?;
+        Ok(results)
+    }
+
+    fn apply_update(
+        &self,
+        batch: &mut WriteBatch<'_>,
+        shard_id: u32,
+        update: UpdateRequest,
+    ) -> Result<DocWriteResult> {
+        let current = batch.current_doc(&update.id)?;
+        let conditions = update.conditions;
+        let result = |written: Written, source: Option<Arc<[u8]>>| DocWriteResult {
+            id: update.id.clone(),
+            shard: shard_id,
+            written,
+            source,
+            forced_refresh: false,
+        };
+        match current {
+            None => {
+                let upsert = match (&update.upsert, update.doc_as_upsert, &update.doc) {
+                    (Some(upsert), _, _) => upsert.clone(),
+                    (None, true, Some(doc)) => doc.clone(),
+                    _ => {
+                        let meta = self.metadata();
+                        return Err(Error::document_missing(&meta.name, shard_id, &update.id)
+                            .with_meta("index_uuid", meta.uuid.clone()));
+                    }
+                };
+                let prepared =
+                    self.prepare_locked(batch, &update.id, &upsert, update.routing.clone())?;
+                let source = prepared.source.clone();
+                let written = batch.index(
+                    prepared,
+                    &Conditions {
+                        create_only: true,
+                        ..conditions
+                    },
+                )?;
+                Ok(result(written, Some(source)))
+            }
+            Some(doc) => {
+                batch.check_conditions(&update.id, &conditions)?;
+                let source_bytes = doc.source.ok_or_else(|| {
+                    Error::new(
+                        "document_source_missing_exception",
+                        400,
+                        format!("[{}]: document source missing", update.id),
+                    )
+                })?;
+                let mut merged = parse_source(&source_bytes)?;
+                let Some(partial) = &update.doc else {
+                    return Err(Error::action_request_validation(&[
+                        "script or doc is missing".into(),
+                    ]));
+                };
+                let changed = merge_partial(&mut merged, partial);
+                if !changed && update.detect_noop {
+                    let written = Written {
+                        outcome: WriteOutcome::Noop,
+                        version: doc.version,
+                    };
+                    return Ok(result(written, Some(source_bytes)));
+                }
+                let prepared = self.prepare_locked(
+                    batch,
+                    &update.id,
+                    &merged,
+                    update.routing.clone().or(doc.routing),
+                )?;
+                let source = prepared.source.clone();
+                let written = batch.index(prepared, &conditions)?;
+                Ok(result(written, Some(source)))
+            }
+        }
+    }
+
+    /// Realtime get by id.
+    pub fn get(&self, id: &str, routing: Option<&str>) -> Result<Option<StoredDoc>> {
+        let shard = self.shard_for(id, routing);
+        self.shard(shard).get(id)
+    }
+
+    pub fn refresh(&self) -> Result<()> {
+        for shard in &self.shards {
+            shard.refresh()?;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&self) -> Result<()> {
+        for shard in &self.shards {
+            shard.flush()?;
+        }
+        Ok(())
+    }
+
+    pub fn force_merge(&self, max_segments: usize) -> Result<()> {
+        for shard in &self.shards {
+            shard.force_merge(max_segments)?;
+        }
+        Ok(())
+    }
+
+    /// Live and deleted documents over all shards (as of the last refresh).
+    pub fn doc_counts(&self) -> (u64, u64) {
+        self.shards
+            .iter()
+            .map(|s| s.doc_counts())
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    }
+
+    pub fn store_size(&self) -> u64 {
+        self.shards.iter().map(|s| s.store_size()).sum()
+    }
+
+    /// Closes every shard cleanly.
+    pub fn close(&self) -> Result<()> {
+        for shard in &self.shards {
+            shard.close()?;
+        }
+        Ok(())
+    }
+}
+
+fn persist(path: &Path, metadata: &IndexMetadata) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(&metadata.to_json())
+        .map_err(|e| Error::internal("serialise index metadata", e))?;
+    write_atomic(&path.join(STATE_FILE), &bytes)
+}
+
+/// Parses a document body; the error matches OpenSearch's for malformed JSON.
+pub fn parse_source(source: &[u8]) -> Result<Value> {
+    match serde_json::from_slice::<Value>(source) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(Error::mapper_parsing("failed to parse, document is empty")),
+        Err(e) => Err(
+            Error::mapper_parsing("failed to parse").caused_by(Error::new(
+                "json_parse_exception",
+                400,
+                format!("Unexpected character or end of input: {e}"),
+            )),
+        ),
+    }
+}
+
+/// Merges a partial document into `target` (objects recursively); returns whether it changed.
+pub fn merge_partial(target: &mut Value, partial: &Value) -> bool {
+    match (target, partial) {
+        (Value::Object(target), Value::Object(partial)) => {
+            let mut changed = false;
+            for (key, value) in partial {
+                match target.get_mut(key) {
+                    Some(existing) if existing.is_object() && value.is_object() => {
+                        changed |= merge_partial(existing, value);
+                    }
+                    Some(existing) => {
+                        if existing != value {
+                            *existing = value.clone();
+                            changed = true;
+                        }
+                    }
+                    None => {
+                        target.insert(key.clone(), value.clone());
+                        changed = true;
+                    }
+                }
+            }
+            changed
+        }
+        (target, partial) => {
+            let changed = target != partial;
+            *target = partial.clone();
+            changed
+        }
+    }
+}
+
+/// Renders stored metadata as the `GET /{index}` body entry.
+pub fn render_index(meta: &IndexMetadata, flat: bool) -> Value {
+    let settings = meta.rendered_settings();
+    let settings_json = if flat {
+        settings.to_flat_json()
+    } else {
+        settings.to_nested_json()
+    };
+    let mut body = Map::new();
+    body.insert("aliases".into(), json!({}));
+    body.insert("mappings".into(), meta.mapping.to_json());
+    body.insert("settings".into(), settings_json);
+    Value::Object(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(dir: &Path, settings: Value, mappings: Value) -> IndexService {
+        IndexService::create(
+            &dir.join("idx"),
+            "idx",
+            "uuid1",
+            Settings::from_json(&settings)
+                .unwrap()
+                .with_prefix("index."),
+            Mapping::parse(&mappings).unwrap(),
+            &NodeResources {
+                indexing_threads: 1,
+                indexing_buffer_bytes: 64 << 20,
+                merge_threads: 1,
+            },
+        )
+        .unwrap()
+    }
+
+    fn index(service: &IndexService, id: &str, source: Value) -> Result<DocWriteResult> {
+        let shard = service.shard_for(id, None);
+        let bytes: Arc<[u8]> = Arc::from(serde_json::to_vec(&source).unwrap());
+        service
+            .write_shard(
+                shard,
+                vec![DocWrite::Index {
+                    id: Some(id.into()),
+                    source: bytes,
+                    routing: None,
+                    conditions: Conditions::default(),
+                }],
+                false,
+            )
+            .unwrap()
+            .pop()
+            .unwrap()
+    }
+
+    #[test]
+    fn dynamic_mapping_is_added_and_persisted() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = create(dir.path(), json!({"number_of_shards": 2}), json!({}));
+        index(&service, "1", json!({"title": "hello", "n": 5})).unwrap();
+        index(
+            &service,
+            "2",
+            json!({"title": "again", "extra": {"flag": true}}),
+        )
+        .unwrap();
+        let meta = service.metadata();
+        assert!(meta.mapping.field("title.keyword").is_some());
+        assert!(meta.mapping.field("extra.flag").is_some());
+        assert!(meta.mapping_version >= 3);
+        service.refresh().unwrap();
+        assert_eq!(service.doc_counts().0, 2);
+        service.close().unwrap();
+        drop(service);
+        let reopened =
+            IndexService::open(&dir.path().join("idx"), &NodeResources::default()).unwrap();
+        assert!(reopened.metadata().mapping.field("extra.flag").is_some());
+        assert_eq!(reopened.doc_counts().0, 2);
+        assert_eq!(reopened.get("1", None).unwrap().unwrap().version.version, 1);
+    }
+
+    #[test]
+    fn bad_documents_fail_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = create(
+            dir.path(),
+            json!({}),
+            json!({"properties": {"n": {"type": "long"}}}),
+        );
+        let items = vec![
+            DocWrite::Index {
+                id: Some("a".into()),
+                source: Arc::from(&br#"{"n": 1}"#[..]),
+                routing: None,
+                conditions: Conditions::default(),
+            },
+            DocWrite::Index {
+                id: Some("b".into()),
+                source: Arc::from(&br#"{"n": "x"}"#[..]),
+                routing: None,
+                conditions: Conditions::default(),
+            },
+            DocWrite::Index {
+                id: Some("c".into()),
+                source: Arc::from(&br#"{"n": "#[..]),
+                routing: None,
+                conditions: Conditions::default(),
+            },
+        ];
+        let results = service.write_shard(0, items, true).unwrap();
+        assert!(results[0].is_ok());
+        assert_eq!(
+            results[1].as_ref().unwrap_err().kind(),
+            "mapper_parsing_exception"
+        );
+        assert_eq!(
+            results[2].as_ref().unwrap_err().kind(),
+            "mapper_parsing_exception"
+        );
+        assert!(results[0].as_ref().unwrap().forced_refresh);
+        assert_eq!(service.doc_counts().0, 1);
+    }
+
+    #[test]
+    fn updates_merge_upsert_and_detect_noops() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = create(dir.path(), json!({}), json!({}));
+        index(&service, "1", json!({"a": 1, "o": {"x": 1}})).unwrap();
+        let update = |doc: Value, upsert: bool| {
+            let shard = service.shard_for("1", None);
+            service
+                .write_shard(
+                    shard,
+                    vec![DocWrite::Update(UpdateRequest {
+                        id: "1".into(),
+                        doc: Some(doc),
+                        doc_as_upsert: upsert,
+                        detect_noop: true,
+                        ..Default::default()
+                    })],
+                    false,
+                )
+                .unwrap()
+                .pop()
+                .unwrap()
+        };
+        let r = update(json!({"o": {"y": 2}}), false).unwrap();
+        assert_eq!(r.written.outcome, WriteOutcome::Updated);
+        let source: Value = serde_json::from_slice(&r.source.unwrap()).unwrap();
+        assert_eq!(source, json!({"a": 1, "o": {"x": 1, "y": 2}}));
+        let r = update(json!({"a": 1}), false).unwrap();
+        assert_eq!(r.written.outcome, WriteOutcome::Noop);
+        assert_eq!(r.written.version.version, 2);
+        // missing document
+        let shard = service.shard_for("zz", None);
+        let missing = service
+            .write_shard(
+                shard,
+                vec![DocWrite::Update(UpdateRequest {
+                    id: "zz".into(),
+                    doc: Some(json!({"a": 1})),
+                    ..Default::default()
+                })],
+                false,
+            )
+            .unwrap()
+            .pop()
+            .unwrap();
+        assert_eq!(missing.unwrap_err().kind(), "document_missing_exception");
+        let upserted = service
+            .write_shard(
+                shard,
+                vec![DocWrite::Update(UpdateRequest {
+                    id: "zz".into(),
+                    doc: Some(json!({"a": 1})),
+                    doc_as_upsert: true,
+                    ..Default::default()
+                })],
+                false,
+            )
+            .unwrap()
+            .pop()
+            .unwrap()
+            .unwrap();
+        assert_eq!(upserted.written.outcome, WriteOutcome::Created);
+    }
+
+    #[test]
+    fn routing_matches_opensearch_for_known_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = create(dir.path(), json!({"number_of_shards": 5}), json!({}));
+        let meta = service.metadata();
+        assert_eq!(meta.routing_shards, 640);
+        let shards: std::collections::HashSet<u32> = (0..100)
+            .map(|i| meta.shard_for(&i.to_string(), None))
+            .collect();
+        assert_eq!(shards.len(), 5);
+        assert_eq!(
+            meta.shard_for("a", Some("r")),
+            meta.shard_for("b", Some("r"))
+        );
+    }
+
+    #[test]
+    fn merge_partial_reports_changes() {
+        let mut doc = json!({"a": 1, "b": {"c": 2}});
+        assert!(!merge_partial(&mut doc, &json!({"a": 1, "b": {"c": 2}})));
+        assert!(merge_partial(&mut doc, &json!({"b": {"d": 3}})));
+        assert_eq!(doc, json!({"a": 1, "b": {"c": 2, "d": 3}}));
+    }
+}

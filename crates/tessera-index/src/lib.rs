@@ -1,0 +1,16 @@
+//! One shard on disk (tantivy index, translog, versions, refresh/flush/merge, searcher
+//! snapshots) and the index service that owns an index's shards, settings and mapping.
+
+pub mod index_service;
+pub mod index_settings;
+pub mod schema_change;
+pub mod shard;
+pub mod stats;
+pub mod translog;
+
+pub use index_service::{
+    DocWrite, DocWriteResult, IndexMetadata, IndexService, NodeResources, UpdateRequest,
+};
+pub use shard::{
+    Conditions, PreparedDoc, Shard, ShardConfig, ShardSnapshot, StoredDoc, WriteOutcome, Written,
+};

@@ -1,0 +1,1254 @@
+//! One shard: a tantivy index in its own directory, with its translog, sequence numbers and
+//! versions, and the searcher snapshot that searches read.
+//!
+//! A refresh is a tantivy commit (tantivy has no uncommitted near-real-time readers), so a
+//! refresh is also a flush: after it the translog rolls and older generations are deleted.
+//! Writes between refreshes are tracked in the live version map, which answers version checks
+//! and realtime gets for documents that searches cannot see yet.
+
+use std::collections::HashMap;
+use std::net::Ipv6Addr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Instant;
+
+use serde_json::json;
+use tantivy::columnar::Column;
+use tantivy::index::SegmentId;
+use tantivy::indexer::IndexWriterOptions;
+use tantivy::merge_policy::LogMergePolicy;
+use tantivy::schema::{IndexRecordOption, Value as _};
+use tantivy::tokenizer::{LowerCaser, RawTokenizer, TextAnalyzer};
+use tantivy::{
+    DocAddress, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument,
+    Term, TERMINATED,
+};
+use tessera_common::{Error, Result};
+use tessera_mapping::field_table::LOWERCASE_KEYWORD_TOKENIZER;
+use tessera_mapping::{FieldTable, Mapping};
+
+use crate::schema_change::grow_schema;
+use crate::stats::ShardStats;
+use crate::translog::{self, OpKind, Operation, Translog};
+
+/// `index.translog.durability`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync before acknowledging each request.
+    Request,
+    /// fsync every `sync_interval`.
+    Async,
+}
+
+/// How a shard's writer is sized.
+#[derive(Clone, Debug)]
+pub struct ShardConfig {
+    pub durability: Durability,
+    pub indexing_threads: usize,
+    pub memory_budget_per_thread: usize,
+    pub merge_threads: usize,
+}
+
+impl Default for ShardConfig {
+    fn default() -> Self {
+        ShardConfig {
+            durability: Durability::Request,
+            indexing_threads: 1,
+            memory_budget_per_thread: 64 << 20,
+            merge_threads: 1,
+        }
+    }
+}
+
+/// Version information of a live document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DocVersion {
+    pub version: u64,
+    pub seq_no: u64,
+    pub primary_term: u64,
+}
+
+/// A document read by id.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredDoc {
+    pub id: String,
+    pub version: DocVersion,
+    pub source: Option<Arc<[u8]>>,
+    pub routing: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+struct LiveEntry {
+    version: DocVersion,
+    deleted: bool,
+    /// Kept for documents with client-chosen ids, so gets and updates need no refresh.
+    source: Option<Arc<[u8]>>,
+    routing: Option<String>,
+}
+
+/// What a search reads: one point-in-time view of the shard.
+pub struct ShardSnapshot {
+    pub searcher: Searcher,
+    pub table: Arc<FieldTable>,
+    /// Bumped on every refresh, for tests and stats.
+    pub generation: u64,
+}
+
+struct WriteState {
+    index: Index,
+    writer: Option<IndexWriter>,
+    reader: IndexReader,
+    table: Arc<FieldTable>,
+    mapping_version: u64,
+    live: HashMap<String, LiveEntry>,
+    next_seq_no: u64,
+    dirty: bool,
+    generation: u64,
+}
+
+/// One shard of an index.
+pub struct Shard {
+    pub index_name: String,
+    pub shard_id: u32,
+    path: PathBuf,
+    config: ShardConfig,
+    state: Mutex<WriteState>,
+    snapshot: RwLock<Arc<ShardSnapshot>>,
+    translog: Translog,
+    pub stats: ShardStats,
+    primary_term: u64,
+    last_write: AtomicU64,
+    async_durability: std::sync::atomic::AtomicBool,
+}
+
+fn tantivy_err(context: impl std::fmt::Display) -> impl FnOnce(tantivy::TantivyError) -> Error {
+    move |e| Error::internal(context, e)
+}
+
+fn register_tokenizers(index: &Index) {
+    tessera_mapping::analysis::register_analyzers(index);
+    let lowercase_keyword = || {
+        TextAnalyzer::builder(RawTokenizer::default())
+            .filter(LowerCaser)
+            .build()
+    };
+    index
+        .tokenizers()
+        .register(LOWERCASE_KEYWORD_TOKENIZER, lowercase_keyword());
+    index
+        .fast_field_tokenizer()
+        .register(LOWERCASE_KEYWORD_TOKENIZER, lowercase_keyword());
+}
+
+fn commit_payload(index: &Index) -> Result<u64> {
+    let metas = index
+        .load_metas()
+        .map_err(tantivy_err("load shard metas"))?;
+    Ok(metas
+        .payload
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<serde_json::Value>(p).ok())
+        .and_then(|v| v.get("max_seq_no").and_then(|n| n.as_u64()))
+        .map(|n| n + 1)
+        .unwrap_or(0))
+}
+
+impl Shard {
+    /// Opens (or creates) the shard at `path`, replaying the translog.
+    pub fn open(
+        index_name: &str,
+        shard_id: u32,
+        path: &Path,
+        mapping: &Mapping,
+        mapping_version: u64,
+        config: ShardConfig,
+    ) -> Result<Shard> {
+        let index_dir = path.join("index");
+        std::fs::create_dir_all(&index_dir).map_err(|e| {
+            Error::internal(format!("create shard directory {}", index_dir.display()), e)
+        })?;
+        let exists = index_dir.join("meta.json").exists();
+        if exists {
+            let index = Index::open_in_dir(&index_dir).map_err(tantivy_err("open shard"))?;
+            let (table, grew) = FieldTable::build(mapping, Some(&index.schema()))?;
+            drop(index);
+            if grew {
+                grow_schema(&index_dir, table.schema())?;
+            }
+        } else {
+            let (table, _) = FieldTable::build(mapping, None)?;
+            Index::create_in_dir(&index_dir, table.schema().clone())
+                .map_err(tantivy_err("create shard"))?;
+        }
+        let index = Index::open_in_dir(&index_dir).map_err(tantivy_err("open shard"))?;
+        let (table, _) = FieldTable::build(mapping, Some(&index.schema()))?;
+        let committed_next = commit_payload(&index)?;
+        let (writer, reader) = Self::open_writer_and_reader(&index, &config)?;
+        let translog_dir = path.join("translog");
+        let pending = if translog_dir.exists() {
+            translog::read_operations(&translog_dir)?
+        } else {
+            Vec::new()
+        };
+        let translog = Translog::open(&translog_dir)?;
+        let searcher = reader.searcher();
+        let table = Arc::new(table);
+        let shard = Shard {
+            index_name: index_name.to_string(),
+            shard_id,
+            path: path.to_path_buf(),
+            state: Mutex::new(WriteState {
+                index,
+                writer: Some(writer),
+                reader,
+                table: table.clone(),
+                mapping_version,
+                live: HashMap::new(),
+                next_seq_no: committed_next,
+                dirty: false,
+                generation: 0,
+            }),
+            snapshot: RwLock::new(Arc::new(ShardSnapshot {
+                searcher,
+                table,
+                generation: 0,
+            })),
+            translog,
+            stats: ShardStats::default(),
+            primary_term: 1,
+            last_write: AtomicU64::new(0),
+            async_durability: std::sync::atomic::AtomicBool::new(
+                config.durability == Durability::Async,
+            ),
+            config,
+        };
+        shard.replay(pending, committed_next, mapping)?;
+        Ok(shard)
+    }
+
+    fn open_writer_and_reader(
+        index: &Index,
+        config: &ShardConfig,
+    ) -> Result<(IndexWriter, IndexReader)> {
+        register_tokenizers(index);
+        let options = IndexWriterOptions::builder()
+            .memory_budget_per_thread(config.memory_budget_per_thread)
+            .num_worker_threads(config.indexing_threads.max(1))
+            .num_merge_threads(config.merge_threads.max(1))
+            .build();
+        let writer: IndexWriter = index
+            .writer_with_options(options)
+            .map_err(tantivy_err("open shard writer"))?;
+        let mut policy = LogMergePolicy::default();
+        policy.set_min_num_segments(8);
+        writer.set_merge_policy(Box::new(policy));
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(tantivy_err("open shard reader"))?;
+        Ok((writer, reader))
+    }
+
+    /// Re-applies logged operations newer than the last commit, then commits them.
+    fn replay(&self, ops: Vec<Operation>, committed_next: u64, mapping: &Mapping) -> Result<()> {
+        let mut state = self.state.lock().unwrap();
+        let mut replayed = 0usize;
+        for op in ops.into_iter().filter(|op| op.seq_no >= committed_next) {
+            let id_term = Term::from_field_text(state.table.meta.id, &op.id);
+            let writer = state.writer.as_ref().expect("writer is open");
+            writer.delete_term(id_term);
+            if op.kind == OpKind::Index {
+                let source: serde_json::Value = serde_json::from_slice(&op.source)
+                    .map_err(|e| Error::internal("replay the translog", e))?;
+                let table = state.table.clone();
+                let doc = match tessera_mapping::parse_document(mapping, &table, &op.id, &source)? {
+                    tessera_mapping::ParseOutcome::Document(doc) => doc,
+                    tessera_mapping::ParseOutcome::MappingUpdate(_) => {
+                        return Err(Error::internal(
+                            "replay the translog",
+                            format!(
+                                "document [{}] needs fields missing from the persisted mapping",
+                                op.id
+                            ),
+                        ))
+                    }
+                };
+                let version = DocVersion {
+                    version: op.version,
+                    seq_no: op.seq_no,
+                    primary_term: op.primary_term,
+                };
+                let doc = with_meta_fields(
+                    doc,
+                    &table,
+                    &op.id,
+                    version,
+                    op.routing.as_deref(),
+                    &op.source,
+                );
+                state
+                    .writer
+                    .as_ref()
+                    .expect("writer is open")
+                    .add_document(doc)
+                    .map_err(tantivy_err("replay a document"))?;
+            }
+            state.next_seq_no = state.next_seq_no.max(op.seq_no + 1);
+            state.dirty = true;
+            replayed += 1;
+        }
+        if replayed > 0 {
+            self.commit_locked(&mut state)?;
+        } else {
+            // nothing to redo: the old generations are already covered by the last commit
+            self.translog.roll_and_trim()?;
+        }
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The current point-in-time view for searches.
+    pub fn snapshot(&self) -> Arc<ShardSnapshot> {
+        self.snapshot.read().unwrap().clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, WriteState> {
+        self.state.lock().unwrap()
+    }
+
+    /// The field table for `mapping`, growing the shard schema first if the mapping has new
+    /// fields. Must not be called while holding the write lock (see [`WriteBatch::table_for`]).
+    pub fn table_for(&self, mapping: &Mapping, mapping_version: u64) -> Result<Arc<FieldTable>> {
+        let mut state = self.lock();
+        self.ensure_mapping_locked(&mut state, mapping, mapping_version)?;
+        Ok(state.table.clone())
+    }
+
+    fn ensure_mapping_locked(
+        &self,
+        state: &mut WriteState,
+        mapping: &Mapping,
+        mapping_version: u64,
+    ) -> Result<()> {
+        if state.mapping_version >= mapping_version {
+            return Ok(());
+        }
+        let (table, grew) = FieldTable::build(mapping, Some(state.table.schema()))?;
+        if grew {
+            // make everything durable under the old schema, close, grow, reopen
+            self.commit_locked(state)?;
+            let writer = state.writer.take().expect("writer is open");
+            writer
+                .wait_merging_threads()
+                .map_err(tantivy_err("stop the shard writer"))?;
+            let index_dir = self.path.join("index");
+            grow_schema(&index_dir, table.schema())?;
+            let index = Index::open_in_dir(&index_dir).map_err(tantivy_err("reopen shard"))?;
+            let (writer, reader) = Self::open_writer_and_reader(&index, &self.config)?;
+            state.index = index;
+            state.writer = Some(writer);
+            state.reader = reader;
+            let (table, _) = FieldTable::build(mapping, Some(&state.index.schema()))?;
+            state.table = Arc::new(table);
+        } else {
+            state.table = Arc::new(table);
+        }
+        state.mapping_version = mapping_version;
+        self.publish(state);
+        Ok(())
+    }
+
+    fn publish(&self, state: &mut WriteState) {
+        state.generation += 1;
+        let snapshot = Arc::new(ShardSnapshot {
+            searcher: state.reader.searcher(),
+            table: state.table.clone(),
+            generation: state.generation,
+        });
+        *self.snapshot.write().unwrap() = snapshot;
+    }
+
+    fn commit_locked(&self, state: &mut WriteState) -> Result<()> {
+        if !state.dirty {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let max_seq_no = state.next_seq_no.checked_sub(1);
+        {
+            let writer = state.writer.as_mut().expect("writer is open");
+            let mut prepared = writer
+                .prepare_commit()
+                .map_err(tantivy_err("prepare a shard commit"))?;
+            prepared.set_payload(&json!({ "max_seq_no": max_seq_no }).to_string());
+            prepared.commit().map_err(tantivy_err("commit the shard"))?;
+        }
+        state
+            .reader
+            .reload()
+            .map_err(tantivy_err("reload the shard reader"))?;
+        self.translog.roll_and_trim()?;
+        state.live.clear();
+        state.dirty = false;
+        self.publish(state);
+        self.stats.record_refresh(started.elapsed());
+        Ok(())
+    }
+
+    /// Makes every acknowledged write visible to searches (and durable in the index).
+    pub fn refresh(&self) -> Result<bool> {
+        let mut state = self.lock();
+        let was_dirty = state.dirty;
+        self.commit_locked(&mut state)?;
+        Ok(was_dirty)
+    }
+
+    /// Refreshes if something was written since the last refresh (for the scheduler).
+    pub fn refresh_if_dirty(&self) -> Result<bool> {
+        if !self.lock().dirty {
+            return Ok(false);
+        }
+        self.refresh()
+    }
+
+    /// `_flush`: a durable commit; identical to a refresh in Tessera.
+    pub fn flush(&self) -> Result<()> {
+        self.refresh().map(|_| ())
+    }
+
+    /// Syncs the translog (async durability).
+    pub fn sync_translog(&self) -> Result<()> {
+        if self.translog.needs_sync() {
+            self.translog.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Starts a batch of writes holding the shard's write lock.
+    pub fn write_batch(&self) -> WriteBatch<'_> {
+        WriteBatch {
+            shard: self,
+            state: self.lock(),
+            last_offset: 0,
+        }
+    }
+
+    /// Merges the shard down to at most `max_segments` segments (balanced by size) and commits.
+    pub fn force_merge(&self, max_segments: usize) -> Result<()> {
+        let max_segments = max_segments.max(1);
+        let started = Instant::now();
+        let mut state = self.lock();
+        self.commit_locked(&mut state)?;
+        let metas = state
+            .index
+            .searchable_segment_metas()
+            .map_err(tantivy_err("list segments"))?;
+        let needs_merge = metas.len() > max_segments || metas.iter().any(|m| m.has_deletes());
+        if !needs_merge {
+            return Ok(());
+        }
+        let groups = plan_merge_groups(
+            metas
+                .iter()
+                .map(|m| (m.id(), m.num_docs() as u64))
+                .collect(),
+            max_segments,
+        );
+        let writer = state.writer.as_mut().expect("writer is open");
+        for group in groups {
+            let has_deletes = metas
+                .iter()
+                .any(|m| group.contains(&m.id()) && m.has_deletes());
+            if group.len() > 1 || has_deletes {
+                writer
+                    .merge(&group)
+                    .wait()
+                    .map_err(tantivy_err("merge segments"))?;
+            }
+        }
+        state
+            .reader
+            .reload()
+            .map_err(tantivy_err("reload the shard reader"))?;
+        self.publish(&mut state);
+        self.stats.record_merge(started.elapsed());
+        Ok(())
+    }
+
+    /// The document `id` as of now, including writes not yet refreshed.
+    pub fn get(&self, id: &str) -> Result<Option<StoredDoc>> {
+        let state = self.lock();
+        if let Some(entry) = state.live.get(id) {
+            if entry.deleted {
+                return Ok(None);
+            }
+            if let Some(source) = &entry.source {
+                return Ok(Some(StoredDoc {
+                    id: id.to_string(),
+                    version: entry.version,
+                    source: Some(source.clone()),
+                    routing: entry.routing.clone(),
+                }));
+            }
+            // an auto-id document written since the last refresh: make it visible first
+            drop(state);
+            self.refresh()?;
+            let state = self.lock();
+            return read_stored(&state.reader.searcher(), &state.table, id);
+        }
+        read_stored(&state.reader.searcher(), &state.table, id)
+    }
+
+    /// Docs, deleted docs and segments, as of the last refresh.
+    pub fn doc_counts(&self) -> (u64, u64) {
+        let snapshot = self.snapshot();
+        let mut live = 0u64;
+        let mut deleted = 0u64;
+        for segment in snapshot.searcher.segment_readers() {
+            live += segment.num_docs() as u64;
+            deleted += segment.num_deleted_docs() as u64;
+        }
+        (live, deleted)
+    }
+
+    /// Segments of the last refresh, for `_cat/segments`.
+    pub fn segments(&self) -> Result<Vec<SegmentInfo>> {
+        let state = self.lock();
+        let metas = state
+            .index
+            .searchable_segment_metas()
+            .map_err(tantivy_err("list segments"))?;
+        let dir = self.path.join("index");
+        Ok(metas
+            .iter()
+            .enumerate()
+            .map(|(generation, meta)| {
+                let prefix = meta.id().uuid_string();
+                let size = std::fs::read_dir(&dir)
+                    .map(|entries| {
+                        entries
+                            .filter_map(|e| e.ok())
+                            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                            .filter_map(|e| e.metadata().ok())
+                            .map(|m| m.len())
+                            .sum()
+                    })
+                    .unwrap_or(0);
+                SegmentInfo {
+                    name: format!("_{}", meta.id().short_uuid_string()),
+                    generation: generation as u64,
+                    docs: meta.num_docs() as u64,
+                    deleted: meta.num_deleted_docs() as u64,
+                    size_in_bytes: size,
+                }
+            })
+            .collect())
+    }
+
+    /// Bytes on disk (index and translog).
+    pub fn store_size(&self) -> u64 {
+        dir_size(&self.path)
+    }
+
+    pub fn translog_size(&self) -> u64 {
+        self.translog.size_in_bytes()
+    }
+
+    /// Milliseconds (since the epoch) of the last write, for idle detection.
+    pub fn last_write_millis(&self) -> u64 {
+        self.last_write.load(Ordering::Relaxed)
+    }
+
+    pub fn durability(&self) -> Durability {
+        if self.async_durability.load(Ordering::Relaxed) {
+            Durability::Async
+        } else {
+            Durability::Request
+        }
+    }
+
+    /// `index.translog.durability` is dynamic.
+    pub fn set_durability(&self, durability: Durability) {
+        self.async_durability
+            .store(durability == Durability::Async, Ordering::Relaxed);
+    }
+
+    /// Closes the writer cleanly (waits for merges) after a last commit.
+    pub fn close(&self) -> Result<()> {
+        let mut state = self.lock();
+        self.commit_locked(&mut state)?;
+        if let Some(writer) = state.writer.take() {
+            writer
+                .wait_merging_threads()
+                .map_err(tantivy_err("close the shard writer"))?;
+        }
+        Ok(())
+    }
+}
+
+/// A segment, as `_cat/segments` shows it.
+#[derive(Clone, Debug)]
+pub struct SegmentInfo {
+    pub name: String,
+    pub generation: u64,
+    pub docs: u64,
+    pub deleted: u64,
+    pub size_in_bytes: u64,
+}
+
+fn dir_size(path: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Groups segments into `target` groups of similar total size (largest first, each into the
+/// lightest group), so that merging each group leaves `target` balanced segments.
+pub fn plan_merge_groups(
+    mut segments: Vec<(SegmentId, u64)>,
+    target: usize,
+) -> Vec<Vec<SegmentId>> {
+    segments.sort_by(|a, b| b.1.cmp(&a.1));
+    let mut groups: Vec<(u64, Vec<SegmentId>)> = (0..target.min(segments.len()).max(1))
+        .map(|_| (0, Vec::new()))
+        .collect();
+    for (id, docs) in segments {
+        let lightest = groups
+            .iter_mut()
+            .min_by_key(|(total, _)| *total)
+            .expect("at least one group");
+        lightest.0 += docs.max(1);
+        lightest.1.push(id);
+    }
+    groups
+        .into_iter()
+        .map(|(_, ids)| ids)
+        .filter(|g| !g.is_empty())
+        .collect()
+}
+
+/// Adds the metadata fields every indexed document carries.
+fn with_meta_fields(
+    mut doc: TantivyDocument,
+    table: &FieldTable,
+    id: &str,
+    version: DocVersion,
+    routing: Option<&str>,
+    source: &[u8],
+) -> TantivyDocument {
+    let meta = &table.meta;
+    doc.add_text(meta.id, id);
+    doc.add_bytes(meta.source, source);
+    doc.add_u64(meta.seq_no, version.seq_no);
+    doc.add_u64(meta.version, version.version);
+    doc.add_u64(meta.primary_term, version.primary_term);
+    if let Some(routing) = routing {
+        doc.add_text(meta.routing, routing);
+    }
+    doc
+}
+
+/// Finds the live document `id` in a searcher.
+pub fn find_doc(searcher: &Searcher, table: &FieldTable, id: &str) -> Result<Option<DocAddress>> {
+    let term = Term::from_field_text(table.meta.id, id);
+    for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+        let inverted = segment
+            .inverted_index(table.meta.id)
+            .map_err(tantivy_err("read the _id index"))?;
+        let Some(mut postings) = inverted
+            .read_postings(&term, IndexRecordOption::Basic)
+            .map_err(|e| Error::internal("read _id postings", e))?
+        else {
+            continue;
+        };
+        let mut doc = postings.doc();
+        while doc != TERMINATED {
+            if segment
+                .alive_bitset()
+                .is_none_or(|alive| alive.is_alive(doc))
+            {
+                return Ok(Some(DocAddress::new(ord as u32, doc)));
+            }
+            doc = postings.advance();
+        }
+    }
+    Ok(None)
+}
+
+fn read_u64(searcher: &Searcher, address: DocAddress, field: &str) -> Result<u64> {
+    let segment = searcher.segment_reader(address.segment_ord);
+    let column: Column<u64> = segment
+        .fast_fields()
+        .u64(field)
+        .map_err(tantivy_err(format!("read the {field} column")))?;
+    Ok(column.first(address.doc_id).unwrap_or(0))
+}
+
+fn read_version(searcher: &Searcher, address: DocAddress) -> Result<DocVersion> {
+    Ok(DocVersion {
+        version: read_u64(
+            searcher,
+            address,
+            tessera_mapping::field_table::VERSION_FIELD,
+        )?,
+        seq_no: read_u64(
+            searcher,
+            address,
+            tessera_mapping::field_table::SEQ_NO_FIELD,
+        )?,
+        primary_term: read_u64(
+            searcher,
+            address,
+            tessera_mapping::field_table::PRIMARY_TERM_FIELD,
+        )?,
+    })
+}
+
+fn read_stored(searcher: &Searcher, table: &FieldTable, id: &str) -> Result<Option<StoredDoc>> {
+    let Some(address) = find_doc(searcher, table, id)? else {
+        return Ok(None);
+    };
+    let version = read_version(searcher, address)?;
+    let doc: TantivyDocument = searcher
+        .doc(address)
+        .map_err(tantivy_err("read a stored document"))?;
+    let source = doc
+        .get_first(table.meta.source)
+        .and_then(|v| v.as_bytes())
+        .map(Arc::<[u8]>::from);
+    let routing = doc
+        .get_first(table.meta.routing)
+        .and_then(|v| v.as_str())
+        .map(String::from);
+    Ok(Some(StoredDoc {
+        id: id.to_string(),
+        version,
+        source,
+        routing,
+    }))
+}
+
+/// Writes applied under the shard's write lock; [`WriteBatch::finish`] makes them durable.
+pub struct WriteBatch<'a> {
+    shard: &'a Shard,
+    state: MutexGuard<'a, WriteState>,
+    last_offset: u64,
+}
+
+/// A document ready to index: parsed, with its id and source.
+pub struct PreparedDoc {
+    pub id: String,
+    /// True for ids Tessera generated: no previous version can exist.
+    pub auto_id: bool,
+    pub doc: TantivyDocument,
+    pub source: Arc<[u8]>,
+    pub routing: Option<String>,
+}
+
+/// Optimistic concurrency conditions of a write.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Conditions {
+    pub create_only: bool,
+    pub if_seq_no: Option<u64>,
+    pub if_primary_term: Option<u64>,
+}
+
+/// The outcome of one write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    Created,
+    Updated,
+    Deleted,
+    NotFound,
+    Noop,
+}
+
+impl WriteOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteOutcome::Created => "created",
+            WriteOutcome::Updated => "updated",
+            WriteOutcome::Deleted => "deleted",
+            WriteOutcome::NotFound => "not_found",
+            WriteOutcome::Noop => "noop",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    pub outcome: WriteOutcome,
+    pub version: DocVersion,
+}
+
+impl WriteBatch<'_> {
+    /// The shard's field table for `mapping`, growing the schema if needed (with the lock held).
+    pub fn table_for(
+        &mut self,
+        mapping: &Mapping,
+        mapping_version: u64,
+    ) -> Result<Arc<FieldTable>> {
+        self.shard
+            .ensure_mapping_locked(&mut self.state, mapping, mapping_version)?;
+        Ok(self.state.table.clone())
+    }
+
+    /// The current version of `id`, including unrefreshed writes.
+    pub fn current(&self, id: &str) -> Result<Option<DocVersion>> {
+        if let Some(entry) = self.state.live.get(id) {
+            return Ok((!entry.deleted).then_some(entry.version));
+        }
+        let searcher = self.state.reader.searcher();
+        match find_doc(&searcher, &self.state.table, id)? {
+            Some(address) => Ok(Some(read_version(&searcher, address)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The current document `id` with its source (for updates).
+    pub fn current_doc(&mut self, id: &str) -> Result<Option<StoredDoc>> {
+        if let Some(entry) = self.state.live.get(id).cloned() {
+            if entry.deleted {
+                return Ok(None);
+            }
+            if let Some(source) = entry.source {
+                return Ok(Some(StoredDoc {
+                    id: id.to_string(),
+                    version: entry.version,
+                    source: Some(source),
+                    routing: entry.routing,
+                }));
+            }
+            self.shard.commit_locked(&mut self.state)?;
+        }
+        read_stored(&self.state.reader.searcher(), &self.state.table, id)
+    }
+
+    /// Checks `conditions` against the current version of `id`.
+    pub fn check_conditions(&self, id: &str, conditions: &Conditions) -> Result<()> {
+        let current = self.current(id)?;
+        self.check(id, current, conditions)
+    }
+
+    fn check(&self, id: &str, current: Option<DocVersion>, conditions: &Conditions) -> Result<()> {
+        let shard = self.shard;
+        if conditions.create_only {
+            if let Some(v) = current {
+                return Err(Error::version_conflict(
+                    &shard.index_name,
+                    shard.shard_id,
+                    id,
+                    &format!("document already exists (current version [{}])", v.version),
+                ));
+            }
+        }
+        if let Some(if_seq_no) = conditions.if_seq_no {
+            let term = conditions.if_primary_term.unwrap_or(shard.primary_term);
+            match current {
+                Some(v) if v.seq_no == if_seq_no && v.primary_term == term => {}
+                Some(v) => {
+                    return Err(Error::version_conflict(
+                        &shard.index_name,
+                        shard.shard_id,
+                        id,
+                        &format!(
+                            "required seqNo [{if_seq_no}], primary term [{term}]. current document has seqNo [{}] and primary term [{}]",
+                            v.seq_no, v.primary_term
+                        ),
+                    ))
+                }
+                None => {
+                    return Err(Error::version_conflict(
+                        &shard.index_name,
+                        shard.shard_id,
+                        id,
+                        &format!("required seqNo [{if_seq_no}], primary term [{term}] but no document was found"),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn next_version(&mut self, previous: Option<u64>) -> DocVersion {
+        let seq_no = self.state.next_seq_no;
+        self.state.next_seq_no += 1;
+        DocVersion {
+            version: previous.map(|v| v + 1).unwrap_or(1),
+            seq_no,
+            primary_term: self.shard.primary_term,
+        }
+    }
+
+    /// Indexes (creates or replaces) a document.
+    pub fn index(&mut self, prepared: PreparedDoc, conditions: &Conditions) -> Result<Written> {
+        let started = Instant::now();
+        let (current, tombstone) = if prepared.auto_id {
+            (None, None)
+        } else {
+            let tombstone = self
+                .state
+                .live
+                .get(&prepared.id)
+                .filter(|e| e.deleted)
+                .map(|e| e.version.version);
+            (self.current(&prepared.id)?, tombstone)
+        };
+        self.check(&prepared.id, current, conditions)?;
+        let version = self.next_version(current.map(|v| v.version).or(tombstone));
+        let table = self.state.table.clone();
+        let doc = with_meta_fields(
+            prepared.doc,
+            &table,
+            &prepared.id,
+            version,
+            prepared.routing.as_deref(),
+            &prepared.source,
+        );
+        let writer = self.state.writer.as_ref().expect("writer is open");
+        if !prepared.auto_id {
+            writer.delete_term(Term::from_field_text(table.meta.id, &prepared.id));
+        }
+        writer
+            .add_document(doc)
+            .map_err(tantivy_err("index a document"))?;
+        self.last_offset = self.shard.translog.append(&Operation {
+            kind: OpKind::Index,
+            seq_no: version.seq_no,
+            primary_term: version.primary_term,
+            version: version.version,
+            id: prepared.id.clone(),
+            routing: prepared.routing.clone(),
+            source: prepared.source.to_vec(),
+        })?;
+        let keep_source = (!prepared.auto_id).then(|| prepared.source.clone());
+        self.state.live.insert(
+            prepared.id,
+            LiveEntry {
+                version,
+                deleted: false,
+                source: keep_source,
+                routing: prepared.routing,
+            },
+        );
+        self.state.dirty = true;
+        self.shard.stats.record_index(started.elapsed());
+        Ok(Written {
+            outcome: if current.is_some() {
+                WriteOutcome::Updated
+            } else {
+                WriteOutcome::Created
+            },
+            version,
+        })
+    }
+
+    /// Deletes a document (a missing one still consumes a sequence number, as in OpenSearch).
+    pub fn delete(
+        &mut self,
+        id: &str,
+        routing: Option<&str>,
+        conditions: &Conditions,
+    ) -> Result<Written> {
+        let started = Instant::now();
+        let current = self.current(id)?;
+        self.check(id, current, conditions)?;
+        let version = self.next_version(current.map(|v| v.version));
+        let table = self.state.table.clone();
+        if current.is_some() {
+            self.state
+                .writer
+                .as_ref()
+                .expect("writer is open")
+                .delete_term(Term::from_field_text(table.meta.id, id));
+        }
+        self.last_offset = self.shard.translog.append(&Operation {
+            kind: OpKind::Delete,
+            seq_no: version.seq_no,
+            primary_term: version.primary_term,
+            version: version.version,
+            id: id.to_string(),
+            routing: routing.map(String::from),
+            source: Vec::new(),
+        })?;
+        self.state.live.insert(
+            id.to_string(),
+            LiveEntry {
+                version,
+                deleted: true,
+                source: None,
+                routing: None,
+            },
+        );
+        self.state.dirty = true;
+        self.shard.stats.record_delete(started.elapsed());
+        Ok(Written {
+            outcome: if current.is_some() {
+                WriteOutcome::Deleted
+            } else {
+                WriteOutcome::NotFound
+            },
+            version,
+        })
+    }
+
+    /// Forces a refresh inside the batch (`refresh=true`), after the writes so far.
+    pub fn refresh(&mut self) -> Result<()> {
+        self.shard.commit_locked(&mut self.state)
+    }
+
+    /// Releases the lock and, with request durability, waits until the batch is fsynced.
+    pub fn finish(self) -> Result<()> {
+        let offset = self.last_offset;
+        let shard = self.shard;
+        shard
+            .last_write
+            .store(tessera_common::time::now_millis() as u64, Ordering::Relaxed);
+        drop(self.state);
+        if offset > 0 && shard.durability() == Durability::Request {
+            shard.translog.sync_to(offset)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads the IP stored for a field (helper for tests and docvalue fields).
+pub fn ip_to_string(ip: Ipv6Addr) -> String {
+    tessera_mapping::values::format_ip(ip)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+    use tessera_mapping::{parse_document, ParseOutcome};
+
+    fn mapping() -> Mapping {
+        Mapping::parse(&json!({"properties": {"title": {"type": "text"}, "n": {"type": "long"}}}))
+            .unwrap()
+    }
+
+    fn prepared(shard: &Shard, mapping: &Mapping, id: &str, source: Value) -> PreparedDoc {
+        let table = shard.table_for(mapping, 1).unwrap();
+        let ParseOutcome::Document(doc) = parse_document(mapping, &table, id, &source).unwrap()
+        else {
+            panic!("mapping update")
+        };
+        PreparedDoc {
+            id: id.to_string(),
+            auto_id: false,
+            doc,
+            source: Arc::from(serde_json::to_vec(&source).unwrap()),
+            routing: None,
+        }
+    }
+
+    fn open(dir: &Path, mapping: &Mapping) -> Shard {
+        Shard::open("idx", 0, dir, mapping, 1, ShardConfig::default()).unwrap()
+    }
+
+    #[test]
+    fn index_get_update_delete_with_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = mapping();
+        let shard = open(dir.path(), &m);
+        let doc = prepared(&shard, &m, "1", json!({"n": 0}));
+        let mut batch = shard.write_batch();
+        let first = batch.index(doc, &Conditions::default()).unwrap();
+        batch.finish().unwrap();
+        assert_eq!(first.outcome, WriteOutcome::Created);
+        assert_eq!(first.version.version, 1);
+        let doc = prepared(&shard, &m, "1", json!({"n": 1}));
+        let mut batch = shard.write_batch();
+        let w = batch.index(doc, &Conditions::default()).unwrap();
+        batch.finish().unwrap();
+        assert_eq!(w.outcome, WriteOutcome::Updated);
+        assert_eq!(w.version.version, 2);
+        // realtime get before any refresh
+        let got = shard.get("1").unwrap().unwrap();
+        assert_eq!(got.version.version, 2);
+        assert_eq!(&*got.source.unwrap(), br#"{"n":1}"#);
+        shard.refresh().unwrap();
+        let got = shard.get("1").unwrap().unwrap();
+        assert_eq!(got.version.version, 2);
+        assert_eq!(got.version.seq_no, 1);
+        let create = prepared(&shard, &m, "1", json!({"n": 2}));
+        let mut batch = shard.write_batch();
+        let err = batch
+            .index(
+                create,
+                &Conditions {
+                    create_only: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap_err();
+        assert_eq!(err.status(), 409);
+        let w = batch.delete("1", None, &Conditions::default()).unwrap();
+        assert_eq!(w.outcome, WriteOutcome::Deleted);
+        let w = batch.delete("1", None, &Conditions::default()).unwrap();
+        assert_eq!(w.outcome, WriteOutcome::NotFound);
+        batch.finish().unwrap();
+        assert!(shard.get("1").unwrap().is_none());
+        shard.refresh().unwrap();
+        assert_eq!(shard.doc_counts().0, 0);
+    }
+
+    #[test]
+    fn if_seq_no_conditions() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = mapping();
+        let shard = open(dir.path(), &m);
+        let doc = prepared(&shard, &m, "a", json!({"n": 1}));
+        let mut batch = shard.write_batch();
+        let w = batch.index(doc, &Conditions::default()).unwrap();
+        batch.finish().unwrap();
+        let doc = prepared(&shard, &m, "a", json!({"n": 2}));
+        let mut batch = shard.write_batch();
+        let stale = Conditions {
+            if_seq_no: Some(w.version.seq_no + 5),
+            if_primary_term: Some(1),
+            ..Default::default()
+        };
+        let err = batch.index(doc, &stale).unwrap_err();
+        assert!(err.reason().contains("required seqNo"), "{}", err.reason());
+        batch.finish().unwrap();
+        let doc = prepared(&shard, &m, "a", json!({"n": 2}));
+        let mut batch = shard.write_batch();
+        let ok = Conditions {
+            if_seq_no: Some(w.version.seq_no),
+            if_primary_term: Some(1),
+            ..Default::default()
+        };
+        batch.index(doc, &ok).unwrap();
+        batch.finish().unwrap();
+    }
+
+    #[test]
+    fn unrefreshed_writes_survive_a_crash_via_the_translog() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = mapping();
+        {
+            let shard = open(dir.path(), &m);
+            for i in 0..20 {
+                let doc = prepared(
+                    &shard,
+                    &m,
+                    &format!("d{i}"),
+                    json!({"n": i, "title": "hello world"}),
+                );
+                let mut batch = shard.write_batch();
+                batch.index(doc, &Conditions::default()).unwrap();
+                batch.finish().unwrap();
+            }
+            shard.refresh().unwrap();
+            for i in 20..30 {
+                let doc = prepared(&shard, &m, &format!("d{i}"), json!({"n": i}));
+                let mut batch = shard.write_batch();
+                batch.index(doc, &Conditions::default()).unwrap();
+                batch.finish().unwrap();
+            }
+            let mut batch = shard.write_batch();
+            batch.delete("d0", None, &Conditions::default()).unwrap();
+            batch.finish().unwrap();
+            // dropped without refresh or close: the index loses the uncommitted writes, as
+            // after kill -9; only the translog has them
+            drop(shard);
+        }
+        let shard = open(dir.path(), &m);
+        assert_eq!(shard.doc_counts().0, 29);
+        assert!(shard.get("d0").unwrap().is_none());
+        let d25 = shard.get("d25").unwrap().unwrap();
+        assert_eq!(d25.version.seq_no, 25);
+        // sequence numbers continue after the replayed ones
+        let doc = prepared(&shard, &m, "new", json!({"n": 1}));
+        let mut batch = shard.write_batch();
+        let w = batch.index(doc, &Conditions::default()).unwrap();
+        batch.finish().unwrap();
+        assert_eq!(w.version.seq_no, 31);
+    }
+
+    #[test]
+    fn schema_grows_and_old_segments_still_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = mapping();
+        let shard = open(dir.path(), &m);
+        for i in 0..5 {
+            let doc = prepared(
+                &shard,
+                &m,
+                &format!("old{i}"),
+                json!({"title": "alpha beta", "n": i}),
+            );
+            let mut batch = shard.write_batch();
+            batch.index(doc, &Conditions::default()).unwrap();
+            batch.finish().unwrap();
+            shard.refresh().unwrap();
+        }
+        m.merge_json(&json!({"properties": {"body": {"type": "text"}, "k": {"type": "keyword"}}}))
+            .unwrap();
+        let table = shard.table_for(&m, 2).unwrap();
+        assert!(table.leaf("body").is_some());
+        let ParseOutcome::Document(doc) =
+            parse_document(&m, &table, "new", &json!({"body": "gamma", "k": "x"})).unwrap()
+        else {
+            panic!()
+        };
+        let mut batch = shard.write_batch();
+        batch
+            .index(
+                PreparedDoc {
+                    id: "new".into(),
+                    auto_id: false,
+                    doc,
+                    source: Arc::from(&b"{}"[..]),
+                    routing: None,
+                },
+                &Conditions::default(),
+            )
+            .unwrap();
+        batch.finish().unwrap();
+        shard.refresh().unwrap();
+        shard.force_merge(1).unwrap();
+        assert_eq!(shard.segments().unwrap().len(), 1);
+        assert_eq!(shard.doc_counts().0, 6);
+        // reopening reads the grown schema
+        shard.close().unwrap();
+        drop(shard);
+        let reopened = Shard::open("idx", 0, dir.path(), &m, 2, ShardConfig::default()).unwrap();
+        assert_eq!(reopened.doc_counts().0, 6);
+    }
+
+    #[test]
+    fn merge_groups_are_balanced() {
+        let ids: Vec<SegmentId> = (0..6).map(|_| SegmentId::generate_random()).collect();
+        let sizes = [100, 90, 50, 40, 10, 10];
+        let groups = plan_merge_groups(ids.iter().cloned().zip(sizes).collect(), 2);
+        assert_eq!(groups.len(), 2);
+        let totals: Vec<u64> = groups
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .map(|id| sizes[ids.iter().position(|x| x == id).unwrap()])
+                    .sum()
+            })
+            .collect();
+        assert!(totals.iter().all(|t| (140..=160).contains(t)), "{totals:?}");
+        assert_eq!(
+            plan_merge_groups(ids.iter().cloned().zip(sizes).collect(), 1).len(),
+            1
+        );
+    }
+}

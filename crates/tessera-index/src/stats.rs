@@ -1,0 +1,50 @@
+//! Per-shard counters for `_nodes/stats` and `_stats`: indexing, search, refresh, merge.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+#[derive(Default, Debug)]
+pub struct ShardStats {
+    pub index_total: AtomicU64,
+    pub index_time_nanos: AtomicU64,
+    pub delete_total: AtomicU64,
+    pub delete_time_nanos: AtomicU64,
+    pub refresh_total: AtomicU64,
+    pub refresh_time_nanos: AtomicU64,
+    pub merge_total: AtomicU64,
+    pub merge_time_nanos: AtomicU64,
+    pub query_total: AtomicU64,
+    pub query_time_nanos: AtomicU64,
+    pub query_current: AtomicU64,
+    pub fetch_total: AtomicU64,
+    pub fetch_time_nanos: AtomicU64,
+}
+
+fn add(counter: &AtomicU64, time: &AtomicU64, elapsed: Duration) {
+    counter.fetch_add(1, Ordering::Relaxed);
+    time.fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
+}
+
+impl ShardStats {
+    pub fn record_index(&self, elapsed: Duration) {
+        add(&self.index_total, &self.index_time_nanos, elapsed);
+    }
+    pub fn record_delete(&self, elapsed: Duration) {
+        add(&self.delete_total, &self.delete_time_nanos, elapsed);
+    }
+    pub fn record_refresh(&self, elapsed: Duration) {
+        add(&self.refresh_total, &self.refresh_time_nanos, elapsed);
+    }
+    pub fn record_merge(&self, elapsed: Duration) {
+        add(&self.merge_total, &self.merge_time_nanos, elapsed);
+    }
+    pub fn record_query(&self, elapsed: Duration) {
+        add(&self.query_total, &self.query_time_nanos, elapsed);
+    }
+    pub fn record_fetch(&self, elapsed: Duration) {
+        add(&self.fetch_total, &self.fetch_time_nanos, elapsed);
+    }
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
