@@ -12,27 +12,86 @@ use serde_json::Value;
 /// A query, as parsed from the DSL. Field names are full dotted paths (`station.id`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum QueryAst {
-    MatchAll { boost: f32 },
+    MatchAll {
+        boost: f32,
+    },
     MatchNone,
     /// An exact term; `value` is a JSON scalar interpreted with the field's type.
-    Term { field: String, value: Value, boost: f32, case_insensitive: bool },
-    Terms { field: String, values: Vec<Value>, boost: f32 },
+    Term {
+        field: String,
+        value: Value,
+        boost: f32,
+        case_insensitive: bool,
+    },
+    Terms {
+        field: String,
+        values: Vec<Value>,
+        boost: f32,
+    },
     Range(RangeQuery),
-    Exists { field: String, boost: f32 },
-    Ids { values: Vec<String>, boost: f32 },
-    Prefix { field: String, value: String, case_insensitive: bool, boost: f32 },
+    Exists {
+        field: String,
+        boost: f32,
+    },
+    Ids {
+        values: Vec<String>,
+        boost: f32,
+    },
+    Prefix {
+        field: String,
+        value: String,
+        case_insensitive: bool,
+        boost: f32,
+    },
     /// `*` matches any sequence, `?` one character; `\` escapes.
-    Wildcard { field: String, pattern: String, case_insensitive: bool, boost: f32 },
-    Regexp { field: String, pattern: String, case_insensitive: bool, boost: f32 },
-    Fuzzy { field: String, value: String, fuzziness: Fuzziness, prefix_length: u32, transpositions: bool, boost: f32 },
+    Wildcard {
+        field: String,
+        pattern: String,
+        case_insensitive: bool,
+        boost: f32,
+    },
+    Regexp {
+        field: String,
+        pattern: String,
+        case_insensitive: bool,
+        boost: f32,
+    },
+    Fuzzy {
+        field: String,
+        value: String,
+        fuzziness: Fuzziness,
+        prefix_length: u32,
+        transpositions: bool,
+        boost: f32,
+    },
     Match(MatchQuery),
-    MatchPhrase { field: String, query: String, slop: u32, analyzer: Option<String>, zero_terms_query: ZeroTermsQuery, boost: f32 },
-    MatchPhrasePrefix { field: String, query: String, slop: u32, max_expansions: u32, analyzer: Option<String>, boost: f32 },
+    MatchPhrase {
+        field: String,
+        query: String,
+        slop: u32,
+        analyzer: Option<String>,
+        zero_terms_query: ZeroTermsQuery,
+        boost: f32,
+    },
+    MatchPhrasePrefix {
+        field: String,
+        query: String,
+        slop: u32,
+        max_expansions: u32,
+        analyzer: Option<String>,
+        boost: f32,
+    },
     MultiMatch(MultiMatchQuery),
     Bool(BoolQuery),
-    ConstantScore { filter: Box<QueryAst>, boost: f32 },
-    DisMax { queries: Vec<QueryAst>, tie_breaker: f32, boost: f32 },
-    Boosting { positive: Box<QueryAst>, negative: Box<QueryAst>, negative_boost: f32, boost: f32 },
+    ConstantScore {
+        filter: Box<QueryAst>,
+        boost: f32,
+    },
+    DisMax {
+        queries: Vec<QueryAst>,
+        tie_breaker: f32,
+        boost: f32,
+    },
     /// Lowered into the other variants by `query_string::lower` once fields are known.
     QueryString(QueryStringQuery),
     /// Lowered into the other variants by `query_string::lower_simple` once fields are known.
@@ -58,9 +117,7 @@ impl QueryAst {
             | QueryAst::Regexp { .. }
             | QueryAst::Terms { .. }
             | QueryAst::ConstantScore { .. } => true,
-            QueryAst::Bool(b) => {
-                b.must.is_empty() && b.should.is_empty()
-            }
+            QueryAst::Bool(b) => b.must.is_empty() && b.should.is_empty(),
             _ => false,
         }
     }
@@ -162,9 +219,15 @@ impl FieldPattern {
         match spec.rsplit_once('^') {
             Some((name, boost)) => boost
                 .parse::<f32>()
-                .map(|boost| FieldPattern { pattern: name.to_string(), boost })
+                .map(|boost| FieldPattern {
+                    pattern: name.to_string(),
+                    boost,
+                })
                 .map_err(|_| format!("invalid boost [{boost}] in field [{spec}]")),
-            None => Ok(FieldPattern { pattern: spec.to_string(), boost: 1.0 }),
+            None => Ok(FieldPattern {
+                pattern: spec.to_string(),
+                boost: 1.0,
+            }),
         }
     }
 }
@@ -316,7 +379,13 @@ mod tests {
 
     #[test]
     fn field_pattern_parses_boost() {
-        assert_eq!(FieldPattern::parse("title^3").unwrap(), FieldPattern { pattern: "title".into(), boost: 3.0 });
+        assert_eq!(
+            FieldPattern::parse("title^3").unwrap(),
+            FieldPattern {
+                pattern: "title".into(),
+                boost: 3.0
+            }
+        );
         assert_eq!(FieldPattern::parse("body").unwrap().boost, 1.0);
         assert!(FieldPattern::parse("x^y").is_err());
     }
@@ -324,7 +393,11 @@ mod tests {
     #[test]
     fn constant_score_detection() {
         assert!(QueryAst::match_all().is_constant_score());
-        let filter_only = QueryAst::Bool(BoolQuery { filter: vec![QueryAst::match_all()], boost: 1.0, ..Default::default() });
+        let filter_only = QueryAst::Bool(BoolQuery {
+            filter: vec![QueryAst::match_all()],
+            boost: 1.0,
+            ..Default::default()
+        });
         assert!(filter_only.is_constant_score());
         assert!(!QueryAst::Match(MatchQuery::new("a", "b")).is_constant_score());
     }

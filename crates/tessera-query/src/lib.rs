@@ -1,4 +1,12 @@
-//! The OpenSearch query DSL: wire parsing, the `QueryAst`, query_string syntax and compilation
-//! to tantivy queries.
+//! The OpenSearch query DSL: wire parsing (`dsl`, one file per query type), the serialisable
+//! `QueryAst`, `query_string`/`simple_query_string` syntax, and compilation of the AST into
+//! tantivy queries for one shard (`compile`).
 
 pub mod ast;
+pub mod compile;
+pub mod dsl;
+pub mod query_string;
+
+pub use ast::QueryAst;
+pub use compile::{compile, CompileContext};
+pub use dsl::parse_query;

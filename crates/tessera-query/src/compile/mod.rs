@@ -1,0 +1,238 @@
+//! Compiling a [`QueryAst`] into a tantivy query for one shard.
+//!
+//! Field types decide what a value means: a `term` on a `long` is a point lookup, on a `date`
+//! a range covering the value's precision, on `text` an exact token. Scores follow OpenSearch:
+//! its BM25 is Lucene's legacy form with the `(1 + k1)` factor, which is tantivy's formula, and
+//! numeric, date, ip, range, prefix and wildcard queries score a constant 1.0 × boost.
+
+mod full_text;
+mod term_level;
+mod values;
+
+use tantivy::query::{
+    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, EmptyQuery, Occur,
+    Query,
+};
+use tessera_common::{Error, Result};
+use tessera_mapping::FieldTable;
+
+use crate::ast::{BoolQuery, QueryAst};
+use crate::dsl::resolve_msm;
+
+pub use term_level::i64_bounds;
+pub use values::{parse_date_bound, DateBoundContext};
+
+/// What compiling needs to know about the shard.
+pub struct CompileContext<'a> {
+    pub table: &'a FieldTable,
+    /// Index name, for error metadata.
+    pub index: &'a str,
+    /// `index.query.default_field` patterns.
+    pub default_fields: &'a [String],
+    /// "now" for date math, fixed per request so every shard agrees.
+    pub now_millis: i64,
+}
+
+impl CompileContext<'_> {
+    pub(crate) fn error(&self, reason: impl Into<String>) -> Error {
+        Error::query_shard(self.index, reason)
+    }
+}
+
+pub(crate) fn boosted(query: Box<dyn Query>, boost: f32) -> Box<dyn Query> {
+    if (boost - 1.0).abs() < f32::EPSILON {
+        query
+    } else {
+        Box::new(BoostQuery::new(query, boost))
+    }
+}
+
+pub(crate) fn match_none() -> Box<dyn Query> {
+    Box::new(EmptyQuery)
+}
+
+pub(crate) fn constant(query: Box<dyn Query>, boost: f32) -> Box<dyn Query> {
+    Box::new(ConstScoreQuery::new(query, boost))
+}
+
+/// Compiles `ast` for the shard described by `ctx`.
+pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
+    match ast {
+        QueryAst::MatchAll { boost } => Ok(constant(Box::new(AllQuery), *boost)),
+        QueryAst::MatchNone => Ok(match_none()),
+        QueryAst::Term {
+            field,
+            value,
+            boost,
+            case_insensitive,
+        } => term_level::term(ctx, field, value, *boost, *case_insensitive),
+        QueryAst::Terms {
+            field,
+            values,
+            boost,
+        } => term_level::terms(ctx, field, values, *boost),
+        QueryAst::Range(range) => term_level::range(ctx, range),
+        QueryAst::Exists { field, boost } => term_level::exists(ctx, field, *boost),
+        QueryAst::Ids { values, boost } => term_level::ids(ctx, values, *boost),
+        QueryAst::Prefix {
+            field,
+            value,
+            case_insensitive,
+            boost,
+        } => term_level::prefix(ctx, field, value, *case_insensitive, *boost),
+        QueryAst::Wildcard {
+            field,
+            pattern,
+            case_insensitive,
+            boost,
+        } => term_level::wildcard(ctx, field, pattern, *case_insensitive, *boost),
+        QueryAst::Regexp {
+            field,
+            pattern,
+            case_insensitive,
+            boost,
+        } => term_level::regexp(ctx, field, pattern, *case_insensitive, *boost),
+        QueryAst::Fuzzy {
+            field,
+            value,
+            fuzziness,
+            prefix_length,
+            transpositions,
+            boost,
+        } => term_level::fuzzy(
+            ctx,
+            field,
+            value,
+            fuzziness,
+            *prefix_length,
+            *transpositions,
+            *boost,
+        ),
+        QueryAst::Match(query) => full_text::match_query(ctx, query),
+        QueryAst::MatchPhrase {
+            field,
+            query,
+            slop,
+            analyzer,
+            zero_terms_query,
+            boost,
+        } => full_text::phrase(
+            ctx,
+            field,
+            query,
+            *slop,
+            analyzer.as_deref(),
+            *zero_terms_query,
+            *boost,
+        ),
+        QueryAst::MatchPhrasePrefix {
+            field,
+            query,
+            slop,
+            max_expansions,
+            analyzer,
+            boost,
+        } => full_text::phrase_prefix(
+            ctx,
+            field,
+            query,
+            *slop,
+            *max_expansions,
+            analyzer.as_deref(),
+            *boost,
+        ),
+        QueryAst::MultiMatch(query) => full_text::multi_match(ctx, query),
+        QueryAst::Bool(query) => bool_query(ctx, query),
+        QueryAst::ConstantScore { filter, boost } => Ok(constant(compile(filter, ctx)?, *boost)),
+        QueryAst::DisMax {
+            queries,
+            tie_breaker,
+            boost,
+        } => {
+            let compiled = queries
+                .iter()
+                .map(|q| compile(q, ctx))
+                .collect::<Result<Vec<_>>>()?;
+            let dismax: Box<dyn Query> = Box::new(DisjunctionMaxQuery::with_tie_breaker(
+                compiled,
+                *tie_breaker,
+            ));
+            Ok(boosted(dismax, *boost))
+        }
+        QueryAst::QueryString(query) => {
+            let resolver = full_text::ShardFieldResolver { ctx };
+            let lowered = crate::query_string::lower_query_string(query, &resolver)
+                .map_err(|e| with_index(e, ctx.index))?;
+            compile(&lowered, ctx)
+        }
+        QueryAst::SimpleQueryString(query) => {
+            let resolver = full_text::ShardFieldResolver { ctx };
+            let lowered = crate::query_string::lower_simple_query_string(query, &resolver)
+                .map_err(|e| with_index(e, ctx.index))?;
+            compile(&lowered, ctx)
+        }
+    }
+}
+
+fn with_index(error: Error, index: &str) -> Error {
+    if error.kind() == "query_shard_exception" && error.meta("index").is_none() {
+        error.with_meta("index", index.to_string())
+    } else {
+        error
+    }
+}
+
+fn bool_query(ctx: &CompileContext, query: &BoolQuery) -> Result<Box<dyn Query>> {
+    if query.must.is_empty()
+        && query.should.is_empty()
+        && query.filter.is_empty()
+        && query.must_not.is_empty()
+    {
+        return Ok(constant(Box::new(AllQuery), query.boost));
+    }
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    for q in &query.must {
+        clauses.push((Occur::Must, compile(q, ctx)?));
+    }
+    for q in &query.filter {
+        // filters restrict without scoring
+        clauses.push((Occur::Must, constant(compile(q, ctx)?, 0.0)));
+    }
+    for q in &query.must_not {
+        clauses.push((Occur::MustNot, compile(q, ctx)?));
+    }
+    let should_count = query.should.len();
+    for q in &query.should {
+        clauses.push((Occur::Should, compile(q, ctx)?));
+    }
+    let has_required = !query.must.is_empty() || !query.filter.is_empty();
+    if !has_required && should_count == 0 {
+        // only must_not: everything else, as OpenSearch adds a match_all filter
+        clauses.push((Occur::Must, constant(Box::new(AllQuery), 0.0)));
+    }
+    let minimum = match &query.minimum_should_match {
+        Some(msm) => resolve_msm(msm, should_count),
+        None if has_required => 0,
+        None => usize::from(should_count > 0),
+    };
+    if minimum > should_count {
+        return Ok(match_none());
+    }
+    let boolean: Box<dyn Query> = if should_count > 0 {
+        if minimum == 0 && has_required {
+            // optional shoulds only add to the score
+            Box::new(BooleanQuery::new(clauses))
+        } else {
+            Box::new(BooleanQuery::with_minimum_required_clauses(
+                clauses,
+                minimum.max(1),
+            ))
+        }
+    } else {
+        Box::new(BooleanQuery::new(clauses))
+    };
+    Ok(boosted(boolean, query.boost))
+}
+
+#[cfg(test)]
+mod tests;

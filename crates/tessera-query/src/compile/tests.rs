@@ -1,0 +1,347 @@
+//! Compiling real queries against a real (in-memory) tantivy index built through the mapping.
+
+use serde_json::{json, Value};
+use tantivy::collector::TopDocs;
+use tantivy::schema::Value as _;
+use tantivy::{Index, IndexWriter, TantivyDocument};
+use tessera_mapping::{parse_document, FieldTable, Mapping, ParseOutcome};
+
+use super::{compile, CompileContext};
+use crate::dsl::parse_query;
+
+struct Fixture {
+    index: Index,
+    table: FieldTable,
+}
+
+const NOW: i64 = 1_420_070_400_000; // 2015-01-01T00:00:00Z
+
+fn fixture(mapping: Value, docs: &[(&str, Value)]) -> Fixture {
+    let mapping = Mapping::parse(&mapping).unwrap();
+    let (table, _) = FieldTable::build(&mapping, None).unwrap();
+    let index = Index::create_in_ram(table.schema().clone());
+    tessera_mapping::analysis::register_analyzers(&index);
+    let mut writer: IndexWriter = index.writer_with_num_threads(1, 20_000_000).unwrap();
+    for (id, source) in docs {
+        let ParseOutcome::Document(mut doc) = parse_document(&mapping, &table, id, source).unwrap()
+        else {
+            panic!("unexpected mapping update")
+        };
+        doc.add_text(table.meta.id, id);
+        writer.add_document(doc).unwrap();
+    }
+    writer.commit().unwrap();
+    Fixture { index, table }
+}
+
+impl Fixture {
+    fn search(&self, query: Value) -> Vec<(String, f32)> {
+        let ast = parse_query(&query).unwrap();
+        let ctx = CompileContext {
+            table: &self.table,
+            index: "test",
+            default_fields: &["*".to_string()],
+            now_millis: NOW,
+        };
+        let compiled = compile(&ast, &ctx).unwrap();
+        let searcher = self.index.reader().unwrap().searcher();
+        let top = searcher
+            .search(&*compiled, &TopDocs::with_limit(100).order_by_score())
+            .unwrap();
+        let mut out: Vec<(String, f32)> = top
+            .into_iter()
+            .map(|(score, address)| {
+                let doc: TantivyDocument = searcher.doc(address).unwrap();
+                (
+                    doc.get_first(self.table.meta.id)
+                        .unwrap()
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                    score,
+                )
+            })
+            .collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out
+    }
+
+    fn ids(&self, query: Value) -> Vec<String> {
+        let mut ids: Vec<String> = self.search(query).into_iter().map(|(id, _)| id).collect();
+        ids.sort();
+        ids
+    }
+
+    fn error(&self, query: Value) -> tessera_common::Error {
+        let ast = parse_query(&query).unwrap();
+        let ctx = CompileContext {
+            table: &self.table,
+            index: "test",
+            default_fields: &["*".to_string()],
+            now_millis: NOW,
+        };
+        compile(&ast, &ctx).err().expect("expected an error")
+    }
+}
+
+fn taxis() -> Fixture {
+    fixture(
+        json!({"properties": {
+            "total_amount": {"type": "scaled_float", "scaling_factor": 100},
+            "trip_distance": {"type": "scaled_float", "scaling_factor": 100},
+            "passenger_count": {"type": "integer"},
+            "tip": {"type": "half_float"},
+            "rate": {"type": "float"},
+            "dropoff": {"type": "date", "format": "yyyy-MM-dd HH:mm:ss"},
+            "vendor": {"type": "keyword"},
+            "name": {"type": "text"},
+            "ip": {"type": "ip"},
+            "flag": {"type": "boolean"}
+        }}),
+        &[
+            (
+                "a",
+                json!({"total_amount": 5.0, "trip_distance": 0.5, "passenger_count": 1, "tip": 1.1, "rate": 0.1, "dropoff": "2015-01-01 00:00:00", "vendor": "VTS", "name": "Creative Mobile", "ip": "10.0.0.1", "flag": true}),
+            ),
+            (
+                "b",
+                json!({"total_amount": 14.99, "trip_distance": 1.25, "passenger_count": 2, "tip": 2.5, "dropoff": "2015-01-21 23:59:59", "vendor": "CMT", "name": "VeriFone Inc", "ip": "10.0.1.7"}),
+            ),
+            (
+                "c",
+                json!({"total_amount": 15.0, "trip_distance": 49.99, "passenger_count": 3, "dropoff": "2015-01-22 00:00:00", "vendor": "VTS", "flag": false}),
+            ),
+            (
+                "d",
+                json!({"total_amount": 4.999, "passenger_count": 1, "dropoff": "2014-12-31 23:59:59", "name": "creative"}),
+            ),
+        ],
+    )
+}
+
+#[test]
+fn scaled_float_ranges_round_like_opensearch() {
+    let f = taxis();
+    // [5, 15): 4.999 is stored as 500 (rounded), so it is in; 15.0 is out
+    assert_eq!(
+        f.ids(json!({"range": {"total_amount": {"gte": 5, "lt": 15}}})),
+        ["a", "b", "d"]
+    );
+    assert_eq!(
+        f.ids(json!({"range": {"total_amount": {"gt": 5, "lte": 15}}})),
+        ["b", "c"]
+    );
+    assert_eq!(
+        f.ids(json!({"range": {"trip_distance": {"gte": 0, "lt": 50}}})),
+        ["a", "b", "c"]
+    );
+    assert_eq!(f.ids(json!({"term": {"total_amount": 14.99}})), ["b"]);
+}
+
+#[test]
+fn integer_ranges_with_decimal_bounds() {
+    let f = taxis();
+    assert_eq!(
+        f.ids(json!({"range": {"passenger_count": {"gte": 1.5}}})),
+        ["b", "c"]
+    );
+    assert_eq!(
+        f.ids(json!({"range": {"passenger_count": {"lt": 2.5}}})),
+        ["a", "b", "d"]
+    );
+    assert_eq!(
+        f.ids(json!({"range": {"passenger_count": {"gt": 1, "lt": 3}}})),
+        ["b"]
+    );
+    assert!(f.ids(json!({"term": {"passenger_count": 1.5}})).is_empty());
+    assert_eq!(
+        f.ids(json!({"terms": {"passenger_count": [1, "3"]}})),
+        ["a", "c", "d"]
+    );
+}
+
+#[test]
+fn float_fields_match_their_own_precision() {
+    let f = taxis();
+    assert_eq!(
+        f.ids(json!({"term": {"tip": 1.1}})),
+        ["a"],
+        "half_float 1.1 is stored as 1.099609375"
+    );
+    assert_eq!(f.ids(json!({"term": {"rate": 0.1}})), ["a"]);
+    assert_eq!(f.ids(json!({"range": {"rate": {"gte": 0.1}}})), ["a"]);
+    assert_eq!(f.ids(json!({"range": {"tip": {"gt": 1.1}}})), ["b"]);
+}
+
+#[test]
+fn date_ranges_parse_formats_and_round_up_date_only_bounds() {
+    let f = taxis();
+    let q = json!({"range": {"dropoff": {"gte": "01/01/2015", "lte": "21/01/2015", "format": "dd/MM/yyyy"}}});
+    assert_eq!(
+        f.ids(q),
+        ["a", "b"],
+        "lte 21/01/2015 includes the whole day"
+    );
+    let q = json!({"range": {"dropoff": {"gt": "21/01/2015", "format": "dd/MM/yyyy"}}});
+    assert_eq!(f.ids(q), ["c"], "gt excludes the whole day");
+    assert_eq!(f.ids(json!({"range": {"dropoff": {"lt": "now"}}})), ["d"]);
+    assert_eq!(
+        f.ids(json!({"range": {"dropoff": {"gte": "now-1d/d", "lt": "now+1d/d"}}})),
+        ["a", "d"]
+    );
+    assert_eq!(
+        f.ids(json!({"range": {"dropoff": {"gte": "now/d", "lt": "now+1d/d"}}})),
+        ["a"]
+    );
+    assert_eq!(
+        f.ids(json!({"term": {"dropoff": "2015-01-01 00:00:00"}})),
+        ["a"]
+    );
+    assert_eq!(
+        f.error(json!({"range": {"dropoff": {"gte": "yesterday"}}}))
+            .kind(),
+        "query_shard_exception"
+    );
+}
+
+#[test]
+fn keyword_ip_boolean_exists_ids() {
+    let f = taxis();
+    assert_eq!(f.ids(json!({"term": {"vendor": "VTS"}})), ["a", "c"]);
+    assert!(f.ids(json!({"term": {"vendor": "vts"}})).is_empty());
+    assert_eq!(
+        f.ids(json!({"term": {"vendor": {"value": "vts", "case_insensitive": true}}})),
+        ["a", "c"]
+    );
+    assert_eq!(f.ids(json!({"term": {"ip": "10.0.0.0/16"}})), ["a", "b"]);
+    assert_eq!(f.ids(json!({"term": {"ip": "10.0.1.7"}})), ["b"]);
+    assert_eq!(f.ids(json!({"term": {"flag": false}})), ["c"]);
+    assert_eq!(f.ids(json!({"exists": {"field": "name"}})), ["a", "b", "d"]);
+    assert_eq!(
+        f.ids(json!({"exists": {"field": "vendor"}})),
+        ["a", "b", "c"]
+    );
+    assert_eq!(
+        f.ids(json!({"ids": {"values": ["b", "zz", "d"]}})),
+        ["b", "d"]
+    );
+    assert_eq!(f.ids(json!({"prefix": {"vendor": "V"}})), ["a", "c"]);
+    assert_eq!(f.ids(json!({"wildcard": {"vendor": "?M*"}})), ["b"]);
+    assert_eq!(f.ids(json!({"regexp": {"vendor": "V.S"}})), ["a", "c"]);
+    assert!(f.ids(json!({"term": {"unmapped": "x"}})).is_empty());
+    assert_eq!(
+        f.error(json!({"term": {"passenger_count": "abc"}}))
+            .reason(),
+        "failed to create query: For input string: \"abc\""
+    );
+    assert!(f
+        .error(json!({"prefix": {"passenger_count": "1"}}))
+        .reason()
+        .starts_with("Can only use prefix queries"));
+}
+
+#[test]
+fn full_text_and_bool() {
+    let f = taxis();
+    assert_eq!(
+        f.ids(json!({"match": {"name": "creative mobile"}})),
+        ["a", "d"]
+    );
+    assert_eq!(
+        f.ids(json!({"match": {"name": {"query": "creative mobile", "operator": "and"}}})),
+        ["a"]
+    );
+    assert_eq!(
+        f.ids(json!({"match_phrase": {"name": "creative mobile"}})),
+        ["a"]
+    );
+    assert!(f
+        .ids(json!({"match_phrase": {"name": "mobile creative"}}))
+        .is_empty());
+    assert_eq!(
+        f.ids(json!({"match_phrase": {"name": {"query": "mobile creative", "slop": 2}}})),
+        ["a"]
+    );
+    assert_eq!(
+        f.ids(json!({"match_phrase_prefix": {"name": "creative mob"}})),
+        ["a"]
+    );
+    assert_eq!(
+        f.ids(json!({"multi_match": {"query": "vts", "fields": ["vendor", "name"]}})),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        f.ids(json!({"multi_match": {"query": "VTS", "fields": ["vendor", "name"]}})),
+        ["a", "c"]
+    );
+    assert_eq!(
+        f.ids(json!({"match": {"name": {"query": "creatve", "fuzziness": "AUTO"}}})),
+        ["a", "d"]
+    );
+    let q = json!({"bool": {"must": [{"term": {"vendor": "VTS"}}], "must_not": [{"term": {"flag": false}}]}});
+    assert_eq!(f.ids(q), ["a"]);
+    let q = json!({"bool": {"should": [{"term": {"vendor": "VTS"}}, {"term": {"vendor": "CMT"}}, {"match": {"name": "creative"}}], "minimum_should_match": 2}});
+    assert_eq!(f.ids(q), ["a"]);
+    let filtered = f.search(json!({"bool": {"filter": [{"term": {"vendor": "VTS"}}]}}));
+    assert!(
+        filtered.iter().all(|(_, s)| *s == 0.0),
+        "filter-only bool scores 0"
+    );
+    let negated = f.search(json!({"bool": {"must_not": [{"term": {"vendor": "VTS"}}]}}));
+    assert_eq!(negated.len(), 2);
+    assert!(negated.iter().all(|(_, s)| *s == 0.0));
+    let constant =
+        f.search(json!({"constant_score": {"filter": {"term": {"vendor": "VTS"}}, "boost": 1.5}}));
+    assert!(constant.iter().all(|(_, s)| *s == 1.5));
+    assert_eq!(
+        f.ids(json!({"query_string": {"query": "vendor:VTS AND passenger_count:[2 TO *]"}})),
+        ["c"]
+    );
+    assert_eq!(
+        f.ids(json!({"query_string": {"query": "creative", "default_field": "name"}})),
+        ["a", "d"]
+    );
+    assert_eq!(f.ids(json!({"simple_query_string": {"query": "creative -mobile", "fields": ["name"], "default_operator": "and"}})), ["d"]);
+}
+
+#[test]
+fn bm25_scores_match_opensearch() {
+    // the same three documents as the OpenSearch reference (`match` title:fox scores 0.72615415)
+    let f = fixture(
+        json!({"properties": {"title": {"type": "text"}, "tag": {"type": "keyword"}}}),
+        &[
+            (
+                "1",
+                json!({"title": "The quick brown fox", "tag": ["animal", "fast"]}),
+            ),
+            (
+                "2",
+                json!({"title": "The lazy brown dog", "tag": ["animal"]}),
+            ),
+            (
+                "3",
+                json!({"title": "Quick quick fox jumps over the fence", "tag": ["fast"]}),
+            ),
+            (
+                "4",
+                json!({"title": "A slow turtle", "tag": ["animal", "slow"]}),
+            ),
+            ("5", json!({"title": "Brown bears eat honey", "tag": []})),
+            (
+                "6",
+                json!({"title": "fox and dog are friends", "tag": ["animal", "friends"]}),
+            ),
+        ],
+    );
+    let hits = f.search(json!({"match": {"title": "fox"}}));
+    let ids: Vec<&str> = hits.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["1", "6", "3"]);
+    assert!((hits[0].1 - 0.72615415).abs() < 1e-5, "{hits:?}");
+    assert!((hits[1].1 - 0.66301036).abs() < 1e-5, "{hits:?}");
+    assert!((hits[2].1 - 0.56478655).abs() < 1e-5, "{hits:?}");
+    // keyword fields: tantivy counts every document for idf where Lucene counts documents with
+    // the field, so scores agree on dense fields and differ slightly on sparse ones
+    let tag = f.search(json!({"term": {"tag": "friends"}}));
+    assert_eq!(tag.len(), 1);
+    assert!((tag[0].1 - 1.7159388).abs() < 1e-5, "{tag:?}");
+}
