@@ -1,0 +1,242 @@
+//! The fetch phase: loading `_id`, `_source` and doc-value fields for the final hits only.
+//!
+//! The source is returned as the raw bytes the client sent (no parse, no re-serialisation)
+//! unless `_source` filtering asks for a subset.
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use tantivy::schema::Value as _;
+use tantivy::{DocAddress, TantivyDocument};
+use tessera_common::{Error, Result};
+use tessera_date::DateFormat;
+use tessera_index::ShardSnapshot;
+use tessera_mapping::{LeafKind, SourceFilter};
+
+use crate::request::{DocValueField, SourceSpec};
+
+/// What to load for each hit.
+#[derive(Clone, Debug, Default)]
+pub struct FetchSpec {
+    pub source: SourceSpec,
+    pub stored_fields_none: bool,
+    pub docvalue_fields: Vec<DocValueField>,
+    pub version: bool,
+    pub seq_no_primary_term: bool,
+}
+
+/// One loaded hit.
+#[derive(Debug)]
+pub struct FetchedDoc {
+    pub id: Option<String>,
+    pub source: Option<Box<RawValue>>,
+    pub routing: Option<String>,
+    pub version: Option<u64>,
+    pub seq_no: Option<u64>,
+    pub primary_term: Option<u64>,
+    pub fields: Map<String, Value>,
+}
+
+fn read_u64(snapshot: &ShardSnapshot, address: DocAddress, field: &str) -> Result<u64> {
+    let segment = snapshot.searcher.segment_reader(address.segment_ord);
+    let column = segment
+        .fast_fields()
+        .u64(field)
+        .map_err(|e| Error::internal(format!("read the {field} column"), e))?;
+    Ok(column.first(address.doc_id).unwrap_or(0))
+}
+
+/// Loads `docs` (segment ordinal, doc id) from one shard snapshot.
+pub fn fetch_docs(
+    snapshot: &ShardSnapshot,
+    docs: &[(u32, u32)],
+    spec: &FetchSpec,
+) -> Result<Vec<FetchedDoc>> {
+    let meta = snapshot.table.meta;
+    let filter = SourceFilter::new(spec.source.includes.clone(), spec.source.excludes.clone());
+    let want_source = spec.source.enabled && !spec.stored_fields_none;
+    let mut out = Vec::with_capacity(docs.len());
+    for &(segment_ord, doc_id) in docs {
+        let address = DocAddress::new(segment_ord, doc_id);
+        let doc: TantivyDocument = snapshot
+            .searcher
+            .doc(address)
+            .map_err(|e| Error::internal("read a stored document", e))?;
+        let id = if spec.stored_fields_none {
+            None
+        } else {
+            doc.get_first(meta.id)
+                .and_then(|v| v.as_str())
+                .map(String::from)
+        };
+        let source = if want_source {
+            match doc.get_first(meta.source).and_then(|v| v.as_bytes()) {
+                Some(bytes) => Some(render_source(bytes, &filter)?),
+                None => None,
+            }
+        } else {
+            None
+        };
+        let routing = doc
+            .get_first(meta.routing)
+            .and_then(|v| v.as_str())
+            .map(String::from);
+        let version = spec
+            .version
+            .then(|| {
+                read_u64(
+                    snapshot,
+                    address,
+                    tessera_mapping::field_table::VERSION_FIELD,
+                )
+            })
+            .transpose()?;
+        let (seq_no, primary_term) = if spec.seq_no_primary_term {
+            (
+                Some(read_u64(
+                    snapshot,
+                    address,
+                    tessera_mapping::field_table::SEQ_NO_FIELD,
+                )?),
+                Some(read_u64(
+                    snapshot,
+                    address,
+                    tessera_mapping::field_table::PRIMARY_TERM_FIELD,
+                )?),
+            )
+        } else {
+            (None, None)
+        };
+        let fields = docvalue_fields(snapshot, address, &spec.docvalue_fields)?;
+        out.push(FetchedDoc {
+            id,
+            source,
+            routing,
+            version,
+            seq_no,
+            primary_term,
+            fields,
+        });
+    }
+    Ok(out)
+}
+
+fn render_source(bytes: &[u8], filter: &SourceFilter) -> Result<Box<RawValue>> {
+    let text = std::str::from_utf8(bytes).map_err(|e| Error::internal("read _source", e))?;
+    if filter.is_noop() {
+        return RawValue::from_string(text.trim().to_string())
+            .map_err(|e| Error::internal("read _source", e));
+    }
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| Error::internal("parse _source", e))?;
+    let filtered = filter.apply(&value);
+    serde_json::value::to_raw_value(&filtered).map_err(|e| Error::internal("render _source", e))
+}
+
+fn docvalue_fields(
+    snapshot: &ShardSnapshot,
+    address: DocAddress,
+    requested: &[DocValueField],
+) -> Result<Map<String, Value>> {
+    let mut fields = Map::new();
+    if requested.is_empty() {
+        return Ok(fields);
+    }
+    let segment = snapshot.searcher.segment_reader(address.segment_ord);
+    let fast = segment.fast_fields();
+    let doc = address.doc_id;
+    let open_err = |e: tantivy::TantivyError| Error::internal("open a doc-value column", e);
+    for request in requested {
+        let paths = snapshot.table.expand(&request.field);
+        for path in paths {
+            let Some(leaf) = snapshot.table.leaf(&path) else {
+                continue;
+            };
+            if matches!(leaf.kind, LeafKind::Text { .. }) {
+                return Err(Error::illegal_argument(format!(
+                    "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [{path}] in order to load field data by uninverting the inverted index. Note that this can use significant memory."
+                )));
+            }
+            if !leaf.fast {
+                continue;
+            }
+            let values: Vec<Value> = match &leaf.kind {
+                LeafKind::Integer => fast
+                    .column_opt::<i64>(&path)
+                    .map_err(open_err)?
+                    .map(|c| c.values_for_doc(doc).map(Value::from).collect())
+                    .unwrap_or_default(),
+                LeafKind::ScaledFloat { factor } => fast
+                    .column_opt::<i64>(&path)
+                    .map_err(open_err)?
+                    .map(|c| {
+                        c.values_for_doc(doc)
+                            .map(|v| json_f64(v as f64 / factor))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                LeafKind::Float => fast
+                    .column_opt::<f64>(&path)
+                    .map_err(open_err)?
+                    .map(|c| c.values_for_doc(doc).map(json_f64).collect())
+                    .unwrap_or_default(),
+                LeafKind::Date { format } => {
+                    let format = match &request.format {
+                        Some(spec) => DateFormat::parse(spec).map_err(|e| {
+                            Error::illegal_argument(format!(
+                                "Invalid format: [{spec}]: {}",
+                                e.message
+                            ))
+                        })?,
+                        None => format.clone(),
+                    };
+                    fast.column_opt::<i64>(&path)
+                        .map_err(open_err)?
+                        .map(|c| {
+                            c.values_for_doc(doc)
+                                .map(|v| Value::String(format.format_millis(v, None)))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                }
+                LeafKind::Boolean => fast
+                    .column_opt::<bool>(&path)
+                    .map_err(open_err)?
+                    .map(|c| c.values_for_doc(doc).map(Value::Bool).collect())
+                    .unwrap_or_default(),
+                LeafKind::Ip => fast
+                    .column_opt::<std::net::Ipv6Addr>(&path)
+                    .map_err(open_err)?
+                    .map(|c| {
+                        c.values_for_doc(doc)
+                            .map(|ip| Value::String(tessera_mapping::values::format_ip(ip)))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                LeafKind::Keyword { .. } => match fast.str(&path).map_err(open_err)? {
+                    Some(column) => {
+                        let mut out = Vec::new();
+                        let mut buffer = String::new();
+                        for ord in column.term_ords(doc) {
+                            if column.ord_to_str(ord, &mut buffer).unwrap_or(false) {
+                                out.push(Value::String(buffer.clone()));
+                            }
+                        }
+                        out
+                    }
+                    None => Vec::new(),
+                },
+                LeafKind::Text { .. } | LeafKind::GeoPoint => Vec::new(),
+            };
+            if !values.is_empty() {
+                fields.insert(path, Value::Array(values));
+            }
+        }
+    }
+    Ok(fields)
+}
+
+fn json_f64(f: f64) -> Value {
+    serde_json::Number::from_f64(f)
+        .map(Value::Number)
+        .unwrap_or(Value::Null)
+}

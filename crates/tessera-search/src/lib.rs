@@ -1,0 +1,18 @@
+//! Search execution: slice planning and collection, the one reduce shared by slices and
+//! shards, the shard query/fetch phases behind the [`shard::ShardSearcher`] trait, and the
+//! coordinator that scatters a request and gathers the answer.
+
+pub mod can_match;
+pub mod collect;
+pub mod coordinator;
+pub mod fetch;
+pub mod hits;
+pub mod request;
+pub mod shard;
+pub mod slice;
+pub mod sort;
+pub mod sort_keys;
+
+pub use coordinator::{count, search, ResponseOptions, SearchResponse};
+pub use request::SearchRequest;
+pub use shard::{LocalShard, ShardSearcher};

@@ -1,0 +1,495 @@
+//! The search request: the body of `_search` (and `_count`) parsed and validated, with
+//! OpenSearch's errors for unknown keys and wrong value types.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tessera_common::{Error, Result};
+use tessera_query::{parse_query, QueryAst};
+
+use crate::sort::{parse_sort, SortField};
+
+/// `track_total_hits`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrackTotalHits {
+    Disabled,
+    UpTo(u64),
+    Exact,
+}
+
+impl TrackTotalHits {
+    pub fn threshold(self) -> u64 {
+        match self {
+            TrackTotalHits::Disabled => 0,
+            TrackTotalHits::UpTo(n) => n,
+            TrackTotalHits::Exact => u64::MAX,
+        }
+    }
+}
+
+/// `_source` in a request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceSpec {
+    pub enabled: bool,
+    pub includes: Vec<String>,
+    pub excludes: Vec<String>,
+}
+
+impl Default for SourceSpec {
+    fn default() -> Self {
+        SourceSpec {
+            enabled: true,
+            includes: Vec::new(),
+            excludes: Vec::new(),
+        }
+    }
+}
+
+/// One `docvalue_fields` entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DocValueField {
+    pub field: String,
+    pub format: Option<String>,
+}
+
+/// A parsed search request.
+#[derive(Clone, Debug)]
+pub struct SearchRequest {
+    pub query: QueryAst,
+    pub post_filter: Option<QueryAst>,
+    pub from: usize,
+    pub size: usize,
+    pub sort: Vec<SortField>,
+    pub track_total_hits: TrackTotalHits,
+    pub track_scores: bool,
+    pub source: SourceSpec,
+    /// `stored_fields: _none_`: no `_source` and no `_id` either.
+    pub stored_fields_none: bool,
+    pub docvalue_fields: Vec<DocValueField>,
+    pub search_after: Option<Vec<Value>>,
+    pub timeout: Option<Duration>,
+    pub terminate_after: Option<u64>,
+    pub min_score: Option<f32>,
+    pub version: bool,
+    pub seq_no_primary_term: bool,
+    pub profile: bool,
+}
+
+impl Default for SearchRequest {
+    fn default() -> Self {
+        SearchRequest {
+            query: QueryAst::match_all(),
+            post_filter: None,
+            from: 0,
+            size: 10,
+            sort: Vec::new(),
+            track_total_hits: TrackTotalHits::UpTo(10_000),
+            track_scores: false,
+            source: SourceSpec::default(),
+            stored_fields_none: false,
+            docvalue_fields: Vec::new(),
+            search_after: None,
+            timeout: None,
+            terminate_after: None,
+            min_score: None,
+            version: false,
+            seq_no_primary_term: false,
+            profile: false,
+        }
+    }
+}
+
+fn token(value: &Value) -> &'static str {
+    match value {
+        Value::Object(_) => "START_OBJECT",
+        Value::Array(_) => "START_ARRAY",
+        Value::String(_) => "VALUE_STRING",
+        Value::Number(_) => "VALUE_NUMBER",
+        Value::Bool(_) => "VALUE_BOOLEAN",
+        Value::Null => "VALUE_NULL",
+    }
+}
+
+fn int_value(key: &str, value: &Value) -> Result<i64> {
+    match value {
+        Value::Number(n) if n.is_i64() => Ok(n.as_i64().unwrap_or_default()),
+        Value::String(s) => s.trim().parse::<i64>().map_err(|_| {
+            Error::x_content_parse(format!("[search_source] failed to parse field [{key}]"))
+                .caused_by(Error::new(
+                    "number_format_exception",
+                    400,
+                    format!("For input string: \"{s}\""),
+                ))
+        }),
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|f| f.fract() == 0.0)
+            .map(|f| f as i64)
+            .ok_or_else(|| {
+                Error::x_content_parse(format!("[search_source] failed to parse field [{key}]"))
+            }),
+        other => Err(Error::parsing(format!(
+            "Unknown key for a {} in [{key}].",
+            token(other)
+        ))),
+    }
+}
+
+fn bool_value(key: &str, value: &Value) -> Result<bool> {
+    match value {
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) if s == "true" => Ok(true),
+        Value::String(s) if s == "false" => Ok(false),
+        other => Err(Error::parsing(format!(
+            "Unknown key for a {} in [{key}].",
+            token(other)
+        ))),
+    }
+}
+
+/// Parses `track_total_hits`: `true`, `false` or a number.
+pub fn parse_track_total_hits(value: &Value) -> Result<TrackTotalHits> {
+    match value {
+        Value::Bool(true) => Ok(TrackTotalHits::Exact),
+        Value::Bool(false) => Ok(TrackTotalHits::Disabled),
+        Value::String(s) if s == "true" => Ok(TrackTotalHits::Exact),
+        Value::String(s) if s == "false" => Ok(TrackTotalHits::Disabled),
+        other => {
+            let n = int_value("track_total_hits", other)?;
+            match n {
+                -1 => Ok(TrackTotalHits::Exact),
+                n if n < 0 => Err(Error::illegal_argument(format!(
+                    "[track_total_hits] parameter must be positive or equals to -1, got {n}"
+                ))),
+                n => Ok(TrackTotalHits::UpTo(n as u64)),
+            }
+        }
+    }
+}
+
+/// Parses `_source`: `false`, `"field"`, `["a", "b*"]`, `{"includes": [...], "excludes": [...]}`.
+pub fn parse_source_spec(value: &Value) -> Result<SourceSpec> {
+    let list = |v: &Value| -> Result<Vec<String>> {
+        match v {
+            Value::String(s) => Ok(vec![s.clone()]),
+            Value::Array(items) => items
+                .iter()
+                .map(|i| {
+                    i.as_str()
+                        .map(String::from)
+                        .ok_or_else(|| Error::parsing("[_source] patterns must be strings"))
+                })
+                .collect(),
+            Value::Null => Ok(Vec::new()),
+            _ => Err(Error::parsing("[_source] patterns must be strings")),
+        }
+    };
+    match value {
+        Value::Bool(enabled) => Ok(SourceSpec {
+            enabled: *enabled,
+            ..Default::default()
+        }),
+        Value::String(s) if s == "true" || s == "false" => Ok(SourceSpec {
+            enabled: s == "true",
+            ..Default::default()
+        }),
+        Value::String(_) | Value::Array(_) => Ok(SourceSpec {
+            enabled: true,
+            includes: list(value)?,
+            excludes: Vec::new(),
+        }),
+        Value::Object(map) => {
+            let mut spec = SourceSpec::default();
+            for (key, v) in map {
+                match key.as_str() {
+                    "includes" | "include" => spec.includes = list(v)?,
+                    "excludes" | "exclude" => spec.excludes = list(v)?,
+                    other => {
+                        return Err(Error::parsing(format!(
+                            "Unknown key for a {} in [{other}].",
+                            token(v)
+                        )))
+                    }
+                }
+            }
+            Ok(spec)
+        }
+        other => Err(Error::parsing(format!(
+            "Unknown key for a {} in [_source].",
+            token(other)
+        ))),
+    }
+}
+
+fn parse_docvalue_fields(value: &Value) -> Result<Vec<DocValueField>> {
+    let items: Vec<&Value> = match value {
+        Value::Array(items) => items.iter().collect(),
+        other => vec![other],
+    };
+    items
+        .into_iter()
+        .map(|item| match item {
+            Value::String(field) => Ok(DocValueField {
+                field: field.clone(),
+                format: None,
+            }),
+            Value::Object(map) => {
+                let field = map
+                    .get("field")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| Error::parsing("[docvalue_fields] entries need a [field]"))?;
+                let format = map.get("format").and_then(Value::as_str).map(String::from);
+                Ok(DocValueField {
+                    field: field.to_string(),
+                    format,
+                })
+            }
+            other => Err(Error::parsing(format!(
+                "Expected [VALUE_STRING] or [START_OBJECT] in [docvalue_fields] but found [{}]",
+                token(other)
+            ))),
+        })
+        .collect()
+}
+
+/// Keys of the search body that name features Tessera does not implement.
+const UNSUPPORTED_KEYS: &[&str] = &[
+    "aggs",
+    "aggregations",
+    "highlight",
+    "suggest",
+    "rescore",
+    "collapse",
+    "script_fields",
+    "indices_boost",
+    "pit",
+    "slice",
+    "fields",
+    "explain",
+    "point_in_time",
+    "runtime_mappings",
+    "search_pipeline",
+    "derived",
+];
+
+impl SearchRequest {
+    /// Parses a `_search` body.
+    pub fn parse(body: &Value) -> Result<SearchRequest> {
+        let mut request = SearchRequest::default();
+        let map: &Map<String, Value> = match body {
+            Value::Object(map) => map,
+            Value::Null => return Ok(request),
+            other => {
+                return Err(Error::parsing(format!(
+                    "Unknown key for a {} in [_na_].",
+                    token(other)
+                )))
+            }
+        };
+        for (key, value) in map {
+            match key.as_str() {
+                "query" => request.query = parse_query(value)?,
+                "post_filter" => request.post_filter = Some(parse_query(value)?),
+                "from" => request.from = non_negative("from", int_value(key, value)?)?,
+                "size" => request.size = non_negative("size", int_value(key, value)?)?,
+                "sort" => request.sort = parse_sort(value)?,
+                "track_total_hits" => request.track_total_hits = parse_track_total_hits(value)?,
+                "track_scores" => request.track_scores = bool_value(key, value)?,
+                "_source" => request.source = parse_source_spec(value)?,
+                "stored_fields" => request.stored_fields_none = parse_stored_fields(value)?,
+                "docvalue_fields" => request.docvalue_fields = parse_docvalue_fields(value)?,
+                "search_after" => match value {
+                    Value::Array(values) => request.search_after = Some(values.clone()),
+                    other => {
+                        return Err(Error::parsing(format!(
+                            "Unknown key for a {} in [search_after].",
+                            token(other)
+                        )))
+                    }
+                },
+                "timeout" => request.timeout = parse_timeout(value)?,
+                "terminate_after" => {
+                    let n = int_value(key, value)?;
+                    if n < 0 {
+                        return Err(Error::illegal_argument("terminateAfter must be > 0"));
+                    }
+                    request.terminate_after = (n > 0).then_some(n as u64);
+                }
+                "min_score" => {
+                    request.min_score = Some(value.as_f64().ok_or_else(|| {
+                        Error::parsing(format!(
+                            "Unknown key for a {} in [min_score].",
+                            token(value)
+                        ))
+                    })? as f32)
+                }
+                "version" => request.version = bool_value(key, value)?,
+                "seq_no_primary_term" => request.seq_no_primary_term = bool_value(key, value)?,
+                "profile" => {
+                    if bool_value(key, value)? {
+                        return Err(Error::not_supported("[profile]"));
+                    }
+                }
+                "stats" | "ext" | "_name" => {}
+                key if UNSUPPORTED_KEYS.contains(&key) => {
+                    return Err(Error::not_supported(&format!(
+                        "[{key}] in a search request"
+                    )));
+                }
+                other => {
+                    return Err(Error::parsing(format!(
+                        "Unknown key for a {} in [{other}].",
+                        token(value)
+                    )));
+                }
+            }
+        }
+        Ok(request)
+    }
+
+    /// Checks the request against an index's `max_result_window`.
+    pub fn check_window(&self, max_result_window: usize) -> Result<()> {
+        if self.from + self.size > max_result_window {
+            return Err(Error::illegal_argument(format!(
+                "Result window is too large, from + size must be less than or equal to: [{max_result_window}] but was [{}]. See the scroll api for a more efficient way to request large data sets. This limit can be set by changing the [index.max_result_window] index level setting.",
+                self.from + self.size
+            )));
+        }
+        if let Some(after) = &self.search_after {
+            if self.sort.is_empty() && after.len() != 1 {
+                return Err(Error::illegal_argument(format!(
+                    "Sort must contain at least one field."
+                )));
+            }
+            if !self.sort.is_empty() && after.len() != self.sort.len() {
+                return Err(Error::illegal_argument(format!(
+                    "search_after has {} value(s) but sort has {}.",
+                    after.len(),
+                    self.sort.len()
+                )));
+            }
+            if self.from > 0 {
+                return Err(Error::parsing(
+                    "[from] parameter must be set to 0 when [search_after] is used",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether hits need scores.
+    pub fn needs_scores(&self) -> bool {
+        self.sort.is_empty()
+            || self.track_scores
+            || self.min_score.is_some()
+            || self.sort.iter().any(SortField::is_score)
+    }
+}
+
+fn non_negative(name: &str, n: i64) -> Result<usize> {
+    if n < 0 {
+        return Err(Error::illegal_argument(format!(
+            "[{name}] parameter cannot be negative, found [{n}]"
+        )));
+    }
+    Ok(n as usize)
+}
+
+fn parse_stored_fields(value: &Value) -> Result<bool> {
+    let names: Vec<&str> = match value {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+        other => {
+            return Err(Error::parsing(format!(
+                "Unknown key for a {} in [stored_fields].",
+                token(other)
+            )))
+        }
+    };
+    if names.contains(&"_none_") {
+        if names.len() > 1 {
+            return Err(Error::illegal_argument(
+                "cannot combine _none_ with other fields",
+            ));
+        }
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// Parses a timeout (`"10ms"`, `"1s"`, `-1` for none).
+pub fn parse_timeout(value: &Value) -> Result<Option<Duration>> {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        other => {
+            return Err(Error::parsing(format!(
+                "Unknown key for a {} in [timeout].",
+                token(other)
+            )))
+        }
+    };
+    Ok(tessera_common::time::parse_time_value(&text, "timeout")?.map(Duration::from_millis))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_a_full_request() {
+        let r = SearchRequest::parse(&json!({
+            "query": {"match_all": {}}, "from": 5, "size": 20, "sort": [{"n": "desc"}],
+            "track_total_hits": 100, "_source": {"includes": ["a*"], "excludes": ["b"]},
+            "docvalue_fields": ["d", {"field": "e", "format": "epoch_millis"}],
+            "search_after": [1], "timeout": "10ms", "terminate_after": 3, "version": true
+        }))
+        .unwrap();
+        assert_eq!((r.from, r.size), (5, 20));
+        assert_eq!(r.track_total_hits, TrackTotalHits::UpTo(100));
+        assert_eq!(r.source.includes, ["a*"]);
+        assert_eq!(r.docvalue_fields[1].format.as_deref(), Some("epoch_millis"));
+        assert_eq!(r.timeout, Some(Duration::from_millis(10)));
+        assert_eq!(r.terminate_after, Some(3));
+        assert!(!r.needs_scores());
+    }
+
+    #[test]
+    fn rejects_unknown_keys_and_bad_values() {
+        let e = SearchRequest::parse(&json!({"bogus": 1})).unwrap_err();
+        assert_eq!(e.reason(), "Unknown key for a VALUE_NUMBER in [bogus].");
+        assert_eq!(e.kind(), "parsing_exception");
+        assert!(SearchRequest::parse(&json!({"size": "abc"})).is_err());
+        assert!(SearchRequest::parse(&json!({"size": -1}))
+            .unwrap_err()
+            .reason()
+            .contains("cannot be negative"));
+        assert!(SearchRequest::parse(&json!({"highlight": {}}))
+            .unwrap_err()
+            .reason()
+            .contains("not supported"));
+        assert!(SearchRequest::parse(&json!({"track_total_hits": -5})).is_err());
+    }
+
+    #[test]
+    fn window_and_search_after_checks() {
+        let r = SearchRequest::parse(&json!({"from": 9995, "size": 10})).unwrap();
+        assert!(r
+            .check_window(10_000)
+            .unwrap_err()
+            .reason()
+            .starts_with("Result window is too large"));
+        let r = SearchRequest::parse(&json!({"sort": ["a", "b"], "search_after": [1]})).unwrap();
+        assert!(r.check_window(10_000).is_err());
+        let r = SearchRequest::parse(
+            &json!({"stored_fields": "_none_", "_source": false, "track_total_hits": false}),
+        )
+        .unwrap();
+        assert!(
+            r.stored_fields_none
+                && !r.source.enabled
+                && r.track_total_hits == TrackTotalHits::Disabled
+        );
+    }
+}

@@ -1,0 +1,257 @@
+//! The shard search service: what the coordinator asks of a shard (can_match, query, fetch),
+//! as a trait, so that local shards (now) and remote shards (later) look the same.
+//!
+//! The query phase of a local shard is: compile the query against the shard's fields, build
+//! the weight once, plan slices, collect each slice, reduce — the shape concurrent segment
+//! search runs in parallel.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query};
+use tessera_common::{Error, Result};
+use tessera_index::{IndexService, ShardSnapshot};
+use tessera_query::{compile, CompileContext};
+
+use crate::collect::{collect_slice, CollectParams};
+use crate::fetch::{fetch_docs, FetchSpec, FetchedDoc};
+use crate::hits::{reduce, HitSort, QueryResult, ShardHit};
+use crate::request::SearchRequest;
+use crate::slice::plan_slices;
+use crate::sort_keys::{sort_value_for, validate_sort};
+
+/// One shard's part of a search.
+#[derive(Clone)]
+pub struct ShardRequest {
+    pub search: Arc<SearchRequest>,
+    /// Position of this shard in the request (hit tie-breaker).
+    pub shard_index: u32,
+    /// "now" for date math, the same on every shard.
+    pub now_millis: i64,
+    /// When the whole request must end.
+    pub deadline: Option<Instant>,
+}
+
+/// The point-in-time reader a query ran on, for the fetch phase.
+#[derive(Clone)]
+pub enum ReaderContext {
+    Local(Arc<ShardSnapshot>),
+}
+
+pub struct ShardQueryResult {
+    pub result: QueryResult,
+    pub context: ReaderContext,
+    /// Which sort fields render missing values as numbers.
+    pub numeric_sorts: Vec<bool>,
+}
+
+/// What the coordinator can ask of a shard.
+pub trait ShardSearcher: Send + Sync {
+    fn index_name(&self) -> String;
+    fn index_uuid(&self) -> String;
+    fn shard_id(&self) -> u32;
+    /// The node holding this copy (for failure reports).
+    fn node_id(&self) -> String;
+    /// False when the shard certainly has no match (so the query phase can skip it).
+    fn can_match(&self, request: &ShardRequest) -> Result<bool>;
+    fn query(&self, request: &ShardRequest) -> Result<ShardQueryResult>;
+    fn fetch(
+        &self,
+        context: &ReaderContext,
+        docs: &[(u32, u32)],
+        spec: &FetchSpec,
+    ) -> Result<Vec<FetchedDoc>>;
+}
+
+/// A shard of an index on this node.
+pub struct LocalShard {
+    index: Arc<IndexService>,
+    shard_id: u32,
+    node_id: String,
+}
+
+impl LocalShard {
+    pub fn new(index: Arc<IndexService>, shard_id: u32, node_id: &str) -> LocalShard {
+        LocalShard {
+            index,
+            shard_id,
+            node_id: node_id.to_string(),
+        }
+    }
+
+    fn snapshot(&self) -> Result<Arc<ShardSnapshot>> {
+        let meta = self.index.metadata();
+        let shard = self.index.shard(self.shard_id);
+        shard.table_for(&meta.mapping, meta.mapping_version)?;
+        Ok(shard.snapshot())
+    }
+}
+
+/// Converts `search_after` values into a key to compare hits with.
+fn search_after_key(
+    snapshot: &ShardSnapshot,
+    sort: &HitSort,
+    request: &SearchRequest,
+) -> Result<Option<ShardHit>> {
+    let Some(values) = &request.search_after else {
+        return Ok(None);
+    };
+    let mut key = ShardHit {
+        shard_index: u32::MAX,
+        segment_ord: u32::MAX,
+        doc: u32::MAX,
+        score: f32::NAN,
+        sort: Vec::new(),
+    };
+    match sort {
+        HitSort::Score => {
+            let score = values.first().and_then(|v| v.as_f64()).ok_or_else(|| {
+                Error::illegal_argument("search_after value must be a number for _score")
+            })?;
+            key.score = score as f32;
+        }
+        HitSort::Fields { fields, .. } => {
+            for (field, value) in fields.iter().zip(values) {
+                key.sort
+                    .push(sort_value_for(&snapshot.table, field, value)?);
+            }
+        }
+    }
+    Ok(Some(key))
+}
+
+impl ShardSearcher for LocalShard {
+    fn index_name(&self) -> String {
+        self.index.metadata().name.clone()
+    }
+
+    fn index_uuid(&self) -> String {
+        self.index.metadata().uuid.clone()
+    }
+
+    fn shard_id(&self) -> u32 {
+        self.shard_id
+    }
+
+    fn node_id(&self) -> String {
+        self.node_id.clone()
+    }
+
+    fn can_match(&self, request: &ShardRequest) -> Result<bool> {
+        let snapshot = self.snapshot()?;
+        if snapshot.searcher.num_docs() == 0 {
+            return Ok(false);
+        }
+        let meta = self.index.metadata();
+        Ok(crate::can_match::can_match(
+            &snapshot,
+            &meta.name,
+            &request.search.query,
+            request.now_millis,
+        ))
+    }
+
+    fn query(&self, request: &ShardRequest) -> Result<ShardQueryResult> {
+        let started = Instant::now();
+        let meta = self.index.metadata();
+        let search = &request.search;
+        search.check_window(meta.max_result_window())?;
+        let snapshot = self.snapshot()?;
+        let table = &snapshot.table;
+        validate_sort(table, &meta.name, &search.sort)?;
+        let default_fields = meta.default_fields();
+        let ctx = CompileContext {
+            table,
+            index: &meta.name,
+            default_fields: &default_fields,
+            now_millis: request.now_millis,
+        };
+        let mut query = compile(&search.query, &ctx)?;
+        if let Some(post_filter) = &search.post_filter {
+            let filter: Box<dyn Query> =
+                Box::new(ConstScoreQuery::new(compile(post_filter, &ctx)?, 0.0));
+            query = Box::new(BooleanQuery::new(vec![
+                (Occur::Must, query),
+                (Occur::Must, filter),
+            ]));
+        }
+        let sort = HitSort::new(search.sort.clone());
+        let k = search.from + search.size;
+        let scoring =
+            (k > 0 && search.needs_scores()) || search.track_scores || search.min_score.is_some();
+        let searcher = &snapshot.searcher;
+        let enable = if scoring {
+            EnableScoring::enabled_from_searcher(searcher)
+        } else {
+            EnableScoring::disabled_from_searcher(searcher)
+        };
+        let weight = query
+            .weight(enable)
+            .map_err(|e| Error::internal("create the query weight", e))?;
+        let after = search_after_key(&snapshot, &sort, search)?;
+        let deadline = match (search.timeout, request.deadline) {
+            (Some(timeout), Some(d)) => Some((started + timeout).min(d)),
+            (Some(timeout), None) => Some(started + timeout),
+            (None, d) => d,
+        };
+        let params = CollectParams {
+            sort: &sort,
+            k,
+            total_hits_threshold: search.track_total_hits.threshold(),
+            terminate_after: search.terminate_after,
+            deadline,
+            min_score: search.min_score,
+            search_after: after.as_ref(),
+            constant_score: search.query.is_constant_score() && search.post_filter.is_none(),
+            scoring,
+            shard_index: request.shard_index,
+        };
+        let max_docs: Vec<u32> = searcher
+            .segment_readers()
+            .iter()
+            .map(|s| s.max_doc())
+            .collect();
+        let slices = plan_slices(&max_docs, 1);
+        let mut results = Vec::with_capacity(slices.len());
+        for slice in &slices {
+            results.push(collect_slice(
+                searcher,
+                table,
+                weight.as_ref(),
+                slice,
+                &params,
+            )?);
+        }
+        let result = reduce(results, &sort, k);
+        let numeric_sorts = search
+            .sort
+            .iter()
+            .map(|f| crate::sort_keys::is_numeric_sort(table, f))
+            .collect();
+        self.index
+            .shard(self.shard_id)
+            .stats
+            .record_query(started.elapsed());
+        Ok(ShardQueryResult {
+            result,
+            context: ReaderContext::Local(snapshot.clone()),
+            numeric_sorts,
+        })
+    }
+
+    fn fetch(
+        &self,
+        context: &ReaderContext,
+        docs: &[(u32, u32)],
+        spec: &FetchSpec,
+    ) -> Result<Vec<FetchedDoc>> {
+        let started = Instant::now();
+        let ReaderContext::Local(snapshot) = context;
+        let fetched = fetch_docs(snapshot, docs, spec)?;
+        self.index
+            .shard(self.shard_id)
+            .stats
+            .record_fetch(started.elapsed());
+        Ok(fetched)
+    }
+}

@@ -1,0 +1,426 @@
+//! Sorting: the `sort` request option, sort values, and how hits compare.
+//!
+//! A hit's sort key is a list of [`SortValue`]s, one per sort field, compared field by field
+//! with each field's order and missing-value placement; ties go to the lower shard, then the
+//! lower segment and doc id, as in OpenSearch. The same comparison orders hits inside a slice,
+//! across slices and across shards.
+
+use std::cmp::Ordering;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tessera_common::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Order {
+    Asc,
+    Desc,
+}
+
+/// Where documents without a value go.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Missing {
+    First,
+    Last,
+    Value(Value),
+}
+
+/// For multi-valued fields: which value sorts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SortMode {
+    Min,
+    Max,
+    Sum,
+    Avg,
+    Median,
+}
+
+/// One entry of `sort`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SortField {
+    Score {
+        order: Order,
+    },
+    Doc {
+        order: Order,
+    },
+    Field {
+        field: String,
+        order: Order,
+        missing: Missing,
+        mode: Option<SortMode>,
+        unmapped_type: Option<String>,
+        format: Option<String>,
+    },
+}
+
+impl SortField {
+    pub fn order(&self) -> Order {
+        match self {
+            SortField::Score { order }
+            | SortField::Doc { order }
+            | SortField::Field { order, .. } => *order,
+        }
+    }
+
+    pub fn is_score(&self) -> bool {
+        matches!(self, SortField::Score { .. })
+    }
+}
+
+fn parse_order(value: &Value) -> Result<Order> {
+    match value.as_str().map(str::to_ascii_lowercase).as_deref() {
+        Some("asc") => Ok(Order::Asc),
+        Some("desc") => Ok(Order::Desc),
+        _ => Err(Error::illegal_argument(format!(
+            "Unknown SortOrder [{}]",
+            value.as_str().unwrap_or(&value.to_string())
+        ))),
+    }
+}
+
+fn parse_mode(value: &Value) -> Result<SortMode> {
+    Ok(match value.as_str().unwrap_or_default() {
+        "min" => SortMode::Min,
+        "max" => SortMode::Max,
+        "sum" => SortMode::Sum,
+        "avg" => SortMode::Avg,
+        "median" => SortMode::Median,
+        other => {
+            return Err(Error::illegal_argument(format!(
+                "Unknown SortMode [{other}]"
+            )))
+        }
+    })
+}
+
+fn field_sort(name: &str, order: Option<Order>) -> SortField {
+    match name {
+        "_score" => SortField::Score {
+            order: order.unwrap_or(Order::Desc),
+        },
+        "_doc" => SortField::Doc {
+            order: order.unwrap_or(Order::Asc),
+        },
+        field => SortField::Field {
+            field: field.to_string(),
+            order: order.unwrap_or(Order::Asc),
+            missing: Missing::Last,
+            mode: None,
+            unmapped_type: None,
+            format: None,
+        },
+    }
+}
+
+/// Parses `sort`: `"field"`, `{"field": "desc"}`, `{"field": {"order": …, "missing": …}}`, or
+/// a list of those.
+pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
+    let items: Vec<&Value> = match value {
+        Value::Array(items) => items.iter().collect(),
+        other => vec![other],
+    };
+    let mut out = Vec::new();
+    for item in items {
+        match item {
+            Value::String(name) => out.push(field_sort(name, None)),
+            Value::Object(map) => {
+                for (name, spec) in map {
+                    match spec {
+                        Value::String(_) => out.push(field_sort(name, Some(parse_order(spec)?))),
+                        Value::Object(options) => {
+                            let mut sort = field_sort(name, None);
+                            let mut order = None;
+                            for (key, v) in options {
+                                match (key.as_str(), &mut sort) {
+                                    ("order", _) => order = Some(parse_order(v)?),
+                                    ("missing", SortField::Field { missing, .. }) => {
+                                        *missing = match v.as_str() {
+                                            Some("_last") => Missing::Last,
+                                            Some("_first") => Missing::First,
+                                            _ => Missing::Value(v.clone()),
+                                        }
+                                    }
+                                    ("mode", SortField::Field { mode, .. }) => {
+                                        *mode = Some(parse_mode(v)?)
+                                    }
+                                    ("unmapped_type", SortField::Field { unmapped_type, .. }) => {
+                                        *unmapped_type = v.as_str().map(String::from)
+                                    }
+                                    ("format", SortField::Field { format, .. }) => {
+                                        *format = v.as_str().map(String::from)
+                                    }
+                                    ("numeric_type", _) => {}
+                                    ("nested" | "nested_path" | "nested_filter", _) => {
+                                        return Err(Error::not_supported("[nested] sort"))
+                                    }
+                                    (other, _) => {
+                                        return Err(Error::parsing(format!(
+                                            "[field_sort] unknown field [{other}]"
+                                        )))
+                                    }
+                                }
+                            }
+                            if let Some(order) = order {
+                                sort = match sort {
+                                    SortField::Score { .. } => SortField::Score { order },
+                                    SortField::Doc { .. } => SortField::Doc { order },
+                                    SortField::Field {
+                                        field,
+                                        missing,
+                                        mode,
+                                        unmapped_type,
+                                        format,
+                                        ..
+                                    } => SortField::Field {
+                                        field,
+                                        order,
+                                        missing,
+                                        mode,
+                                        unmapped_type,
+                                        format,
+                                    },
+                                };
+                            }
+                            out.push(sort);
+                        }
+                        _ => {
+                            return Err(Error::parsing(format!(
+                                "[sort] unexpected value for field [{name}]"
+                            )))
+                        }
+                    }
+                }
+            }
+            _ => {
+                return Err(Error::parsing(
+                    "[sort] must be a string, an object or an array",
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One sort value of a hit. `Missing` sorts according to the field's `missing` option.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SortValue {
+    Missing,
+    I64(i64),
+    F64(f64),
+    Str(String),
+    Ip(std::net::Ipv6Addr),
+}
+
+impl SortValue {
+    fn rank(&self) -> u8 {
+        match self {
+            SortValue::Missing => 0,
+            SortValue::I64(_) | SortValue::F64(_) => 1,
+            SortValue::Str(_) => 2,
+            SortValue::Ip(_) => 3,
+        }
+    }
+
+    /// Natural ascending order of two present values.
+    fn natural(&self, other: &SortValue) -> Ordering {
+        match (self, other) {
+            (SortValue::I64(a), SortValue::I64(b)) => a.cmp(b),
+            (SortValue::F64(a), SortValue::F64(b)) => a.total_cmp(b),
+            (SortValue::I64(a), SortValue::F64(b)) => (*a as f64).total_cmp(b),
+            (SortValue::F64(a), SortValue::I64(b)) => a.total_cmp(&(*b as f64)),
+            (SortValue::Str(a), SortValue::Str(b)) => a.cmp(b),
+            (SortValue::Ip(a), SortValue::Ip(b)) => a.cmp(b),
+            (a, b) => a.rank().cmp(&b.rank()),
+        }
+    }
+}
+
+/// How one sort field compares values (order and missing placement).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SortSpec {
+    pub order: Order,
+    pub missing_first: bool,
+}
+
+impl SortSpec {
+    pub fn for_field(field: &SortField) -> SortSpec {
+        match field {
+            SortField::Score { order } | SortField::Doc { order } => SortSpec {
+                order: *order,
+                missing_first: false,
+            },
+            SortField::Field { order, missing, .. } => SortSpec {
+                order: *order,
+                missing_first: matches!(missing, Missing::First),
+            },
+        }
+    }
+
+    /// `Less` when `a` comes first.
+    pub fn compare(&self, a: &SortValue, b: &SortValue) -> Ordering {
+        match (a, b) {
+            (SortValue::Missing, SortValue::Missing) => Ordering::Equal,
+            (SortValue::Missing, _) => {
+                if self.missing_first {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+            (_, SortValue::Missing) => {
+                if self.missing_first {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
+            _ => {
+                let natural = a.natural(b);
+                if self.order == Order::Asc {
+                    natural
+                } else {
+                    natural.reverse()
+                }
+            }
+        }
+    }
+}
+
+/// Compares two sort keys field by field.
+pub fn compare_keys(specs: &[SortSpec], a: &[SortValue], b: &[SortValue]) -> Ordering {
+    for (i, spec) in specs.iter().enumerate() {
+        let ordering = spec.compare(&a[i], &b[i]);
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    Ordering::Equal
+}
+
+/// The sort value OpenSearch renders for a hit: missing numbers become the extreme long
+/// (`Long.MAX_VALUE` sorts last ascending), missing strings `null`.
+pub fn render_sort_value(value: &SortValue, field: &SortField, numeric: bool) -> Value {
+    match value {
+        SortValue::I64(n) => Value::from(*n),
+        SortValue::F64(f) => serde_json::Number::from_f64(*f)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
+        SortValue::Str(s) => Value::String(s.clone()),
+        SortValue::Ip(ip) => Value::String(tessera_mapping::values::format_ip(*ip)),
+        SortValue::Missing if numeric => {
+            let last = !matches!(
+                field,
+                SortField::Field {
+                    missing: Missing::First,
+                    ..
+                }
+            );
+            let asc = field.order() == Order::Asc;
+            if last == asc {
+                Value::from(i64::MAX)
+            } else {
+                Value::from(i64::MIN)
+            }
+        }
+        SortValue::Missing => Value::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_all_forms() {
+        let sorts = parse_sort(&json!(["a", {"b": "desc"}, {"c": {"order": "desc", "missing": "_first", "mode": "max"}}, "_score", {"_doc": "desc"}])).unwrap();
+        assert_eq!(sorts.len(), 5);
+        assert!(
+            matches!(&sorts[0], SortField::Field { field, order: Order::Asc, missing: Missing::Last, .. } if field == "a")
+        );
+        assert!(matches!(
+            &sorts[1],
+            SortField::Field {
+                order: Order::Desc,
+                ..
+            }
+        ));
+        assert!(matches!(
+            &sorts[2],
+            SortField::Field {
+                missing: Missing::First,
+                mode: Some(SortMode::Max),
+                ..
+            }
+        ));
+        assert_eq!(sorts[3], SortField::Score { order: Order::Desc });
+        assert_eq!(sorts[4], SortField::Doc { order: Order::Desc });
+        assert!(parse_sort(&json!({"a": "sideways"})).is_err());
+        assert!(parse_sort(&json!({"a": {"bogus": 1}})).is_err());
+    }
+
+    #[test]
+    fn missing_values_go_last_by_default_in_both_orders() {
+        let asc = SortSpec {
+            order: Order::Asc,
+            missing_first: false,
+        };
+        let desc = SortSpec {
+            order: Order::Desc,
+            missing_first: false,
+        };
+        assert_eq!(
+            asc.compare(&SortValue::I64(1), &SortValue::Missing),
+            Ordering::Less
+        );
+        assert_eq!(
+            desc.compare(&SortValue::I64(1), &SortValue::Missing),
+            Ordering::Less
+        );
+        assert_eq!(
+            desc.compare(&SortValue::I64(1), &SortValue::I64(2)),
+            Ordering::Greater
+        );
+        let first = SortSpec {
+            order: Order::Asc,
+            missing_first: true,
+        };
+        assert_eq!(
+            first.compare(&SortValue::Missing, &SortValue::I64(1)),
+            Ordering::Less
+        );
+    }
+
+    #[test]
+    fn renders_missing_as_opensearch_does() {
+        let asc = SortField::Field {
+            field: "n".into(),
+            order: Order::Asc,
+            missing: Missing::Last,
+            mode: None,
+            unmapped_type: None,
+            format: None,
+        };
+        assert_eq!(
+            render_sort_value(&SortValue::Missing, &asc, true),
+            json!(i64::MAX)
+        );
+        let desc = SortField::Field {
+            field: "n".into(),
+            order: Order::Desc,
+            missing: Missing::Last,
+            mode: None,
+            unmapped_type: None,
+            format: None,
+        };
+        assert_eq!(
+            render_sort_value(&SortValue::Missing, &desc, true),
+            json!(i64::MIN)
+        );
+        assert_eq!(
+            render_sort_value(&SortValue::Missing, &asc, false),
+            Value::Null
+        );
+    }
+}

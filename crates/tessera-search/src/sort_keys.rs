@@ -1,0 +1,351 @@
+//! Reading a document's sort values in one segment (from fast-field columns).
+
+use std::net::Ipv6Addr;
+
+use serde_json::Value;
+use tantivy::columnar::{Column, StrColumn};
+use tantivy::SegmentReader;
+use tessera_common::{Error, Result};
+use tessera_mapping::{FieldTable, LeafField, LeafKind};
+
+use crate::sort::{Missing, Order, SortField, SortMode, SortValue};
+
+enum Reader {
+    Score,
+    Doc {
+        base: u64,
+    },
+    I64 {
+        column: Option<Column<i64>>,
+        scale: Option<f64>,
+    },
+    F64 {
+        column: Option<Column<f64>>,
+    },
+    Bool {
+        column: Option<Column<bool>>,
+    },
+    Ip {
+        column: Option<Column<Ipv6Addr>>,
+    },
+    Str {
+        column: Option<StrColumn>,
+        buffer: String,
+    },
+    Unmapped,
+}
+
+struct KeyReader {
+    reader: Reader,
+    mode: SortMode,
+    missing: SortValue,
+}
+
+/// The sort values of documents of one segment.
+pub struct SegmentSortKeys {
+    readers: Vec<KeyReader>,
+}
+
+/// Whether a sort field renders missing values as numbers (true) or null.
+pub fn is_numeric_sort(table: &FieldTable, field: &SortField) -> bool {
+    match field {
+        SortField::Score { .. } | SortField::Doc { .. } => true,
+        SortField::Field {
+            field,
+            unmapped_type,
+            ..
+        } => match table.leaf(field) {
+            Some(leaf) => !matches!(
+                leaf.kind,
+                LeafKind::Keyword { .. } | LeafKind::Ip | LeafKind::Text { .. }
+            ),
+            None => !matches!(unmapped_type.as_deref(), Some("keyword" | "text" | "ip")),
+        },
+    }
+}
+
+/// Checks that every sort field can be sorted on in this shard, with OpenSearch's errors.
+pub fn validate_sort(table: &FieldTable, index: &str, fields: &[SortField]) -> Result<()> {
+    for field in fields {
+        if let SortField::Field {
+            field,
+            unmapped_type,
+            ..
+        } = field
+        {
+            match table.leaf(field) {
+                None if unmapped_type.is_some() => {}
+                None => {
+                    return Err(Error::query_shard(
+                        index,
+                        format!("No mapping found for [{field}] in order to sort on"),
+                    ));
+                }
+                Some(leaf) => check_sortable(leaf)?,
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_sortable(leaf: &LeafField) -> Result<()> {
+    match leaf.kind {
+        LeafKind::Text { .. } => Err(Error::illegal_argument(format!(
+            "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [{}] in order to load field data by uninverting the inverted index. Note that this can use significant memory.",
+            leaf.path
+        ))),
+        LeafKind::GeoPoint => Err(Error::illegal_argument(format!(
+            "can't sort on geo_point field without using specific sorting feature, like geo_distance: [{}]",
+            leaf.path
+        ))),
+        _ if !leaf.fast => Err(Error::illegal_argument(format!(
+            "Can't load fielddata on [{}] because fielddata is unsupported on fields of type [{}]. Use doc values instead.",
+            leaf.path,
+            leaf.field_type.name()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Converts a JSON value (a `missing` value or a `search_after` entry) to a sort value of
+/// the field's kind.
+pub fn sort_value_for(table: &FieldTable, field: &SortField, value: &Value) -> Result<SortValue> {
+    let bad = || Error::illegal_argument(format!("Failed to parse sort value [{value}]"));
+    if value.is_null() {
+        return Ok(SortValue::Missing);
+    }
+    let as_i64 = || match value {
+        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+        Value::String(s) => s.parse::<i64>().ok(),
+        _ => None,
+    };
+    let as_f64 = || match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.parse::<f64>().ok(),
+        _ => None,
+    };
+    match field {
+        SortField::Score { .. } => as_f64().map(SortValue::F64).ok_or_else(bad),
+        SortField::Doc { .. } => as_i64().map(SortValue::I64).ok_or_else(bad),
+        SortField::Field {
+            field,
+            unmapped_type,
+            ..
+        } => {
+            let kind = table.leaf(field).map(|l| l.kind.clone());
+            match kind {
+                Some(LeafKind::Integer) => as_i64().map(SortValue::I64).ok_or_else(bad),
+                Some(LeafKind::Date { format }) => match as_i64() {
+                    Some(n) => Ok(SortValue::I64(n)),
+                    None => {
+                        let text = value.as_str().ok_or_else(bad)?;
+                        format
+                            .parse_millis(text, None, false)
+                            .map(SortValue::I64)
+                            .map_err(|_| bad())
+                    }
+                },
+                Some(LeafKind::Boolean) => match value {
+                    Value::Bool(b) => Ok(SortValue::I64(*b as i64)),
+                    Value::String(s) if s == "true" => Ok(SortValue::I64(1)),
+                    Value::String(s) if s == "false" => Ok(SortValue::I64(0)),
+                    _ => as_i64().map(SortValue::I64).ok_or_else(bad),
+                },
+                Some(LeafKind::Float) | Some(LeafKind::ScaledFloat { .. }) => {
+                    as_f64().map(SortValue::F64).ok_or_else(bad)
+                }
+                Some(LeafKind::Ip) => {
+                    let text = value.as_str().ok_or_else(bad)?;
+                    tessera_mapping::values::parse_ip(text).map(SortValue::Ip)
+                }
+                Some(_) => Ok(SortValue::Str(match value {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })),
+                None => match unmapped_type.as_deref() {
+                    Some("keyword" | "text" | "ip") => Ok(SortValue::Str(
+                        value
+                            .as_str()
+                            .map(String::from)
+                            .unwrap_or_else(|| value.to_string()),
+                    )),
+                    _ => as_f64().map(SortValue::F64).ok_or_else(bad),
+                },
+            }
+        }
+    }
+}
+
+impl SegmentSortKeys {
+    pub fn new(
+        table: &FieldTable,
+        fields: &[SortField],
+        segment: &SegmentReader,
+        doc_base: u64,
+    ) -> Result<SegmentSortKeys> {
+        let fast = segment.fast_fields();
+        let open_err = |e: tantivy::TantivyError| Error::internal("open a sort column", e);
+        let mut readers = Vec::with_capacity(fields.len());
+        for field in fields {
+            let (reader, mode, missing) = match field {
+                SortField::Score { .. } => (Reader::Score, SortMode::Min, SortValue::Missing),
+                SortField::Doc { .. } => (
+                    Reader::Doc { base: doc_base },
+                    SortMode::Min,
+                    SortValue::Missing,
+                ),
+                SortField::Field {
+                    field: path,
+                    order,
+                    missing,
+                    mode,
+                    ..
+                } => {
+                    let mode = mode.unwrap_or(if *order == Order::Asc {
+                        SortMode::Min
+                    } else {
+                        SortMode::Max
+                    });
+                    let missing = match missing {
+                        Missing::Value(v) => sort_value_for(table, field, v)?,
+                        _ => SortValue::Missing,
+                    };
+                    let reader = match table.leaf(path) {
+                        None => Reader::Unmapped,
+                        Some(leaf) => match &leaf.kind {
+                            LeafKind::Integer | LeafKind::Date { .. } => Reader::I64 {
+                                column: fast.column_opt::<i64>(path).map_err(open_err)?,
+                                scale: None,
+                            },
+                            LeafKind::ScaledFloat { factor } => Reader::I64 {
+                                column: fast.column_opt::<i64>(path).map_err(open_err)?,
+                                scale: Some(*factor),
+                            },
+                            LeafKind::Float => Reader::F64 {
+                                column: fast.column_opt::<f64>(path).map_err(open_err)?,
+                            },
+                            LeafKind::Boolean => Reader::Bool {
+                                column: fast.column_opt::<bool>(path).map_err(open_err)?,
+                            },
+                            LeafKind::Ip => Reader::Ip {
+                                column: fast.column_opt::<Ipv6Addr>(path).map_err(open_err)?,
+                            },
+                            LeafKind::Keyword { .. } => Reader::Str {
+                                column: fast.str(path).map_err(open_err)?,
+                                buffer: String::new(),
+                            },
+                            LeafKind::Text { .. } | LeafKind::GeoPoint => Reader::Unmapped,
+                        },
+                    };
+                    (reader, mode, missing)
+                }
+            };
+            readers.push(KeyReader {
+                reader,
+                mode,
+                missing,
+            });
+        }
+        Ok(SegmentSortKeys { readers })
+    }
+
+    /// The sort values of `doc` (with `score`).
+    pub fn key(&mut self, doc: u32, score: f32) -> Vec<SortValue> {
+        self.readers
+            .iter_mut()
+            .map(|r| r.value(doc, score))
+            .collect()
+    }
+}
+
+fn pick_numeric(values: impl Iterator<Item = f64>, mode: SortMode) -> Option<f64> {
+    let mut all: Vec<f64> = values.collect();
+    if all.is_empty() {
+        return None;
+    }
+    Some(match mode {
+        SortMode::Min => all.iter().cloned().fold(f64::INFINITY, f64::min),
+        SortMode::Max => all.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+        SortMode::Sum => all.iter().sum(),
+        SortMode::Avg => all.iter().sum::<f64>() / all.len() as f64,
+        SortMode::Median => {
+            all.sort_by(|a, b| a.total_cmp(b));
+            let mid = all.len() / 2;
+            if all.len() % 2 == 0 {
+                (all[mid - 1] + all[mid]) / 2.0
+            } else {
+                all[mid]
+            }
+        }
+    })
+}
+
+fn pick_ord<T: Ord + Copy>(mut values: impl Iterator<Item = T>, mode: SortMode) -> Option<T> {
+    let first = values.next()?;
+    Some(values.fold(first, |acc, v| {
+        if mode == SortMode::Max {
+            acc.max(v)
+        } else {
+            acc.min(v)
+        }
+    }))
+}
+
+impl KeyReader {
+    fn value(&mut self, doc: u32, score: f32) -> SortValue {
+        let value = match &mut self.reader {
+            Reader::Score => Some(SortValue::F64(score as f64)),
+            Reader::Doc { base } => Some(SortValue::I64((*base + doc as u64) as i64)),
+            Reader::I64 {
+                column: Some(column),
+                scale: None,
+            } => match self.mode {
+                SortMode::Min | SortMode::Max => {
+                    pick_ord(column.values_for_doc(doc), self.mode).map(SortValue::I64)
+                }
+                mode => pick_numeric(column.values_for_doc(doc).map(|v| v as f64), mode)
+                    .map(|f| SortValue::I64(f as i64)),
+            },
+            Reader::I64 {
+                column: Some(column),
+                scale: Some(factor),
+            } => pick_numeric(
+                column.values_for_doc(doc).map(|v| v as f64 / *factor),
+                self.mode,
+            )
+            .map(SortValue::F64),
+            Reader::F64 {
+                column: Some(column),
+            } => pick_numeric(column.values_for_doc(doc), self.mode).map(SortValue::F64),
+            Reader::Bool {
+                column: Some(column),
+            } => pick_ord(column.values_for_doc(doc).map(|b| b as i64), self.mode)
+                .map(SortValue::I64),
+            Reader::Ip {
+                column: Some(column),
+            } => pick_ord(column.values_for_doc(doc), self.mode).map(SortValue::Ip),
+            Reader::Str {
+                column: Some(column),
+                buffer,
+            } => {
+                let mode = if self.mode == SortMode::Max {
+                    SortMode::Max
+                } else {
+                    SortMode::Min
+                };
+                match pick_ord(column.term_ords(doc), mode) {
+                    Some(ord) => {
+                        buffer.clear();
+                        match column.ord_to_str(ord, buffer) {
+                            Ok(true) => Some(SortValue::Str(buffer.clone())),
+                            _ => None,
+                        }
+                    }
+                    None => None,
+                }
+            }
+            _ => None,
+        };
+        value.unwrap_or_else(|| self.missing.clone())
+    }
+}
