@@ -10,6 +10,25 @@ use std::fmt;
 
 use serde_json::{json, Map, Value};
 
+/// Exception types of the Java platform (and its JSON parser) rather than of OpenSearch:
+/// OpenSearch never reports these as a root cause when an OpenSearch exception wraps them.
+const JAVA_EXCEPTIONS: &[&str] = &[
+    "illegal_argument_exception",
+    "illegal_state_exception",
+    "number_format_exception",
+    "json_parse_exception",
+    "json_e_o_f_exception",
+    "date_time_parse_exception",
+    "i_o_exception",
+    "unsupported_operation_exception",
+    "arithmetic_exception",
+    "null_pointer_exception",
+    "named_object_not_found_exception",
+    "x_content_parse_exception",
+    "input_coercion_exception",
+    "not_x_content_exception",
+];
+
 /// `Result` with Tessera's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -22,6 +41,9 @@ pub struct Error {
     metadata: Vec<(String, Value)>,
     caused_by: Option<Box<Error>>,
     root_causes: Option<Vec<Error>>,
+    /// The request-body key this error is about, when the reason does not name it; the REST
+    /// layer turns it into OpenSearch's `line`/`col`. Never rendered.
+    body_key: Option<String>,
 }
 
 impl Error {
@@ -34,6 +56,7 @@ impl Error {
             metadata: Vec::new(),
             caused_by: None,
             root_causes: None,
+            body_key: None,
         }
     }
 
@@ -52,6 +75,23 @@ impl Error {
     /// Overrides the `root_cause` list (by default the error itself).
     pub fn with_root_causes(mut self, causes: Vec<Error>) -> Self {
         self.root_causes = Some(causes);
+        self
+    }
+
+    /// Names the request-body key the error is about (see [`Error::body_key`]).
+    pub fn at_body_key(mut self, key: impl Into<String>) -> Self {
+        self.body_key = Some(key.into());
+        self
+    }
+
+    /// The request-body key the error is about, when it was named with [`Error::at_body_key`].
+    pub fn body_key(&self) -> Option<&str> {
+        self.body_key.as_deref()
+    }
+
+    /// Changes the reason, keeping everything else.
+    pub fn with_reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = reason.into();
         self
     }
 
@@ -105,6 +145,21 @@ impl Error {
         object
     }
 
+    /// The root cause OpenSearch reports: the deepest error of the `caused_by` chain that is
+    /// an OpenSearch exception (Java exceptions such as `illegal_argument_exception` inside
+    /// one are not unwrapped to).
+    fn root(&self) -> &Error {
+        let mut root = self;
+        let mut current = self;
+        while let Some(cause) = current.caused_by.as_deref() {
+            if !JAVA_EXCEPTIONS.contains(&cause.kind.as_ref()) {
+                root = cause;
+            }
+            current = cause;
+        }
+        root
+    }
+
     /// The full response body: `{"error": {root_cause, type, reason, …}, "status": N}`.
     pub fn to_body(&self) -> Value {
         let root_causes: Vec<Value> = match &self.root_causes {
@@ -112,7 +167,7 @@ impl Error {
                 .iter()
                 .map(|c| Value::Object(c.head_json()))
                 .collect(),
-            None => vec![Value::Object(self.head_json())],
+            None => vec![Value::Object(self.root().head_json())],
         };
         let mut error = Map::new();
         error.insert("root_cause".into(), Value::Array(root_causes));
@@ -299,6 +354,18 @@ mod tests {
             "mapper_parsing_exception"
         );
         assert!(body["error"]["root_cause"][0].get("caused_by").is_none());
+    }
+
+    #[test]
+    fn root_cause_is_the_deepest_opensearch_exception() {
+        let inner = Error::mapper_parsing("No handler for type [x] declared on field [f]")
+            .caused_by(Error::illegal_argument("java detail"));
+        let outer =
+            Error::mapper_parsing("Failed to parse mapping [_doc]: No handler").caused_by(inner);
+        assert_eq!(
+            outer.to_body()["error"]["root_cause"][0]["reason"],
+            "No handler for type [x] declared on field [f]"
+        );
     }
 
     #[test]

@@ -27,6 +27,24 @@ fn encode_base64_url(bytes: &[u8]) -> String {
     out
 }
 
+/// The longest `_id` OpenSearch accepts, in UTF-8 bytes.
+pub const MAX_ID_BYTES: usize = 512;
+
+/// The problems OpenSearch's index request validation reports for a client-supplied `_id`
+/// (empty, or longer than [`MAX_ID_BYTES`]); empty when the id is acceptable.
+pub fn index_id_problems(id: &str) -> Vec<String> {
+    if id.is_empty() {
+        return vec!["if _id is specified it must not be empty".into()];
+    }
+    if id.len() > MAX_ID_BYTES {
+        return vec![format!(
+            "id [{id}] is too long, must be no longer than {MAX_ID_BYTES} bytes but was: {}",
+            id.len()
+        )];
+    }
+    Vec::new()
+}
+
 /// A 64-bit random number from the standard library's per-process random hasher keys.
 pub fn random_u64() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -102,5 +120,17 @@ mod tests {
         assert_eq!(encode_base64_url(b"Man"), "TWFu");
         assert_eq!(encode_base64_url(b"Ma"), "TWE");
         assert_eq!(encode_base64_url(&[0xfb, 0xff]), "-_8");
+    }
+
+    #[test]
+    fn id_problems_follow_opensearch() {
+        assert!(index_id_problems("abc").is_empty());
+        assert_eq!(
+            index_id_problems(""),
+            vec!["if _id is specified it must not be empty".to_string()]
+        );
+        assert!(index_id_problems(&"é".repeat(256)).is_empty());
+        let long = "é".repeat(257);
+        assert!(index_id_problems(&long)[0].ends_with("but was: 514"));
     }
 }

@@ -281,6 +281,11 @@ impl SettingDef {
                     Error::illegal_argument(format!(
                         "Failed to parse value [{text}] for setting [{key}]"
                     ))
+                    .caused_by(Error::new(
+                        "number_format_exception",
+                        400,
+                        format!("For input string: \"{text}\""),
+                    ))
                 })?;
                 if n < min {
                     return Err(Error::illegal_argument(format!(
