@@ -106,9 +106,15 @@ impl<'a> Walker<'a> {
                 )));
             }
             if prefix.is_empty() && METADATA.contains(&key.as_str()) {
-                return Err(Error::mapper_parsing(format!(
+                let cause = Error::mapper_parsing(format!(
                     "Field [{key}] is a metadata field and cannot be added inside a document. Use the index API request parameters."
-                )));
+                ));
+                return Err(Error::mapper_parsing(format!(
+                    "failed to parse field [{key}] of type [{key}] in document with id '{}'. Preview of field's value: '{}'",
+                    self.id,
+                    preview(value)
+                ))
+                .caused_by(cause));
             }
             match key.split_once('.') {
                 Some((head, rest)) => {
@@ -235,11 +241,26 @@ impl<'a> Walker<'a> {
             Value::Null => return Ok(()),
             other => vec![other],
         };
+        let columns = match self.table.leaf(path).map(|l| &l.kind) {
+            Some(LeafKind::GeoPoint {
+                lat: Some(lat),
+                lon: Some(lon),
+            }) => Some((*lat, *lon)),
+            _ => None,
+        };
         for point in points {
-            if let Err(cause) = values::check_geo_point(point) {
-                if !field.ignore_malformed() {
+            match crate::geo::parse_point(point) {
+                Ok(parsed) => {
+                    if let Some((lat, lon)) = columns {
+                        let stored = crate::geo::quantize(parsed);
+                        self.doc.add_f64(lat, stored.lat);
+                        self.doc.add_f64(lon, stored.lon);
+                    }
+                }
+                Err(cause) if !field.ignore_malformed() => {
                     return Err(self.field_error(path, field.field_type, point, cause));
                 }
+                Err(_) => {}
             }
         }
         Ok(())
@@ -296,9 +317,9 @@ impl<'a> Walker<'a> {
                 let text = values::to_text(value)
                     .ok_or_else(|| Error::illegal_state("Can't get text on a value"))?;
                 self.doc.add_text(field, text);
-                if !leaf.fast {
-                    self.field_names.push(leaf.path.clone());
-                }
+                // `_field_names` serves exists queries on fields without doc values, and the
+                // per-field document count that BM25 needs (Lucene's docCount)
+                self.field_names.push(leaf.path.clone());
             }
             LeafKind::Keyword { ignore_above, .. } => {
                 let text = values::to_text(value)
@@ -307,9 +328,9 @@ impl<'a> Walker<'a> {
                     return Ok(());
                 }
                 self.doc.add_text(field, text);
-                if !leaf.fast {
-                    self.field_names.push(leaf.path.clone());
-                }
+                // `_field_names` serves exists queries on fields without doc values, and the
+                // per-field document count that BM25 needs (Lucene's docCount)
+                self.field_names.push(leaf.path.clone());
             }
             LeafKind::Integer => {
                 let n = values::to_integer(value, leaf.field_type, mapping.coerce())?;
@@ -356,8 +377,8 @@ impl<'a> Walker<'a> {
                 let ip = values::to_ip(value)?;
                 self.doc.add_ip_addr(field, ip);
             }
-            LeafKind::GeoPoint => {
-                values::check_geo_point(value)?;
+            LeafKind::GeoPoint { .. } => {
+                crate::geo::parse_point(value)?;
             }
         }
         Ok(())
@@ -452,7 +473,7 @@ mod tests {
             .get_all(t.meta.field_names)
             .filter_map(|v| v.as_str())
             .collect();
-        assert_eq!(names, ["title"]);
+        assert_eq!(names, ["station.id", "title"]);
     }
 
     #[test]
@@ -490,7 +511,7 @@ mod tests {
             e.reason(),
             "failed to parse field [n] of type [integer] in document with id '1'. Preview of field's value: 'abc'"
         );
-        assert_eq!(e.cause().unwrap().kind(), "number_format_exception");
+        assert_eq!(e.cause().unwrap().kind(), "illegal_argument_exception");
         let e = parse(&strict_mapping(), json!({"title": {"a": 1}}))
             .err()
             .unwrap();
@@ -502,7 +523,7 @@ mod tests {
             .reason()
             .contains("tried to parse field [station] as object"));
         let e = parse(&strict_mapping(), json!({"_id": "x"})).err().unwrap();
-        assert!(e.reason().contains("is a metadata field"));
+        assert!(e.cause().unwrap().reason().contains("is a metadata field"));
         let e = parse(&strict_mapping(), json!({"when": "01/01/2015"}))
             .err()
             .unwrap();

@@ -58,8 +58,11 @@ pub enum LeafKind {
     },
     Boolean,
     Ip,
-    /// Validated and kept in `_source` only.
-    GeoPoint,
+    /// Latitude and longitude columns (quantized like Lucene's), absent without doc values.
+    GeoPoint {
+        lat: Option<Field>,
+        lon: Option<Field>,
+    },
 }
 
 /// One mapped leaf of one shard.
@@ -78,7 +81,7 @@ pub struct LeafField {
 impl LeafField {
     /// Fields a `*` in `query_string` or `multi_match` searches.
     pub fn is_default_searchable(&self) -> bool {
-        self.field.is_some() && self.indexed && !matches!(self.kind, LeafKind::GeoPoint)
+        self.field.is_some() && self.indexed && !matches!(self.kind, LeafKind::GeoPoint { .. })
     }
 }
 
@@ -124,6 +127,20 @@ impl FieldTable {
         }
         let leaves = mapping.leaves();
         for (path, field) in &leaves {
+            if field.field_type == FieldType::GeoPoint {
+                // a geo point is two columns, latitude and longitude
+                for name in [geo_column(path, "lat"), geo_column(path, "lon")] {
+                    if field.doc_values() && !names.contains_key(name.as_str()) {
+                        builder.add_field(FieldEntry::new_f64(
+                            name.clone(),
+                            NumericOptions::default().set_fast(),
+                        ));
+                        names.insert(name, ());
+                        grew = true;
+                    }
+                }
+                continue;
+            }
             if names.contains_key(path.as_str()) {
                 continue;
             }
@@ -191,6 +208,11 @@ impl FieldTable {
         out.sort();
         out
     }
+}
+
+/// The column holding one coordinate (`lat` or `lon`) of a geo point field.
+pub fn geo_column(path: &str, coordinate: &str) -> String {
+    format!("{path}#{coordinate}")
 }
 
 fn meta_entries() -> Vec<FieldEntry> {
@@ -325,7 +347,10 @@ fn resolve_leaf(schema: &Schema, path: &str, mapping: &FieldMapping) -> Result<L
         },
         FieldType::Boolean => LeafKind::Boolean,
         FieldType::Ip => LeafKind::Ip,
-        FieldType::GeoPoint => LeafKind::GeoPoint,
+        FieldType::GeoPoint => LeafKind::GeoPoint {
+            lat: schema.get_field(&geo_column(path, "lat")).ok(),
+            lon: schema.get_field(&geo_column(path, "lon")).ok(),
+        },
         FieldType::Object => {
             return Err(Error::illegal_state(format!(
                 "object [{path}] is not a leaf"
@@ -338,7 +363,10 @@ fn resolve_leaf(schema: &Schema, path: &str, mapping: &FieldMapping) -> Result<L
             check_compatible(path, mapping, entry)?;
             (Some(field), entry.is_indexed(), entry.is_fast())
         }
-        Err(_) if matches!(kind, LeafKind::GeoPoint) => (None, false, false),
+        Err(_) if matches!(kind, LeafKind::GeoPoint { .. }) => {
+            let fast = matches!(kind, LeafKind::GeoPoint { lat: Some(_), .. });
+            (None, false, fast)
+        }
         Err(_) => {
             return Err(Error::illegal_state(format!(
                 "field [{path}] is missing from the shard schema"
@@ -417,6 +445,13 @@ mod tests {
             matches!(table.leaf("price").unwrap().kind, LeafKind::ScaledFloat { factor } if factor == 100.0)
         );
         assert!(table.leaf("loc").unwrap().field.is_none());
+        assert!(matches!(
+            table.leaf("loc").unwrap().kind,
+            LeafKind::GeoPoint {
+                lat: Some(_),
+                lon: Some(_)
+            }
+        ));
         assert_eq!(table.expand("t*"), ["title", "title.keyword"]);
     }
 

@@ -259,10 +259,13 @@ impl Dynamic {
             Value::String(s) if s == "true" => Ok(Dynamic::True),
             Value::String(s) if s == "false" => Ok(Dynamic::False),
             Value::String(s) if s == "strict" => Ok(Dynamic::Strict),
-            other => Err(Error::mapper_parsing(format!(
-                "Could not convert [{field}.dynamic] to boolean: unknown value [{}], must be one of [true, false, strict]",
+            other => Err(Error::illegal_argument(format!(
+                "Could not convert [{field}.dynamic] to boolean"
+            ))
+            .caused_by(Error::illegal_argument(format!(
+                "Failed to parse value [{}] as only [true] or [false] are allowed.",
                 crate::mapping::plain(other)
-            ))),
+            )))),
         }
     }
 

@@ -6,6 +6,7 @@ pub mod document;
 pub mod dynamic;
 pub mod field_table;
 pub mod field_type;
+pub mod geo;
 pub mod mapping;
 pub mod source_filter;
 pub mod values;

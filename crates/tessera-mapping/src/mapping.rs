@@ -237,9 +237,9 @@ impl FieldMapping {
             }
         }
         if field_type == FieldType::ScaledFloat && !mapping.params.contains_key("scaling_factor") {
-            return Err(Error::mapper_parsing(format!(
-                "Field [{path}] misses required parameter [scaling_factor]"
-            )));
+            return Err(Error::illegal_argument(
+                "Field [scaling_factor] is required",
+            ));
         }
         if let Some(null_value) = mapping.params.get("null_value").cloned() {
             check_null_value(path, field_type, &null_value, &mapping)?;
@@ -452,7 +452,10 @@ fn validate_param(path: &str, field_type: FieldType, key: &str, value: &Value) -
                 Error::mapper_parsing(format!("Invalid format: [{}] for field [{path}]", plain(value)))
             })?;
             DateFormat::parse(spec).map_err(|e| {
-                Error::mapper_parsing(format!("Invalid format: [{spec}]: {}", e.message))
+                // OpenSearch reports the chain of IllegalArgumentExceptions of its parser
+                let detail = e.message.rsplit_once("]: ").map(|(_, d)| d.to_string()).unwrap_or_else(|| e.message.clone());
+                Error::illegal_argument(format!("Error parsing [format] on field [{path}]: {}", e.message))
+                    .caused_by(Error::illegal_argument(e.message.clone()).caused_by(Error::illegal_argument(detail)))
             })?;
             Ok(value.clone())
         }
@@ -695,10 +698,12 @@ impl Mapping {
         let object = match value {
             Value::Object(o) => o,
             Value::Null => return Ok(()),
-            other => return Err(Error::mapper_parsing(format!(
+            other => {
+                return Err(Error::mapper_parsing(format!(
                 "Failed to parse mapping [_doc]: Expected map for property [mappings] but got a {}",
                 plain(other)
-            ))),
+            )))
+            }
         };
         let object = match (object.len(), object.get("_doc")) {
             (1, Some(Value::Object(inner))) => inner,
@@ -707,7 +712,7 @@ impl Mapping {
         let mut unsupported = Vec::new();
         for (key, value) in object {
             if key == "properties" {
-                let props = parse_properties("", value).map_err(wrap_doc)?;
+                let props = parse_properties("", value)?;
                 merge_properties("", &mut self.properties, &props)?;
                 continue;
             }
@@ -733,7 +738,7 @@ impl Mapping {
 
     fn apply_root_param(&mut self, key: &str, value: &Value) -> Result<()> {
         match key {
-            "dynamic" => self.dynamic = Dynamic::parse(value, "_doc")?,
+            "dynamic" => self.dynamic = Dynamic::parse(value, "dynamic")?,
             "date_detection" => {
                 self.date_detection = as_bool_param("_doc", key, value)? == Value::Bool(true)
             }
@@ -870,20 +875,6 @@ impl Mapping {
             )));
         }
         Ok(())
-    }
-}
-
-fn wrap_doc(error: Error) -> Error {
-    if error.kind() == "mapper_parsing_exception"
-        && !error.reason().starts_with("Failed to parse mapping")
-    {
-        Error::mapper_parsing(format!(
-            "Failed to parse mapping [_doc]: {}",
-            error.reason()
-        ))
-        .caused_by(error)
-    } else {
-        error
     }
 }
 
@@ -1024,9 +1015,7 @@ mod tests {
         assert!(e.reason().contains("No type specified for field [k]"));
         let e =
             Mapping::parse(&json!({"properties": {"s": {"type": "scaled_float"}}})).unwrap_err();
-        assert!(e
-            .reason()
-            .contains("misses required parameter [scaling_factor]"));
+        assert!(e.reason().contains("Field [scaling_factor] is required"));
         let e = Mapping::parse(&json!({"properties": {"d": {"type": "date", "format": "yyyy-MM-dd||nonsense_format"}}})).unwrap_err();
         assert!(e.reason().contains("Invalid format"), "{}", e.reason());
     }

@@ -52,9 +52,24 @@ pub fn to_integer(value: &Value, field_type: FieldType, coerce: bool) -> Result<
     let parsed: i64 = match value {
         Value::Number(n) => {
             if let Some(i) = n.as_i64() {
+                // JSON integers are read as Java ints for integer/short/byte (Jackson's error
+                // beyond that), as longs for long
+                if field_type != FieldType::Long && (i < i32::MIN as i64 || i > i32::MAX as i64) {
+                    return Err(Error::new(
+                        "input_coercion_exception",
+                        400,
+                        format!(
+                            "Numeric value ({i}) out of range of int (-2147483648 - 2147483647)"
+                        ),
+                    ));
+                }
                 i
             } else if n.is_u64() {
-                return Err(out_of_range(&n.to_string()));
+                return Err(Error::new(
+                    "input_coercion_exception",
+                    400,
+                    format!("Numeric value ({n}) out of range of long (-9223372036854775808 - 9223372036854775807)"),
+                ));
             } else {
                 let f = n.as_f64().unwrap_or(f64::NAN);
                 if !coerce && f.fract() != 0.0 {
@@ -78,11 +93,10 @@ pub fn to_integer(value: &Value, field_type: FieldType, coerce: bool) -> Result<
                         {
                             return Err(out_of_range(s));
                         }
-                        return Err(Error::new(
-                            "number_format_exception",
-                            400,
-                            format!("For input string: \"{s}\""),
-                        ));
+                        // NumberFormatException, which OpenSearch reports as its parent type
+                        return Err(Error::illegal_argument(format!(
+                            "For input string: \"{s}\""
+                        )));
                     }
                 },
             }
@@ -140,13 +154,10 @@ pub fn to_float(value: &Value, field_type: FieldType, coerce: bool) -> Result<f6
     let name = field_type.name();
     let f = match value {
         Value::Number(n) => n.as_f64().unwrap_or(f64::NAN),
-        Value::String(s) if coerce => s.trim().parse::<f64>().map_err(|_| {
-            Error::new(
-                "number_format_exception",
-                400,
-                format!("For input string: \"{s}\""),
-            )
-        })?,
+        Value::String(s) if coerce => s
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| Error::illegal_argument(format!("For input string: \"{s}\"")))?,
         Value::String(s) => {
             return Err(Error::illegal_argument(format!(
                 "Value [{s}] is not a number and [coerce] is disabled"
@@ -272,79 +283,6 @@ pub fn to_text(value: &Value) -> Option<String> {
     }
 }
 
-/// Validates a geo_point in any of OpenSearch's forms: `[lon, lat]`, `"lat,lon"`,
-/// `{"lat": .., "lon": ..}`, a geohash, or WKT `POINT (lon lat)`.
-pub fn check_geo_point(value: &Value) -> Result<(f64, f64)> {
-    let bad = |why: &str| Error::illegal_argument(why.to_string());
-    let (lat, lon) = match value {
-        Value::Array(items)
-            if (2..=3).contains(&items.len()) && items.iter().all(Value::is_number) =>
-        {
-            (
-                items[1].as_f64().unwrap_or(f64::NAN),
-                items[0].as_f64().unwrap_or(f64::NAN),
-            )
-        }
-        Value::Object(o) => {
-            let lat = o
-                .get("lat")
-                .and_then(to_f64)
-                .ok_or_else(|| bad("field [lat] missing"))?;
-            let lon = o
-                .get("lon")
-                .and_then(to_f64)
-                .ok_or_else(|| bad("field [lon] missing"))?;
-            (lat, lon)
-        }
-        Value::String(s) => {
-            let s = s.trim();
-            if let Some(rest) = s.strip_prefix("POINT").or_else(|| s.strip_prefix("point")) {
-                let inner = rest.trim().trim_start_matches('(').trim_end_matches(')');
-                let mut parts = inner.split_whitespace();
-                let lon = parts.next().and_then(|p| p.parse::<f64>().ok());
-                let lat = parts.next().and_then(|p| p.parse::<f64>().ok());
-                match (lat, lon) {
-                    (Some(lat), Some(lon)) => (lat, lon),
-                    _ => return Err(bad(&format!("failed to parse WKT point [{s}]"))),
-                }
-            } else if let Some((a, b)) = s.split_once(',') {
-                let lat = a
-                    .trim()
-                    .parse::<f64>()
-                    .map_err(|_| bad(&format!("latitude must be a number [{a}]")))?;
-                let lon = b
-                    .trim()
-                    .parse::<f64>()
-                    .map_err(|_| bad(&format!("longitude must be a number [{b}]")))?;
-                (lat, lon)
-            } else if !s.is_empty()
-                && s.len() <= 12
-                && s.chars()
-                    .all(|c| "0123456789bcdefghjkmnpqrstuvwxyz".contains(c))
-            {
-                return Ok((0.0, 0.0));
-            } else {
-                return Err(bad(&format!(
-                    "unsupported symbol [{}] in geohash [{s}]",
-                    s.chars().next().unwrap_or(' ')
-                )));
-            }
-        }
-        _ => return Err(bad("geo_point expected")),
-    };
-    if !(-90.0..=90.0).contains(&lat) {
-        return Err(bad(&format!(
-            "illegal latitude value [{lat}] for geo_point"
-        )));
-    }
-    if !(-180.0..=180.0).contains(&lon) {
-        return Err(bad(&format!(
-            "illegal longitude value [{lon}] for geo_point"
-        )));
-    }
-    Ok((lat, lon))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,6 +303,12 @@ mod tests {
         let e = to_integer(&json!(300), FieldType::Byte, true).unwrap_err();
         assert_eq!(e.reason(), "Value [300] is out of range for a byte");
         let e = to_integer(&json!(3_000_000_000i64), FieldType::Integer, true).unwrap_err();
+        assert_eq!(e.kind(), "input_coercion_exception");
+        assert_eq!(
+            e.reason(),
+            "Numeric value (3000000000) out of range of int (-2147483648 - 2147483647)"
+        );
+        let e = to_integer(&json!("3000000000"), FieldType::Integer, true).unwrap_err();
         assert_eq!(
             e.reason(),
             "Value [3000000000] is out of range for an integer"
@@ -418,24 +362,5 @@ mod tests {
         assert_eq!(format_ip(to_ip(&json!("10.1.2.3")).unwrap()), "10.1.2.3");
         assert_eq!(format_ip(to_ip(&json!("::1")).unwrap()), "::1");
         assert!(to_ip(&json!("300.1.1.1")).is_err());
-        assert_eq!(
-            check_geo_point(&json!([-73.9, 40.7])).unwrap(),
-            (40.7, -73.9)
-        );
-        assert_eq!(
-            check_geo_point(&json!("40.7,-73.9")).unwrap(),
-            (40.7, -73.9)
-        );
-        assert_eq!(
-            check_geo_point(&json!({"lat": 40.7, "lon": -73.9})).unwrap(),
-            (40.7, -73.9)
-        );
-        assert_eq!(
-            check_geo_point(&json!("POINT (-73.9 40.7)")).unwrap(),
-            (40.7, -73.9)
-        );
-        assert!(check_geo_point(&json!("dr5regw3pp")).is_ok());
-        assert!(check_geo_point(&json!([10.0, 100.0])).is_err());
-        assert!(check_geo_point(&json!(true)).is_err());
     }
 }

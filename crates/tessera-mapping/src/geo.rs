@@ -1,0 +1,266 @@
+//! Geo points: parsing every form OpenSearch accepts, Lucene's 32-bit quantization (so stored
+//! coordinates, doc values and distances match OpenSearch's), geohashes, distance units and
+//! the haversine distance.
+
+use serde_json::Value;
+use tessera_common::{Error, Result};
+
+/// A point in degrees.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GeoPoint {
+    pub lat: f64,
+    pub lon: f64,
+}
+
+const LAT_DECODE: f64 = 90.0 / (1u64 << 31) as f64;
+const LON_DECODE: f64 = 180.0 / (1u64 << 31) as f64;
+
+/// Lucene's `GeoEncodingUtils`: latitudes and longitudes are kept as 32-bit integers.
+pub fn quantize(point: GeoPoint) -> GeoPoint {
+    let lat = if point.lat == 90.0 {
+        i32::MAX
+    } else {
+        (point.lat / LAT_DECODE).floor() as i32
+    };
+    let lon = if point.lon == 180.0 {
+        i32::MAX
+    } else {
+        (point.lon / LON_DECODE).floor() as i32
+    };
+    GeoPoint {
+        lat: lat as f64 * LAT_DECODE,
+        lon: lon as f64 * LON_DECODE,
+    }
+}
+
+const BASE32: &[u8] = b"0123456789bcdefghjkmnpqrstuvwxyz";
+
+/// The centre of a geohash cell.
+pub fn decode_geohash(hash: &str) -> Result<GeoPoint> {
+    let (mut lat, mut lon) = ((-90.0f64, 90.0f64), (-180.0f64, 180.0f64));
+    let mut even = true;
+    for c in hash.chars() {
+        let bits = BASE32
+            .iter()
+            .position(|&b| b as char == c.to_ascii_lowercase())
+            .ok_or_else(|| {
+                Error::illegal_argument(format!("unsupported symbol [{c}] in geohash [{hash}]"))
+            })?;
+        for shift in (0..5).rev() {
+            let bit = (bits >> shift) & 1 == 1;
+            let range = if even { &mut lon } else { &mut lat };
+            let mid = (range.0 + range.1) / 2.0;
+            if bit {
+                range.0 = mid;
+            } else {
+                range.1 = mid;
+            }
+            even = !even;
+        }
+    }
+    Ok(GeoPoint {
+        lat: (lat.0 + lat.1) / 2.0,
+        lon: (lon.0 + lon.1) / 2.0,
+    })
+}
+
+fn number(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Parses `[lon, lat]`, `"lat,lon"`, `{"lat": .., "lon": ..}`, a geohash or WKT `POINT (lon lat)`,
+/// and checks the ranges.
+pub fn parse_point(value: &Value) -> Result<GeoPoint> {
+    let bad = |why: String| Error::illegal_argument(why);
+    let point = match value {
+        Value::Array(items)
+            if (2..=3).contains(&items.len()) && items.iter().all(Value::is_number) =>
+        {
+            GeoPoint {
+                lat: items[1].as_f64().unwrap_or(f64::NAN),
+                lon: items[0].as_f64().unwrap_or(f64::NAN),
+            }
+        }
+        Value::Object(o) => {
+            let lat = o
+                .get("lat")
+                .and_then(number)
+                .ok_or_else(|| bad("field [lat] missing".into()))?;
+            let lon = o
+                .get("lon")
+                .and_then(number)
+                .ok_or_else(|| bad("field [lon] missing".into()))?;
+            GeoPoint { lat, lon }
+        }
+        Value::String(s) => {
+            let s = s.trim();
+            let upper = s.to_ascii_uppercase();
+            if let Some(rest) = upper.strip_prefix("POINT") {
+                let inner = rest.trim().trim_start_matches('(').trim_end_matches(')');
+                let mut parts = inner.split_whitespace().map(|p| p.parse::<f64>().ok());
+                match (parts.next().flatten(), parts.next().flatten()) {
+                    (Some(lon), Some(lat)) => GeoPoint { lat, lon },
+                    _ => return Err(bad(format!("failed to parse WKT point [{s}]"))),
+                }
+            } else if let Some((a, b)) = s.split_once(',') {
+                let lat = a
+                    .trim()
+                    .parse::<f64>()
+                    .map_err(|_| bad(format!("latitude must be a number [{a}]")))?;
+                let lon = b
+                    .trim()
+                    .parse::<f64>()
+                    .map_err(|_| bad(format!("longitude must be a number [{b}]")))?;
+                GeoPoint { lat, lon }
+            } else if !s.is_empty() && s.len() <= 12 {
+                decode_geohash(s)?
+            } else {
+                return Err(bad(format!("unsupported symbol in geohash [{s}]")));
+            }
+        }
+        _ => return Err(bad("geo_point expected".into())),
+    };
+    if !(-90.0..=90.0).contains(&point.lat) {
+        return Err(bad(format!(
+            "illegal latitude value [{}] for geo_point",
+            point.lat
+        )));
+    }
+    if !(-180.0..=180.0).contains(&point.lon) {
+        return Err(bad(format!(
+            "illegal longitude value [{}] for geo_point",
+            point.lon
+        )));
+    }
+    Ok(point)
+}
+
+/// The mean earth radius Lucene's haversine uses, in meters.
+const EARTH_RADIUS_METERS: f64 = 6_371_008.771_4;
+
+/// Great-circle distance in meters.
+pub fn haversine_meters(a: GeoPoint, b: GeoPoint) -> f64 {
+    let (lat1, lat2) = (a.lat.to_radians(), b.lat.to_radians());
+    let dlat = lat2 - lat1;
+    let dlon = (b.lon - a.lon).to_radians();
+    let h = (dlat / 2.0).sin().powi(2) + lat1.cos() * lat2.cos() * (dlon / 2.0).sin().powi(2);
+    2.0 * EARTH_RADIUS_METERS * h.sqrt().min(1.0).asin()
+}
+
+/// Parses a distance (`100km`, `12mi`, `500m`, or a number of meters).
+pub fn parse_distance(value: &Value) -> Result<f64> {
+    let text = match value {
+        Value::Number(n) => {
+            return n
+                .as_f64()
+                .ok_or_else(|| Error::illegal_argument("invalid distance"))
+        }
+        Value::String(s) => s.trim().to_ascii_lowercase(),
+        other => {
+            return Err(Error::illegal_argument(format!(
+                "failed to parse distance [{other}]"
+            )))
+        }
+    };
+    const UNITS: &[(&str, f64)] = &[
+        ("nauticalmiles", 1852.0),
+        ("nmi", 1852.0),
+        ("kilometers", 1000.0),
+        ("km", 1000.0),
+        ("miles", 1609.344),
+        ("mi", 1609.344),
+        ("yards", 0.9144),
+        ("yd", 0.9144),
+        ("feet", 0.3048),
+        ("ft", 0.3048),
+        ("inch", 0.0254),
+        ("in", 0.0254),
+        ("centimeters", 0.01),
+        ("cm", 0.01),
+        ("millimeters", 0.001),
+        ("mm", 0.001),
+        ("meters", 1.0),
+        ("m", 1.0),
+    ];
+    for (suffix, factor) in UNITS {
+        if let Some(number) = text.strip_suffix(suffix) {
+            if let Ok(n) = number.trim().parse::<f64>() {
+                return Ok(n * factor);
+            }
+        }
+    }
+    text.parse::<f64>()
+        .map_err(|_| Error::illegal_argument(format!("failed to parse distance [{text}]")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_every_form() {
+        let expected = GeoPoint {
+            lat: 40.7,
+            lon: -73.9,
+        };
+        for form in [
+            json!([-73.9, 40.7]),
+            json!("40.7,-73.9"),
+            json!({"lat": 40.7, "lon": -73.9}),
+            json!("POINT (-73.9 40.7)"),
+        ] {
+            assert_eq!(parse_point(&form).unwrap(), expected, "{form}");
+        }
+        let hashed = parse_point(&json!("dr5regw3pp")).unwrap();
+        assert!(
+            (hashed.lat - 40.7128).abs() < 0.001 && (hashed.lon + 74.006).abs() < 0.001,
+            "{hashed:?}"
+        );
+        assert!(parse_point(&json!([10.0, 100.0])).is_err());
+        assert!(parse_point(&json!(true)).is_err());
+    }
+
+    #[test]
+    fn quantization_matches_lucene() {
+        // OpenSearch 2.19 renders these doc values for (52.52, 13.4) and (48.85, 2.35)
+        let q = quantize(GeoPoint {
+            lat: 52.52,
+            lon: 13.4,
+        });
+        assert_eq!(
+            format!("{}, {}", q.lat, q.lon),
+            "52.51999998930842, 13.399999989196658"
+        );
+        let q = quantize(GeoPoint {
+            lat: 48.85,
+            lon: 2.35,
+        });
+        assert_eq!(
+            format!("{}, {}", q.lat, q.lon),
+            "48.8499999884516, 2.3499999940395355"
+        );
+    }
+
+    #[test]
+    fn distances() {
+        let berlin = GeoPoint {
+            lat: 52.52,
+            lon: 13.405,
+        };
+        let paris = GeoPoint {
+            lat: 48.8566,
+            lon: 2.3522,
+        };
+        let d = haversine_meters(berlin, paris);
+        assert!((d - 877_500.0).abs() < 2_000.0, "{d}");
+        assert_eq!(parse_distance(&json!("100km")).unwrap(), 100_000.0);
+        assert_eq!(parse_distance(&json!("1mi")).unwrap(), 1609.344);
+        assert_eq!(parse_distance(&json!(250)).unwrap(), 250.0);
+        assert!(parse_distance(&json!("far")).is_err());
+    }
+}
