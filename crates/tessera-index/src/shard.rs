@@ -32,6 +32,13 @@ use crate::schema_change::grow_schema;
 use crate::stats::ShardStats;
 use crate::translog::{self, OpKind, Operation, Translog};
 
+/// Shards not searched for this long are search-idle: scheduled refreshes skip them (unless
+/// `refresh_interval` is set explicitly) and the next search refreshes first, as in OpenSearch.
+pub const SEARCH_IDLE_AFTER_MILLIS: u64 = 30_000;
+
+/// How long the version of a deleted document is remembered (`index.gc_deletes`).
+pub const GC_DELETES_MILLIS: u64 = 60_000;
+
 /// `index.translog.durability`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
@@ -93,6 +100,43 @@ pub struct ShardSnapshot {
     pub table: Arc<FieldTable>,
     /// Bumped on every refresh, for tests and stats.
     pub generation: u64,
+    /// Segment ordinals in index order (oldest writes first). tantivy lists segments in no
+    /// particular order; OpenSearch breaks ties between equal hits by index order, so searches
+    /// walk and compare segments in this order.
+    pub segments_in_order: Vec<u32>,
+    /// The rank of each segment ordinal in `segments_in_order`.
+    pub segment_ranks: Vec<u32>,
+}
+
+impl ShardSnapshot {
+    pub fn new(searcher: Searcher, table: Arc<FieldTable>, generation: u64) -> ShardSnapshot {
+        let first_seq_no: Vec<u64> = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| {
+                segment
+                    .fast_fields()
+                    .column_opt::<u64>(tessera_mapping::field_table::SEQ_NO_FIELD)
+                    .ok()
+                    .flatten()
+                    .map(|column| column.min_value())
+                    .unwrap_or(u64::MAX)
+            })
+            .collect();
+        let mut segments_in_order: Vec<u32> = (0..first_seq_no.len() as u32).collect();
+        segments_in_order.sort_by_key(|&ord| (first_seq_no[ord as usize], ord));
+        let mut segment_ranks = vec![0u32; segments_in_order.len()];
+        for (rank, &ord) in segments_in_order.iter().enumerate() {
+            segment_ranks[ord as usize] = rank as u32;
+        }
+        ShardSnapshot {
+            searcher,
+            table,
+            generation,
+            segments_in_order,
+            segment_ranks,
+        }
+    }
 }
 
 struct WriteState {
@@ -102,6 +146,9 @@ struct WriteState {
     table: Arc<FieldTable>,
     mapping_version: u64,
     live: HashMap<String, LiveEntry>,
+    /// Versions of deleted documents, kept across refreshes for `GC_DELETES_MILLIS` so that a
+    /// document deleted and indexed again keeps counting versions (OpenSearch's gc_deletes).
+    tombstones: HashMap<String, (u64, u64)>,
     next_seq_no: u64,
     dirty: bool,
     generation: u64,
@@ -120,6 +167,10 @@ pub struct Shard {
     primary_term: u64,
     last_write: AtomicU64,
     async_durability: std::sync::atomic::AtomicBool,
+    /// Mirrors `WriteState::dirty` so the scheduler can check it without the write lock.
+    pending_refresh: std::sync::atomic::AtomicBool,
+    last_refresh: AtomicU64,
+    last_search: AtomicU64,
 }
 
 fn tantivy_err(context: impl std::fmt::Display) -> impl FnOnce(tantivy::TantivyError) -> Error {
@@ -205,15 +256,12 @@ impl Shard {
                 table: table.clone(),
                 mapping_version,
                 live: HashMap::new(),
+                tombstones: HashMap::new(),
                 next_seq_no: committed_next,
                 dirty: false,
                 generation: 0,
             }),
-            snapshot: RwLock::new(Arc::new(ShardSnapshot {
-                searcher,
-                table,
-                generation: 0,
-            })),
+            snapshot: RwLock::new(Arc::new(ShardSnapshot::new(searcher, table, 0))),
             translog,
             stats: ShardStats::default(),
             primary_term: 1,
@@ -222,6 +270,9 @@ impl Shard {
                 config.durability == Durability::Async,
             ),
             config,
+            pending_refresh: std::sync::atomic::AtomicBool::new(false),
+            last_refresh: AtomicU64::new(tessera_common::time::now_millis() as u64),
+            last_search: AtomicU64::new(0),
         };
         shard.replay(pending, committed_next, mapping)?;
         Ok(shard)
@@ -297,6 +348,7 @@ impl Shard {
             }
             state.next_seq_no = state.next_seq_no.max(op.seq_no + 1);
             state.dirty = true;
+            self.pending_refresh.store(true, Ordering::Release);
             replayed += 1;
         }
         if replayed > 0 {
@@ -365,11 +417,11 @@ impl Shard {
 
     fn publish(&self, state: &mut WriteState) {
         state.generation += 1;
-        let snapshot = Arc::new(ShardSnapshot {
-            searcher: state.reader.searcher(),
-            table: state.table.clone(),
-            generation: state.generation,
-        });
+        let snapshot = Arc::new(ShardSnapshot::new(
+            state.reader.searcher(),
+            state.table.clone(),
+            state.generation,
+        ));
         *self.snapshot.write().unwrap() = snapshot;
     }
 
@@ -393,7 +445,14 @@ impl Shard {
             .map_err(tantivy_err("reload the shard reader"))?;
         self.translog.roll_and_trim()?;
         state.live.clear();
+        let horizon = (tessera_common::time::now_millis() as u64).saturating_sub(GC_DELETES_MILLIS);
+        state
+            .tombstones
+            .retain(|_, (_, deleted_at)| *deleted_at >= horizon);
         state.dirty = false;
+        self.pending_refresh.store(false, Ordering::Release);
+        self.last_refresh
+            .store(tessera_common::time::now_millis() as u64, Ordering::Relaxed);
         self.publish(state);
         self.stats.record_refresh(started.elapsed());
         Ok(())
@@ -409,10 +468,31 @@ impl Shard {
 
     /// Refreshes if something was written since the last refresh (for the scheduler).
     pub fn refresh_if_dirty(&self) -> Result<bool> {
-        if !self.lock().dirty {
+        if !self.has_pending_refresh() {
             return Ok(false);
         }
         self.refresh()
+    }
+
+    /// True when writes are waiting for a refresh (checked without the write lock).
+    pub fn has_pending_refresh(&self) -> bool {
+        self.pending_refresh.load(Ordering::Acquire)
+    }
+
+    /// Milliseconds since the epoch of the last refresh.
+    pub fn last_refresh_millis(&self) -> u64 {
+        self.last_refresh.load(Ordering::Relaxed)
+    }
+
+    /// Records a search; returns the time of the previous one (0 if none), so a caller can tell
+    /// that the shard was search-idle.
+    pub fn mark_searched(&self) -> u64 {
+        self.last_search
+            .swap(tessera_common::time::now_millis() as u64, Ordering::Relaxed)
+    }
+
+    pub fn last_search_millis(&self) -> u64 {
+        self.last_search.load(Ordering::Relaxed)
     }
 
     /// `_flush`: a durable commit; identical to a refresh in Tessera.
@@ -501,6 +581,12 @@ impl Shard {
             return read_stored(&state.reader.searcher(), &state.table, id);
         }
         read_stored(&state.reader.searcher(), &state.table, id)
+    }
+
+    /// The document `id` as of the last refresh.
+    pub fn get_refreshed(&self, id: &str) -> Result<Option<StoredDoc>> {
+        let snapshot = self.snapshot();
+        read_stored(&snapshot.searcher, &snapshot.table, id)
     }
 
     /// Docs, deleted docs and segments, as of the last refresh.
@@ -892,18 +978,22 @@ impl WriteBatch<'_> {
         }
     }
 
+    /// The version of a recent delete of `id`, if any.
+    fn tombstone(&self, id: &str) -> Option<u64> {
+        match self.state.live.get(id) {
+            Some(entry) if entry.deleted => Some(entry.version.version),
+            Some(_) => None,
+            None => self.state.tombstones.get(id).map(|(version, _)| *version),
+        }
+    }
+
     /// Indexes (creates or replaces) a document.
     pub fn index(&mut self, prepared: PreparedDoc, conditions: &Conditions) -> Result<Written> {
         let started = Instant::now();
         let (current, tombstone) = if prepared.auto_id {
             (None, None)
         } else {
-            let tombstone = self
-                .state
-                .live
-                .get(&prepared.id)
-                .filter(|e| e.deleted)
-                .map(|e| e.version.version);
+            let tombstone = self.tombstone(&prepared.id);
             (self.current(&prepared.id)?, tombstone)
         };
         self.check(&prepared.id, current, conditions)?;
@@ -944,6 +1034,7 @@ impl WriteBatch<'_> {
             },
         );
         self.state.dirty = true;
+        self.shard.pending_refresh.store(true, Ordering::Release);
         self.shard.stats.record_index(started.elapsed());
         Ok(Written {
             outcome: if current.is_some() {
@@ -965,7 +1056,8 @@ impl WriteBatch<'_> {
         let started = Instant::now();
         let current = self.current(id)?;
         self.check(id, current, conditions)?;
-        let version = self.next_version(current.map(|v| v.version));
+        let tombstone = self.tombstone(id);
+        let version = self.next_version(current.map(|v| v.version).or(tombstone));
         let table = self.state.table.clone();
         if current.is_some() {
             self.state
@@ -992,7 +1084,12 @@ impl WriteBatch<'_> {
                 routing: None,
             },
         );
+        self.state.tombstones.insert(
+            id.to_string(),
+            (version.version, tessera_common::time::now_millis() as u64),
+        );
         self.state.dirty = true;
+        self.shard.pending_refresh.store(true, Ordering::Release);
         self.shard.stats.record_delete(started.elapsed());
         Ok(Written {
             outcome: if current.is_some() {
