@@ -92,6 +92,31 @@ pub enum QueryAst {
         tie_breaker: f32,
         boost: f32,
     },
+    /// Points within `distance_meters` of (`lat`, `lon`).
+    GeoDistance {
+        field: String,
+        lat: f64,
+        lon: f64,
+        distance_meters: f64,
+        boost: f32,
+    },
+    /// Points inside a box (`left > right` crosses the date line).
+    GeoBoundingBox {
+        field: String,
+        top: f64,
+        left: f64,
+        bottom: f64,
+        right: f64,
+        boost: f32,
+    },
+    /// Matches `positive`; documents also matching `negative` have their score multiplied by
+    /// `negative_boost`.
+    Boosting {
+        positive: Box<QueryAst>,
+        negative: Box<QueryAst>,
+        negative_boost: f32,
+        boost: f32,
+    },
     /// Lowered into the other variants by `query_string::lower` once fields are known.
     QueryString(QueryStringQuery),
     /// Lowered into the other variants by `query_string::lower_simple` once fields are known.

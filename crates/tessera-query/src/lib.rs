@@ -5,6 +5,7 @@
 pub mod ast;
 pub mod compile;
 pub mod dsl;
+pub mod highlight_terms;
 pub mod query_string;
 
 pub use ast::QueryAst;

@@ -20,6 +20,19 @@ use crate::ast::{
 use crate::dsl::resolve_msm;
 use tantivy::query::AllQuery;
 
+/// A scored query on one field, with that field's BM25 statistics (see `field_stats`).
+/// `match_only_text` keeps no frequencies or norms in OpenSearch: its matches score 1.0.
+pub(crate) fn per_field(
+    ctx: &CompileContext,
+    leaf: &LeafField,
+    query: Box<dyn Query>,
+) -> Box<dyn Query> {
+    if leaf.field_type == tessera_mapping::FieldType::MatchOnlyText {
+        return constant(query, 1.0);
+    }
+    super::field_stats::FieldScoped::wrap(query, ctx.table.meta.field_names, &leaf.path)
+}
+
 fn zero_terms(zero: ZeroTermsQuery) -> Box<dyn Query> {
     match zero {
         ZeroTermsQuery::None => match_none(),
@@ -85,7 +98,7 @@ fn match_on_field(
         }
         let q = exact_query(leaf, field, value);
         return Ok(if scored {
-            boosted(q, boost)
+            boosted(per_field(ctx, leaf, q), boost)
         } else {
             constant(q, boost)
         });
@@ -146,7 +159,7 @@ fn match_on_field(
             Box::new(BooleanQuery::new(clauses))
         }
     };
-    Ok(boosted(combined, boost))
+    Ok(boosted(per_field(ctx, leaf, combined), boost))
 }
 
 fn positions_required(ctx: &CompileContext, leaf: &LeafField, text: &str) -> Result<()> {
@@ -205,10 +218,16 @@ fn phrase_on_field(
                 .iter()
                 .map(|(pos, t)| (*pos, Term::from_field_text(field, t)))
                 .collect();
-            Box::new(PhraseQuery::new_with_offset_and_slop(terms, slop))
+            if slop == 0 {
+                Box::new(PhraseQuery::new_with_offset_and_slop(terms, 0))
+            } else {
+                Box::new(super::sloppy_phrase::SloppyPhraseQuery::new(
+                    field, terms, slop,
+                ))
+            }
         }
     };
-    Ok(boosted(query, boost))
+    Ok(boosted(per_field(ctx, leaf, query), boost))
 }
 
 pub(crate) fn phrase_prefix(

@@ -5,7 +5,11 @@
 //! its BM25 is Lucene's legacy form with the `(1 + k1)` factor, which is tantivy's formula, and
 //! numeric, date, ip, range, prefix and wildcard queries score a constant 1.0 × boost.
 
+mod boosting;
+mod field_stats;
 mod full_text;
+mod geo;
+pub mod sloppy_phrase;
 mod term_level;
 mod values;
 
@@ -19,7 +23,15 @@ use tessera_mapping::FieldTable;
 use crate::ast::{BoolQuery, QueryAst};
 use crate::dsl::resolve_msm;
 
+pub(crate) use full_text::resolve_fields;
 pub use term_level::i64_bounds;
+
+/// A `query_string` field resolver for this shard.
+pub(crate) fn shard_resolver<'a, 'b>(
+    ctx: &'a CompileContext<'b>,
+) -> full_text::ShardFieldResolver<'a, 'b> {
+    full_text::ShardFieldResolver { ctx }
+}
 pub use values::{parse_date_bound, DateBoundContext};
 
 /// What compiling needs to know about the shard.
@@ -55,8 +67,74 @@ pub(crate) fn constant(query: Box<dyn Query>, boost: f32) -> Box<dyn Query> {
     Box::new(ConstScoreQuery::new(query, boost))
 }
 
+/// Queries on the metadata fields `_index` and `_id`, which have no mapping: `_index` is
+/// decided by the shard's index name, `_id` is an ids query.
+fn metadata_query(ast: &QueryAst, ctx: &CompileContext) -> Option<Result<Box<dyn Query>>> {
+    let all_or_none = |matches: bool, boost: f32| -> Result<Box<dyn Query>> {
+        Ok(if matches {
+            constant(Box::new(AllQuery), boost)
+        } else {
+            match_none()
+        })
+    };
+    let text = |v: &serde_json::Value| {
+        v.as_str()
+            .map(String::from)
+            .unwrap_or_else(|| v.to_string())
+    };
+    let index = ctx.index;
+    Some(match ast {
+        QueryAst::Term {
+            field,
+            value,
+            boost,
+            ..
+        } if field == "_index" => all_or_none(text(value) == index, *boost),
+        QueryAst::Terms {
+            field,
+            values,
+            boost,
+        } if field == "_index" => all_or_none(values.iter().any(|v| text(v) == index), *boost),
+        QueryAst::Prefix {
+            field,
+            value,
+            boost,
+            ..
+        } if field == "_index" => all_or_none(index.starts_with(value.as_str()), *boost),
+        QueryAst::Wildcard {
+            field,
+            pattern,
+            boost,
+            ..
+        } if field == "_index" => all_or_none(
+            tessera_mapping::dynamic::simple_match(&pattern.replace('?', "*"), index),
+            *boost,
+        ),
+        QueryAst::Exists { field, boost } if field == "_index" || field == "_id" => {
+            all_or_none(true, *boost)
+        }
+        QueryAst::Term {
+            field,
+            value,
+            boost,
+            ..
+        } if field == "_id" => term_level::ids(ctx, &[text(value)], *boost),
+        QueryAst::Terms {
+            field,
+            values,
+            boost,
+        } if field == "_id" => {
+            term_level::ids(ctx, &values.iter().map(text).collect::<Vec<_>>(), *boost)
+        }
+        _ => return None,
+    })
+}
+
 /// Compiles `ast` for the shard described by `ctx`.
 pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
+    if let Some(query) = metadata_query(ast, ctx) {
+        return query;
+    }
     match ast {
         QueryAst::MatchAll { boost } => Ok(constant(Box::new(AllQuery), *boost)),
         QueryAst::MatchNone => Ok(match_none()),
@@ -144,6 +222,51 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
         QueryAst::MultiMatch(query) => full_text::multi_match(ctx, query),
         QueryAst::Bool(query) => bool_query(ctx, query),
         QueryAst::ConstantScore { filter, boost } => Ok(constant(compile(filter, ctx)?, *boost)),
+        QueryAst::GeoDistance {
+            field,
+            lat,
+            lon,
+            distance_meters,
+            boost,
+        } => {
+            let shape = geo::GeoShape::Circle {
+                center: tessera_mapping::geo::GeoPoint {
+                    lat: *lat,
+                    lon: *lon,
+                },
+                meters: *distance_meters,
+            };
+            geo_query(ctx, field, shape, *boost)
+        }
+        QueryAst::GeoBoundingBox {
+            field,
+            top,
+            left,
+            bottom,
+            right,
+            boost,
+        } => {
+            let shape = geo::GeoShape::Box {
+                top: *top,
+                left: *left,
+                bottom: *bottom,
+                right: *right,
+            };
+            geo_query(ctx, field, shape, *boost)
+        }
+        QueryAst::Boosting {
+            positive,
+            negative,
+            negative_boost,
+            boost,
+        } => {
+            let query = boosting::BoostingQuery::new(
+                compile(positive, ctx)?,
+                compile(negative, ctx)?,
+                *negative_boost,
+            );
+            Ok(boosted(Box::new(query), *boost))
+        }
         QueryAst::DisMax {
             queries,
             tie_breaker,
@@ -171,6 +294,31 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
                 .map_err(|e| with_index(e, ctx.index))?;
             compile(&lowered, ctx)
         }
+    }
+}
+
+fn geo_query(
+    ctx: &CompileContext,
+    path: &str,
+    shape: geo::GeoShape,
+    boost: f32,
+) -> Result<Box<dyn Query>> {
+    let Some(leaf) = ctx.table.leaf(path) else {
+        return Ok(match_none());
+    };
+    match &leaf.kind {
+        tessera_mapping::LeafKind::GeoPoint { lat: Some(lat), lon: Some(lon) } => {
+            let schema = ctx.table.schema();
+            let query = geo::GeoQuery::new(schema.get_field_name(*lat).to_string(), schema.get_field_name(*lon).to_string(), shape);
+            Ok(constant(Box::new(query), boost))
+        }
+        tessera_mapping::LeafKind::GeoPoint { .. } => Err(ctx.error(format!(
+            "failed to create query: field [{path}] of type [geo_point] has no doc values to search"
+        ))),
+        _ => Err(ctx.error(format!(
+            "failed to create query: field [{path}] is of type [{}], but only geo_point fields are supported for geo queries",
+            leaf.field_type.name()
+        ))),
     }
 }
 

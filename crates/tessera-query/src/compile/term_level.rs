@@ -99,7 +99,7 @@ pub(crate) fn term(
     let scored = scored_terms(leaf) && leaf.indexed && !matches!(exact, Exact::Impossible);
     let query = exact_query(leaf, field, exact);
     Ok(if scored {
-        boosted(query, boost)
+        boosted(super::full_text::per_field(ctx, leaf, query), boost)
     } else {
         constant(query, boost)
     })
@@ -236,7 +236,7 @@ pub(crate) fn range(ctx: &CompileContext, range: &RangeAst) -> Result<Box<dyn Qu
             };
             Box::new(RangeQuery::new(to_bound(lower)?, to_bound(upper)?))
         }
-        LeafKind::GeoPoint => {
+        LeafKind::GeoPoint { .. } => {
             return Err(ctx.error(format!(
                 "Field [{}] of type [geo_point] does not support range queries",
                 leaf.path
@@ -269,23 +269,17 @@ pub fn i64_bounds(
                 zone: zone.as_ref(),
                 now: ctx.now_millis,
             };
-            let failed = |e: tessera_common::Error| {
-                ctx.error(format!("failed to create query: {}", e.reason()))
-                    .caused_by(e)
-            };
+            // Range bounds are parsed while OpenSearch rewrites the query, so a bad
+            // date surfaces as a bare `parse_exception`, not "failed to create query".
             let low = match lower {
                 None => i64::MIN,
-                Some((v, true)) => parse_date_bound(&bounds, v, false).map_err(failed)?,
-                Some((v, false)) => parse_date_bound(&bounds, v, true)
-                    .map_err(failed)?
-                    .saturating_add(1),
+                Some((v, true)) => parse_date_bound(&bounds, v, false)?,
+                Some((v, false)) => parse_date_bound(&bounds, v, true)?.saturating_add(1),
             };
             let high = match upper {
                 None => i64::MAX,
-                Some((v, true)) => parse_date_bound(&bounds, v, true).map_err(failed)?,
-                Some((v, false)) => parse_date_bound(&bounds, v, false)
-                    .map_err(failed)?
-                    .saturating_sub(1),
+                Some((v, true)) => parse_date_bound(&bounds, v, true)?,
+                Some((v, false)) => parse_date_bound(&bounds, v, false)?.saturating_sub(1),
             };
             (low <= high).then_some((low, high))
         }
@@ -308,6 +302,11 @@ pub(crate) fn exists(ctx: &CompileContext, path: &str, boost: f32) -> Result<Box
     leaves.sort_by(|a, b| a.path.cmp(&b.path));
     let mut queries: Vec<Box<dyn Query>> = Vec::new();
     for leaf in leaves {
+        if let LeafKind::GeoPoint { lat: Some(lat), .. } = &leaf.kind {
+            let column = ctx.table.schema().get_field_name(*lat).to_string();
+            queries.push(Box::new(ExistsQuery::new(column, false)));
+            continue;
+        }
         if leaf.field.is_none() {
             continue;
         }

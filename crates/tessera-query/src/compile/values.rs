@@ -105,10 +105,12 @@ pub(crate) fn exact(ctx: &CompileContext, leaf: &LeafField, value: &Value) -> Re
                 None => Exact::Ip(coerce::parse_ip(&text).map_err(|e| failed(ctx, e))?),
             }
         }
-        LeafKind::GeoPoint => return Err(ctx.error(format!(
+        LeafKind::GeoPoint { .. } => {
+            return Err(ctx.error(format!(
             "Geo fields do not support exact searching, use dedicated geo queries instead: [{}]",
             leaf.path
-        ))),
+        )))
+        }
     })
 }
 
@@ -154,15 +156,20 @@ pub fn parse_date_bound(ctx: &DateBoundContext, value: &Value, round_up: bool) -
         Ok(millis) => Ok(millis),
         Err(e) => match value {
             Value::Number(n) if n.is_i64() => Ok(n.as_i64().unwrap_or_default()),
-            _ => Err(Error::new(
-                "parse_exception",
-                400,
-                format!(
-                    "failed to parse date field [{text}] with format [{}]: [{}]",
-                    ctx.format.spec(),
-                    e.message
-                ),
-            )),
+            _ => {
+                // `e` reads "failed to parse date field [..] with format [..]: [<cause>]", as
+                // OpenSearch's parse_exception around its illegal_argument_exception does.
+                let cause = e
+                    .message
+                    .split_once(": [")
+                    .and_then(|(_, inner)| inner.strip_suffix(']'))
+                    .map(|inner| Error::illegal_argument(inner.to_string()));
+                let error = Error::new("parse_exception", 400, e.message.clone());
+                Err(match cause {
+                    Some(cause) => error.caused_by(cause),
+                    None => error,
+                })
+            }
         },
     }
 }

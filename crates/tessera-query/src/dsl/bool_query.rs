@@ -3,7 +3,7 @@
 use serde_json::Value;
 use tessera_common::{Error, Result};
 
-use super::{as_bool, as_f32, object, parse_minimum_should_match, parse_query, unknown};
+use super::{as_bool, as_f32, object, parse_minimum_should_match, parse_query};
 use crate::ast::{BoolQuery, QueryAst};
 
 fn clauses(key: &str, value: &Value) -> Result<Vec<QueryAst>> {
@@ -35,7 +35,13 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
                 as_bool("bool", key, value)?;
             }
             "_name" => {}
-            _ => return Err(unknown("bool", key)),
+            // `bool` is parsed by a declarative object parser in OpenSearch, whose unknown
+            // keys are `x_content_parse_exception`s (the REST layer adds the position).
+            _ => {
+                return Err(Error::x_content_parse(format!(
+                    "[bool] unknown field [{key}]"
+                )))
+            }
         }
     }
     Ok(QueryAst::Bool(query))
@@ -68,7 +74,7 @@ mod tests {
         );
         assert_eq!(
             parse(&json!({"bogus": []})).unwrap_err().reason(),
-            "[bool] query does not support [bogus]"
+            "[bool] unknown field [bogus]"
         );
         assert!(parse(&json!({"must": 1})).is_err());
     }

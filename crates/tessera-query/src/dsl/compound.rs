@@ -25,6 +25,38 @@ pub fn parse_constant_score(body: &Value) -> Result<QueryAst> {
     })
 }
 
+pub fn parse_boosting(body: &Value) -> Result<QueryAst> {
+    let mut positive = None;
+    let mut negative = None;
+    let mut negative_boost = None;
+    let mut boost = 1.0;
+    for (key, value) in object("boosting", body)? {
+        match key.as_str() {
+            "positive" => positive = Some(parse_query(value)?),
+            "negative" => negative = Some(parse_query(value)?),
+            "negative_boost" => negative_boost = Some(as_f32("boosting", key, value)?),
+            "boost" => boost = as_f32("boosting", key, value)?,
+            "_name" => {}
+            _ => return Err(unknown("boosting", key)),
+        }
+    }
+    let positive = positive
+        .ok_or_else(|| Error::parsing("[boosting] query requires 'positive' query to be set'"))?;
+    let negative = negative
+        .ok_or_else(|| Error::parsing("[boosting] query requires 'negative' query to be set'"))?;
+    let negative_boost = negative_boost.filter(|b| *b >= 0.0).ok_or_else(|| {
+        Error::parsing(
+            "[boosting] query requires 'negative_boost' to be set to be a positive value'",
+        )
+    })?;
+    Ok(QueryAst::Boosting {
+        positive: Box::new(positive),
+        negative: Box::new(negative),
+        negative_boost,
+        boost,
+    })
+}
+
 pub fn parse_dis_max(body: &Value) -> Result<QueryAst> {
     let mut queries = Vec::new();
     let mut tie_breaker = 0.0;

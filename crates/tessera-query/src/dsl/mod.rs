@@ -13,6 +13,7 @@ mod bool_query;
 mod compound;
 mod exists;
 mod fuzzy;
+mod geo;
 mod ids;
 mod match_all;
 mod match_phrase;
@@ -33,8 +34,6 @@ const UNSUPPORTED: &[&str] = &[
     "has_child",
     "has_parent",
     "parent_id",
-    "geo_distance",
-    "geo_bounding_box",
     "geo_polygon",
     "geo_shape",
     "script",
@@ -57,13 +56,15 @@ const UNSUPPORTED: &[&str] = &[
     "wrapper",
     "pinned",
     "terms_set",
-    "boosting",
     "match_bool_prefix",
     "combined_fields",
     "knn",
     "neural",
     "hybrid",
 ];
+
+/// The reason for a `{}` query clause; the REST layer appends ` at [line:col]`.
+pub const EMPTY_CLAUSE: &str = "query malformed, empty clause found";
 
 /// Parses a query object such as `{"match": {"title": "quick"}}`.
 pub fn parse_query(value: &Value) -> Result<QueryAst> {
@@ -74,12 +75,14 @@ pub fn parse_query(value: &Value) -> Result<QueryAst> {
     };
     let mut entries = object.iter();
     let Some((name, body)) = entries.next() else {
-        return Ok(QueryAst::match_all());
+        // Empty clauses were removed in OpenSearch's 6.0; the REST layer adds the position.
+        return Err(Error::illegal_argument(EMPTY_CLAUSE));
     };
     if let Some((extra, _)) = entries.next() {
         return Err(Error::parsing(format!(
-            "[{name}] malformed query, expected [END_OBJECT] but found [FIELD_NAME] ([{extra}])"
-        )));
+            "[{name}] malformed query, expected [END_OBJECT] but found [FIELD_NAME]"
+        ))
+        .at_body_key(extra.as_str()));
     }
     match name.as_str() {
         "match_all" => match_all::parse_match_all(body),
@@ -100,6 +103,9 @@ pub fn parse_query(value: &Value) -> Result<QueryAst> {
         "bool" => bool_query::parse(body),
         "constant_score" => compound::parse_constant_score(body),
         "dis_max" => compound::parse_dis_max(body),
+        "boosting" => compound::parse_boosting(body),
+        "geo_distance" => geo::parse_distance_query(body),
+        "geo_bounding_box" => geo::parse_bounding_box(body),
         "query_string" => query_string::parse(body),
         "simple_query_string" => simple_query_string::parse(body),
         other if UNSUPPORTED.contains(&other) => Err(Error::parsing(format!(
@@ -386,7 +392,7 @@ mod tests {
             .unwrap_err()
             .reason()
             .contains("malformed query"));
-        assert_eq!(parse_query(&json!({})).unwrap(), QueryAst::match_all());
+        assert_eq!(parse_query(&json!({})).unwrap_err().reason(), EMPTY_CLAUSE);
     }
 
     #[test]

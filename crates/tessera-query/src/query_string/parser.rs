@@ -312,13 +312,9 @@ impl Parser {
         let mut field = None;
         let first = self.kind(0)?;
         // Lucene only accepts a plain term (or `*`) before `:`, so a field pattern must be
-        // written `city.\*:paris`. As an extension, an unescaped pattern (`city.*:paris`, a
-        // syntax error in OpenSearch) is accepted as well.
-        if matches!(
-            first,
-            Kind::Term | Kind::Star | Kind::PrefixTerm | Kind::WildTerm
-        ) && self.kind(1)? == Kind::Colon
-        {
+        // written `city.\*:paris`; an unescaped pattern (`city.*:paris`) is a syntax error, as
+        // in OpenSearch.
+        if matches!(first, Kind::Term | Kind::Star) && self.kind(1)? == Kind::Colon {
             let token = self.advance();
             self.advance();
             field = Some(if first == Kind::Star {
@@ -628,19 +624,13 @@ mod tests {
         assert!(matches!(&c.body, ClauseBody::Group(inner) if inner.items.len() == 2));
         assert_eq!(clause(&q.items[1]).field.as_deref(), Some("city.name"));
         assert_eq!(clause(&q.items[2]).field.as_deref(), Some("*"));
-        // Field patterns, escaped as Lucene wants or (an extension) unescaped.
-        let q = parse(r"city.\*:paris city.*:paris *_name:x c?ty.*:y").unwrap();
+        // Field patterns must be escaped, as Lucene wants; unescaped ones are syntax errors.
+        let q = parse(r"city.\*:paris \*_name:x c\?ty.\*:y").unwrap();
         let fields: Vec<Option<&str>> =
             q.items.iter().map(|i| clause(i).field.as_deref()).collect();
-        assert_eq!(
-            fields,
-            vec![
-                Some("city.*"),
-                Some("city.*"),
-                Some("*_name"),
-                Some("c?ty.*")
-            ]
-        );
+        assert_eq!(fields, vec![Some("city.*"), Some("*_name"), Some("c?ty.*")]);
+        assert!(parse("city.*:paris").is_err());
+        assert!(parse("tit*:bears").is_err());
         let q = parse(r"first\ name:bob").unwrap();
         assert_eq!(clause(&q.items[0]).field.as_deref(), Some("first name"));
     }
