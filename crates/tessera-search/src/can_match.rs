@@ -23,6 +23,14 @@ fn required_ranges<'a>(query: &'a QueryAst, out: &mut Vec<&'a RangeQuery>) {
     }
 }
 
+/// Whether a can_match round could skip anything for `query` (OpenSearch runs it only for
+/// queries that may rewrite to "match none", such as ranges).
+pub fn may_skip(query: &QueryAst) -> bool {
+    let mut ranges = Vec::new();
+    required_ranges(query, &mut ranges);
+    !ranges.is_empty() || matches!(query, QueryAst::MatchNone)
+}
+
 /// False when `query` certainly matches nothing in this shard snapshot.
 pub fn can_match(snapshot: &ShardSnapshot, index: &str, query: &QueryAst, now_millis: i64) -> bool {
     if matches!(query, QueryAst::MatchNone) {

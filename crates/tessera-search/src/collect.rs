@@ -9,9 +9,9 @@
 use std::time::Instant;
 
 use tantivy::query::Weight;
-use tantivy::{DocSet, Searcher, TERMINATED};
+use tantivy::{DocSet, TERMINATED};
 use tessera_common::{Error, Result};
-use tessera_mapping::FieldTable;
+use tessera_index::ShardSnapshot;
 
 use crate::hits::{HitSort, QueryResult, ShardHit, TopK};
 use crate::slice::Slice;
@@ -38,10 +38,22 @@ pub struct CollectParams<'a> {
 
 const DEADLINE_CHECK_INTERVAL: u32 = 4096;
 
-/// Collects one slice.
+/// The first doc id of each segment (by ordinal) when segments are laid out in index order,
+/// as Lucene's `docBase`.
+pub fn doc_bases(snapshot: &ShardSnapshot) -> Vec<u64> {
+    let readers = snapshot.searcher.segment_readers();
+    let mut bases = vec![0u64; readers.len()];
+    let mut next = 0u64;
+    for &ord in &snapshot.segments_in_order {
+        bases[ord as usize] = next;
+        next += readers[ord as usize].max_doc() as u64;
+    }
+    bases
+}
+
+/// Collects one slice. Its parts must be in index order (see `ShardSnapshot::segments_in_order`).
 pub fn collect_slice(
-    searcher: &Searcher,
-    table: &FieldTable,
+    snapshot: &ShardSnapshot,
     weight: &dyn Weight,
     slice: &Slice,
     params: &CollectParams,
@@ -49,15 +61,9 @@ pub fn collect_slice(
     let mut top = TopK::new(params.k, params.sort);
     let mut result = QueryResult::default();
     let mut max_score = f32::NEG_INFINITY;
-    let segment_readers = searcher.segment_readers();
-    let doc_bases: Vec<u64> = segment_readers
-        .iter()
-        .scan(0u64, |base, reader| {
-            let current = *base;
-            *base += reader.max_doc() as u64;
-            Some(current)
-        })
-        .collect();
+    let table = &snapshot.table;
+    let segment_readers = snapshot.searcher.segment_readers();
+    let doc_bases = doc_bases(snapshot);
     let first_hits_only = params.constant_score
         && params.sort.is_score()
         && params.min_score.is_none()
@@ -67,20 +73,23 @@ pub fn collect_slice(
     'parts: for part in &slice.parts {
         let reader = &segment_readers[part.segment_ord as usize];
         let whole_segment = part.docs.start == 0 && part.docs.end >= reader.max_doc();
-        if params.k == 0
-            && whole_segment
-            && params.min_score.is_none()
-            && params.terminate_after.is_none()
-            && !params.scoring
-        {
+        if params.k == 0 && whole_segment && params.min_score.is_none() && !params.scoring {
             if result.total >= params.total_hits_threshold {
                 result.total_is_lower_bound = true;
                 break;
             }
+            // counting needs no collection: like OpenSearch, `terminate_after` then only says
+            // whether the count reached it, the total stays exact
             result.total += weight
                 .count(reader)
                 .map_err(|e| Error::internal("count matches", e))?
                 as u64;
+            if params
+                .terminate_after
+                .is_some_and(|limit| result.total >= limit)
+            {
+                result.terminated_early = true;
+            }
             continue;
         }
         let mut keys = match params.sort {
@@ -118,6 +127,7 @@ pub fn collect_slice(
                         let hit = ShardHit {
                             shard_index: params.shard_index,
                             segment_ord: part.segment_ord,
+                            segment_rank: snapshot.segment_ranks[part.segment_ord as usize],
                             doc,
                             score,
                             sort,

@@ -40,6 +40,10 @@ pub struct ShardsSummary {
 
 #[derive(Debug, Serialize)]
 pub struct Hit {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub _shard: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub _node: Option<String>,
     pub _index: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub _id: Option<String>,
@@ -57,7 +61,11 @@ pub struct Hit {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fields: Option<Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub highlight: Option<Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sort: Option<Vec<Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub _explanation: Option<Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -83,7 +91,9 @@ fn finite(score: f32) -> Option<f32> {
     score.is_finite().then_some(score)
 }
 
-fn all_failed(failures: &[(Arc<dyn ShardSearcher>, Error)], phase: &str) -> Error {
+/// The `search_phase_execution_exception` for failed shards, grouped by index and error as
+/// OpenSearch groups them (`reason` is "all shards failed" or "Partial shards failure").
+fn phase_failure(failures: &[(Arc<dyn ShardSearcher>, Error)], phase: &str, reason: &str) -> Error {
     let status = failures.first().map(|(_, e)| e.status()).unwrap_or(500);
     let mut grouped: Vec<(String, Error, u32, String)> = Vec::new();
     for (shard, error) in failures {
@@ -102,15 +112,11 @@ fn all_failed(failures: &[(Arc<dyn ShardSearcher>, Error)], phase: &str) -> Erro
             roots.push(error.clone());
         }
     }
-    let mut outer = Error::new(
-        "search_phase_execution_exception",
-        status,
-        "all shards failed",
-    )
-    .with_meta("phase", phase)
-    .with_meta("grouped", true)
-    .with_meta("failed_shards", Value::Array(failed_shards))
-    .with_root_causes(roots.clone());
+    let mut outer = Error::new("search_phase_execution_exception", status, reason)
+        .with_meta("phase", phase)
+        .with_meta("grouped", true)
+        .with_meta("failed_shards", Value::Array(failed_shards))
+        .with_root_causes(roots.clone());
     if let Some(first) = roots.into_iter().next() {
         outer = outer.caused_by(first);
     }
@@ -140,10 +146,11 @@ pub async fn search(
         deadline,
     };
 
-    // can_match: only worth a round when there is more than one shard
+    // can_match: as OpenSearch, only with more shards than `pre_filter_shard_size` and a query
+    // that may match nothing somewhere
     let mut active: Vec<(usize, Arc<dyn ShardSearcher>)> =
         targets.iter().cloned().enumerate().collect();
-    if active.len() > 1 {
+    if active.len() > request.pre_filter_shard_size && crate::can_match::may_skip(&request.query) {
         let probes = active.clone();
         let requests: Vec<ShardRequest> = (0..probes.len()).map(shard_request).collect();
         let matches = pool
@@ -192,7 +199,10 @@ pub async fn search(
         if failures.is_empty() {
             return Err(Error::illegal_state("no shard answered the search"));
         }
-        return Err(all_failed(&failures, "query"));
+        return Err(phase_failure(&failures, "query", "all shards failed"));
+    }
+    if !failures.is_empty() && !request.allow_partial_search_results {
+        return Err(phase_failure(&failures, "query", "Partial shards failure"));
     }
 
     // reduce
@@ -213,10 +223,14 @@ pub async fn search(
     // fetch phase: only the final page
     let spec = Arc::new(FetchSpec {
         source: request.source.clone(),
-        stored_fields_none: request.stored_fields_none,
+        stored_fields: request.stored_fields,
         docvalue_fields: request.docvalue_fields.clone(),
+        fields: request.fields.clone(),
         version: request.version,
         seq_no_primary_term: request.seq_no_primary_term,
+        explain: request.explain,
+        highlight: request.highlight.clone(),
+        query: request.highlight.as_ref().map(|_| request.query.clone()),
     });
     let mut by_shard: BTreeMap<usize, Vec<(u32, u32)>> = BTreeMap::new();
     for hit in &page {
@@ -271,7 +285,12 @@ pub async fn search(
             (HitSort::Score, Some(_)) => Some(vec![json!(hit.score)]),
             (_, s) => s,
         };
+        let explained = doc.explanation.is_some();
         hits.push(Hit {
+            _shard: explained.then(|| format!("[{}][{}]", shard.index_name(), shard.shard_id())),
+            _node: explained.then(|| shard.node_id()),
+            _explanation: doc.explanation,
+            highlight: doc.highlight,
             _index: shard.index_name(),
             _id: doc.id,
             _version: doc.version,
@@ -301,7 +320,9 @@ pub async fn search(
             })
         }
     };
-    let max_score = if request.size == 0 {
+    // OpenSearch reports max_score only for the default (score) order or with track_scores
+    let tracks_max = request.sort.is_empty() || request.track_scores;
+    let max_score = if request.size == 0 || !tracks_max {
         None
     } else {
         reduced.max_score.and_then(finite)

@@ -12,16 +12,21 @@ use tessera_date::DateFormat;
 use tessera_index::ShardSnapshot;
 use tessera_mapping::{LeafKind, SourceFilter};
 
-use crate::request::{DocValueField, SourceSpec};
+use crate::request::{DocValueField, SourceSpec, StoredFields};
 
 /// What to load for each hit.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct FetchSpec {
     pub source: SourceSpec,
-    pub stored_fields_none: bool,
+    pub stored_fields: StoredFields,
     pub docvalue_fields: Vec<DocValueField>,
+    pub fields: Vec<DocValueField>,
     pub version: bool,
     pub seq_no_primary_term: bool,
+    pub explain: bool,
+    pub highlight: Option<crate::highlight::HighlightSpec>,
+    /// The query, for highlighting.
+    pub query: Option<tessera_query::QueryAst>,
 }
 
 /// One loaded hit.
@@ -34,6 +39,8 @@ pub struct FetchedDoc {
     pub seq_no: Option<u64>,
     pub primary_term: Option<u64>,
     pub fields: Map<String, Value>,
+    pub explanation: Option<Value>,
+    pub highlight: Option<Map<String, Value>>,
 }
 
 fn read_u64(snapshot: &ShardSnapshot, address: DocAddress, field: &str) -> Result<u64> {
@@ -50,10 +57,12 @@ pub fn fetch_docs(
     snapshot: &ShardSnapshot,
     docs: &[(u32, u32)],
     spec: &FetchSpec,
+    weight: Option<&dyn tantivy::query::Weight>,
+    highlight_terms: &[tessera_query::highlight_terms::HighlightTerm],
 ) -> Result<Vec<FetchedDoc>> {
     let meta = snapshot.table.meta;
     let filter = SourceFilter::new(spec.source.includes.clone(), spec.source.excludes.clone());
-    let want_source = spec.source.enabled && !spec.stored_fields_none;
+    let want_source = spec.source.enabled && spec.stored_fields.returns_source();
     let mut out = Vec::with_capacity(docs.len());
     for &(segment_ord, doc_id) in docs {
         let address = DocAddress::new(segment_ord, doc_id);
@@ -61,7 +70,7 @@ pub fn fetch_docs(
             .searcher
             .doc(address)
             .map_err(|e| Error::internal("read a stored document", e))?;
-        let id = if spec.stored_fields_none {
+        let id = if !spec.stored_fields.returns_id() {
             None
         } else {
             doc.get_first(meta.id)
@@ -106,7 +115,39 @@ pub fn fetch_docs(
         } else {
             (None, None)
         };
-        let fields = docvalue_fields(snapshot, address, &spec.docvalue_fields)?;
+        let mut fields = docvalue_fields(snapshot, address, &spec.docvalue_fields)?;
+        let mut highlight = None;
+        if !spec.fields.is_empty() || spec.highlight.is_some() {
+            if let Some(bytes) = doc.get_first(meta.source).and_then(|v| v.as_bytes()) {
+                let parsed: Value = serde_json::from_slice(bytes)
+                    .map_err(|e| Error::internal("parse _source", e))?;
+                crate::source_fields::source_fields(
+                    &snapshot.table,
+                    &parsed,
+                    &spec.fields,
+                    &mut fields,
+                );
+                if let Some(highlight_spec) = &spec.highlight {
+                    let found = crate::highlight::highlight(
+                        &snapshot.table,
+                        &parsed,
+                        highlight_spec,
+                        highlight_terms,
+                    );
+                    highlight = (!found.is_empty()).then_some(found);
+                }
+            }
+        }
+        let explanation = match weight {
+            Some(weight) => {
+                let segment = snapshot.searcher.segment_reader(segment_ord);
+                let explained = weight
+                    .explain(segment, doc_id)
+                    .map_err(|e| Error::internal("explain a hit", e))?;
+                Some(explanation_json(&explained))
+            }
+            None => None,
+        };
         out.push(FetchedDoc {
             id,
             source,
@@ -115,6 +156,8 @@ pub fn fetch_docs(
             seq_no,
             primary_term,
             fields,
+            explanation,
+            highlight,
         });
     }
     Ok(out)
@@ -151,11 +194,6 @@ fn docvalue_fields(
             let Some(leaf) = snapshot.table.leaf(&path) else {
                 continue;
             };
-            if matches!(leaf.kind, LeafKind::Text { .. }) {
-                return Err(Error::illegal_argument(format!(
-                    "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [{path}] in order to load field data by uninverting the inverted index. Note that this can use significant memory."
-                )));
-            }
             if !leaf.fast {
                 continue;
             }
@@ -225,14 +263,79 @@ fn docvalue_fields(
                     }
                     None => Vec::new(),
                 },
-                LeafKind::Text { .. } | LeafKind::GeoPoint => Vec::new(),
+                LeafKind::GeoPoint {
+                    lat: Some(lat),
+                    lon: Some(lon),
+                } => {
+                    let schema = snapshot.table.schema();
+                    let lats = fast
+                        .column_opt::<f64>(schema.get_field_name(*lat))
+                        .map_err(open_err)?;
+                    let lons = fast
+                        .column_opt::<f64>(schema.get_field_name(*lon))
+                        .map_err(open_err)?;
+                    match (lats, lons) {
+                        (Some(lats), Some(lons)) => lats
+                            .values_for_doc(doc)
+                            .zip(lons.values_for_doc(doc))
+                            .map(|(lat, lon)| Value::String(format!("{lat}, {lon}")))
+                            .collect(),
+                        _ => Vec::new(),
+                    }
+                }
+                LeafKind::Text { .. } | LeafKind::GeoPoint { .. } => Vec::new(),
             };
             if !values.is_empty() {
-                fields.insert(path, Value::Array(values));
+                // asking for a field twice (say, with two formats) appends both renderings
+                match fields.get_mut(&path) {
+                    Some(Value::Array(existing)) => existing.extend(values),
+                    _ => {
+                        fields.insert(path, Value::Array(values));
+                    }
+                }
             }
         }
     }
     Ok(fields)
+}
+
+/// Rejects doc-value fields that have no doc values to read, before the query runs (so the
+/// failure is a shard failure, as in OpenSearch).
+pub fn validate_docvalue_fields(
+    table: &tessera_mapping::FieldTable,
+    requested: &[DocValueField],
+) -> Result<()> {
+    for request in requested {
+        for path in table.expand(&request.field) {
+            if let Some(leaf) = table.leaf(&path) {
+                if matches!(leaf.kind, LeafKind::Text { .. }) {
+                    return Err(Error::illegal_argument(format!(
+                        "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [{path}] in order to load field data by uninverting the inverted index. Note that this can use significant memory."
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// tantivy's explanation in OpenSearch's shape: `value`, `description`, `details` (always an
+/// array).
+fn explanation_json(explanation: &tantivy::query::Explanation) -> Value {
+    fn normalise(value: &mut Value) {
+        if let Value::Object(map) = value {
+            map.remove("context");
+            let details = map
+                .entry("details")
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(items) = details {
+                items.iter_mut().for_each(normalise);
+            }
+        }
+    }
+    let mut value = serde_json::to_value(explanation).unwrap_or(Value::Null);
+    normalise(&mut value);
+    value
 }
 
 fn json_f64(f: f64) -> Value {

@@ -15,7 +15,10 @@ use crate::sort::{compare_keys, SortField, SortSpec, SortValue};
 pub struct ShardHit {
     /// Position of the shard in the request (the first tie-breaker).
     pub shard_index: u32,
+    /// The segment, as tantivy numbers it (for the fetch phase).
     pub segment_ord: u32,
+    /// The segment's place in index order (the second tie-breaker).
+    pub segment_rank: u32,
     pub doc: u32,
     /// `NaN` when scores were not computed.
     pub score: f32,
@@ -69,11 +72,11 @@ impl HitSort {
         }
     }
 
-    /// Full order: keys, then shard, segment and doc.
+    /// Full order: keys, then shard, then index order (segment rank, doc).
     pub fn compare(&self, a: &ShardHit, b: &ShardHit) -> Ordering {
         self.compare_key(a, b)
             .then(a.shard_index.cmp(&b.shard_index))
-            .then(a.segment_ord.cmp(&b.segment_ord))
+            .then(a.segment_rank.cmp(&b.segment_rank))
             .then(a.doc.cmp(&b.doc))
     }
 }
@@ -222,6 +225,7 @@ mod tests {
         ShardHit {
             shard_index: shard,
             segment_ord: 0,
+            segment_rank: 0,
             doc,
             score,
             sort: vec![],
@@ -253,6 +257,7 @@ mod tests {
             .map(|i| ShardHit {
                 shard_index: i % 3,
                 segment_ord: i % 2,
+                segment_rank: i % 2,
                 doc: i,
                 score: 1.0,
                 sort: vec![if i % 5 == 0 {

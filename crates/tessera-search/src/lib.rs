@@ -6,12 +6,14 @@ pub mod can_match;
 pub mod collect;
 pub mod coordinator;
 pub mod fetch;
+pub mod highlight;
 pub mod hits;
 pub mod request;
 pub mod shard;
 pub mod slice;
 pub mod sort;
 pub mod sort_keys;
+pub mod source_fields;
 
 pub use coordinator::{count, search, ResponseOptions, SearchResponse};
 pub use request::SearchRequest;

@@ -63,17 +63,31 @@ pub struct SearchRequest {
     pub track_total_hits: TrackTotalHits,
     pub track_scores: bool,
     pub source: SourceSpec,
-    /// `stored_fields: _none_`: no `_source` and no `_id` either.
-    pub stored_fields_none: bool,
+    /// `stored_fields`: what to return besides `_source` rules.
+    pub stored_fields: StoredFields,
     pub docvalue_fields: Vec<DocValueField>,
+    /// The `fields` option: values read from `_source`, typed and formatted by the mapping.
+    pub fields: Vec<DocValueField>,
     pub search_after: Option<Vec<Value>>,
     pub timeout: Option<Duration>,
     pub terminate_after: Option<u64>,
     pub min_score: Option<f32>,
     pub version: bool,
+    /// Explain how each hit's score was computed.
+    pub explain: bool,
+    pub highlight: Option<crate::highlight::HighlightSpec>,
     pub seq_no_primary_term: bool,
     pub profile: bool,
+    /// Run can_match only when more shards than this are searched (URL parameter; OpenSearch's
+    /// default is 128).
+    pub pre_filter_shard_size: usize,
+    /// Answer with the shards that succeeded when others failed (URL parameter, default true);
+    /// when false any shard failure fails the whole search.
+    pub allow_partial_search_results: bool,
 }
+
+/// OpenSearch's default `pre_filter_shard_size`.
+pub const DEFAULT_PRE_FILTER_SHARD_SIZE: usize = 128;
 
 impl Default for SearchRequest {
     fn default() -> Self {
@@ -86,15 +100,20 @@ impl Default for SearchRequest {
             track_total_hits: TrackTotalHits::UpTo(10_000),
             track_scores: false,
             source: SourceSpec::default(),
-            stored_fields_none: false,
+            stored_fields: StoredFields::Default,
             docvalue_fields: Vec::new(),
+            fields: Vec::new(),
             search_after: None,
             timeout: None,
             terminate_after: None,
             min_score: None,
             version: false,
+            explain: false,
+            highlight: None,
             seq_no_primary_term: false,
             profile: false,
+            pre_filter_shard_size: DEFAULT_PRE_FILTER_SHARD_SIZE,
+            allow_partial_search_results: true,
         }
     }
 }
@@ -110,24 +129,24 @@ fn token(value: &Value) -> &'static str {
     }
 }
 
+/// An integer as OpenSearch's hand-written search source parser reads it: numeric
+/// strings are accepted and anything else is a bare `number_format_exception`.
 fn int_value(key: &str, value: &Value) -> Result<i64> {
+    let number_format = |text: &str| {
+        Error::new(
+            "number_format_exception",
+            400,
+            format!("For input string: \"{text}\""),
+        )
+    };
     match value {
         Value::Number(n) if n.is_i64() => Ok(n.as_i64().unwrap_or_default()),
-        Value::String(s) => s.trim().parse::<i64>().map_err(|_| {
-            Error::x_content_parse(format!("[search_source] failed to parse field [{key}]"))
-                .caused_by(Error::new(
-                    "number_format_exception",
-                    400,
-                    format!("For input string: \"{s}\""),
-                ))
-        }),
+        Value::String(s) => s.trim().parse::<i64>().map_err(|_| number_format(s)),
         Value::Number(n) => n
             .as_f64()
             .filter(|f| f.fract() == 0.0)
             .map(|f| f as i64)
-            .ok_or_else(|| {
-                Error::x_content_parse(format!("[search_source] failed to parse field [{key}]"))
-            }),
+            .ok_or_else(|| number_format(&n.to_string())),
         other => Err(Error::parsing(format!(
             "Unknown key for a {} in [{key}].",
             token(other)
@@ -256,7 +275,6 @@ fn parse_docvalue_fields(value: &Value) -> Result<Vec<DocValueField>> {
 const UNSUPPORTED_KEYS: &[&str] = &[
     "aggs",
     "aggregations",
-    "highlight",
     "suggest",
     "rescore",
     "collapse",
@@ -264,8 +282,6 @@ const UNSUPPORTED_KEYS: &[&str] = &[
     "indices_boost",
     "pit",
     "slice",
-    "fields",
-    "explain",
     "point_in_time",
     "runtime_mappings",
     "search_pipeline",
@@ -296,8 +312,9 @@ impl SearchRequest {
                 "track_total_hits" => request.track_total_hits = parse_track_total_hits(value)?,
                 "track_scores" => request.track_scores = bool_value(key, value)?,
                 "_source" => request.source = parse_source_spec(value)?,
-                "stored_fields" => request.stored_fields_none = parse_stored_fields(value)?,
+                "stored_fields" => request.stored_fields = parse_stored_fields(value)?,
                 "docvalue_fields" => request.docvalue_fields = parse_docvalue_fields(value)?,
+                "fields" => request.fields = parse_docvalue_fields(value)?,
                 "search_after" => match value {
                     Value::Array(values) => request.search_after = Some(values.clone()),
                     other => {
@@ -324,6 +341,8 @@ impl SearchRequest {
                     })? as f32)
                 }
                 "version" => request.version = bool_value(key, value)?,
+                "explain" => request.explain = bool_value(key, value)?,
+                "highlight" => request.highlight = Some(crate::highlight::parse_highlight(value)?),
                 "seq_no_primary_term" => request.seq_no_primary_term = bool_value(key, value)?,
                 "profile" => {
                     if bool_value(key, value)? {
@@ -356,7 +375,7 @@ impl SearchRequest {
             )));
         }
         if let Some(after) = &self.search_after {
-            if self.sort.is_empty() && after.len() != 1 {
+            if self.sort.is_empty() {
                 return Err(Error::illegal_argument(format!(
                     "Sort must contain at least one field."
                 )));
@@ -395,7 +414,7 @@ fn non_negative(name: &str, n: i64) -> Result<usize> {
     Ok(n as usize)
 }
 
-fn parse_stored_fields(value: &Value) -> Result<bool> {
+fn parse_stored_fields(value: &Value) -> Result<StoredFields> {
     let names: Vec<&str> = match value {
         Value::String(s) => vec![s.as_str()],
         Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
@@ -406,15 +425,49 @@ fn parse_stored_fields(value: &Value) -> Result<bool> {
             )))
         }
     };
-    if names.contains(&"_none_") {
-        if names.len() > 1 {
-            return Err(Error::illegal_argument(
-                "cannot combine _none_ with other fields",
-            ));
+    StoredFields::from_names(&names)
+}
+
+impl StoredFields {
+    /// From the names of `stored_fields` (body or URL).
+    pub fn from_names(names: &[&str]) -> Result<StoredFields> {
+        if names.contains(&"_none_") {
+            if names.len() > 1 {
+                return Err(Error::illegal_argument(
+                    "cannot combine _none_ with other fields",
+                ));
+            }
+            return Ok(StoredFields::None);
         }
-        return Ok(true);
+        // stored fields other than `_source` are not kept apart from `_source` in Tessera;
+        // asking for any list without `_source` means "no _source", as in OpenSearch
+        Ok(if names.contains(&"_source") {
+            StoredFields::Source
+        } else {
+            StoredFields::NoSource
+        })
     }
-    Ok(false)
+
+    pub fn returns_id(self) -> bool {
+        self != StoredFields::None
+    }
+
+    pub fn returns_source(self) -> bool {
+        matches!(self, StoredFields::Default | StoredFields::Source)
+    }
+}
+
+/// What `stored_fields` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoredFields {
+    /// Not given: `_id` and `_source`.
+    Default,
+    /// A list with `_source`.
+    Source,
+    /// A list without `_source`: `_id` only.
+    NoSource,
+    /// `_none_`: neither `_id` nor `_source`.
+    None,
 }
 
 /// Parses a timeout (`"10ms"`, `"1s"`, `-1` for none).
@@ -465,7 +518,7 @@ mod tests {
             .unwrap_err()
             .reason()
             .contains("cannot be negative"));
-        assert!(SearchRequest::parse(&json!({"highlight": {}}))
+        assert!(SearchRequest::parse(&json!({"rescore": {}}))
             .unwrap_err()
             .reason()
             .contains("not supported"));
@@ -487,7 +540,7 @@ mod tests {
         )
         .unwrap();
         assert!(
-            r.stored_fields_none
+            r.stored_fields == StoredFields::None
                 && !r.source.enabled
                 && r.track_total_hits == TrackTotalHits::Disabled
         );

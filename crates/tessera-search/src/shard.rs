@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query};
 use tessera_common::{Error, Result};
+use tessera_index::shard::SEARCH_IDLE_AFTER_MILLIS;
 use tessera_index::{IndexService, ShardSnapshot};
 use tessera_query::{compile, CompileContext};
 
@@ -35,7 +36,11 @@ pub struct ShardRequest {
 /// The point-in-time reader a query ran on, for the fetch phase.
 #[derive(Clone)]
 pub enum ReaderContext {
-    Local(Arc<ShardSnapshot>),
+    /// The snapshot the query ran on, and its weight when hits must be explained.
+    Local {
+        snapshot: Arc<ShardSnapshot>,
+        weight: Option<Arc<dyn tantivy::query::Weight>>,
+    },
 }
 
 pub struct ShardQueryResult {
@@ -79,12 +84,43 @@ impl LocalShard {
         }
     }
 
+    /// The shard's current reader, refreshed first if the shard was search-idle with writes
+    /// waiting (the scheduler skips refreshes of shards nobody searches, as OpenSearch does).
     fn snapshot(&self) -> Result<Arc<ShardSnapshot>> {
         let meta = self.index.metadata();
         let shard = self.index.shard(self.shard_id);
         shard.table_for(&meta.mapping, meta.mapping_version)?;
+        let previous = shard.mark_searched();
+        let idle = (tessera_common::time::now_millis() as u64).saturating_sub(previous)
+            >= SEARCH_IDLE_AFTER_MILLIS;
+        let scheduled = meta.refresh_interval_millis().is_some()
+            && !meta.settings.contains("index.refresh_interval");
+        if idle && scheduled && shard.has_pending_refresh() {
+            shard.refresh()?;
+        }
         Ok(shard.snapshot())
     }
+}
+
+/// Plans slices over the snapshot's segments taken in index order, so that each slice walks its
+/// parts oldest first.
+pub fn plan_shard_slices(
+    snapshot: &ShardSnapshot,
+    max_slice_count: usize,
+) -> Vec<crate::slice::Slice> {
+    let readers = snapshot.searcher.segment_readers();
+    let order = &snapshot.segments_in_order;
+    let max_docs: Vec<u32> = order
+        .iter()
+        .map(|&ord| readers[ord as usize].max_doc())
+        .collect();
+    let mut slices = plan_slices(&max_docs, max_slice_count);
+    for slice in &mut slices {
+        for part in &mut slice.parts {
+            part.segment_ord = order[part.segment_ord as usize];
+        }
+    }
+    slices
 }
 
 /// Converts `search_after` values into a key to compare hits with.
@@ -99,6 +135,7 @@ fn search_after_key(
     let mut key = ShardHit {
         shard_index: u32::MAX,
         segment_ord: u32::MAX,
+        segment_rank: u32::MAX,
         doc: u32::MAX,
         score: f32::NAN,
         sort: Vec::new(),
@@ -159,6 +196,7 @@ impl ShardSearcher for LocalShard {
         let snapshot = self.snapshot()?;
         let table = &snapshot.table;
         validate_sort(table, &meta.name, &search.sort)?;
+        crate::fetch::validate_docvalue_fields(table, &search.docvalue_fields)?;
         let default_fields = meta.default_fields();
         let ctx = CompileContext {
             table,
@@ -206,21 +244,10 @@ impl ShardSearcher for LocalShard {
             scoring,
             shard_index: request.shard_index,
         };
-        let max_docs: Vec<u32> = searcher
-            .segment_readers()
-            .iter()
-            .map(|s| s.max_doc())
-            .collect();
-        let slices = plan_slices(&max_docs, 1);
+        let slices = plan_shard_slices(&snapshot, 1);
         let mut results = Vec::with_capacity(slices.len());
         for slice in &slices {
-            results.push(collect_slice(
-                searcher,
-                table,
-                weight.as_ref(),
-                slice,
-                &params,
-            )?);
+            results.push(collect_slice(&snapshot, weight.as_ref(), slice, &params)?);
         }
         let result = reduce(results, &sort, k);
         let numeric_sorts = search
@@ -234,7 +261,10 @@ impl ShardSearcher for LocalShard {
             .record_query(started.elapsed());
         Ok(ShardQueryResult {
             result,
-            context: ReaderContext::Local(snapshot.clone()),
+            context: ReaderContext::Local {
+                snapshot: snapshot.clone(),
+                weight: search.explain.then(|| Arc::from(weight)),
+            },
             numeric_sorts,
         })
     }
@@ -246,8 +276,22 @@ impl ShardSearcher for LocalShard {
         spec: &FetchSpec,
     ) -> Result<Vec<FetchedDoc>> {
         let started = Instant::now();
-        let ReaderContext::Local(snapshot) = context;
-        let fetched = fetch_docs(snapshot, docs, spec)?;
+        let ReaderContext::Local { snapshot, weight } = context;
+        let highlight_terms = match (&spec.highlight, &spec.query) {
+            (Some(_), Some(query)) => {
+                let meta = self.index.metadata();
+                let default_fields = meta.default_fields();
+                let ctx = CompileContext {
+                    table: &snapshot.table,
+                    index: &meta.name,
+                    default_fields: &default_fields,
+                    now_millis: tessera_common::time::now_millis(),
+                };
+                tessera_query::highlight_terms::highlight_terms(query, &ctx)?
+            }
+            _ => Vec::new(),
+        };
+        let fetched = fetch_docs(snapshot, docs, spec, weight.as_deref(), &highlight_terms)?;
         self.index
             .shard(self.shard_id)
             .stats

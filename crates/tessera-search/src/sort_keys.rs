@@ -32,6 +32,11 @@ enum Reader {
         column: Option<StrColumn>,
         buffer: String,
     },
+    /// `_id`, read from the document store (OpenSearch allows sorting on it, rarely used).
+    Id {
+        store: tantivy::store::StoreReader,
+        field: tantivy::schema::Field,
+    },
     Unmapped,
 }
 
@@ -55,6 +60,7 @@ pub fn is_numeric_sort(table: &FieldTable, field: &SortField) -> bool {
             unmapped_type,
             ..
         } => match table.leaf(field) {
+            None if field == "_id" => false,
             Some(leaf) => !matches!(
                 leaf.kind,
                 LeafKind::Keyword { .. } | LeafKind::Ip | LeafKind::Text { .. }
@@ -74,7 +80,7 @@ pub fn validate_sort(table: &FieldTable, index: &str, fields: &[SortField]) -> R
         } = field
         {
             match table.leaf(field) {
-                None if unmapped_type.is_some() => {}
+                None if unmapped_type.is_some() || field == "_id" => {}
                 None => {
                     return Err(Error::query_shard(
                         index,
@@ -94,7 +100,7 @@ fn check_sortable(leaf: &LeafField) -> Result<()> {
             "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [{}] in order to load field data by uninverting the inverted index. Note that this can use significant memory.",
             leaf.path
         ))),
-        LeafKind::GeoPoint => Err(Error::illegal_argument(format!(
+        LeafKind::GeoPoint { .. } => Err(Error::illegal_argument(format!(
             "can't sort on geo_point field without using specific sorting feature, like geo_distance: [{}]",
             leaf.path
         ))),
@@ -211,6 +217,12 @@ impl SegmentSortKeys {
                         _ => SortValue::Missing,
                     };
                     let reader = match table.leaf(path) {
+                        None if path == "_id" => Reader::Id {
+                            store: segment
+                                .get_store_reader(16)
+                                .map_err(|e| Error::internal("open the document store", e))?,
+                            field: table.meta.id,
+                        },
                         None => Reader::Unmapped,
                         Some(leaf) => match &leaf.kind {
                             LeafKind::Integer | LeafKind::Date { .. } => Reader::I64 {
@@ -234,7 +246,7 @@ impl SegmentSortKeys {
                                 column: fast.str(path).map_err(open_err)?,
                                 buffer: String::new(),
                             },
-                            LeafKind::Text { .. } | LeafKind::GeoPoint => Reader::Unmapped,
+                            LeafKind::Text { .. } | LeafKind::GeoPoint { .. } => Reader::Unmapped,
                         },
                     };
                     (reader, mode, missing)
@@ -344,6 +356,14 @@ impl KeyReader {
                     None => None,
                 }
             }
+            Reader::Id { store, field } => store
+                .get::<tantivy::TantivyDocument>(doc)
+                .ok()
+                .and_then(|d| {
+                    use tantivy::schema::Value as _;
+                    d.get_first(*field)
+                        .and_then(|v| v.as_str().map(|s| SortValue::Str(s.to_string())))
+                }),
             _ => None,
         };
         value.unwrap_or_else(|| self.missing.clone())
