@@ -1,0 +1,222 @@
+//! Cluster settings: the registry (with OpenSearch's names and messages), persistent and
+//! transient values, and their persistence under `_state/` in the data directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+
+use serde_json::{json, Value};
+use tessera_common::settings::{Kind, Registry, Scope, SettingDef, Settings};
+use tessera_common::{Error, Result};
+use tessera_index::translog::write_atomic;
+
+const fn def(key: &'static str, kind: Kind, default: &'static str) -> SettingDef {
+    SettingDef {
+        key,
+        scope: Scope::Cluster,
+        dynamic: true,
+        kind,
+        default,
+    }
+}
+
+const INT: Kind = Kind::Int {
+    min: 0,
+    max: i32::MAX as i64,
+};
+
+static DEFS: &[SettingDef] = &[
+    def(
+        "search.concurrent_segment_search.mode",
+        Kind::Enum(&["none", "all", "auto"]),
+        "auto",
+    ),
+    def(
+        "search.concurrent_segment_search.enabled",
+        Kind::Bool,
+        "true",
+    ),
+    def("search.concurrent.max_slice_count", INT, "0"),
+    def("search.max_buckets", INT, "65535"),
+    def("search.default_search_timeout", Kind::Time, "-1"),
+    def("search.default_keep_alive", Kind::Time, "5m"),
+    def("search.allow_expensive_queries", Kind::Bool, "true"),
+    def("search.default_allow_partial_results", Kind::Bool, "true"),
+    def(
+        "cluster.routing.use_adaptive_replica_selection",
+        Kind::Bool,
+        "true",
+    ),
+    def("cluster.max_shards_per_node", INT, "1000"),
+    def("cluster.blocks.read_only", Kind::Bool, "false"),
+    def("cluster.blocks.read_only_allow_delete", Kind::Bool, "false"),
+    def("action.auto_create_index", Kind::Str, "true"),
+    def("action.destructive_requires_name", Kind::Bool, "false"),
+    def(
+        "cluster.routing.allocation.enable",
+        Kind::Enum(&["all", "primaries", "new_primaries", "none"]),
+        "all",
+    ),
+];
+
+static OPEN_PREFIXES: &[&str] = &[
+    "cluster.routing.allocation.",
+    "cluster.routing.rebalance.",
+    "indices.recovery.",
+    "indices.breaker.",
+    "indices.memory.",
+    "logger.",
+    "cluster.info.",
+    "cluster.metadata.",
+    "plugins.",
+    "opensearch.",
+];
+
+pub static REGISTRY: Registry = Registry::new(Scope::Cluster, DEFS, OPEN_PREFIXES);
+
+/// The node's cluster settings (persistent ones survive restarts).
+pub struct ClusterSettings {
+    path: PathBuf,
+    persistent: RwLock<Settings>,
+    transient: RwLock<Settings>,
+}
+
+impl ClusterSettings {
+    pub fn open(state_dir: &Path) -> Result<ClusterSettings> {
+        let path = state_dir.join("cluster_settings.json");
+        let persistent = match std::fs::read(&path) {
+            Ok(bytes) => {
+                let value: Value = serde_json::from_slice(&bytes)
+                    .map_err(|e| Error::internal("read cluster settings", e))?;
+                Settings::from_json(&value)?
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Settings::new(),
+            Err(e) => return Err(Error::internal("read cluster settings", e)),
+        };
+        Ok(ClusterSettings {
+            path,
+            persistent: RwLock::new(persistent),
+            transient: RwLock::new(Settings::new()),
+        })
+    }
+
+    /// The effective value: transient, then persistent, then the default.
+    pub fn get(&self, key: &str) -> String {
+        if let Some(v) = self.transient.read().unwrap().get_str(key) {
+            return v.to_string();
+        }
+        if let Some(v) = self.persistent.read().unwrap().get_str(key) {
+            return v.to_string();
+        }
+        REGISTRY
+            .def(key)
+            .map(|d| d.default.to_string())
+            .unwrap_or_default()
+    }
+
+    pub fn get_bool(&self, key: &str) -> bool {
+        self.get(key) == "true"
+    }
+
+    pub fn get_usize(&self, key: &str) -> usize {
+        self.get(key).parse().unwrap_or(0)
+    }
+
+    /// `PUT _cluster/settings`; returns the applied (persistent, transient) updates.
+    pub fn update(
+        &self,
+        persistent: &Settings,
+        transient: &Settings,
+    ) -> Result<(Settings, Settings)> {
+        REGISTRY.validate(persistent, false, "persistent")?;
+        REGISTRY.validate(transient, false, "transient")?;
+        {
+            let mut current = self.persistent.write().unwrap();
+            let mut next = current.clone();
+            next.merge(persistent);
+            if next != *current {
+                let bytes = serde_json::to_vec_pretty(&next.to_flat_json())
+                    .map_err(|e| Error::internal("write cluster settings", e))?;
+                write_atomic(&self.path, &bytes)?;
+                *current = next;
+            }
+        }
+        self.transient.write().unwrap().merge(transient);
+        Ok((persistent.clone(), transient.clone()))
+    }
+
+    /// `GET _cluster/settings`.
+    pub fn render(&self, flat: bool, include_defaults: bool) -> Value {
+        let render = |s: &Settings| {
+            if flat {
+                s.to_flat_json()
+            } else {
+                s.to_nested_json()
+            }
+        };
+        let mut body = json!({
+            "persistent": render(&self.persistent.read().unwrap()),
+            "transient": render(&self.transient.read().unwrap()),
+        });
+        if include_defaults {
+            let mut defaults = Settings::new();
+            for d in REGISTRY.defs() {
+                defaults.set(d.key, d.default);
+            }
+            body["defaults"] = render(&defaults);
+        }
+        body
+    }
+}
+
+/// Renders an update's echo for the `PUT` response (nested, resets omitted).
+pub fn render_update(settings: &Settings) -> Value {
+    let mut applied = Settings::new();
+    for (key, value) in settings.iter() {
+        if let Some(value) = value {
+            applied.set_value(key, Some(value.clone()));
+        }
+    }
+    applied.to_nested_json()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn updates_persist_and_transient_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let cs = ClusterSettings::open(dir.path()).unwrap();
+            assert_eq!(cs.get("search.concurrent_segment_search.mode"), "auto");
+            let p = Settings::from_json(
+                &json!({"search": {"concurrent_segment_search": {"mode": "none"}}}),
+            )
+            .unwrap();
+            cs.update(&p, &Settings::new()).unwrap();
+            let t = Settings::from_json(&json!({"search.concurrent.max_slice_count": 4})).unwrap();
+            cs.update(&Settings::new(), &t).unwrap();
+            assert_eq!(cs.get_usize("search.concurrent.max_slice_count"), 4);
+        }
+        let cs = ClusterSettings::open(dir.path()).unwrap();
+        assert_eq!(cs.get("search.concurrent_segment_search.mode"), "none");
+        assert_eq!(
+            cs.get_usize("search.concurrent.max_slice_count"),
+            0,
+            "transient settings do not survive"
+        );
+        let bad = Settings::from_json(&json!({"bogus.setting": 1})).unwrap();
+        assert_eq!(
+            cs.update(&bad, &Settings::new()).unwrap_err().reason(),
+            "persistent setting [bogus.setting], not recognized"
+        );
+        let bad_value =
+            Settings::from_json(&json!({"search.concurrent_segment_search.mode": "sometimes"}))
+                .unwrap();
+        assert!(cs.update(&bad_value, &Settings::new()).is_err());
+        let reset =
+            Settings::from_json(&json!({"search.concurrent_segment_search.mode": null})).unwrap();
+        cs.update(&reset, &Settings::new()).unwrap();
+        assert_eq!(cs.get("search.concurrent_segment_search.mode"), "auto");
+    }
+}

@@ -1,0 +1,200 @@
+//! Cluster and index health, as `_cluster/health` and `_cat/health` report it.
+//!
+//! A single node holds every primary; replicas cannot be assigned to the node that holds their
+//! primary, so an index with replicas is yellow (as in OpenSearch) and one without is green.
+
+use serde_json::{json, Map, Value};
+use tessera_index::IndexMetadata;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    Green,
+    Yellow,
+    Red,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Green => "green",
+            Status::Yellow => "yellow",
+            Status::Red => "red",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Status> {
+        match text {
+            "green" => Some(Status::Green),
+            "yellow" => Some(Status::Yellow),
+            "red" => Some(Status::Red),
+            _ => None,
+        }
+    }
+}
+
+/// Shard counts of one index.
+#[derive(Clone, Debug)]
+pub struct IndexHealth {
+    pub name: String,
+    pub status: Status,
+    pub number_of_shards: u32,
+    pub number_of_replicas: u32,
+    pub active_primary_shards: u32,
+    pub active_shards: u32,
+    pub unassigned_shards: u32,
+}
+
+impl IndexHealth {
+    pub fn of(meta: &IndexMetadata) -> IndexHealth {
+        let replicas = meta.number_of_replicas();
+        let unassigned = meta.number_of_shards * replicas;
+        IndexHealth {
+            name: meta.name.clone(),
+            status: if unassigned > 0 {
+                Status::Yellow
+            } else {
+                Status::Green
+            },
+            number_of_shards: meta.number_of_shards,
+            number_of_replicas: replicas,
+            active_primary_shards: meta.number_of_shards,
+            active_shards: meta.number_of_shards,
+            unassigned_shards: unassigned,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "status": self.status.as_str(),
+            "number_of_shards": self.number_of_shards,
+            "number_of_replicas": self.number_of_replicas,
+            "active_primary_shards": self.active_primary_shards,
+            "active_shards": self.active_shards,
+            "relocating_shards": 0,
+            "initializing_shards": 0,
+            "unassigned_shards": self.unassigned_shards,
+        })
+    }
+}
+
+/// The health of a set of indices.
+#[derive(Clone, Debug)]
+pub struct Health {
+    pub status: Status,
+    pub active_primary_shards: u32,
+    pub active_shards: u32,
+    pub unassigned_shards: u32,
+    pub indices: Vec<IndexHealth>,
+}
+
+impl Health {
+    pub fn of(indices: Vec<IndexHealth>) -> Health {
+        Health {
+            status: indices
+                .iter()
+                .map(|i| i.status)
+                .max()
+                .unwrap_or(Status::Green),
+            active_primary_shards: indices.iter().map(|i| i.active_primary_shards).sum(),
+            active_shards: indices.iter().map(|i| i.active_shards).sum(),
+            unassigned_shards: indices.iter().map(|i| i.unassigned_shards).sum(),
+            indices,
+        }
+    }
+
+    pub fn active_shards_percent(&self) -> f64 {
+        let total = self.active_shards + self.unassigned_shards;
+        if total == 0 {
+            100.0
+        } else {
+            self.active_shards as f64 * 100.0 / total as f64
+        }
+    }
+
+    /// The `_cluster/health` body; `level` is `cluster`, `indices` or `shards`.
+    pub fn to_json(&self, cluster_name: &str, timed_out: bool, level: &str) -> Value {
+        let mut body = json!({
+            "cluster_name": cluster_name,
+            "status": self.status.as_str(),
+            "timed_out": timed_out,
+            "number_of_nodes": 1,
+            "number_of_data_nodes": 1,
+            "discovered_master": true,
+            "discovered_cluster_manager": true,
+            "active_primary_shards": self.active_primary_shards,
+            "active_shards": self.active_shards,
+            "relocating_shards": 0,
+            "initializing_shards": 0,
+            "unassigned_shards": self.unassigned_shards,
+            "delayed_unassigned_shards": 0,
+            "number_of_pending_tasks": 0,
+            "number_of_in_flight_fetch": 0,
+            "task_max_waiting_in_queue_millis": 0,
+            "active_shards_percent_as_number": self.active_shards_percent(),
+        });
+        if level == "indices" || level == "shards" {
+            let mut indices = Map::new();
+            for index in &self.indices {
+                let mut entry = index.to_json();
+                if level == "shards" {
+                    let mut shards = Map::new();
+                    for shard in 0..index.number_of_shards {
+                        let status = if index.number_of_replicas > 0 {
+                            "yellow"
+                        } else {
+                            "green"
+                        };
+                        shards.insert(
+                            shard.to_string(),
+                            json!({
+                                "status": status,
+                                "primary_active": true,
+                                "active_shards": 1,
+                                "relocating_shards": 0,
+                                "initializing_shards": 0,
+                                "unassigned_shards": index.number_of_replicas,
+                            }),
+                        );
+                    }
+                    entry["shards"] = Value::Object(shards);
+                }
+                indices.insert(index.name.clone(), entry);
+            }
+            body["indices"] = Value::Object(indices);
+        }
+        body
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicas_make_yellow() {
+        let green = IndexHealth {
+            name: "a".into(),
+            status: Status::Green,
+            number_of_shards: 2,
+            number_of_replicas: 0,
+            active_primary_shards: 2,
+            active_shards: 2,
+            unassigned_shards: 0,
+        };
+        let yellow = IndexHealth {
+            name: "b".into(),
+            status: Status::Yellow,
+            number_of_shards: 1,
+            number_of_replicas: 1,
+            active_primary_shards: 1,
+            active_shards: 1,
+            unassigned_shards: 1,
+        };
+        let health = Health::of(vec![green, yellow]);
+        assert_eq!(health.status, Status::Yellow);
+        assert_eq!(health.active_shards_percent(), 75.0);
+        let body = health.to_json("c", false, "indices");
+        assert_eq!(body["indices"]["b"]["status"], "yellow");
+        assert_eq!(Health::of(vec![]).status, Status::Green);
+    }
+}

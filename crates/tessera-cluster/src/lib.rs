@@ -1,0 +1,11 @@
+//! The node and its cluster-level state: indices registry, index name resolution, cluster
+//! settings, health, background refresh, thread pools and process statistics.
+
+pub mod cluster_settings;
+pub mod health;
+pub mod node;
+pub mod process_stats;
+pub mod resolve;
+
+pub use node::{Node, NodeConfig};
+pub use resolve::ResolveOptions;

@@ -1,0 +1,502 @@
+//! The node: one `tessera serve` process. It owns the data directory, the open indices, the
+//! cluster settings, the thread pools and the background scheduler (refresh, translog sync,
+//! flush on translog size).
+//!
+//! A single-node cluster is the same code as a multi-node one will be: searches go through
+//! [`tessera_search::ShardSearcher`] targets, which remote shards will implement too.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tessera_common::settings::Settings;
+use tessera_common::threadpool::ThreadPool;
+use tessera_common::{Error, Result};
+use tessera_index::shard::SEARCH_IDLE_AFTER_MILLIS;
+use tessera_index::translog::write_atomic;
+use tessera_index::{IndexService, NodeResources};
+use tessera_mapping::Mapping;
+use tessera_search::{LocalShard, ShardSearcher};
+
+use crate::cluster_settings::ClusterSettings;
+use crate::health::{Health, IndexHealth, Status};
+use crate::process_stats::{cores, CpuSampler};
+use crate::resolve::{resolve_names, validate_index_name, ResolveOptions};
+
+/// How a node is started.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    pub name: String,
+    pub cluster_name: String,
+    pub data_path: PathBuf,
+    pub host: String,
+    pub port: u16,
+    /// `http.max_content_length`, bytes.
+    pub max_content_length: usize,
+    pub resources: NodeResources,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        NodeConfig {
+            name: "tessera-node".to_string(),
+            cluster_name: "tessera".to_string(),
+            data_path: PathBuf::from("data"),
+            host: "127.0.0.1".to_string(),
+            port: 9200,
+            max_content_length: 100 << 20,
+            resources: NodeResources::default(),
+        }
+    }
+}
+
+/// The node's thread pools.
+pub struct ThreadPools {
+    pub search: ThreadPool,
+    pub write: ThreadPool,
+    pub index_searcher: ThreadPool,
+    pub management: ThreadPool,
+}
+
+impl ThreadPools {
+    fn new() -> ThreadPools {
+        let cores = cores();
+        ThreadPools {
+            search: ThreadPool::new("search", cores * 3 / 2 + 1, 1000),
+            write: ThreadPool::new("write", cores, 10_000),
+            index_searcher: ThreadPool::new("index_searcher", cores * 2, 1000),
+            management: ThreadPool::new("management", 2.max(cores / 2), 1000),
+        }
+    }
+
+    pub fn all(&self) -> [&ThreadPool; 4] {
+        [
+            &self.index_searcher,
+            &self.management,
+            &self.search,
+            &self.write,
+        ]
+    }
+}
+
+pub struct Node {
+    pub config: NodeConfig,
+    pub node_id: String,
+    pub started_millis: i64,
+    pub pools: ThreadPools,
+    pub cluster_settings: ClusterSettings,
+    pub cpu: CpuSampler,
+    indices: RwLock<BTreeMap<String, Arc<IndexService>>>,
+    create_lock: Mutex<()>,
+    shutdown: AtomicBool,
+}
+
+fn indices_dir(data: &Path) -> PathBuf {
+    data.join("indices")
+}
+
+impl Node {
+    /// Opens the data directory (creating it), every index in it, and starts the scheduler.
+    pub fn start(config: NodeConfig) -> Result<Arc<Node>> {
+        let state_dir = config.data_path.join("_state");
+        std::fs::create_dir_all(&state_dir).map_err(|e| {
+            Error::internal(format!("create data directory {}", state_dir.display()), e)
+        })?;
+        std::fs::create_dir_all(indices_dir(&config.data_path))
+            .map_err(|e| Error::internal("create the indices directory", e))?;
+        let node_file = state_dir.join("node.json");
+        let node_id = match std::fs::read(&node_file) {
+            Ok(bytes) => serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|v| v["node_id"].as_str().map(String::from))
+                .ok_or_else(|| Error::internal("read node.json", "missing node_id"))?,
+            Err(_) => {
+                let id = tessera_common::ids::random_uuid();
+                write_atomic(&node_file, json!({ "node_id": id }).to_string().as_bytes())?;
+                id
+            }
+        };
+        let cluster_settings = ClusterSettings::open(&state_dir)?;
+        let mut indices = BTreeMap::new();
+        for entry in std::fs::read_dir(indices_dir(&config.data_path))
+            .map_err(|e| Error::internal("list indices", e))?
+        {
+            let entry = entry?;
+            if !entry.path().join("_state.json").exists() {
+                continue;
+            }
+            let service = IndexService::open(&entry.path(), &config.resources)?;
+            indices.insert(service.name(), Arc::new(service));
+        }
+        let node = Arc::new(Node {
+            config,
+            node_id,
+            started_millis: tessera_common::time::now_millis(),
+            pools: ThreadPools::new(),
+            cluster_settings,
+            cpu: CpuSampler::default(),
+            indices: RwLock::new(indices),
+            create_lock: Mutex::new(()),
+            shutdown: AtomicBool::new(false),
+        });
+        let scheduler = Arc::downgrade(&node);
+        thread::Builder::new()
+            .name("scheduler".into())
+            .spawn(move || run_scheduler(scheduler))
+            .map_err(|e| Error::internal("start the scheduler", e))?;
+        Ok(node)
+    }
+
+    pub fn index(&self, name: &str) -> Option<Arc<IndexService>> {
+        self.indices.read().unwrap().get(name).cloned()
+    }
+
+    pub fn index_names(&self) -> Vec<String> {
+        self.indices.read().unwrap().keys().cloned().collect()
+    }
+
+    /// Creates an index.
+    pub fn create_index(
+        &self,
+        name: &str,
+        settings: Settings,
+        mapping: Mapping,
+    ) -> Result<Arc<IndexService>> {
+        validate_index_name(name)?;
+        let _guard = self.create_lock.lock().unwrap();
+        if let Some(existing) = self.index(name) {
+            return Err(Error::resource_already_exists(
+                name,
+                &existing.metadata().uuid,
+            ));
+        }
+        let uuid = tessera_common::ids::random_uuid();
+        let path = indices_dir(&self.config.data_path).join(&uuid);
+        let service = match IndexService::create(
+            &path,
+            name,
+            &uuid,
+            settings,
+            mapping,
+            &self.config.resources,
+        ) {
+            Ok(service) => Arc::new(service),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&path);
+                return Err(e);
+            }
+        };
+        self.indices
+            .write()
+            .unwrap()
+            .insert(name.to_string(), service.clone());
+        Ok(service)
+    }
+
+    /// The index `name`, created with default settings if it is missing and
+    /// `action.auto_create_index` allows it.
+    pub fn index_or_create(&self, name: &str) -> Result<Arc<IndexService>> {
+        if let Some(index) = self.index(name) {
+            return Ok(index);
+        }
+        if !self.auto_create_allowed(name) {
+            return Err(Error::index_not_found(name)
+                .with_meta("resource.type", "index_expression")
+                .caused_by(Error::illegal_argument(
+                    "no such index and [action.auto_create_index] is [false]",
+                )));
+        }
+        match self.create_index(name, Settings::new(), Mapping::default()) {
+            Ok(index) => Ok(index),
+            Err(e) if e.kind() == "resource_already_exists_exception" => {
+                self.index(name).ok_or_else(|| Error::index_not_found(name))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn auto_create_allowed(&self, name: &str) -> bool {
+        let setting = self.cluster_settings.get("action.auto_create_index");
+        match setting.as_str() {
+            "true" => true,
+            "false" => false,
+            patterns => {
+                for pattern in patterns.split(',').map(str::trim) {
+                    let (allow, pattern) = match pattern.strip_prefix('-') {
+                        Some(p) => (false, p),
+                        None => (true, pattern.strip_prefix('+').unwrap_or(pattern)),
+                    };
+                    if tessera_mapping::dynamic::simple_match(pattern, name) {
+                        return allow;
+                    }
+                }
+                false
+            }
+        }
+    }
+
+    /// Deletes the indices an expression names.
+    pub fn delete_indices(&self, expression: &str, options: &ResolveOptions) -> Result<()> {
+        if self
+            .cluster_settings
+            .get_bool("action.destructive_requires_name")
+            && (expression == "_all" || expression.contains('*'))
+        {
+            return Err(Error::illegal_argument(
+                "Wildcard expressions or all indices are not allowed",
+            ));
+        }
+        let names = resolve_names(expression, &self.index_names(), options)?;
+        let _guard = self.create_lock.lock().unwrap();
+        for name in names {
+            let removed = self.indices.write().unwrap().remove(&name);
+            if let Some(index) = removed {
+                let path = index.path().to_path_buf();
+                drop(index);
+                std::fs::remove_dir_all(&path).map_err(|e| {
+                    Error::internal(format!("delete index directory {}", path.display()), e)
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The indices an expression names.
+    pub fn resolve(
+        &self,
+        expression: &str,
+        options: &ResolveOptions,
+    ) -> Result<Vec<Arc<IndexService>>> {
+        let names = resolve_names(expression, &self.index_names(), options)?;
+        let indices = self.indices.read().unwrap();
+        Ok(names
+            .iter()
+            .filter_map(|n| indices.get(n).cloned())
+            .collect())
+    }
+
+    /// One searchable copy per shard of each index, in request order.
+    pub fn shard_targets(&self, indices: &[Arc<IndexService>]) -> Vec<Arc<dyn ShardSearcher>> {
+        let mut targets: Vec<Arc<dyn ShardSearcher>> = Vec::new();
+        for index in indices {
+            for shard in 0..index.metadata().number_of_shards {
+                targets.push(Arc::new(LocalShard::new(
+                    index.clone(),
+                    shard,
+                    &self.node_id,
+                )));
+            }
+        }
+        targets
+    }
+
+    /// Health of the named indices (all when `None`).
+    pub fn health(&self, indices: Option<&[Arc<IndexService>]>) -> Health {
+        let all;
+        let indices = match indices {
+            Some(i) => i,
+            None => {
+                all = self
+                    .indices
+                    .read()
+                    .unwrap()
+                    .values()
+                    .cloned()
+                    .collect::<Vec<_>>();
+                &all
+            }
+        };
+        Health::of(
+            indices
+                .iter()
+                .map(|i| IndexHealth::of(&i.metadata()))
+                .collect(),
+        )
+    }
+
+    /// Waits until the cluster (or the given indices) reach `status`, or `timeout` passes.
+    /// Returns the health and whether it timed out.
+    pub async fn wait_for_health(
+        &self,
+        expression: Option<&str>,
+        status: Option<Status>,
+        timeout: Duration,
+    ) -> Result<(Health, bool)> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let resolved = match expression {
+                Some(expr) => match self.resolve(expr, &ResolveOptions::default()) {
+                    Ok(indices) => Some(indices),
+                    Err(e) if e.status() == 404 => None,
+                    Err(e) => return Err(e),
+                },
+                None => Some(self.indices.read().unwrap().values().cloned().collect()),
+            };
+            let (health, satisfied) = match &resolved {
+                Some(indices) => {
+                    let health = self.health(Some(indices));
+                    let ok = status.is_none_or(|s| health.status <= s);
+                    (health, ok)
+                }
+                None => {
+                    let mut health = self.health(Some(&[]));
+                    health.status = Status::Red;
+                    (health, false)
+                }
+            };
+            if satisfied {
+                return Ok((health, false));
+            }
+            if Instant::now() >= deadline {
+                return Ok((health, true));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutdown.load(Ordering::Relaxed)
+    }
+
+    /// Commits every shard and stops background work.
+    pub fn shutdown(&self) {
+        self.shutdown.store(true, Ordering::Relaxed);
+        for index in self.indices.read().unwrap().values() {
+            let _ = index.close();
+        }
+        for pool in self.pools.all() {
+            pool.shutdown();
+        }
+    }
+
+    /// Runs one round of background work (refreshes, syncs, flushes); called by the scheduler.
+    pub fn background_round(&self, last_sync: &mut HashMap<String, Instant>) {
+        let now = tessera_common::time::now_millis() as u64;
+        let indices: Vec<Arc<IndexService>> =
+            self.indices.read().unwrap().values().cloned().collect();
+        for index in indices {
+            let meta = index.metadata();
+            let interval = meta.refresh_interval_millis();
+            let explicit = meta.settings.contains("index.refresh_interval");
+            let flush_threshold = tessera_common::settings::parse_byte_size(
+                meta.setting("index.translog.flush_threshold_size"),
+                "index.translog.flush_threshold_size",
+            )
+            .unwrap_or(512 << 20);
+            for shard in index.shards() {
+                if let Some(interval) = interval {
+                    let due = now.saturating_sub(shard.last_refresh_millis()) >= interval;
+                    let searched_recently =
+                        now.saturating_sub(shard.last_search_millis()) < SEARCH_IDLE_AFTER_MILLIS;
+                    if due && shard.has_pending_refresh() && (explicit || searched_recently) {
+                        let _ = shard.refresh();
+                    }
+                }
+                if shard.translog_size() > flush_threshold {
+                    let _ = shard.flush();
+                }
+            }
+            if meta.durability() == tessera_index::shard::Durability::Async {
+                let interval = tessera_common::time::parse_time_value(
+                    meta.setting("index.translog.sync_interval"),
+                    "sync_interval",
+                )
+                .ok()
+                .flatten()
+                .unwrap_or(5000);
+                let last = last_sync
+                    .entry(meta.uuid.clone())
+                    .or_insert_with(Instant::now);
+                if last.elapsed() >= Duration::from_millis(interval) {
+                    for shard in index.shards() {
+                        let _ = shard.sync_translog();
+                    }
+                    *last = Instant::now();
+                }
+            }
+        }
+    }
+}
+
+fn run_scheduler(node: std::sync::Weak<Node>) {
+    let mut last_sync = HashMap::new();
+    loop {
+        thread::sleep(Duration::from_millis(100));
+        let Some(node) = node.upgrade() else { return };
+        if node.is_shutting_down() {
+            return;
+        }
+        node.background_round(&mut last_sync);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start(dir: &Path) -> Arc<Node> {
+        Node::start(NodeConfig {
+            data_path: dir.to_path_buf(),
+            resources: NodeResources {
+                indexing_threads: 1,
+                indexing_buffer_bytes: 32 << 20,
+                merge_threads: 1,
+            },
+            ..NodeConfig::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn indices_are_created_listed_reopened_and_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let node_id;
+        {
+            let node = start(dir.path());
+            node_id = node.node_id.clone();
+            node.create_index("logs-1", Settings::new(), Mapping::default())
+                .unwrap();
+            node.create_index(
+                "logs-2",
+                Settings::from_json(&json!({"index.number_of_replicas": 0})).unwrap(),
+                Mapping::default(),
+            )
+            .unwrap();
+            assert_eq!(
+                node.create_index("logs-1", Settings::new(), Mapping::default())
+                    .err()
+                    .map(|e| e.status()),
+                Some(400)
+            );
+            assert!(node
+                .create_index("Bad", Settings::new(), Mapping::default())
+                .is_err());
+            assert_eq!(node.health(None).status, Status::Yellow);
+            node.shutdown();
+        }
+        let node = start(dir.path());
+        assert_eq!(
+            node.node_id, node_id,
+            "the node id is stable across restarts"
+        );
+        assert_eq!(node.index_names(), ["logs-1", "logs-2"]);
+        assert_eq!(
+            node.shard_targets(&node.resolve("logs-*", &ResolveOptions::default()).unwrap())
+                .len(),
+            2
+        );
+        node.delete_indices("logs-1", &ResolveOptions::default())
+            .unwrap();
+        assert_eq!(node.index_names(), ["logs-2"]);
+        assert_eq!(node.health(None).status, Status::Green);
+        assert!(node
+            .delete_indices("logs-1", &ResolveOptions::default())
+            .is_err());
+        let auto = node.index_or_create("auto").unwrap();
+        assert_eq!(auto.metadata().number_of_shards, 1);
+    }
+}
