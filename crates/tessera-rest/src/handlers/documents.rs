@@ -1,0 +1,439 @@
+//! Single-document APIs: index, create, get, exists, `_source`, delete, update, mget.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use tessera_cluster::Node;
+use tessera_common::ids::index_id_problems;
+use tessera_common::{Error, Result};
+use tessera_index::{Conditions, DocWrite, IndexService, StoredDoc};
+use tessera_mapping::SourceFilter;
+use tessera_search::request::{parse_source_spec, SourceSpec};
+
+use super::bulk::{execute, parse_update, status_of, write_json, Item};
+use super::refresh_param;
+use crate::request::RestRequest;
+use crate::response::RestResponse;
+
+fn conditions(request: &RestRequest, create_only: bool) -> Result<Conditions> {
+    if request.param("version").is_some() {
+        let version_type = request.param("version_type").unwrap_or("internal");
+        if version_type == "internal" {
+            return Err(Error::action_request_validation(&[
+                "internal versioning can not be used for optimistic concurrency control. Please use `if_seq_no` and `if_primary_term` instead".into(),
+            ]));
+        }
+        return Err(Error::not_supported(&format!(
+            "[version_type={version_type}]"
+        )));
+    }
+    let create_only = create_only
+        || match request.param("op_type") {
+            None | Some("index") => false,
+            Some("create") => true,
+            Some(other) => {
+                return Err(Error::illegal_argument(format!(
+                    "opType must be 'create' or 'index', found: [{other}]"
+                )))
+            }
+        };
+    let if_seq_no = request.param_i64("if_seq_no")?.map(|n| n.max(0) as u64);
+    let if_primary_term = request
+        .param_i64("if_primary_term")?
+        .map(|n| n.max(0) as u64);
+    if if_seq_no.is_some() != if_primary_term.is_some() && if_seq_no.is_some() {
+        return Err(Error::action_request_validation(&[
+            "ifSeqNo is set, but primary term is [0]".into(),
+        ]));
+    }
+    Ok(Conditions {
+        create_only,
+        if_seq_no,
+        if_primary_term,
+    })
+}
+
+async fn write_one(
+    node: Arc<Node>,
+    request: &RestRequest,
+    write: DocWrite,
+    index_name: &str,
+) -> Result<RestResponse> {
+    let refresh = refresh_param(request)?;
+    let mut results = execute(
+        &node,
+        vec![Item {
+            index: index_name.to_string(),
+            write,
+        }],
+        refresh,
+    )
+    .await;
+    let (index, result) = results
+        .pop()
+        .unwrap_or_else(|| Err(Error::illegal_state("no write result")))?;
+    Ok(RestResponse::json(
+        status_of(result.written.outcome),
+        Value::Object(write_json(&index, &result)),
+    ))
+}
+
+/// `PUT|POST /{index}/_doc/{id}`, `POST /{index}/_doc`, `PUT|POST /{index}/_create/{id}`.
+pub async fn index(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let create_only = request.path.contains("/_create/");
+    let id = request.path_params.get("id").cloned();
+    let problems = id.as_deref().map(index_id_problems).unwrap_or_default();
+    if !problems.is_empty() {
+        return Err(Error::action_request_validation(&problems));
+    }
+    if !request.has_body() {
+        return Err(Error::new(
+            "parse_exception",
+            400,
+            "request body is required",
+        ));
+    }
+    let write = DocWrite::Index {
+        id,
+        auto_generated_id: false,
+        source: Arc::from(&request.body[..]),
+        routing: request.param("routing").map(String::from),
+        conditions: conditions(&request, create_only)?,
+    };
+    let index_name = request.path_param("index").to_string();
+    write_one(node, &request, write, &index_name).await
+}
+
+/// `DELETE /{index}/_doc/{id}`.
+pub async fn delete(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let index_name = request.path_param("index").to_string();
+    if node.index(&index_name).is_none() {
+        return Err(super::bulk::missing_index(&index_name));
+    }
+    let write = DocWrite::Delete {
+        id: request.path_param("id").to_string(),
+        routing: request.param("routing").map(String::from),
+        conditions: conditions(&request, false)?,
+    };
+    write_one(node, &request, write, &index_name).await
+}
+
+/// `POST /{index}/_update/{id}`.
+pub async fn update(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let index_name = request.path_param("index").to_string();
+    let body = if request.has_body() {
+        request.body.clone()
+    } else {
+        return Err(Error::action_request_validation(&[
+            "script or doc is missing".into(),
+        ]));
+    };
+    let mut conditions = conditions(&request, false)?;
+    conditions.create_only = false;
+    let write = parse_update(
+        request.path_param("id").to_string(),
+        request.param("routing").map(String::from),
+        conditions,
+        &body,
+    )?;
+    let source_spec = update_source_spec(&request, &body)?;
+    let refresh = refresh_param(&request)?;
+    let mut results = execute(
+        &node,
+        vec![Item {
+            index: index_name,
+            write,
+        }],
+        refresh,
+    )
+    .await;
+    let (index, result) = results
+        .pop()
+        .unwrap_or_else(|| Err(Error::illegal_state("no write result")))?;
+    let mut out = write_json(&index, &result);
+    if let (Some(spec), Some(source)) = (source_spec, &result.source) {
+        let mut get = Map::new();
+        get.insert("_seq_no".into(), json!(result.written.version.seq_no));
+        get.insert(
+            "_primary_term".into(),
+            json!(result.written.version.primary_term),
+        );
+        get.insert("found".into(), json!(true));
+        if let Some(rendered) = render_source(source, &spec)? {
+            get.insert("_source".into(), rendered);
+        }
+        out.insert("get".into(), Value::Object(get));
+    }
+    Ok(RestResponse::json(
+        status_of(result.written.outcome),
+        Value::Object(out),
+    ))
+}
+
+fn update_source_spec(request: &RestRequest, body: &[u8]) -> Result<Option<SourceSpec>> {
+    if let Some(spec) = url_source_spec(request)? {
+        return Ok(Some(spec));
+    }
+    let value: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    match value.get("_source") {
+        Some(spec) => {
+            let spec = parse_source_spec(spec)?;
+            Ok(spec.enabled.then_some(spec))
+        }
+        None => Ok(None),
+    }
+}
+
+/// `_source`, `_source_includes`, `_source_excludes` URL parameters.
+pub fn url_source_spec(request: &RestRequest) -> Result<Option<SourceSpec>> {
+    let list = |name: &str| -> Vec<String> {
+        request
+            .param(name)
+            .map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let includes = list("_source_includes");
+    let excludes = list("_source_excludes");
+    let mut spec = match request.param("_source") {
+        None if includes.is_empty() && excludes.is_empty() => return Ok(None),
+        None => SourceSpec::default(),
+        Some("" | "true") => SourceSpec::default(),
+        Some("false") => SourceSpec {
+            enabled: false,
+            ..Default::default()
+        },
+        Some(fields) => SourceSpec {
+            enabled: true,
+            includes: fields.split(',').map(|s| s.trim().to_string()).collect(),
+            excludes: Vec::new(),
+        },
+    };
+    spec.includes.extend(includes);
+    spec.excludes.extend(excludes);
+    Ok(Some(spec))
+}
+
+fn render_source(bytes: &[u8], spec: &SourceSpec) -> Result<Option<Value>> {
+    if !spec.enabled {
+        return Ok(None);
+    }
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| Error::internal("read _source", e))?;
+    let filter = SourceFilter::new(spec.includes.clone(), spec.excludes.clone());
+    Ok(Some(if filter.is_noop() {
+        value
+    } else {
+        filter.apply(&value)
+    }))
+}
+
+/// How a get reads: `refresh` first, and `realtime` (unrefreshed writes visible).
+struct ReadOptions {
+    refresh: bool,
+    realtime: bool,
+    routing: Option<String>,
+}
+
+impl ReadOptions {
+    fn of(request: &RestRequest) -> Result<ReadOptions> {
+        Ok(ReadOptions {
+            refresh: refresh_param(request)? != super::Refresh::None,
+            realtime: request.param_bool("realtime", true)?,
+            routing: request.param("routing").map(String::from),
+        })
+    }
+}
+
+/// Reads one document on the `search` pool.
+async fn load(
+    node: &Arc<Node>,
+    index_name: &str,
+    id: &str,
+    options: ReadOptions,
+) -> Result<(Arc<IndexService>, Option<StoredDoc>)> {
+    let index = node
+        .index(index_name)
+        .ok_or_else(|| super::bulk::missing_index(index_name))?;
+    let id = id.to_string();
+    let reader = index.clone();
+    let doc = node
+        .pools
+        .search
+        .run(move || {
+            if options.refresh {
+                reader.refresh()?;
+            }
+            reader.get(&id, options.routing.as_deref(), options.realtime)
+        })
+        .await?;
+    Ok((index, doc))
+}
+
+fn get_json(
+    index: &IndexService,
+    id: &str,
+    doc: Option<&StoredDoc>,
+    spec: &SourceSpec,
+    stored_fields_none: bool,
+) -> Result<Value> {
+    let mut out = Map::new();
+    out.insert("_index".into(), json!(index.metadata().name));
+    out.insert("_id".into(), json!(id));
+    match doc {
+        Some(doc) => {
+            out.insert("_version".into(), json!(doc.version.version));
+            out.insert("_seq_no".into(), json!(doc.version.seq_no));
+            out.insert("_primary_term".into(), json!(doc.version.primary_term));
+            out.insert("found".into(), json!(true));
+            if let Some(routing) = &doc.routing {
+                out.insert("_routing".into(), json!(routing));
+            }
+            if !stored_fields_none {
+                if let Some(source) = &doc.source {
+                    if let Some(rendered) = render_source(source, spec)? {
+                        out.insert("_source".into(), rendered);
+                    }
+                }
+            }
+        }
+        None => {
+            out.insert("found".into(), json!(false));
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// `GET /{index}/_doc/{id}`.
+pub async fn get(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let index_name = request.path_param("index");
+    let id = request.path_param("id");
+    let spec = url_source_spec(&request)?.unwrap_or_default();
+    let stored_none = request.param("stored_fields") == Some("_none_");
+    let (index, doc) = load(&node, index_name, id, ReadOptions::of(&request)?).await?;
+    let body = get_json(&index, id, doc.as_ref(), &spec, stored_none)?;
+    Ok(RestResponse::json(
+        if doc.is_some() { 200 } else { 404 },
+        body,
+    ))
+}
+
+/// `HEAD /{index}/_doc/{id}`.
+pub async fn exists(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let (_, doc) = load(
+        &node,
+        request.path_param("index"),
+        request.path_param("id"),
+        ReadOptions::of(&request)?,
+    )
+    .await?;
+    Ok(RestResponse::status_only(if doc.is_some() {
+        200
+    } else {
+        404
+    }))
+}
+
+/// `GET /{index}/_source/{id}`.
+pub async fn source(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let index_name = request.path_param("index");
+    let id = request.path_param("id");
+    let (_, doc) = load(&node, index_name, id, ReadOptions::of(&request)?).await?;
+    let spec = url_source_spec(&request)?.unwrap_or_default();
+    match doc.as_ref().and_then(|d| d.source.as_ref()) {
+        Some(source) => Ok(RestResponse::ok(
+            render_source(
+                source,
+                &SourceSpec {
+                    enabled: true,
+                    ..spec
+                },
+            )?
+            .unwrap_or(Value::Null),
+        )),
+        None => Err(Error::new(
+            "resource_not_found_exception",
+            404,
+            format!("Document not found [{index_name}]/[{id}]"),
+        )),
+    }
+}
+
+/// `GET|POST /_mget`, `/{index}/_mget`.
+pub async fn mget(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let body = request.required_json_body()?;
+    let default_index = request.path_params.get("index").cloned();
+    let default_spec = url_source_spec(&request)?.unwrap_or_default();
+    let mut wanted: Vec<(Option<String>, String, Option<String>, SourceSpec)> = Vec::new();
+    if let Some(docs) = body.get("docs") {
+        let Value::Array(docs) = docs else {
+            return Err(Error::parsing("[docs] must be an array"));
+        };
+        for doc in docs {
+            let id = match doc.get("_id") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Number(n)) => n.to_string(),
+                _ => {
+                    return Err(Error::action_request_validation(&[
+                        "id is missing for doc 0".into(),
+                    ]))
+                }
+            };
+            let index = doc
+                .get("_index")
+                .and_then(Value::as_str)
+                .map(String::from)
+                .or_else(|| default_index.clone());
+            let routing = doc
+                .get("routing")
+                .or_else(|| doc.get("_routing"))
+                .and_then(Value::as_str)
+                .map(String::from);
+            let spec = match doc.get("_source") {
+                Some(spec) => parse_source_spec(spec)?,
+                None => default_spec.clone(),
+            };
+            wanted.push((index, id, routing, spec));
+        }
+    } else if let Some(ids) = body.get("ids") {
+        let Value::Array(ids) = ids else {
+            return Err(Error::parsing("[ids] must be an array"));
+        };
+        if ids.is_empty() {
+            return Err(Error::action_request_validation(&[
+                "no documents to get".into()
+            ]));
+        }
+        for id in ids {
+            let id = id
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| id.to_string());
+            wanted.push((default_index.clone(), id, None, default_spec.clone()));
+        }
+    } else {
+        return Err(Error::action_request_validation(&[
+            "no documents to get".into()
+        ]));
+    }
+    let mut docs = Vec::with_capacity(wanted.len());
+    for (index_name, id, routing, spec) in wanted {
+        let Some(index_name) = index_name else {
+            return Err(Error::action_request_validation(&[
+                "index is missing for doc 0".into(),
+            ]));
+        };
+        match node.index(&index_name) {
+            None => docs.push(json!({"_index": index_name, "_id": id, "error": super::bulk::missing_index(&index_name).to_json()})),
+            Some(index) => {
+                let doc = index.get(&id, routing.as_deref(), request.param_bool("realtime", true)?)?;
+                docs.push(get_json(&index, &id, doc.as_ref(), &spec, false)?);
+            }
+        }
+    }
+    Ok(RestResponse::ok(json!({ "docs": docs })))
+}

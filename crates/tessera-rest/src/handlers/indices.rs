@@ -1,0 +1,346 @@
+//! Index APIs: create, get, exists, delete, mappings, settings, refresh, flush, force merge.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use tessera_cluster::Node;
+use tessera_common::settings::Settings;
+use tessera_common::{Error, Result};
+use tessera_index::index_service::render_index;
+use tessera_index::IndexService;
+use tessera_mapping::Mapping;
+
+use super::resolve_options;
+use crate::request::RestRequest;
+use crate::response::RestResponse;
+
+fn index_expression(request: &RestRequest) -> &str {
+    request
+        .path_params
+        .get("index")
+        .map(String::as_str)
+        .unwrap_or("_all")
+}
+
+/// `PUT /{index}`.
+pub async fn create(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let name = request.path_param("index").to_string();
+    let body = request.json_body()?.unwrap_or_else(|| json!({}));
+    let Value::Object(body) = body else {
+        return Err(Error::parsing("request body must be an object"));
+    };
+    let mut settings = Settings::new();
+    let mut mapping = Mapping::default();
+    for (key, value) in &body {
+        match key.as_str() {
+            "settings" => settings = Settings::from_json(value)?.with_prefix("index."),
+            "mappings" => {
+                mapping = Mapping::parse(value).map_err(|e| {
+                    let wrap = matches!(
+                        e.kind(),
+                        "mapper_parsing_exception" | "illegal_argument_exception"
+                    ) && !e.reason().starts_with("Failed to parse mapping");
+                    if wrap {
+                        Error::mapper_parsing(format!(
+                            "Failed to parse mapping [_doc]: {}",
+                            e.reason()
+                        ))
+                        .caused_by(e)
+                    } else {
+                        e
+                    }
+                })?
+            }
+            "aliases" => {
+                if value.as_object().is_some_and(|a| !a.is_empty()) {
+                    return Err(Error::not_supported("[aliases]"));
+                }
+            }
+            other => {
+                return Err(Error::new(
+                    "parse_exception",
+                    400,
+                    format!("unknown key [{other}] for create index"),
+                ));
+            }
+        }
+    }
+    let created = node.clone();
+    let index = node
+        .pools
+        .management
+        .run(move || created.create_index(&name, settings, mapping))
+        .await?;
+    Ok(RestResponse::ok(
+        json!({"acknowledged": true, "shards_acknowledged": true, "index": index.name()}),
+    ))
+}
+
+/// `GET /{index}`.
+pub async fn get(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let expression = index_expression(&request);
+    if !expression.contains('*') && !expression.contains(',') && expression != "_all" {
+        tessera_cluster::resolve::validate_index_name(expression).map_err(|e| {
+            if expression.starts_with('_') {
+                Error::invalid_index_name(expression, "must not start with '_'.")
+            } else {
+                e
+            }
+        })?;
+    }
+    let flat = request.param_bool("flat_settings", false)?;
+    let indices = node.resolve(expression, &resolve_options(&request, true)?)?;
+    let mut body = Map::new();
+    for index in indices {
+        let meta = index.metadata();
+        body.insert(meta.name.clone(), render_index(&meta, flat));
+    }
+    Ok(RestResponse::ok(Value::Object(body)))
+}
+
+/// `HEAD /{index}`: 200 or 404 without a body.
+pub async fn exists(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    match node.resolve(
+        index_expression(&request),
+        &resolve_options(&request, true)?,
+    ) {
+        Ok(indices) if !indices.is_empty() => Ok(RestResponse::status_only(200)),
+        Ok(_) => Ok(RestResponse::status_only(404)),
+        Err(e) => Err(e),
+    }
+}
+
+/// `DELETE /{index}`.
+pub async fn delete(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let expression = index_expression(&request).to_string();
+    let options = resolve_options(&request, true)?;
+    let deleting = node.clone();
+    node.pools
+        .management
+        .run(move || deleting.delete_indices(&expression, &options))
+        .await?;
+    Ok(RestResponse::ok(json!({"acknowledged": true})))
+}
+
+/// `GET /{index}/_mapping`.
+pub async fn get_mapping(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let indices = node.resolve(
+        index_expression(&request),
+        &resolve_options(&request, true)?,
+    )?;
+    let mut body = Map::new();
+    for index in indices {
+        let meta = index.metadata();
+        body.insert(
+            meta.name.clone(),
+            json!({"mappings": meta.mapping.to_json()}),
+        );
+    }
+    Ok(RestResponse::ok(Value::Object(body)))
+}
+
+/// `GET /{index}/_mapping/field/{fields}`.
+pub async fn get_field_mapping(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let indices = node.resolve(
+        index_expression(&request),
+        &resolve_options(&request, true)?,
+    )?;
+    let patterns: Vec<String> = request
+        .path_param("fields")
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .collect();
+    let mut body = Map::new();
+    for index in indices {
+        let meta = index.metadata();
+        let mut mappings = Map::new();
+        let leaves = meta.mapping.leaves();
+        for pattern in &patterns {
+            for (path, field) in &leaves {
+                if tessera_mapping::dynamic::simple_match(pattern, path) {
+                    let leaf = path.rsplit('.').next().unwrap_or(path).to_string();
+                    let mut definition = Map::new();
+                    definition.insert(leaf, field.to_json());
+                    mappings.insert(
+                        path.clone(),
+                        json!({"full_name": path, "mapping": Value::Object(definition)}),
+                    );
+                }
+            }
+        }
+        body.insert(
+            meta.name.clone(),
+            json!({"mappings": Value::Object(mappings)}),
+        );
+    }
+    Ok(RestResponse::ok(Value::Object(body)))
+}
+
+/// `PUT /{index}/_mapping`.
+pub async fn put_mapping(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let body = request.required_json_body()?;
+    let indices = node.resolve(
+        index_expression(&request),
+        &resolve_options(&request, false)?,
+    )?;
+    node.pools
+        .management
+        .run(move || {
+            for index in &indices {
+                index.put_mapping(&body)?;
+            }
+            Ok(())
+        })
+        .await?;
+    Ok(RestResponse::ok(json!({"acknowledged": true})))
+}
+
+/// `GET /{index}/_settings[/{name}]`.
+pub async fn get_settings(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let flat = request.param_bool("flat_settings", false)?;
+    let include_defaults = request.param_bool("include_defaults", false)?;
+    let names: Vec<String> = request
+        .path_params
+        .get("name")
+        .map(|n| n.split(',').map(|s| s.trim().to_string()).collect())
+        .unwrap_or_default();
+    let indices = node.resolve(
+        index_expression(&request),
+        &resolve_options(&request, true)?,
+    )?;
+    let mut body = Map::new();
+    for index in indices {
+        let meta = index.metadata();
+        let mut settings = meta.rendered_settings();
+        if !names.is_empty() {
+            let keep: Vec<String> = settings
+                .keys()
+                .filter(|k| {
+                    names.iter().any(|n| {
+                        tessera_mapping::dynamic::simple_match(n, k)
+                            || tessera_mapping::dynamic::simple_match(&format!("index.{n}"), k)
+                    })
+                })
+                .map(String::from)
+                .collect();
+            let mut filtered = Settings::new();
+            for key in keep {
+                filtered.set_value(key.clone(), settings.get(&key).cloned());
+            }
+            settings = filtered;
+            if settings.is_empty() {
+                continue;
+            }
+        }
+        let render = |s: &Settings| {
+            if flat {
+                s.to_flat_json()
+            } else {
+                s.to_nested_json()
+            }
+        };
+        let mut entry = json!({"settings": render(&settings)});
+        if include_defaults {
+            let mut defaults = Settings::new();
+            for def in tessera_index::index_settings::REGISTRY.defs() {
+                if !settings.contains(def.key) && !def.default.is_empty() {
+                    defaults.set(def.key, def.default);
+                }
+            }
+            entry["defaults"] = render(&defaults);
+        }
+        body.insert(meta.name.clone(), entry);
+    }
+    Ok(RestResponse::ok(Value::Object(body)))
+}
+
+/// `PUT /{index}/_settings`.
+pub async fn put_settings(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let body = request.required_json_body()?;
+    let body = body.get("settings").cloned().unwrap_or(body);
+    let update = Settings::from_json(&body)?.with_prefix("index.");
+    if update.is_empty() {
+        return Err(Error::action_request_validation(&[
+            "no settings to update".into()
+        ]));
+    }
+    let indices = node.resolve(
+        index_expression(&request),
+        &resolve_options(&request, false)?,
+    )?;
+    node.pools
+        .management
+        .run(move || {
+            for index in &indices {
+                index.update_settings(&update)?;
+            }
+            Ok(())
+        })
+        .await?;
+    Ok(RestResponse::ok(json!({"acknowledged": true})))
+}
+
+fn shards_summary(indices: &[Arc<IndexService>]) -> Value {
+    let mut total = 0;
+    let mut successful = 0;
+    for index in indices {
+        let meta = index.metadata();
+        total += meta.number_of_shards * (1 + meta.number_of_replicas());
+        successful += meta.number_of_shards;
+    }
+    json!({"total": total, "successful": successful, "failed": 0})
+}
+
+async fn on_each_index(
+    node: Arc<Node>,
+    request: &RestRequest,
+    work: fn(&IndexService) -> Result<()>,
+) -> Result<RestResponse> {
+    let indices = node.resolve(index_expression(request), &resolve_options(request, true)?)?;
+    let summary = shards_summary(&indices);
+    node.pools
+        .management
+        .run(move || {
+            for index in &indices {
+                work(index)?;
+            }
+            Ok(())
+        })
+        .await?;
+    Ok(RestResponse::ok(json!({"_shards": summary})))
+}
+
+pub async fn refresh(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    on_each_index(node, &request, |index| index.refresh()).await
+}
+
+pub async fn flush(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    on_each_index(node, &request, |index| index.flush()).await
+}
+
+pub async fn force_merge(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let max_segments = match request.param_i64("max_num_segments")? {
+        Some(n) if n < 1 => {
+            return Err(Error::action_request_validation(&[
+                "max_num_segments must be greater than 0".into(),
+            ]))
+        }
+        Some(n) => n as usize,
+        None => 1,
+    };
+    let indices = node.resolve(
+        index_expression(&request),
+        &resolve_options(&request, true)?,
+    )?;
+    let summary = shards_summary(&indices);
+    node.pools
+        .management
+        .run(move || {
+            for index in &indices {
+                index.force_merge(max_segments)?;
+            }
+            Ok(())
+        })
+        .await?;
+    Ok(RestResponse::ok(json!({"_shards": summary})))
+}
