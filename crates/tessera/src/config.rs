@@ -1,0 +1,147 @@
+//! `tessera serve` options: flags, and an optional config file in the `key: value` form of
+//! `opensearch.yml` (`http.port`, `path.data`, `node.name`, `cluster.name`, `network.host`,
+//! `http.max_content_length`). Flags win over the file.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use tessera_cluster::NodeConfig;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// HTTP port.
+    #[arg(long, short)]
+    pub port: Option<u16>,
+    /// Data directory.
+    #[arg(long, alias = "data-dir")]
+    pub data: Option<PathBuf>,
+    /// Node name.
+    #[arg(long)]
+    pub node_name: Option<String>,
+    /// Cluster name.
+    #[arg(long)]
+    pub cluster_name: Option<String>,
+    /// A config file with `key: value` lines (opensearch.yml style).
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+}
+
+fn parse_size(value: &str) -> anyhow::Result<usize> {
+    Ok(tessera_common_size(value)?)
+}
+
+fn tessera_common_size(value: &str) -> anyhow::Result<usize> {
+    let lower = value.trim().to_ascii_lowercase();
+    for (suffix, factor) in [
+        ("gb", 1usize << 30),
+        ("mb", 1 << 20),
+        ("kb", 1 << 10),
+        ("b", 1),
+        ("", 1),
+    ] {
+        if let Some(number) = lower.strip_suffix(suffix) {
+            if let Ok(n) = number.trim().parse::<usize>() {
+                return Ok(n * factor);
+            }
+        }
+    }
+    bail!("invalid size [{value}]")
+}
+
+impl ServeArgs {
+    pub fn into_config(self) -> anyhow::Result<NodeConfig> {
+        let mut config = NodeConfig::default();
+        if let Some(path) = &self.config {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("read config file {}", path.display()))?;
+            for (number, line) in text.lines().enumerate() {
+                let line = line.split('#').next().unwrap_or("").trim();
+                if line.is_empty() {
+                    continue;
+                }
+                let Some((key, value)) = line.split_once(':') else {
+                    bail!("{}:{}: expected `key: value`", path.display(), number + 1);
+                };
+                let value = value.trim().trim_matches('"');
+                match key.trim() {
+                    "http.port" => {
+                        config.port = value
+                            .parse()
+                            .with_context(|| format!("invalid http.port [{value}]"))?
+                    }
+                    "network.host" | "http.host" => config.host = value.to_string(),
+                    "path.data" => config.data_path = PathBuf::from(value),
+                    "node.name" => config.name = value.to_string(),
+                    "cluster.name" => config.cluster_name = value.to_string(),
+                    "http.max_content_length" => config.max_content_length = parse_size(value)?,
+                    other => bail!(
+                        "{}:{}: unknown setting [{other}]",
+                        path.display(),
+                        number + 1
+                    ),
+                }
+            }
+        }
+        if let Some(host) = self.host {
+            config.host = host;
+        }
+        if let Some(port) = self.port {
+            config.port = port;
+        }
+        if let Some(data) = self.data {
+            config.data_path = data;
+        }
+        if let Some(name) = self.node_name {
+            config.name = name;
+        }
+        if let Some(name) = self.cluster_name {
+            config.cluster_name = name;
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_file_and_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tessera.yml");
+        std::fs::write(&file, "# comment\nhttp.port: 9300\nnode.name: n1\npath.data: /tmp/x\nhttp.max_content_length: 10mb\n").unwrap();
+        let args = ServeArgs {
+            host: None,
+            port: Some(9400),
+            data: None,
+            node_name: None,
+            cluster_name: None,
+            config: Some(file),
+        };
+        let config = args.into_config().unwrap();
+        assert_eq!(config.port, 9400, "flags win over the file");
+        assert_eq!(config.name, "n1");
+        assert_eq!(config.data_path, PathBuf::from("/tmp/x"));
+        assert_eq!(config.max_content_length, 10 << 20);
+    }
+
+    #[test]
+    fn bad_config_lines_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bad.yml");
+        std::fs::write(&file, "bogus.key: 1\n").unwrap();
+        let args = ServeArgs {
+            host: None,
+            port: None,
+            data: None,
+            node_name: None,
+            cluster_name: None,
+            config: Some(file),
+        };
+        assert!(args.into_config().is_err());
+    }
+}

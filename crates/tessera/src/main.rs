@@ -1,0 +1,94 @@
+//! The `tessera` command: `serve` runs a node, `bench` measures one (or any OpenSearch-compatible
+//! endpoint).
+
+mod config;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "tessera",
+    version,
+    about = "An OpenSearch-compatible search engine on tantivy"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start a node (single node, data in a local directory).
+    Serve(config::ServeArgs),
+    /// Benchmark Tessera or any OpenSearch-compatible endpoint.
+    #[command(subcommand)]
+    Bench(tessera_bench::BenchCommand),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Serve(args) => match serve(args) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                1
+            }
+        },
+        Command::Bench(command) => match tessera_bench::run(command) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                1
+            }
+        },
+    };
+    std::process::exit(code);
+}
+
+fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
+    let config = args.into_config()?;
+    let address: SocketAddr = format!("{}:{}", config.host, config.port)
+        .parse()
+        .with_context(|| format!("invalid listen address {}:{}", config.host, config.port))?;
+    let data: PathBuf = config.data_path.clone();
+    let node = tessera_cluster::Node::start(config)
+        .with_context(|| format!("start the node on data directory {}", data.display()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("http")
+        .build()
+        .context("start the HTTP runtime")?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("listen on {address}"))?;
+        eprintln!(
+            "[tessera] node [{}] started on http://{} (data: {})",
+            node.config.name,
+            listener.local_addr()?,
+            data.display()
+        );
+        let shutdown = async {
+            let ctrl_c = tokio::signal::ctrl_c();
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("install SIGTERM handler");
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+        };
+        tessera_rest::serve(node.clone(), listener, shutdown)
+            .await
+            .context("serve HTTP")?;
+        eprintln!("[tessera] shutting down");
+        node.shutdown();
+        Ok(())
+    })
+}
