@@ -1,0 +1,789 @@
+//! `histogram` (numeric keys) and the bucket machinery it shares with `date_histogram`: the
+//! collector that keys each value by a rounding, the intermediate results, and the final
+//! rendering with empty-bucket filling (`min_doc_count: 0`), `extended_bounds` and `keyed`.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use tantivy::DocId;
+use tessera_common::{Error, Result};
+
+use crate::bucket::date_histogram::Rounding;
+use crate::bucket::order::BucketOrder;
+use crate::collector::{Collector, SegmentContext, SubCollectors};
+use crate::format::ValueFormat;
+use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext};
+use crate::ords::{slot, BucketOrds};
+use crate::prepare::{AggContext, Factory};
+use crate::request::{
+    bool_param, count_param, f64_param, unknown_field, AggKind, AggRequest, ValuesSourceParams,
+};
+use crate::values::{Accepts, NumericValues, ValueSource};
+
+/// `{min, max}` of `extended_bounds` / `hard_bounds`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bounds<T> {
+    pub min: Option<T>,
+    pub max: Option<T>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HistogramRequest {
+    pub source: ValuesSourceParams,
+    pub interval: f64,
+    pub offset: f64,
+    pub min_doc_count: u64,
+    pub extended_bounds: Option<Bounds<f64>>,
+    pub hard_bounds: Option<Bounds<f64>>,
+    pub keyed: bool,
+    pub order: BucketOrder,
+}
+
+fn parse_bounds(agg: &str, key: &str, value: &Value) -> Result<Bounds<f64>> {
+    let Value::Object(map) = value else {
+        return Err(Error::x_content_parse(format!(
+            "[{agg}] failed to parse field [{key}]"
+        )));
+    };
+    let mut bounds = Bounds {
+        min: None,
+        max: None,
+    };
+    for (k, v) in map {
+        match k.as_str() {
+            "min" if !v.is_null() => bounds.min = Some(f64_param(key, k, v)?),
+            "max" if !v.is_null() => bounds.max = Some(f64_param(key, k, v)?),
+            "min" | "max" => {}
+            other => return Err(unknown_field(key, other)),
+        }
+    }
+    Ok(bounds)
+}
+
+impl HistogramRequest {
+    pub fn parse(name: &str, body: &Map<String, Value>) -> Result<HistogramRequest> {
+        const AGG: &str = "histogram";
+        let mut request = HistogramRequest {
+            source: ValuesSourceParams::default(),
+            interval: 0.0,
+            offset: 0.0,
+            min_doc_count: 0,
+            extended_bounds: None,
+            hard_bounds: None,
+            keyed: false,
+            order: BucketOrder::key_asc(),
+        };
+        for (key, value) in body {
+            if request.source.accept(AGG, key, value)? {
+                continue;
+            }
+            match key.as_str() {
+                "interval" => {
+                    let interval = f64_param(AGG, key, value)?;
+                    if interval <= 0.0 || !interval.is_finite() {
+                        return Err(Error::x_content_parse(format!(
+                            "[{AGG}] failed to parse field [interval]"
+                        ))
+                        .caused_by(Error::illegal_argument(format!(
+                            "[interval] must be >0 for histogram aggregation [{name}]"
+                        ))));
+                    }
+                    request.interval = interval;
+                }
+                "offset" => request.offset = f64_param(AGG, key, value)?,
+                "min_doc_count" => request.min_doc_count = count_param(AGG, key, value)?,
+                "extended_bounds" => request.extended_bounds = Some(parse_bounds(AGG, key, value)?),
+                "hard_bounds" => request.hard_bounds = Some(parse_bounds(AGG, key, value)?),
+                "keyed" => request.keyed = bool_param(AGG, key, value)?,
+                "order" => request.order = BucketOrder::parse(AGG, value)?,
+                _ => return Err(unknown_field(AGG, key)),
+            }
+        }
+        request.source.require_field_at_parse()?;
+        Ok(request)
+    }
+}
+
+// ---- collection ----
+
+/// How a value becomes a bucket key.
+#[derive(Clone, Debug)]
+pub(crate) enum KeyFn {
+    /// `floor((v - offset) / interval) * interval + offset`, as f64 bits.
+    Numeric {
+        interval: f64,
+        offset: f64,
+        hard_min: f64,
+        hard_max: f64,
+    },
+    /// A date rounding, keys as i64 millis.
+    Date {
+        rounding: Rounding,
+        hard_min: i64,
+        hard_max: i64,
+    },
+}
+
+pub(crate) struct HistogramFactory {
+    pub source: ValueSource,
+    pub format: ValueFormat,
+    pub key_fn: KeyFn,
+    pub missing: Option<f64>,
+    /// Extended bounds resolved on the shard (dates need the field's format).
+    pub date_bounds: Option<(Option<i64>, Option<i64>)>,
+}
+
+pub fn histogram_factory(
+    request: &AggRequest,
+    histogram: &HistogramRequest,
+    ctx: &AggContext,
+) -> Result<Box<dyn Factory>> {
+    histogram.order.validate(&request.subs)?;
+    if histogram.interval <= 0.0 {
+        return Err(Error::illegal_argument(format!(
+            "interval must be positive, got: {:?}",
+            histogram.interval
+        )));
+    }
+    let field = histogram.source.require_field(&request.name)?;
+    let source = ValueSource::resolve(ctx.table, field, "histogram", Accepts::Numeric)?;
+    let format = ValueFormat::for_source(&source, histogram.source.format.as_deref(), None)?;
+    let hard = histogram.hard_bounds.clone().unwrap_or(Bounds {
+        min: None,
+        max: None,
+    });
+    Ok(Box::new(HistogramFactory {
+        source,
+        format,
+        key_fn: KeyFn::Numeric {
+            interval: histogram.interval,
+            offset: histogram.offset,
+            hard_min: hard.min.unwrap_or(f64::NEG_INFINITY),
+            hard_max: hard.max.unwrap_or(f64::INFINITY),
+        },
+        missing: match &histogram.source.missing {
+            None => None,
+            Some(v) => Some(f64_param("histogram", "missing", v)?),
+        },
+        date_bounds: None,
+    }))
+}
+
+impl Factory for HistogramFactory {
+    fn collector(&self, subs: SubCollectors, single_parent: bool) -> Result<Box<dyn Collector>> {
+        Ok(Box::new(HistogramCollector {
+            source: self.source.clone(),
+            key_fn: self.key_fn.clone(),
+            format: self.format.clone(),
+            missing: self.missing,
+            date_bounds: self.date_bounds,
+            values: None,
+            ords: BucketOrds::new(single_parent),
+            counts: Vec::new(),
+            subs,
+            keys: Vec::new(),
+            doc_keys: Vec::new(),
+        }))
+    }
+}
+
+struct HistogramCollector {
+    source: ValueSource,
+    key_fn: KeyFn,
+    format: ValueFormat,
+    missing: Option<f64>,
+    date_bounds: Option<(Option<i64>, Option<i64>)>,
+    values: Option<NumericValues>,
+    ords: BucketOrds,
+    counts: Vec<u64>,
+    subs: SubCollectors,
+    keys: Vec<(u32, u64)>,
+    doc_keys: Vec<u64>,
+}
+
+impl Collector for HistogramCollector {
+    fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
+        self.values = Some(NumericValues::open(&self.source, segment.reader)?);
+        self.subs.set_segment(segment)
+    }
+
+    fn collect(&mut self, docs: &[DocId], parents: &[u32]) {
+        let Some(values) = &mut self.values else {
+            return;
+        };
+        let keys = &mut self.keys;
+        keys.clear();
+        match &mut self.key_fn {
+            KeyFn::Numeric {
+                interval,
+                offset,
+                hard_min,
+                hard_max,
+            } => {
+                let (interval, offset, lo, hi) = (*interval, *offset, *hard_min, *hard_max);
+                values.for_each_f64_or(docs, self.missing, |p, v| {
+                    let key = ((v - offset) / interval).floor() * interval + offset;
+                    if key >= lo && key <= hi {
+                        keys.push((p as u32, key.to_bits()));
+                    }
+                });
+            }
+            KeyFn::Date {
+                rounding,
+                hard_min,
+                hard_max,
+            } => {
+                let (lo, hi) = (*hard_min, *hard_max);
+                match self.missing {
+                    None => values.for_each_i64(docs, |p, v| {
+                        let key = rounding.round(v);
+                        if key >= lo && key <= hi {
+                            keys.push((p as u32, key as u64));
+                        }
+                    }),
+                    Some(missing) => values.for_each_f64_or(docs, Some(missing), |p, v| {
+                        let key = rounding.round(v as i64);
+                        if key >= lo && key <= hi {
+                            keys.push((p as u32, key as u64));
+                        }
+                    }),
+                }
+            }
+        }
+        // a multi-valued doc counts once per bucket
+        let mut previous = u32::MAX;
+        for &(position, key) in keys.iter() {
+            if position != previous {
+                self.doc_keys.clear();
+                previous = position;
+            } else if self.doc_keys.contains(&key) {
+                continue;
+            }
+            self.doc_keys.push(key);
+            let ord = self.ords.ord(parents[position as usize], key);
+            *slot(&mut self.counts, ord) += 1;
+            if !self.subs.is_empty() {
+                self.subs.push(docs[position as usize], ord);
+            }
+        }
+        self.subs.flush();
+    }
+
+    fn finish_segment(&mut self) -> Result<()> {
+        self.subs.finish_segment()
+    }
+
+    fn build(&mut self, parent: u32) -> Result<InternalAgg> {
+        let pairs = self.ords.buckets_of(parent).to_vec();
+        let date = matches!(self.key_fn, KeyFn::Date { .. });
+        if date {
+            let mut buckets = Vec::with_capacity(pairs.len());
+            for (key, ord) in pairs {
+                buckets.push(Bucket {
+                    key: key as i64,
+                    doc_count: self.counts[ord as usize],
+                    subs: self.subs.build(ord)?,
+                });
+            }
+            buckets.sort_by_key(|b| b.key);
+            return Ok(InternalAgg::DateHistogram(InternalDateHistogram {
+                buckets,
+                format: self.format.clone(),
+                bounds: self.date_bounds,
+            }));
+        }
+        let mut buckets = Vec::with_capacity(pairs.len());
+        for (key, ord) in pairs {
+            buckets.push(Bucket {
+                key: f64::from_bits(key),
+                doc_count: self.counts[ord as usize],
+                subs: self.subs.build(ord)?,
+            });
+        }
+        buckets.sort_by(|a, b| a.key.total_cmp(&b.key));
+        Ok(InternalAgg::Histogram(InternalHistogram {
+            buckets,
+            format: self.format.clone(),
+        }))
+    }
+}
+
+// ---- intermediate results ----
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bucket<K> {
+    pub key: K,
+    pub doc_count: u64,
+    pub subs: InternalAggregations,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InternalHistogram {
+    /// Sorted by key.
+    pub buckets: Vec<Bucket<f64>>,
+    pub format: ValueFormat,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InternalDateHistogram {
+    /// Sorted by key.
+    pub buckets: Vec<Bucket<i64>>,
+    pub format: ValueFormat,
+    /// `extended_bounds` in millis, resolved by the shard.
+    pub bounds: Option<(Option<i64>, Option<i64>)>,
+}
+
+/// A totally ordered f64 for merging keys.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct OrdF64(f64);
+
+impl Eq for OrdF64 {}
+
+impl PartialOrd for OrdF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrdF64 {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+fn merge_buckets<K: Ord + Copy>(
+    parts: impl IntoIterator<Item = Vec<Bucket<K>>>,
+    subs: &[AggRequest],
+) -> Result<Vec<Bucket<K>>> {
+    let mut merged: BTreeMap<K, (u64, Vec<InternalAggregations>)> = BTreeMap::new();
+    for part in parts {
+        for bucket in part {
+            let entry = merged.entry(bucket.key).or_default();
+            entry.0 += bucket.doc_count;
+            entry.1.push(bucket.subs);
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(key, (doc_count, parts))| {
+            Ok(Bucket {
+                key,
+                doc_count,
+                subs: InternalAggregations::reduce(parts, subs)?,
+            })
+        })
+        .collect()
+}
+
+impl InternalHistogram {
+    pub fn reduce(
+        parts: Vec<InternalHistogram>,
+        request: &AggRequest,
+    ) -> Result<InternalHistogram> {
+        let format = ValueFormat::merge(parts.iter().map(|p| &p.format));
+        let buckets = merge_buckets(
+            parts.into_iter().map(|p| {
+                p.buckets
+                    .into_iter()
+                    .map(|b| Bucket {
+                        key: OrdF64(b.key),
+                        doc_count: b.doc_count,
+                        subs: b.subs,
+                    })
+                    .collect()
+            }),
+            &request.subs,
+        )?;
+        Ok(InternalHistogram {
+            buckets: buckets
+                .into_iter()
+                .map(|b| Bucket {
+                    key: b.key.0,
+                    doc_count: b.doc_count,
+                    subs: b.subs,
+                })
+                .collect(),
+            format,
+        })
+    }
+
+    pub fn for_each_subs(
+        &mut self,
+        mut f: impl FnMut(&mut InternalAggregations) -> Result<()>,
+    ) -> Result<()> {
+        self.buckets.iter_mut().try_for_each(|b| f(&mut b.subs))
+    }
+
+    pub fn render(
+        self,
+        request: &AggRequest,
+        ctx: &mut RenderContext,
+    ) -> Result<Map<String, Value>> {
+        let AggKind::Histogram(h) = &request.kind else {
+            return Err(Error::illegal_state("histogram result for another request"));
+        };
+        let mut buckets = self.buckets;
+        if h.min_doc_count == 0 {
+            let (lo, hi) = match &h.extended_bounds {
+                Some(b) => (
+                    b.min.map(|m| round_numeric(m, h.interval, h.offset)),
+                    b.max.map(|m| round_numeric(m, h.interval, h.offset)),
+                ),
+                None => (None, None),
+            };
+            let hard = h.hard_bounds.clone().unwrap_or(Bounds {
+                min: None,
+                max: None,
+            });
+            let first = min_opt(buckets.first().map(|b| b.key), lo);
+            let last = max_opt(buckets.last().map(|b| b.key), hi);
+            if let (Some(first), Some(last)) = (first, last) {
+                let first = hard.min.map_or(first, |m| first.max(round_up(m, h)));
+                let last = hard.max.map_or(last, |m| last.min(m));
+                let expected = ((last - first) / h.interval).round() as usize + 1;
+                ctx.add_buckets(expected.saturating_sub(buckets.len()))?;
+                let empty = InternalAggregations::empty(&request.subs);
+                let mut filled = Vec::with_capacity(expected);
+                let mut existing = buckets.into_iter().peekable();
+                let mut i = 0u64;
+                loop {
+                    let key = first + i as f64 * h.interval;
+                    let key = round_numeric(key, h.interval, h.offset);
+                    if key > last + h.interval * 1e-9 {
+                        break;
+                    }
+                    while existing
+                        .peek()
+                        .is_some_and(|b| b.key < key - h.interval * 1e-9)
+                    {
+                        filled.push(existing.next().unwrap());
+                    }
+                    match existing.peek() {
+                        Some(b) if (b.key - key).abs() <= h.interval * 1e-9 => {
+                            filled.push(existing.next().unwrap())
+                        }
+                        _ => filled.push(Bucket {
+                            key,
+                            doc_count: 0,
+                            subs: empty.clone(),
+                        }),
+                    }
+                    i += 1;
+                }
+                filled.extend(existing);
+                buckets = filled;
+            }
+        } else {
+            buckets.retain(|b| b.doc_count >= h.min_doc_count);
+        }
+        let mut buckets: Vec<Bucket<OrdF64>> = buckets
+            .into_iter()
+            .map(|b| Bucket {
+                key: OrdF64(b.key),
+                doc_count: b.doc_count,
+                subs: b.subs,
+            })
+            .collect();
+        if h.order != BucketOrder::key_asc() {
+            h.order.sort(
+                &mut buckets,
+                &request.subs,
+                |b| &b.key,
+                |b| b.doc_count,
+                |b| &b.subs,
+            );
+        }
+        ctx.add_buckets(buckets.len())?;
+        let formatter = self.format.formatter();
+        let rendered = buckets
+            .into_iter()
+            .map(|b| {
+                let mut out = Map::new();
+                let text = formatter.as_string(b.key.0);
+                if let Some(text) = &text {
+                    out.insert("key_as_string".into(), json!(text));
+                }
+                out.insert("key".into(), json!(b.key.0));
+                out.insert("doc_count".into(), json!(b.doc_count));
+                render_subs(&mut out, b.subs, &request.subs, ctx)?;
+                let name = text.unwrap_or_else(|| java_double(b.key.0));
+                Ok((name, Value::Object(out)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(bucket_list(rendered, h.keyed))
+    }
+}
+
+fn round_numeric(value: f64, interval: f64, offset: f64) -> f64 {
+    ((value - offset) / interval).floor() * interval + offset
+}
+
+fn round_up(value: f64, h: &HistogramRequest) -> f64 {
+    let key = round_numeric(value, h.interval, h.offset);
+    if key < value {
+        key + h.interval
+    } else {
+        key
+    }
+}
+
+fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A double as Java prints it (`1.0`, `-3.0`, `1.4200704E12`), for `keyed` bucket names.
+pub fn java_double(value: f64) -> String {
+    if value.is_finite() && value.fract() == 0.0 && value.abs() < 1e7 {
+        return format!("{value:.1}");
+    }
+    if value.is_finite() && value.abs() >= 1e-3 && value.abs() < 1e7 {
+        return format!("{value}");
+    }
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value}");
+    }
+    let exponent = value.abs().log10().floor() as i32;
+    let mantissa = value / 10f64.powi(exponent);
+    let mut text = format!("{mantissa}");
+    if !text.contains('.') {
+        text.push_str(".0");
+    }
+    format!("{text}E{exponent}")
+}
+
+/// Buckets as a list, or as an object keyed by bucket name (`keyed: true`).
+pub fn bucket_list(buckets: Vec<(String, Value)>, keyed: bool) -> Map<String, Value> {
+    let mut out = Map::new();
+    if keyed {
+        out.insert(
+            "buckets".into(),
+            Value::Object(buckets.into_iter().collect()),
+        );
+    } else {
+        out.insert(
+            "buckets".into(),
+            Value::Array(buckets.into_iter().map(|(_, b)| b).collect()),
+        );
+    }
+    out
+}
+
+impl InternalDateHistogram {
+    pub fn reduce(
+        parts: Vec<InternalDateHistogram>,
+        request: &AggRequest,
+    ) -> Result<InternalDateHistogram> {
+        let format = ValueFormat::merge(parts.iter().map(|p| &p.format));
+        let bounds = parts.iter().find_map(|p| p.bounds);
+        let buckets = merge_buckets(parts.into_iter().map(|p| p.buckets), &request.subs)?;
+        Ok(InternalDateHistogram {
+            buckets,
+            format,
+            bounds,
+        })
+    }
+
+    pub fn for_each_subs(
+        &mut self,
+        mut f: impl FnMut(&mut InternalAggregations) -> Result<()>,
+    ) -> Result<()> {
+        self.buckets.iter_mut().try_for_each(|b| f(&mut b.subs))
+    }
+
+    pub fn render(
+        self,
+        request: &AggRequest,
+        ctx: &mut RenderContext,
+    ) -> Result<Map<String, Value>> {
+        let AggKind::DateHistogram(h) = &request.kind else {
+            return Err(Error::illegal_state(
+                "date_histogram result for another request",
+            ));
+        };
+        let mut rounding = h.rounding()?;
+        let mut buckets = self.buckets;
+        if h.min_doc_count == 0 {
+            let (lo, hi) = self.bounds.unwrap_or((None, None));
+            let lo = lo.map(|m| rounding.round(m));
+            let hi = hi.map(|m| rounding.round(m));
+            let first = [buckets.first().map(|b| b.key), lo]
+                .into_iter()
+                .flatten()
+                .min();
+            let last = [buckets.last().map(|b| b.key), hi]
+                .into_iter()
+                .flatten()
+                .max();
+            if let (Some(first), Some(last)) = (first, last) {
+                let empty = InternalAggregations::empty(&request.subs);
+                let mut filled = Vec::new();
+                let mut existing = buckets.into_iter().peekable();
+                let mut key = first;
+                let mut added = 0usize;
+                while key <= last {
+                    while existing.peek().is_some_and(|b| b.key < key) {
+                        filled.push(existing.next().unwrap());
+                    }
+                    if existing.peek().is_some_and(|b| b.key == key) {
+                        filled.push(existing.next().unwrap());
+                    } else {
+                        added += 1;
+                        if added % 1024 == 0 {
+                            ctx.add_buckets(1024)?;
+                        }
+                        filled.push(Bucket {
+                            key,
+                            doc_count: 0,
+                            subs: empty.clone(),
+                        });
+                    }
+                    let next = rounding.next(key);
+                    if next <= key {
+                        break;
+                    }
+                    key = next;
+                }
+                ctx.add_buckets(added % 1024)?;
+                filled.extend(existing);
+                buckets = filled;
+            }
+        } else {
+            buckets.retain(|b| b.doc_count >= h.min_doc_count);
+        }
+        if h.order != BucketOrder::key_asc() {
+            h.order.sort(
+                &mut buckets,
+                &request.subs,
+                |b| &b.key,
+                |b| b.doc_count,
+                |b| &b.subs,
+            );
+        }
+        ctx.add_buckets(buckets.len())?;
+        let formatter = self.format.formatter();
+        let rendered = buckets
+            .into_iter()
+            .map(|b| {
+                let mut out = Map::new();
+                let text = formatter
+                    .as_string(b.key as f64)
+                    .unwrap_or_else(|| b.key.to_string());
+                out.insert("key_as_string".into(), json!(text));
+                out.insert("key".into(), json!(b.key));
+                out.insert("doc_count".into(), json!(b.doc_count));
+                render_subs(&mut out, b.subs, &request.subs, ctx)?;
+                Ok((text, Value::Object(out)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(bucket_list(rendered, h.keyed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::parse_aggregations;
+    use serde_json::json;
+
+    fn request(body: Value) -> AggRequest {
+        parse_aggregations(&json!({"h": body})).unwrap().remove(0)
+    }
+
+    fn bucket(key: f64, doc_count: u64) -> Bucket<f64> {
+        Bucket {
+            key,
+            doc_count,
+            subs: InternalAggregations::default(),
+        }
+    }
+
+    #[test]
+    fn parse_rejects_bad_intervals() {
+        let e = parse_aggregations(&json!({"x": {"histogram": {"field": "n", "interval": 0}}}))
+            .unwrap_err();
+        assert_eq!(e.reason(), "[histogram] failed to parse field [interval]");
+        assert_eq!(
+            e.cause().unwrap().reason(),
+            "[interval] must be >0 for histogram aggregation [x]"
+        );
+    }
+
+    #[test]
+    fn fills_gaps_and_extended_bounds_keyed() {
+        let r = request(
+            json!({"histogram": {"field": "n", "interval": 2, "offset": 1,
+            "keyed": true, "extended_bounds": {"min": -3, "max": 12}}}),
+        );
+        let h = InternalHistogram {
+            buckets: vec![bucket(1.0, 1), bucket(5.0, 2), bucket(7.0, 1)],
+            format: ValueFormat::Raw,
+        };
+        let out = h.render(&r, &mut RenderContext::new(100)).unwrap();
+        let keys: Vec<&String> = out["buckets"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["-3.0", "-1.0", "1.0", "3.0", "5.0", "7.0", "9.0", "11.0"]
+        );
+        assert_eq!(out["buckets"]["5.0"]["doc_count"], 2);
+    }
+
+    #[test]
+    fn reduce_merges_by_key_in_any_grouping() {
+        let r = request(json!({"histogram": {"field": "n", "interval": 1}}));
+        let parts = || {
+            vec![
+                InternalHistogram {
+                    buckets: vec![bucket(1.0, 1), bucket(3.0, 2)],
+                    format: ValueFormat::Raw,
+                },
+                InternalHistogram {
+                    buckets: vec![bucket(2.0, 5), bucket(3.0, 1)],
+                    format: ValueFormat::Raw,
+                },
+                InternalHistogram::default(),
+            ]
+        };
+        let all = InternalHistogram::reduce(parts(), &r).unwrap();
+        assert_eq!(
+            all.buckets.iter().map(|b| b.doc_count).collect::<Vec<_>>(),
+            [1, 5, 3]
+        );
+        let mut p = parts();
+        let last = p.pop().unwrap();
+        let grouped =
+            InternalHistogram::reduce(vec![InternalHistogram::reduce(p, &r).unwrap(), last], &r)
+                .unwrap();
+        assert_eq!(all, grouped);
+    }
+
+    #[test]
+    fn too_many_empty_buckets_fail() {
+        let r = request(json!({"histogram": {"field": "n", "interval": 1}}));
+        let h = InternalHistogram {
+            buckets: vec![bucket(0.0, 1), bucket(1e6, 1)],
+            format: ValueFormat::Raw,
+        };
+        let e = h.render(&r, &mut RenderContext::new(1000)).unwrap_err();
+        assert_eq!(e.kind(), "too_many_buckets_exception");
+    }
+
+    #[test]
+    fn java_doubles() {
+        assert_eq!(java_double(1.0), "1.0");
+        assert_eq!(java_double(-3.0), "-3.0");
+        assert_eq!(java_double(2.5), "2.5");
+        assert_eq!(java_double(1.4200704e12), "1.4200704E12");
+    }
+}

@@ -1,0 +1,1131 @@
+//! `terms`: one bucket per distinct value, the most frequent first.
+//!
+//! Keyword fields are counted by segment ordinal: a segment's ordinals are mapped to slice-wide
+//! term ids the first time each one is seen, so a segment with a million matching docs and ten
+//! terms does ten dictionary lookups. Slices keep every bucket (no trimming, so any slice count
+//! gives the same answer); the shard trims to `shard_size` and records OpenSearch's
+//! `doc_count_error_upper_bound`; the coordinator trims to `size`.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use tantivy::DocId;
+use tessera_common::murmur3::murmur3_x86_32;
+use tessera_common::{Error, Result};
+
+use crate::bucket::order::BucketOrder;
+use crate::collector::{Collector, SegmentContext, SubCollectors};
+use crate::format::ValueFormat;
+use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext, ShardFinish};
+use crate::ords::{slot, BucketOrds};
+use crate::prepare::{AggContext, Factory};
+use crate::request::{
+    bool_param, count_param, int_param, string_param, unknown_field, AggKind, AggRequest,
+    ValuesSourceParams,
+};
+use crate::values::{
+    ip_to_string, Accepts, IpValues, KeywordValues, NumericKind, NumericValues, ValueSource,
+};
+
+/// Which terms to keep (`include` / `exclude`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TermFilterSpec {
+    pub include_regex: Option<String>,
+    pub exclude_regex: Option<String>,
+    pub include_values: Option<Vec<Value>>,
+    pub exclude_values: Option<Vec<Value>>,
+    /// `(partition, num_partitions)`.
+    pub partition: Option<(u32, u32)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TermsRequest {
+    pub source: ValuesSourceParams,
+    pub size: usize,
+    pub shard_size: Option<usize>,
+    pub min_doc_count: u64,
+    pub shard_min_doc_count: u64,
+    pub order: BucketOrder,
+    pub filter: TermFilterSpec,
+    pub show_term_doc_count_error: bool,
+}
+
+impl TermsRequest {
+    pub fn parse(name: &str, body: &Map<String, Value>) -> Result<TermsRequest> {
+        const AGG: &str = "terms";
+        let mut request = TermsRequest {
+            source: ValuesSourceParams::default(),
+            size: 10,
+            shard_size: None,
+            min_doc_count: 1,
+            shard_min_doc_count: 0,
+            order: BucketOrder::count_desc(),
+            filter: TermFilterSpec::default(),
+            show_term_doc_count_error: false,
+        };
+        let positive = |key: &str, value: &Value| -> Result<usize> {
+            let n = int_param(AGG, key, value)?;
+            if n <= 0 {
+                return Err(Error::x_content_parse(format!(
+                    "[{AGG}] failed to parse field [{key}]"
+                ))
+                .caused_by(Error::illegal_argument(format!(
+                    "[{key}] must be greater than 0. Found [{n}] in [{name}]"
+                ))));
+            }
+            Ok(n as usize)
+        };
+        for (key, value) in body {
+            if request.source.accept(AGG, key, value)? {
+                continue;
+            }
+            match key.as_str() {
+                "size" => request.size = positive(key, value)?,
+                "shard_size" => {
+                    let n = int_param(AGG, key, value)?;
+                    // -1 (or 0) means "computed from size", as in OpenSearch
+                    request.shard_size = (n > 0).then_some(n as usize);
+                }
+                "min_doc_count" => request.min_doc_count = count_param(AGG, key, value)?,
+                "shard_min_doc_count" => {
+                    request.shard_min_doc_count = count_param(AGG, key, value)?
+                }
+                "order" => request.order = BucketOrder::parse(AGG, value)?,
+                "include" => parse_include(&mut request.filter, value, true)?,
+                "exclude" => parse_include(&mut request.filter, value, false)?,
+                "show_term_doc_count_error" => {
+                    request.show_term_doc_count_error = bool_param(AGG, key, value)?
+                }
+                "execution_hint" | "collect_mode" => {
+                    string_param(AGG, key, value)?;
+                }
+                _ => return Err(unknown_field(AGG, key)),
+            }
+        }
+        request.source.require_field_at_parse()?;
+        Ok(request)
+    }
+}
+
+fn parse_include(spec: &mut TermFilterSpec, value: &Value, include: bool) -> Result<()> {
+    let field = if include { "include" } else { "exclude" };
+    let failed = |reason: &str| {
+        Error::x_content_parse(format!("[terms] failed to parse field [{field}]"))
+            .caused_by(Error::illegal_argument(reason.to_string()))
+    };
+    let has_regex = spec.include_regex.is_some() || spec.exclude_regex.is_some();
+    let has_set =
+        spec.include_values.is_some() || spec.exclude_values.is_some() || spec.partition.is_some();
+    match value {
+        Value::String(pattern) => {
+            if has_set {
+                return Err(failed(
+                    "Cannot mix a regex-based include with a set-based method",
+                ));
+            }
+            Regex::new(&format!("^(?:{pattern})$"))
+                .map_err(|e| failed(&format!("invalid regular expression [{pattern}]: {e}")))?;
+            if include {
+                spec.include_regex = Some(pattern.clone());
+            } else {
+                spec.exclude_regex = Some(pattern.clone());
+            }
+        }
+        Value::Array(values) => {
+            if has_regex {
+                return Err(failed(
+                    "Cannot mix a regex-based include with a set-based method",
+                ));
+            }
+            if include {
+                spec.include_values = Some(values.clone());
+            } else {
+                spec.exclude_values = Some(values.clone());
+            }
+        }
+        Value::Object(object) if include => {
+            let mut partition = None;
+            let mut num_partitions = None;
+            for (key, v) in object {
+                match key.as_str() {
+                    "partition" => partition = Some(int_param("terms", key, v)?),
+                    "num_partitions" => num_partitions = Some(int_param("terms", key, v)?),
+                    _ => {
+                        return Err(failed(&format!(
+                            "Unknown parameter in Include/Exclude clause: {key}"
+                        )))
+                    }
+                }
+            }
+            match (partition, num_partitions) {
+                (Some(p), Some(n)) if n > 0 && (0..n).contains(&p) => {
+                    spec.partition = Some((p as u32, n as u32))
+                }
+                (Some(_), Some(_)) => return Err(failed("Invalid partition")),
+                _ => return Err(failed(
+                    "Missing [partition] or [num_partitions] parameter for partition-based include",
+                )),
+            }
+        }
+        _ => {
+            return Err(failed(&format!(
+                "Unrecognized token for an {field} [{value}]"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// The compiled include/exclude rules.
+struct TermFilter {
+    include_regex: Option<Regex>,
+    exclude_regex: Option<Regex>,
+    include_set: Option<Vec<String>>,
+    exclude_set: Option<Vec<String>>,
+    partition: Option<(u32, u32)>,
+}
+
+/// OpenSearch's seed for partitioned terms.
+const PARTITION_SEED: u32 = 31;
+
+impl TermFilter {
+    fn compile(spec: &TermFilterSpec) -> Result<Option<TermFilter>> {
+        if *spec == TermFilterSpec::default() {
+            return Ok(None);
+        }
+        let regex = |p: &Option<String>| -> Result<Option<Regex>> {
+            p.as_ref()
+                .map(|p| {
+                    Regex::new(&format!("^(?:{p})$")).map_err(|e| {
+                        Error::illegal_argument(format!("invalid regular expression [{p}]: {e}"))
+                    })
+                })
+                .transpose()
+        };
+        let set = |v: &Option<Vec<Value>>| {
+            v.as_ref().map(|values| {
+                values
+                    .iter()
+                    .map(|v| match v {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+            })
+        };
+        Ok(Some(TermFilter {
+            include_regex: regex(&spec.include_regex)?,
+            exclude_regex: regex(&spec.exclude_regex)?,
+            include_set: set(&spec.include_values),
+            exclude_set: set(&spec.exclude_values),
+            partition: spec.partition,
+        }))
+    }
+
+    /// Whether a term (in its string form) is kept.
+    fn accepts(&self, term: &str) -> bool {
+        if let Some(r) = &self.include_regex {
+            if !r.is_match(term) {
+                return false;
+            }
+        }
+        if let Some(r) = &self.exclude_regex {
+            if r.is_match(term) {
+                return false;
+            }
+        }
+        if let Some(set) = &self.include_set {
+            if !set.iter().any(|s| s == term) {
+                return false;
+            }
+        }
+        if let Some(set) = &self.exclude_set {
+            if set.iter().any(|s| s == term) {
+                return false;
+            }
+        }
+        if let Some((partition, count)) = self.partition {
+            let hash = murmur3_x86_32(term.as_bytes(), PARTITION_SEED) as i32;
+            if hash.rem_euclid(count as i32) as u32 != partition {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Numeric sets compare numerically (`include: [1, 2]` on a long field).
+    fn accepts_number(&self, value: f64, as_text: &str) -> bool {
+        let in_set = |set: &Vec<String>| {
+            set.iter()
+                .any(|s| s.parse::<f64>().is_ok_and(|n| n == value) || s == as_text)
+        };
+        if let Some(set) = &self.include_set {
+            if !in_set(set) {
+                return false;
+            }
+        }
+        if let Some(set) = &self.exclude_set {
+            if in_set(set) {
+                return false;
+            }
+        }
+        let regex_or_partition = TermFilter {
+            include_regex: self.include_regex.clone(),
+            exclude_regex: self.exclude_regex.clone(),
+            include_set: None,
+            exclude_set: None,
+            partition: self.partition,
+        };
+        regex_or_partition.accepts(as_text)
+    }
+}
+
+// ---- intermediate result ----
+
+/// A bucket key: numbers for numeric fields (dates are epoch millis), text otherwise.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum TermKey {
+    Long(i64),
+    Double(f64),
+    Str(String),
+}
+
+impl TermKey {
+    fn as_f64(&self) -> Option<f64> {
+        match self {
+            TermKey::Long(n) => Some(*n as f64),
+            TermKey::Double(f) => Some(*f),
+            TermKey::Str(_) => None,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            TermKey::Long(n) => json!(n),
+            TermKey::Double(f) => json!(f),
+            TermKey::Str(s) => json!(s),
+        }
+    }
+}
+
+impl Ord for TermKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (TermKey::Long(a), TermKey::Long(b)) => a.cmp(b),
+            (TermKey::Str(a), TermKey::Str(b)) => a.cmp(b),
+            (TermKey::Str(_), _) => Ordering::Greater,
+            (_, TermKey::Str(_)) => Ordering::Less,
+            (a, b) => a
+                .as_f64()
+                .unwrap_or_default()
+                .total_cmp(&b.as_f64().unwrap_or_default()),
+        }
+    }
+}
+
+impl PartialOrd for TermKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for TermKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for TermKey {}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TermsBucket {
+    pub key: TermKey,
+    pub doc_count: u64,
+    /// Upper bound of this term's count missing from partial results that did not return it
+    /// (-1 when unknown).
+    pub doc_count_error: i64,
+    pub subs: InternalAggregations,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InternalTerms {
+    pub buckets: Vec<TermsBucket>,
+    pub format: ValueFormat,
+    /// Upper bound of the count of a term missing from `buckets` (-1 when unknown).
+    pub doc_count_error_upper_bound: i64,
+    pub sum_other_doc_count: u64,
+}
+
+fn terms_request(request: &AggRequest) -> Result<&TermsRequest> {
+    match &request.kind {
+        AggKind::Terms(t) => Ok(t),
+        _ => Err(Error::illegal_state("terms result for a non-terms request")),
+    }
+}
+
+impl InternalTerms {
+    pub fn reduce(parts: Vec<InternalTerms>, request: &AggRequest) -> Result<InternalTerms> {
+        let format = ValueFormat::merge(parts.iter().map(|p| &p.format));
+        let mixed_types = {
+            let mut has_str = false;
+            let mut has_num = false;
+            for b in parts.iter().flat_map(|p| &p.buckets) {
+                match b.key {
+                    TermKey::Str(_) => has_str = true,
+                    _ => has_num = true,
+                }
+            }
+            has_str && has_num
+        };
+        if mixed_types {
+            return Err(Error::illegal_argument(format!(
+                "Merging/Reducing the aggregations failed when computing the aggregation [{}] because the field you gave in the aggregation query existed as two different types in two different indices",
+                request.name
+            )));
+        }
+        let unknown_error = parts.iter().any(|p| p.doc_count_error_upper_bound < 0);
+        let total_error: i64 = parts
+            .iter()
+            .map(|p| p.doc_count_error_upper_bound.max(0))
+            .sum();
+        let sum_other_doc_count = parts.iter().map(|p| p.sum_other_doc_count).sum();
+        struct Merged {
+            doc_count: u64,
+            own_error: i64,
+            errors_of_parts_having: i64,
+            unknown: bool,
+            subs: Vec<InternalAggregations>,
+        }
+        let mut merged: BTreeMap<TermKey, Merged> = BTreeMap::new();
+        let mixed_numbers = parts
+            .iter()
+            .flat_map(|p| &p.buckets)
+            .any(|b| matches!(b.key, TermKey::Double(_)));
+        for part in parts {
+            for bucket in part.buckets {
+                let key = match bucket.key {
+                    TermKey::Long(n) if mixed_numbers => TermKey::Double(n as f64),
+                    key => key,
+                };
+                let entry = merged.entry(key).or_insert_with(|| Merged {
+                    doc_count: 0,
+                    own_error: 0,
+                    errors_of_parts_having: 0,
+                    unknown: false,
+                    subs: Vec::new(),
+                });
+                entry.doc_count += bucket.doc_count;
+                entry.unknown |= bucket.doc_count_error < 0;
+                entry.own_error += bucket.doc_count_error.max(0);
+                entry.errors_of_parts_having += part.doc_count_error_upper_bound.max(0);
+                entry.subs.push(bucket.subs);
+            }
+        }
+        let mut buckets = Vec::with_capacity(merged.len());
+        for (key, m) in merged {
+            let doc_count_error = if unknown_error || m.unknown {
+                -1
+            } else {
+                total_error - m.errors_of_parts_having + m.own_error
+            };
+            buckets.push(TermsBucket {
+                key,
+                doc_count: m.doc_count,
+                doc_count_error,
+                subs: InternalAggregations::reduce(m.subs, &request.subs)?,
+            });
+        }
+        Ok(InternalTerms {
+            buckets,
+            format,
+            doc_count_error_upper_bound: if unknown_error { -1 } else { total_error },
+            sum_other_doc_count,
+        })
+    }
+
+    fn sort(&mut self, terms: &TermsRequest, subs: &[AggRequest]) {
+        terms.order.sort(
+            &mut self.buckets,
+            subs,
+            |b| &b.key,
+            |b| b.doc_count,
+            |b| &b.subs,
+        );
+    }
+
+    /// Cuts the shard's buckets to `shard_size` and sets the shard's doc count error the way
+    /// OpenSearch reports it.
+    pub fn finish_shard(&mut self, request: &AggRequest, ctx: &ShardFinish) -> Result<()> {
+        let terms = terms_request(request)?;
+        let shard_size = shard_size(terms, ctx.shards_in_request);
+        let min = terms.shard_min_doc_count;
+        self.buckets.retain(|b| b.doc_count >= min);
+        self.sort(terms, &request.subs);
+        if self.buckets.len() > shard_size {
+            let removed: u64 = self.buckets[shard_size..].iter().map(|b| b.doc_count).sum();
+            self.sum_other_doc_count += removed;
+            self.buckets.truncate(shard_size);
+        }
+        let len = self.buckets.len();
+        self.doc_count_error_upper_bound =
+            if len == 0 || len < shard_size || terms.order.is_key_order() {
+                0
+            } else if terms.order.is_count_desc() {
+                if ctx.shards_in_request == 1 {
+                    0
+                } else {
+                    self.buckets.iter().map(|b| b.doc_count).min().unwrap_or(0) as i64
+                }
+            } else {
+                -1
+            };
+        for bucket in &mut self.buckets {
+            bucket.doc_count_error = 0;
+            bucket.subs.finish_shard(&request.subs, ctx)?;
+        }
+        Ok(())
+    }
+
+    pub fn render(
+        mut self,
+        request: &AggRequest,
+        ctx: &mut RenderContext,
+    ) -> Result<Map<String, Value>> {
+        let terms = terms_request(request)?;
+        self.sort(terms, &request.subs);
+        let min = terms.min_doc_count;
+        self.buckets.retain(|b| b.doc_count >= min);
+        if self.buckets.len() > terms.size {
+            let removed: u64 = self.buckets[terms.size..].iter().map(|b| b.doc_count).sum();
+            self.sum_other_doc_count += removed;
+            self.buckets.truncate(terms.size);
+        }
+        ctx.add_buckets(self.buckets.len())?;
+        let formatter = self.format.formatter();
+        let mut buckets = Vec::with_capacity(self.buckets.len());
+        for bucket in self.buckets {
+            let mut out = Map::new();
+            out.insert("key".into(), bucket.key.to_json());
+            if let Some(number) = bucket.key.as_f64() {
+                if let Some(text) = formatter.as_string(number) {
+                    out.insert("key_as_string".into(), json!(text));
+                }
+            }
+            out.insert("doc_count".into(), json!(bucket.doc_count));
+            if terms.show_term_doc_count_error {
+                out.insert(
+                    "doc_count_error_upper_bound".into(),
+                    json!(bucket.doc_count_error),
+                );
+            }
+            render_subs(&mut out, bucket.subs, &request.subs, ctx)?;
+            buckets.push(Value::Object(out));
+        }
+        let mut out = Map::new();
+        out.insert(
+            "doc_count_error_upper_bound".into(),
+            json!(self.doc_count_error_upper_bound),
+        );
+        out.insert(
+            "sum_other_doc_count".into(),
+            json!(self.sum_other_doc_count),
+        );
+        out.insert("buckets".into(), Value::Array(buckets));
+        Ok(out)
+    }
+}
+
+/// OpenSearch's shard size: the request's, or `size` for a single shard and
+/// `size × 1.5 + 10` otherwise.
+pub fn shard_size(terms: &TermsRequest, shards_in_request: usize) -> usize {
+    let computed = if shards_in_request <= 1 {
+        terms.size
+    } else {
+        terms.size.saturating_mul(3) / 2 + 10
+    };
+    terms.shard_size.unwrap_or(computed).max(terms.size)
+}
+
+// ---- collection ----
+
+struct TermsFactory {
+    source: ValueSource,
+    format: ValueFormat,
+    filter: Option<Arc<TermFilter>>,
+    missing: Option<Value>,
+    min_doc_count_zero: bool,
+}
+
+pub fn factory(
+    request: &AggRequest,
+    terms: &TermsRequest,
+    ctx: &AggContext,
+) -> Result<Box<dyn Factory>> {
+    if terms.size == 0 {
+        return Err(Error::illegal_argument(format!(
+            "[size] must be greater than 0. Found [0] in [{}]",
+            request.name
+        )));
+    }
+    terms.order.validate(&request.subs)?;
+    let field = terms.source.require_field(&request.name)?;
+    let source = ValueSource::resolve(ctx.table, field, "terms", Accepts::Any)?;
+    let format = ValueFormat::for_source(&source, terms.source.format.as_deref(), None)?;
+    Ok(Box::new(TermsFactory {
+        source,
+        format,
+        filter: TermFilter::compile(&terms.filter)?.map(Arc::new),
+        missing: terms.source.missing.clone(),
+        min_doc_count_zero: terms.min_doc_count == 0,
+    }))
+}
+
+impl Factory for TermsFactory {
+    fn collector(&self, subs: SubCollectors, single_parent: bool) -> Result<Box<dyn Collector>> {
+        let common = Common {
+            ords: BucketOrds::new(single_parent),
+            counts: Vec::new(),
+            subs,
+            filter: self.filter.clone(),
+            format: self.format.clone(),
+            min_doc_count_zero: self.min_doc_count_zero,
+        };
+        Ok(match &self.source {
+            ValueSource::Numeric { kind, .. } => {
+                let missing = match &self.missing {
+                    None => None,
+                    Some(v) => Some(numeric_missing(kind, v)?),
+                };
+                Box::new(NumericTerms {
+                    common,
+                    source: self.source.clone(),
+                    exact: matches!(
+                        kind,
+                        NumericKind::Long | NumericKind::Date(_) | NumericKind::Boolean
+                    ),
+                    values: None,
+                    missing,
+                    pairs: Vec::new(),
+                    seen_keys: Vec::new(),
+                    all_keys: Vec::new(),
+                })
+            }
+            ValueSource::Keyword { .. } | ValueSource::Ip { .. } | ValueSource::Unmapped => {
+                Box::new(DictionaryTerms {
+                    common,
+                    source: self.source.clone(),
+                    keyword: None,
+                    ip: None,
+                    missing: self.missing.as_ref().map(|v| match v {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    }),
+                    terms: Vec::new(),
+                    term_ids: HashMap::new(),
+                    segment_map: Vec::new(),
+                    pairs: Vec::new(),
+                    doc_terms: Vec::new(),
+                    text: String::new(),
+                })
+            }
+        })
+    }
+}
+
+/// The `missing` value of a numeric terms aggregation, as a bucket key.
+fn numeric_missing(kind: &NumericKind, value: &Value) -> Result<f64> {
+    let bad = || Error::illegal_argument(format!("failed to parse [missing] value [{value}]"));
+    match (kind, value) {
+        (_, Value::Number(n)) => n.as_f64().ok_or_else(bad),
+        (NumericKind::Boolean, Value::Bool(b)) => Ok(*b as i64 as f64),
+        (NumericKind::Date(format), Value::String(s)) => format
+            .parse_millis(s, None, false)
+            .map(|m| m as f64)
+            .or_else(|_| s.parse::<f64>())
+            .map_err(|_| bad()),
+        (_, Value::String(s)) => s.parse::<f64>().map_err(|_| bad()),
+        _ => Err(bad()),
+    }
+}
+
+/// State shared by the keyword and numeric collectors.
+struct Common {
+    ords: BucketOrds,
+    counts: Vec<u64>,
+    subs: SubCollectors,
+    filter: Option<Arc<TermFilter>>,
+    format: ValueFormat,
+    min_doc_count_zero: bool,
+}
+
+impl Common {
+    #[inline]
+    fn add(&mut self, doc: DocId, parent: u32, key: u64) {
+        let ord = self.ords.ord(parent, key);
+        *slot(&mut self.counts, ord) += 1;
+        if !self.subs.is_empty() {
+            self.subs.push(doc, ord);
+        }
+    }
+
+    /// Builds `parent`'s buckets; `all_keys` adds zero-count buckets (`min_doc_count: 0`).
+    fn build(
+        &mut self,
+        parent: u32,
+        key_of: impl Fn(u64) -> TermKey,
+        all_keys: &[u64],
+    ) -> Result<InternalAgg> {
+        let pairs: Vec<(u64, u32)> = self.ords.buckets_of(parent).to_vec();
+        let mut buckets = Vec::with_capacity(pairs.len());
+        for (key, ord) in &pairs {
+            buckets.push(TermsBucket {
+                key: key_of(*key),
+                doc_count: self.counts.get(*ord as usize).copied().unwrap_or(0),
+                doc_count_error: 0,
+                subs: self.subs.build(*ord)?,
+            });
+        }
+        if self.min_doc_count_zero {
+            let present: std::collections::HashSet<u64> = pairs.iter().map(|(k, _)| *k).collect();
+            for key in all_keys.iter().filter(|k| !present.contains(k)) {
+                buckets.push(TermsBucket {
+                    key: key_of(*key),
+                    doc_count: 0,
+                    doc_count_error: 0,
+                    subs: self.subs.build(u32::MAX)?,
+                });
+            }
+        }
+        Ok(InternalAgg::Terms(InternalTerms {
+            buckets,
+            format: self.format.clone(),
+            doc_count_error_upper_bound: 0,
+            sum_other_doc_count: 0,
+        }))
+    }
+}
+
+const UNRESOLVED: u32 = u32::MAX;
+const EXCLUDED: u32 = u32::MAX - 1;
+
+/// Terms of keyword and ip fields, counted by slice-wide term id.
+struct DictionaryTerms {
+    common: Common,
+    source: ValueSource,
+    keyword: Option<KeywordValues>,
+    ip: Option<IpValues>,
+    missing: Option<String>,
+    /// Slice-wide terms by id.
+    terms: Vec<String>,
+    term_ids: HashMap<String, u32>,
+    /// Segment ordinal → term id (keyword fields).
+    segment_map: Vec<u32>,
+    pairs: Vec<(u32, u32)>,
+    doc_terms: Vec<u32>,
+    text: String,
+}
+
+impl DictionaryTerms {
+    fn term_id(&mut self, term: &str) -> u32 {
+        if let Some(id) = self.term_ids.get(term) {
+            return *id;
+        }
+        if self
+            .common
+            .filter
+            .as_ref()
+            .is_some_and(|f| !f.accepts(term))
+        {
+            return EXCLUDED;
+        }
+        let id = self.terms.len() as u32;
+        self.terms.push(term.to_string());
+        self.term_ids.insert(term.to_string(), id);
+        id
+    }
+
+    fn segment_term_id(&mut self, ord: u64) -> u32 {
+        let mapped = self.segment_map[ord as usize];
+        if mapped != UNRESOLVED {
+            return mapped;
+        }
+        let mut text = std::mem::take(&mut self.text);
+        if let Some(k) = &self.keyword {
+            let _ = k.term(ord, &mut text);
+        }
+        let id = self.term_id(&text);
+        self.text = text;
+        self.segment_map[ord as usize] = id;
+        id
+    }
+}
+
+impl Collector for DictionaryTerms {
+    fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
+        match &self.source {
+            ValueSource::Keyword { .. } => {
+                let values = KeywordValues::open(&self.source, segment.reader)?;
+                self.segment_map.clear();
+                self.segment_map.resize(values.num_terms(), UNRESOLVED);
+                self.keyword = Some(values);
+                if self.common.min_doc_count_zero {
+                    for ord in 0..self.segment_map.len() as u64 {
+                        self.segment_term_id(ord);
+                    }
+                }
+            }
+            ValueSource::Ip { .. } => self.ip = Some(IpValues::open(&self.source, segment.reader)?),
+            _ => {}
+        }
+        if self.common.min_doc_count_zero {
+            if let Some(missing) = self.missing.clone() {
+                self.term_id(&missing);
+            }
+        }
+        self.common.subs.set_segment(segment)
+    }
+
+    fn collect(&mut self, docs: &[DocId], parents: &[u32]) {
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.clear();
+        if let Some(values) = &mut self.keyword {
+            values.for_each_ord(docs, |p, ord| pairs.push((p as u32, ord as u32)));
+            for pair in pairs.iter_mut() {
+                pair.1 = self.segment_term_id(pair.1 as u64);
+            }
+        } else if let Some(values) = &mut self.ip {
+            let mut ips = Vec::new();
+            values.for_each(docs, |p, ip| ips.push((p as u32, ip)));
+            for (p, ip) in ips {
+                let id = self.term_id(&ip_to_string(ip));
+                pairs.push((p, id));
+            }
+        }
+        let missing_id = self.missing.clone().map(|m| self.term_id(&m));
+        let mut j = 0;
+        for (position, &doc) in docs.iter().enumerate() {
+            let parent = parents[position];
+            self.doc_terms.clear();
+            while j < pairs.len() && pairs[j].0 as usize == position {
+                let id = pairs[j].1;
+                j += 1;
+                if id == EXCLUDED || self.doc_terms.contains(&id) {
+                    continue;
+                }
+                self.doc_terms.push(id);
+                self.common.add(doc, parent, id as u64);
+            }
+            if self.doc_terms.is_empty() && (j == 0 || pairs[j - 1].0 as usize != position) {
+                if let Some(id) = missing_id.filter(|id| *id != EXCLUDED) {
+                    self.common.add(doc, parent, id as u64);
+                }
+            }
+        }
+        self.pairs = pairs;
+        self.common.subs.flush();
+    }
+
+    fn finish_segment(&mut self) -> Result<()> {
+        self.common.subs.finish_segment()
+    }
+
+    fn build(&mut self, parent: u32) -> Result<InternalAgg> {
+        let all: Vec<u64> = if self.common.min_doc_count_zero {
+            (0..self.terms.len() as u64).collect()
+        } else {
+            Vec::new()
+        };
+        let terms = &self.terms;
+        let ip = matches!(self.source, ValueSource::Ip { .. });
+        let _ = ip;
+        self.common
+            .build(parent, |id| TermKey::Str(terms[id as usize].clone()), &all)
+    }
+}
+
+/// Terms of numeric, date and boolean fields, keyed by the value itself.
+struct NumericTerms {
+    common: Common,
+    source: ValueSource,
+    /// Long, date and boolean values are kept as exact `i64`s; others as `f64` bits.
+    exact: bool,
+    values: Option<NumericValues>,
+    missing: Option<f64>,
+    pairs: Vec<(u32, u64)>,
+    seen_keys: Vec<u64>,
+    /// Every key of the field (only for `min_doc_count: 0`).
+    all_keys: Vec<u64>,
+}
+
+impl NumericTerms {
+    fn encode(&self, value: f64) -> u64 {
+        if self.exact {
+            value as i64 as u64
+        } else {
+            value.to_bits()
+        }
+    }
+
+    fn key(&self, bits: u64) -> TermKey {
+        if self.exact {
+            TermKey::Long(bits as i64)
+        } else {
+            TermKey::Double(f64::from_bits(bits))
+        }
+    }
+
+    fn accepted(&self, bits: u64) -> bool {
+        match &self.common.filter {
+            None => true,
+            Some(filter) => {
+                let value = if self.exact {
+                    bits as i64 as f64
+                } else {
+                    f64::from_bits(bits)
+                };
+                let text = match self.key(bits) {
+                    TermKey::Long(n) => n.to_string(),
+                    TermKey::Double(f) => f.to_string(),
+                    TermKey::Str(s) => s,
+                };
+                let text = self.common.format.as_string(value).unwrap_or(text);
+                filter.accepts_number(value, &text)
+            }
+        }
+    }
+}
+
+impl Collector for NumericTerms {
+    fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
+        let mut values = NumericValues::open(&self.source, segment.reader)?;
+        if self.common.min_doc_count_zero {
+            let docs: Vec<DocId> = (0..segment.reader.max_doc()).collect();
+            let mut keys = Vec::new();
+            let exact = self.exact;
+            for chunk in docs.chunks(1024) {
+                if exact {
+                    values.for_each_i64(chunk, |_, v| keys.push(v as u64));
+                } else {
+                    values.for_each_f64(chunk, |_, v| keys.push(v.to_bits()));
+                }
+            }
+            keys.retain(|k| self.accepted(*k));
+            self.all_keys.extend(keys);
+            self.all_keys.sort_unstable();
+            self.all_keys.dedup();
+        }
+        self.values = Some(values);
+        self.common.subs.set_segment(segment)
+    }
+
+    fn collect(&mut self, docs: &[DocId], parents: &[u32]) {
+        let Some(values) = &mut self.values else {
+            return;
+        };
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.clear();
+        if self.exact {
+            values.for_each_i64(docs, |p, v| pairs.push((p as u32, v as u64)));
+        } else {
+            values.for_each_f64(docs, |p, v| pairs.push((p as u32, v.to_bits())));
+        }
+        let missing = self.missing.map(|m| self.encode(m));
+        let mut j = 0;
+        for (position, &doc) in docs.iter().enumerate() {
+            let parent = parents[position];
+            self.seen_keys.clear();
+            let mut had_value = false;
+            while j < pairs.len() && pairs[j].0 as usize == position {
+                let key = pairs[j].1;
+                j += 1;
+                had_value = true;
+                if self.seen_keys.contains(&key) || !self.accepted(key) {
+                    continue;
+                }
+                self.seen_keys.push(key);
+                self.common.add(doc, parent, key);
+            }
+            if !had_value {
+                if let Some(key) = missing.filter(|k| self.accepted(*k)) {
+                    self.common.add(doc, parent, key);
+                }
+            }
+        }
+        self.pairs = pairs;
+        self.common.subs.flush();
+    }
+
+    fn finish_segment(&mut self) -> Result<()> {
+        self.common.subs.finish_segment()
+    }
+
+    fn build(&mut self, parent: u32) -> Result<InternalAgg> {
+        let exact = self.exact;
+        let all = std::mem::take(&mut self.all_keys);
+        let result = self.common.build(
+            parent,
+            |bits| {
+                if exact {
+                    TermKey::Long(bits as i64)
+                } else {
+                    TermKey::Double(f64::from_bits(bits))
+                }
+            },
+            &all,
+        );
+        self.all_keys = all;
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::parse_aggregations;
+    use serde_json::json;
+
+    fn request(body: Value) -> AggRequest {
+        parse_aggregations(&json!({"t": body})).unwrap().remove(0)
+    }
+
+    fn bucket(key: &str, doc_count: u64) -> TermsBucket {
+        TermsBucket {
+            key: TermKey::Str(key.into()),
+            doc_count,
+            doc_count_error: 0,
+            subs: InternalAggregations::default(),
+        }
+    }
+
+    fn part(buckets: Vec<TermsBucket>) -> InternalTerms {
+        InternalTerms {
+            buckets,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn parse_errors() {
+        let e = TermsRequest::parse("t", json!({"field": "k", "bogus": 1}).as_object().unwrap())
+            .unwrap_err();
+        assert_eq!(e.reason(), "[terms] unknown field [bogus]");
+        let e = TermsRequest::parse(
+            "t",
+            json!({"field": "k", "include": "t.*", "exclude": ["t1"]})
+                .as_object()
+                .unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.cause().unwrap().reason(),
+            "Cannot mix a regex-based include with a set-based method"
+        );
+        let e = TermsRequest::parse("t", json!({"field": "k", "size": 0}).as_object().unwrap())
+            .unwrap_err();
+        assert_eq!(e.reason(), "[terms] failed to parse field [size]");
+    }
+
+    #[test]
+    fn shard_sizes_follow_opensearch() {
+        let TermsRequest { .. } = terms_request(&request(json!({"terms": {"field": "k"}})))
+            .unwrap()
+            .clone();
+        let r = request(json!({"terms": {"field": "k", "size": 10}}));
+        let t = terms_request(&r).unwrap();
+        assert_eq!(shard_size(t, 1), 10);
+        assert_eq!(shard_size(t, 3), 25);
+    }
+
+    #[test]
+    fn reduce_sums_counts_and_tracks_errors() {
+        let r = request(json!({"terms": {"field": "k", "size": 1}}));
+        let mut a = part(vec![bucket("x", 5), bucket("y", 3)]);
+        a.doc_count_error_upper_bound = 3;
+        let mut b = part(vec![bucket("x", 2), bucket("z", 4)]);
+        b.doc_count_error_upper_bound = 2;
+        let merged = InternalTerms::reduce(vec![a, b], &r).unwrap();
+        assert_eq!(merged.doc_count_error_upper_bound, 5);
+        let counts: Vec<(String, u64, i64)> = merged
+            .buckets
+            .iter()
+            .map(|b| match &b.key {
+                TermKey::Str(s) => (s.clone(), b.doc_count, b.doc_count_error),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            counts,
+            vec![("x".into(), 7, 0), ("y".into(), 3, 2), ("z".into(), 4, 3)]
+        );
+        let mut ctx = RenderContext::new(100);
+        let json = merged.render(&r, &mut ctx).unwrap();
+        assert_eq!(json["sum_other_doc_count"], 7);
+        assert_eq!(json["buckets"][0]["key"], "x");
+    }
+
+    #[test]
+    fn any_grouping_reduces_the_same() {
+        let r = request(json!({"terms": {"field": "k"}}));
+        let parts = || {
+            vec![
+                part(vec![bucket("a", 1), bucket("b", 2)]),
+                part(vec![bucket("b", 5)]),
+                part(vec![bucket("c", 1), bucket("a", 4)]),
+            ]
+        };
+        let all = InternalTerms::reduce(parts(), &r).unwrap();
+        let mut p = parts();
+        let last = p.pop().unwrap();
+        let first_two = InternalTerms::reduce(p, &r).unwrap();
+        let grouped = InternalTerms::reduce(vec![first_two, last], &r).unwrap();
+        assert_eq!(all, grouped);
+    }
+
+    #[test]
+    fn shard_trimming_sets_the_error() {
+        let r = request(json!({"terms": {"field": "k", "size": 1, "shard_size": 2}}));
+        let mut t = part(vec![bucket("a", 1), bucket("b", 5), bucket("c", 3)]);
+        t.finish_shard(
+            &r,
+            &ShardFinish {
+                shards_in_request: 2,
+            },
+        )
+        .unwrap();
+        assert_eq!(t.buckets.len(), 2);
+        assert_eq!(t.sum_other_doc_count, 1);
+        assert_eq!(t.doc_count_error_upper_bound, 3);
+        let mut t = part(vec![bucket("a", 1), bucket("b", 5), bucket("c", 3)]);
+        t.finish_shard(
+            &r,
+            &ShardFinish {
+                shards_in_request: 1,
+            },
+        )
+        .unwrap();
+        assert_eq!(t.doc_count_error_upper_bound, 0);
+    }
+
+    #[test]
+    fn filters_match_whole_terms_and_partitions() {
+        let spec = TermFilterSpec {
+            include_regex: Some("t1.*".into()),
+            exclude_values: None,
+            ..Default::default()
+        };
+        let f = TermFilter::compile(&spec).unwrap().unwrap();
+        assert!(f.accepts("t12"));
+        assert!(!f.accepts("xt1"));
+        let spec = TermFilterSpec {
+            partition: Some((0, 2)),
+            ..Default::default()
+        };
+        let f = TermFilter::compile(&spec).unwrap().unwrap();
+        let kept = (0..100).filter(|i| f.accepts(&format!("t{i}"))).count();
+        assert!(kept > 20 && kept < 80, "{kept}");
+    }
+}

@@ -1,0 +1,147 @@
+//! The collector contract: one collector per aggregation per slice, fed blocks of matching
+//! documents segment by segment, then asked for the intermediate result of each parent bucket.
+//!
+//! Every `collect` call gets documents in strictly ascending order within the current segment;
+//! successive calls may go back (a doc in two overlapping ranges reaches the sub-aggregations
+//! twice, in two calls). Collectors therefore read columns by block and never rely on a forward
+//! only iterator across calls.
+
+use std::ops::Range;
+
+use tantivy::{DocId, SegmentReader};
+use tessera_common::Result;
+
+use crate::internal::{InternalAgg, InternalAggregations};
+
+/// The segment (part) a slice is about to collect.
+pub struct SegmentContext<'a> {
+    pub reader: &'a SegmentReader,
+    pub segment_ord: u32,
+    /// The doc ids of the segment this slice covers (a whole segment, or one partition of it).
+    pub docs: Range<DocId>,
+}
+
+/// One aggregation's collector for one slice.
+pub trait Collector: Send {
+    /// Prepares to read the given segment's columns.
+    fn set_segment(&mut self, segment: &SegmentContext) -> Result<()>;
+
+    /// Collects `docs` (strictly ascending), `parents[i]` being the parent bucket of `docs[i]`.
+    fn collect(&mut self, docs: &[DocId], parents: &[u32]);
+
+    /// Called after the last document of a segment.
+    fn finish_segment(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// The intermediate result for the parent bucket `parent` (an empty result when the
+    /// parent never received a document).
+    fn build(&mut self, parent: u32) -> Result<InternalAgg>;
+}
+
+/// The sub-aggregations of a bucket aggregation, fed `(doc, bucket)` pairs.
+pub struct SubCollectors {
+    collectors: Vec<(String, Box<dyn Collector>)>,
+    docs: Vec<DocId>,
+    ords: Vec<u32>,
+    round_docs: Vec<Vec<DocId>>,
+    round_ords: Vec<Vec<u32>>,
+}
+
+impl SubCollectors {
+    pub fn new(collectors: Vec<(String, Box<dyn Collector>)>) -> SubCollectors {
+        SubCollectors {
+            collectors,
+            docs: Vec::new(),
+            ords: Vec::new(),
+            round_docs: Vec::new(),
+            round_ords: Vec::new(),
+        }
+    }
+
+    /// Whether there are no sub-aggregations (callers can skip `push`).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.collectors.is_empty()
+    }
+
+    pub fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
+        self.collectors
+            .iter_mut()
+            .try_for_each(|(_, c)| c.set_segment(segment))
+    }
+
+    pub fn finish_segment(&mut self) -> Result<()> {
+        self.collectors
+            .iter_mut()
+            .try_for_each(|(_, c)| c.finish_segment())
+    }
+
+    /// Queues `doc` for bucket `ord`. Docs must be pushed in non-decreasing order between two
+    /// [`SubCollectors::flush`] calls.
+    #[inline]
+    pub fn push(&mut self, doc: DocId, ord: u32) {
+        self.docs.push(doc);
+        self.ords.push(ord);
+    }
+
+    /// Hands the queued pairs to the sub-aggregations, splitting them into calls with strictly
+    /// ascending docs when a doc was queued for several buckets.
+    pub fn flush(&mut self) {
+        if self.docs.is_empty() {
+            return;
+        }
+        let strictly_ascending = self.docs.windows(2).all(|w| w[0] < w[1]);
+        if strictly_ascending {
+            for (_, collector) in &mut self.collectors {
+                collector.collect(&self.docs, &self.ords);
+            }
+        } else {
+            self.flush_in_rounds();
+        }
+        self.docs.clear();
+        self.ords.clear();
+    }
+
+    /// Round k holds the k-th bucket of each doc.
+    fn flush_in_rounds(&mut self) {
+        let mut previous = None;
+        let mut occurrence = 0;
+        for (&doc, &ord) in self.docs.iter().zip(&self.ords) {
+            occurrence = if previous == Some(doc) {
+                occurrence + 1
+            } else {
+                0
+            };
+            previous = Some(doc);
+            if self.round_docs.len() <= occurrence {
+                self.round_docs.push(Vec::new());
+                self.round_ords.push(Vec::new());
+            }
+            self.round_docs[occurrence].push(doc);
+            self.round_ords[occurrence].push(ord);
+        }
+        for (docs, ords) in self.round_docs.iter_mut().zip(&mut self.round_ords) {
+            if !docs.is_empty() {
+                for (_, collector) in &mut self.collectors {
+                    collector.collect(docs, ords);
+                }
+            }
+            docs.clear();
+            ords.clear();
+        }
+    }
+
+    /// The sub-aggregations' results for bucket `ord`.
+    pub fn build(&mut self, ord: u32) -> Result<InternalAggregations> {
+        let mut out = Vec::with_capacity(self.collectors.len());
+        for (name, collector) in &mut self.collectors {
+            out.push((name.clone(), collector.build(ord)?));
+        }
+        Ok(InternalAggregations(out))
+    }
+}
+
+/// A block of parent ordinals that are all 0, for top-level collection.
+pub const ZERO_PARENTS: [u32; ZERO_PARENTS_LEN] = [0; ZERO_PARENTS_LEN];
+pub const ZERO_PARENTS_LEN: usize = 1024;

@@ -1,0 +1,287 @@
+//! Intermediate aggregation results: what a slice produces, what a shard sends, what the
+//! coordinator reduces. They are plain data (serde, encoded with postcard when they cross the
+//! network), merged by one [`InternalAggregations::reduce`] at every level, trimmed once per
+//! shard ([`InternalAggregations::finish_shard`]) and turned into OpenSearch's JSON once, at
+//! the coordinator ([`InternalAggregations::render`]).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tessera_common::{Error, Result};
+
+use crate::bucket::filter::{InternalFilters, InternalSingleBucket};
+use crate::bucket::histogram::{InternalDateHistogram, InternalHistogram};
+use crate::bucket::range::InternalRange;
+use crate::bucket::terms::InternalTerms;
+use crate::metric::stats::InternalStats;
+use crate::request::{AggKind, AggRequest};
+
+/// The results of sibling aggregations, in request order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InternalAggregations(pub Vec<(String, InternalAgg)>);
+
+/// One aggregation's intermediate result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum InternalAgg {
+    Terms(InternalTerms),
+    Histogram(InternalHistogram),
+    DateHistogram(InternalDateHistogram),
+    Range(InternalRange),
+    /// filter, missing, global.
+    SingleBucket(InternalSingleBucket),
+    Filters(InternalFilters),
+    /// min, max, sum, avg, stats, value_count.
+    Stats(InternalStats),
+}
+
+/// What finishing a shard's result needs to know.
+#[derive(Clone, Copy, Debug)]
+pub struct ShardFinish {
+    /// How many shards the search request targets (terms size their shard lists by it).
+    pub shards_in_request: usize,
+}
+
+/// State of the final rendering: the bucket budget (`search.max_buckets`).
+#[derive(Debug)]
+pub struct RenderContext {
+    pub max_buckets: usize,
+    buckets: usize,
+}
+
+/// OpenSearch's default `search.max_buckets`.
+pub const DEFAULT_MAX_BUCKETS: usize = 65_535;
+
+impl RenderContext {
+    pub fn new(max_buckets: usize) -> RenderContext {
+        RenderContext {
+            max_buckets,
+            buckets: 0,
+        }
+    }
+
+    /// Accounts for `n` more buckets in the response.
+    pub fn add_buckets(&mut self, n: usize) -> Result<()> {
+        self.buckets += n;
+        if self.buckets > self.max_buckets {
+            return Err(too_many_buckets(self.max_buckets, self.buckets));
+        }
+        Ok(())
+    }
+}
+
+/// OpenSearch's `too_many_buckets_exception`.
+pub fn too_many_buckets(max: usize, count: usize) -> Error {
+    Error::new(
+        "too_many_buckets_exception",
+        503,
+        format!(
+            "Trying to create too many buckets. Must be less than or equal to: [{max}] but was [{count}]. This limit can be set by changing the [search.max_buckets] cluster level setting."
+        ),
+    )
+    .with_meta("max_buckets", max)
+}
+
+fn mismatch(name: &str) -> Error {
+    Error::illegal_state(format!(
+        "partial results of aggregation [{name}] do not have the same type"
+    ))
+}
+
+impl InternalAggregations {
+    /// Empty results for `requests` (no documents matched anywhere).
+    pub fn empty(requests: &[AggRequest]) -> InternalAggregations {
+        InternalAggregations(
+            requests
+                .iter()
+                .map(|r| (r.name.clone(), InternalAgg::empty(r)))
+                .collect(),
+        )
+    }
+
+    /// Merges partial results of the same requests (slices of a shard, or shards). The result
+    /// does not depend on how the partial results were grouped.
+    pub fn reduce(
+        parts: Vec<InternalAggregations>,
+        requests: &[AggRequest],
+    ) -> Result<InternalAggregations> {
+        let mut parts = parts.into_iter();
+        let Some(first) = parts.next() else {
+            return Ok(InternalAggregations::empty(requests));
+        };
+        let rest: Vec<InternalAggregations> = parts.collect();
+        if rest.is_empty() {
+            return Ok(first);
+        }
+        let mut columns: Vec<Vec<InternalAgg>> = first
+            .0
+            .into_iter()
+            .map(|(_, agg)| {
+                let mut column = Vec::with_capacity(rest.len() + 1);
+                column.push(agg);
+                column
+            })
+            .collect();
+        for part in rest {
+            if part.0.len() != columns.len() {
+                return Err(Error::illegal_state(
+                    "partial aggregation results have different shapes",
+                ));
+            }
+            for (column, (_, agg)) in columns.iter_mut().zip(part.0) {
+                column.push(agg);
+            }
+        }
+        let mut out = Vec::with_capacity(requests.len());
+        for (request, column) in requests.iter().zip(columns) {
+            out.push((request.name.clone(), InternalAgg::reduce(column, request)?));
+        }
+        Ok(InternalAggregations(out))
+    }
+
+    /// What a shard sends after reducing its slices: bucket lists cut to their shard size.
+    pub fn finish_shard(&mut self, requests: &[AggRequest], ctx: &ShardFinish) -> Result<()> {
+        for ((_, agg), request) in self.0.iter_mut().zip(requests) {
+            agg.finish_shard(request, ctx)?;
+        }
+        Ok(())
+    }
+
+    /// The final JSON object (`{"name": {...}, ...}`), rendered once at the coordinator.
+    pub fn render(
+        self,
+        requests: &[AggRequest],
+        ctx: &mut RenderContext,
+    ) -> Result<Map<String, Value>> {
+        let mut out = Map::new();
+        for ((name, agg), request) in self.0.into_iter().zip(requests) {
+            out.insert(name, Value::Object(agg.render(request, ctx)?));
+        }
+        Ok(out)
+    }
+
+    /// Binary encoding for results crossing the network.
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        postcard::to_stdvec(self).map_err(|e| Error::internal("encode aggregation results", e))
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<InternalAggregations> {
+        postcard::from_bytes(bytes).map_err(|e| Error::internal("decode aggregation results", e))
+    }
+}
+
+impl InternalAgg {
+    /// The result of `request` over no documents.
+    pub fn empty(request: &AggRequest) -> InternalAgg {
+        match &request.kind {
+            AggKind::Terms(_) => InternalAgg::Terms(InternalTerms::default()),
+            AggKind::Histogram(_) => InternalAgg::Histogram(InternalHistogram::default()),
+            AggKind::DateHistogram(_) => {
+                InternalAgg::DateHistogram(InternalDateHistogram::default())
+            }
+            AggKind::Range(r) => InternalAgg::Range(InternalRange::empty(r, &request.subs)),
+            AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global => {
+                InternalAgg::SingleBucket(InternalSingleBucket::empty(&request.subs))
+            }
+            AggKind::Filters(f) => InternalAgg::Filters(InternalFilters::empty(f, &request.subs)),
+            AggKind::Metric(_) => InternalAgg::Stats(InternalStats::default()),
+        }
+    }
+
+    fn reduce(parts: Vec<InternalAgg>, request: &AggRequest) -> Result<InternalAgg> {
+        macro_rules! gather {
+            ($variant:ident) => {{
+                let mut items = Vec::with_capacity(parts.len());
+                for part in parts {
+                    match part {
+                        InternalAgg::$variant(x) => items.push(x),
+                        _ => return Err(mismatch(&request.name)),
+                    }
+                }
+                items
+            }};
+        }
+        Ok(match parts.first() {
+            None => InternalAgg::empty(request),
+            Some(InternalAgg::Terms(_)) => {
+                InternalAgg::Terms(InternalTerms::reduce(gather!(Terms), request)?)
+            }
+            Some(InternalAgg::Histogram(_)) => {
+                InternalAgg::Histogram(InternalHistogram::reduce(gather!(Histogram), request)?)
+            }
+            Some(InternalAgg::DateHistogram(_)) => InternalAgg::DateHistogram(
+                InternalDateHistogram::reduce(gather!(DateHistogram), request)?,
+            ),
+            Some(InternalAgg::Range(_)) => {
+                InternalAgg::Range(InternalRange::reduce(gather!(Range), request)?)
+            }
+            Some(InternalAgg::SingleBucket(_)) => InternalAgg::SingleBucket(
+                InternalSingleBucket::reduce(gather!(SingleBucket), request)?,
+            ),
+            Some(InternalAgg::Filters(_)) => {
+                InternalAgg::Filters(InternalFilters::reduce(gather!(Filters), request)?)
+            }
+            Some(InternalAgg::Stats(_)) => {
+                InternalAgg::Stats(InternalStats::reduce(gather!(Stats)))
+            }
+        })
+    }
+
+    fn finish_shard(&mut self, request: &AggRequest, ctx: &ShardFinish) -> Result<()> {
+        match self {
+            InternalAgg::Terms(t) => t.finish_shard(request, ctx),
+            InternalAgg::Histogram(h) => h.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
+            InternalAgg::DateHistogram(h) => {
+                h.for_each_subs(|s| s.finish_shard(&request.subs, ctx))
+            }
+            InternalAgg::Range(r) => r.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
+            InternalAgg::SingleBucket(b) => b.subs.finish_shard(&request.subs, ctx),
+            InternalAgg::Filters(f) => f.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
+            InternalAgg::Stats(_) => Ok(()),
+        }
+    }
+
+    fn render(self, request: &AggRequest, ctx: &mut RenderContext) -> Result<Map<String, Value>> {
+        let mut out = Map::new();
+        if let Some(meta) = &request.meta {
+            out.insert("meta".into(), Value::Object(meta.clone()));
+        }
+        let body = match self {
+            InternalAgg::Terms(t) => t.render(request, ctx)?,
+            InternalAgg::Histogram(h) => h.render(request, ctx)?,
+            InternalAgg::DateHistogram(h) => h.render(request, ctx)?,
+            InternalAgg::Range(r) => r.render(request, ctx)?,
+            InternalAgg::SingleBucket(b) => b.render(request, ctx)?,
+            InternalAgg::Filters(f) => f.render(request, ctx)?,
+            InternalAgg::Stats(s) => s.render(request)?,
+        };
+        out.extend(body);
+        Ok(out)
+    }
+
+    /// A single numeric value of this result, for ordering buckets by a sub-aggregation
+    /// (`order: {"avg_price": "desc"}` or `{"stats_x.max": "asc"}`).
+    pub fn sort_value(&self, metric: Option<&str>, request: &AggRequest) -> Result<f64> {
+        match self {
+            InternalAgg::Stats(s) => s.sort_value(metric, request),
+            InternalAgg::SingleBucket(b) if metric.is_none() => Ok(b.doc_count as f64),
+            _ => Err(Error::new(
+                "aggregation_execution_exception",
+                400,
+                format!(
+                    "Invalid aggregation order path [{}]. Buckets can only be sorted on a sub-aggregator path that is built out of zero or more single-bucket aggregations within the path and a final single-bucket or a metrics aggregation at the path end.",
+                    request.name
+                ),
+            )),
+        }
+    }
+}
+
+/// Renders a bucket's sub-aggregations into the bucket object.
+pub(crate) fn render_subs(
+    bucket: &mut Map<String, Value>,
+    subs: InternalAggregations,
+    requests: &[AggRequest],
+    ctx: &mut RenderContext,
+) -> Result<()> {
+    bucket.extend(subs.render(requests, ctx)?);
+    Ok(())
+}

@@ -1,0 +1,3 @@
+//! Metric aggregations.
+
+pub mod stats;

@@ -1,0 +1,136 @@
+//! Bucket ordinals: dense numbers for the buckets of one aggregation in one slice.
+//!
+//! As in OpenSearch, an aggregation under a bucket aggregation is one collector for all the
+//! parent's buckets: its state is indexed by bucket ordinal, and a bucket is identified by its
+//! parent's ordinal plus its own key. [`BucketOrds`] hands out the ordinals; when the parent
+//! can only have one bucket (a top-level aggregation) the parent is left out of the key.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A fast hasher for integer keys (the multiply-rotate of FxHash).
+#[derive(Default, Clone, Copy)]
+pub struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.write_u64(*byte as u64);
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n as u64)
+    }
+}
+
+pub type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+
+/// Assigns ordinals to `(parent ordinal, key)` pairs and remembers each parent's buckets.
+pub struct BucketOrds {
+    single_parent: bool,
+    by_key: IntMap<(u32, u64), u32>,
+    keys: Vec<(u32, u64)>,
+    /// The last lookup, as consecutive documents often fall in the same bucket.
+    last: Option<((u32, u64), u32)>,
+    /// Buckets grouped by parent, built on the first [`BucketOrds::buckets_of`] call (once
+    /// collection is over).
+    by_parent: Option<IntMap<u32, Vec<(u64, u32)>>>,
+}
+
+impl BucketOrds {
+    /// `single_parent`: the parent ordinal is always 0 (top-level aggregations).
+    pub fn new(single_parent: bool) -> BucketOrds {
+        BucketOrds {
+            single_parent,
+            by_key: IntMap::default(),
+            keys: Vec::new(),
+            last: None,
+            by_parent: None,
+        }
+    }
+
+    /// The ordinal of `key` under `parent`, allocating it on first use.
+    #[inline]
+    pub fn ord(&mut self, parent: u32, key: u64) -> u32 {
+        let parent = if self.single_parent { 0 } else { parent };
+        if let Some((last_key, ord)) = self.last {
+            if last_key == (parent, key) {
+                return ord;
+            }
+        }
+        let next = self.keys.len() as u32;
+        let ord = *self.by_key.entry((parent, key)).or_insert(next);
+        if ord == next {
+            self.keys.push((parent, key));
+        }
+        self.last = Some(((parent, key), ord));
+        ord
+    }
+
+    /// The `(key, ordinal)` pairs of `parent`'s buckets, in allocation order. Call once
+    /// collection is over.
+    pub fn buckets_of(&mut self, parent: u32) -> &[(u64, u32)] {
+        let parent = if self.single_parent { 0 } else { parent };
+        let grouped = self.by_parent.get_or_insert_with(|| {
+            let mut grouped: IntMap<u32, Vec<(u64, u32)>> = IntMap::default();
+            for (ord, (p, key)) in self.keys.iter().enumerate() {
+                grouped.entry(*p).or_default().push((*key, ord as u32));
+            }
+            grouped
+        });
+        grouped.get(&parent).map_or(&[], |v| v.as_slice())
+    }
+}
+
+/// A growable per-ordinal array of counters or states.
+pub fn slot<T: Default>(values: &mut Vec<T>, ord: u32) -> &mut T {
+    let i = ord as usize;
+    if i >= values.len() {
+        values.resize_with(i + 1, T::default);
+    }
+    &mut values[i]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinals_are_dense_and_per_parent() {
+        let mut ords = BucketOrds::new(false);
+        assert_eq!(ords.ord(0, 10), 0);
+        assert_eq!(ords.ord(0, 10), 0);
+        assert_eq!(ords.ord(1, 10), 1);
+        assert_eq!(ords.ord(0, 11), 2);
+        assert_eq!(ords.buckets_of(0), &[(10, 0), (11, 2)]);
+        assert_eq!(ords.buckets_of(1), &[(10, 1)]);
+    }
+
+    #[test]
+    fn single_parent_ignores_the_parent() {
+        let mut ords = BucketOrds::new(true);
+        assert_eq!(ords.ord(0, 7), 0);
+        assert_eq!(ords.ord(3, 7), 0);
+        assert_eq!(ords.buckets_of(5), &[(7, 0)]);
+    }
+
+    #[test]
+    fn slots_grow() {
+        let mut counts: Vec<u64> = Vec::new();
+        *slot(&mut counts, 3) += 2;
+        assert_eq!(counts, vec![0, 0, 0, 2]);
+    }
+}

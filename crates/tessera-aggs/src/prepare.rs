@@ -1,0 +1,172 @@
+//! Preparing aggregations for one shard request and collecting them slice by slice.
+//!
+//! [`PreparedAggs::prepare`] runs once per shard request on the search thread: it resolves
+//! fields against the shard's mapping, checks types (OpenSearch's errors surface here, before
+//! any slice runs) and builds filter weights. Each slice then gets its own
+//! [`SliceAggregator`] from the prepared tree: collectors share nothing, so slices run in
+//! parallel without locks.
+
+use std::ops::Range;
+
+use tantivy::{DocId, Searcher, SegmentReader};
+use tessera_common::Result;
+use tessera_mapping::FieldTable;
+
+use crate::bucket;
+use crate::collector::{Collector, SegmentContext, SubCollectors, ZERO_PARENTS, ZERO_PARENTS_LEN};
+use crate::internal::{InternalAggregations, ShardFinish};
+use crate::metric;
+use crate::request::{AggKind, AggRequest};
+
+/// What preparing aggregations on a shard needs.
+pub struct AggContext<'a> {
+    pub table: &'a FieldTable,
+    /// Index name, for error metadata.
+    pub index: &'a str,
+    /// `index.query.default_field`, for filter queries.
+    pub default_fields: &'a [String],
+    /// "now" for date math, the same on every shard.
+    pub now_millis: i64,
+    pub searcher: &'a Searcher,
+}
+
+/// Makes one aggregation's collector for a slice.
+pub trait Factory: Send + Sync {
+    /// `subs` are the sub-aggregations' collectors; `single_parent` is true when the
+    /// aggregation can only ever be asked for parent bucket 0.
+    fn collector(&self, subs: SubCollectors, single_parent: bool) -> Result<Box<dyn Collector>>;
+}
+
+struct Prepared {
+    name: String,
+    factory: Box<dyn Factory>,
+    /// Whether this aggregation always yields exactly one bucket (so its subs have one parent).
+    single_bucket: bool,
+    subs: Vec<Prepared>,
+}
+
+/// Aggregations resolved against one shard.
+pub struct PreparedAggs {
+    requests: Vec<AggRequest>,
+    tree: Vec<Prepared>,
+}
+
+fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
+    let factory: Box<dyn Factory> = match &request.kind {
+        AggKind::Terms(r) => bucket::terms::factory(request, r, ctx)?,
+        AggKind::Histogram(r) => bucket::histogram::histogram_factory(request, r, ctx)?,
+        AggKind::DateHistogram(r) => bucket::date_histogram::factory(request, r, ctx)?,
+        AggKind::Range(r) => bucket::range::factory(request, r, ctx)?,
+        AggKind::Filter(r) => bucket::filter::filter_factory(r, ctx)?,
+        AggKind::Filters(r) => bucket::filter::filters_factory(r, ctx)?,
+        AggKind::Missing(r) => bucket::missing::factory(request, r, ctx)?,
+        AggKind::Global => bucket::filter::global_factory(),
+        AggKind::Metric(r) => metric::stats::factory(request, r, ctx)?,
+    };
+    let subs = request
+        .subs
+        .iter()
+        .map(|sub| prepare_one(sub, ctx))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Prepared {
+        name: request.name.clone(),
+        factory,
+        single_bucket: matches!(
+            request.kind,
+            AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global
+        ),
+        subs,
+    })
+}
+
+fn make_collector(prepared: &Prepared, single_parent: bool) -> Result<Box<dyn Collector>> {
+    let subs_single = single_parent && prepared.single_bucket;
+    let subs = prepared
+        .subs
+        .iter()
+        .map(|sub| Ok((sub.name.clone(), make_collector(sub, subs_single)?)))
+        .collect::<Result<Vec<_>>>()?;
+    prepared
+        .factory
+        .collector(SubCollectors::new(subs), single_parent)
+}
+
+impl PreparedAggs {
+    pub fn prepare(requests: &[AggRequest], ctx: &AggContext) -> Result<PreparedAggs> {
+        Ok(PreparedAggs {
+            requests: requests.to_vec(),
+            tree: requests
+                .iter()
+                .map(|r| prepare_one(r, ctx))
+                .collect::<Result<Vec<_>>>()?,
+        })
+    }
+
+    pub fn requests(&self) -> &[AggRequest] {
+        &self.requests
+    }
+
+    /// A fresh set of collectors for one slice.
+    pub fn slice_aggregator(&self) -> Result<SliceAggregator> {
+        let collectors = self
+            .tree
+            .iter()
+            .map(|p| Ok((p.name.clone(), make_collector(p, true)?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(SliceAggregator {
+            top: SubCollectors::new(collectors),
+        })
+    }
+
+    /// Reduces the slices' results and trims them to what the shard sends.
+    pub fn shard_result(
+        &self,
+        slices: Vec<InternalAggregations>,
+        ctx: &ShardFinish,
+    ) -> Result<InternalAggregations> {
+        let mut merged = InternalAggregations::reduce(slices, &self.requests)?;
+        merged.finish_shard(&self.requests, ctx)?;
+        Ok(merged)
+    }
+}
+
+/// The collectors of one slice.
+pub struct SliceAggregator {
+    top: SubCollectors,
+}
+
+impl SliceAggregator {
+    /// Starts a segment (or the part `docs` of it).
+    pub fn set_segment(
+        &mut self,
+        reader: &SegmentReader,
+        segment_ord: u32,
+        docs: Range<DocId>,
+    ) -> Result<()> {
+        self.top.set_segment(&SegmentContext {
+            reader,
+            segment_ord,
+            docs,
+        })
+    }
+
+    /// Collects matching docs of the current segment (strictly ascending).
+    pub fn collect(&mut self, docs: &[DocId]) {
+        for chunk in docs.chunks(ZERO_PARENTS_LEN) {
+            for i in 0..chunk.len() {
+                self.top.push(chunk[i], ZERO_PARENTS[i]);
+            }
+            self.top.flush();
+        }
+    }
+
+    /// Ends the current segment.
+    pub fn finish_segment(&mut self) -> Result<()> {
+        self.top.finish_segment()
+    }
+
+    /// The slice's intermediate results.
+    pub fn build(mut self) -> Result<InternalAggregations> {
+        self.top.build(0)
+    }
+}

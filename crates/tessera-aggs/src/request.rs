@@ -1,0 +1,503 @@
+//! The aggregation request tree: `aggs`/`aggregations` parsed into [`AggRequest`]s.
+//!
+//! The framing (names, one type per aggregation, `meta`, sub-aggregations) is parsed here with
+//! OpenSearch's errors; each aggregation type parses its own body in its module, rejecting
+//! unknown parameters the way OpenSearch's object parsers do (`[terms] unknown field [x]`).
+
+use serde_json::{Map, Value};
+use tessera_common::{Error, Result};
+
+use crate::bucket::{
+    date_histogram::DateHistogramRequest, filter::FilterRequest, filter::FiltersRequest,
+    histogram::HistogramRequest, missing::MissingRequest, range::RangeRequest, terms::TermsRequest,
+};
+use crate::metric::stats::{MetricRequest, StatsKind};
+
+/// One named aggregation with its sub-aggregations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AggRequest {
+    pub name: String,
+    pub kind: AggKind,
+    pub subs: Vec<AggRequest>,
+    /// `meta`, returned unchanged in the response.
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// The aggregation types Tessera runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AggKind {
+    Terms(TermsRequest),
+    Histogram(HistogramRequest),
+    DateHistogram(DateHistogramRequest),
+    Range(RangeRequest),
+    Filter(FilterRequest),
+    Filters(FiltersRequest),
+    Missing(MissingRequest),
+    Global,
+    /// min, max, sum, avg, stats, value_count.
+    Metric(MetricRequest),
+}
+
+impl AggKind {
+    /// The type name used in requests and in `typed_keys`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            AggKind::Terms(_) => "terms",
+            AggKind::Histogram(_) => "histogram",
+            AggKind::DateHistogram(_) => "date_histogram",
+            AggKind::Range(_) => "range",
+            AggKind::Filter(_) => "filter",
+            AggKind::Filters(_) => "filters",
+            AggKind::Missing(_) => "missing",
+            AggKind::Global => "global",
+            AggKind::Metric(m) => m.kind.type_name(),
+        }
+    }
+
+    /// Whether the aggregation makes buckets (and so may have sub-aggregations).
+    pub fn is_bucket(&self) -> bool {
+        !matches!(self, AggKind::Metric(_))
+    }
+}
+
+/// OpenSearch aggregation types Tessera does not run (yet): a clear error instead of a
+/// silently missing result.
+const UNSUPPORTED_TYPES: &[&str] = &[
+    "adjacency_matrix",
+    "auto_date_histogram",
+    "avg_bucket",
+    "bucket_script",
+    "bucket_selector",
+    "bucket_sort",
+    "cardinality",
+    "children",
+    "composite",
+    "cumulative_sum",
+    "date_range",
+    "derivative",
+    "diversified_sampler",
+    "extended_stats",
+    "extended_stats_bucket",
+    "geo_distance",
+    "geohash_grid",
+    "geotile_grid",
+    "geo_bounds",
+    "geo_centroid",
+    "ip_range",
+    "matrix_stats",
+    "max_bucket",
+    "median_absolute_deviation",
+    "min_bucket",
+    "moving_avg",
+    "moving_fn",
+    "multi_terms",
+    "nested",
+    "percentile_ranks",
+    "percentiles",
+    "percentiles_bucket",
+    "rare_terms",
+    "reverse_nested",
+    "sampler",
+    "scripted_metric",
+    "serial_diff",
+    "significant_terms",
+    "significant_text",
+    "stats_bucket",
+    "sum_bucket",
+    "top_hits",
+    "variable_width_histogram",
+    "weighted_avg",
+];
+
+fn token(value: &Value) -> &'static str {
+    match value {
+        Value::Object(_) => "START_OBJECT",
+        Value::Array(_) => "START_ARRAY",
+        Value::String(_) => "VALUE_STRING",
+        Value::Number(_) => "VALUE_NUMBER",
+        Value::Bool(_) => "VALUE_BOOLEAN",
+        Value::Null => "VALUE_NULL",
+    }
+}
+
+/// Parses the value of `aggs` (or `aggregations`): an object of named aggregations.
+pub fn parse_aggregations(value: &Value) -> Result<Vec<AggRequest>> {
+    let Value::Object(map) = value else {
+        return Err(Error::parsing(format!(
+            "Expected [START_OBJECT] under [aggs], but got a [{}] in [aggs]",
+            token(value)
+        )));
+    };
+    let aggs = map
+        .iter()
+        .map(|(name, body)| parse_one(name, body))
+        .collect::<Result<Vec<_>>>()?;
+    check_global_placement(&aggs)?;
+    Ok(aggs)
+}
+
+fn parse_one(name: &str, body: &Value) -> Result<AggRequest> {
+    if name.contains(['[', ']', '>']) {
+        return Err(Error::parsing(format!(
+            "Invalid aggregation name [{name}]. Aggregation names can contain any character except '[', ']', and '>'"
+        ))
+        .at_body_key(name));
+    }
+    let Value::Object(fields) = body else {
+        return Err(Error::parsing(format!(
+            "Aggregation definition for [{name} starts with a [{}], expected a [START_OBJECT].",
+            token(body)
+        ))
+        .at_body_key(name));
+    };
+    let mut kind: Option<(&str, AggKind)> = None;
+    let mut subs: Option<Vec<AggRequest>> = None;
+    let mut meta = None;
+    for (key, value) in fields {
+        match key.as_str() {
+            "aggs" | "aggregations" => {
+                if !value.is_object() {
+                    return Err(Error::parsing(format!(
+                        "Expected [START_OBJECT] under [{key}], but got a [{}] in [{name}]",
+                        token(value)
+                    ))
+                    .at_body_key(key.as_str()));
+                }
+                let parsed = parse_aggregations(value)?;
+                subs.get_or_insert_with(Vec::new).extend(parsed);
+            }
+            "meta" => match value {
+                Value::Object(m) => meta = Some(m.clone()),
+                other => {
+                    return Err(Error::parsing(format!(
+                        "Expected [START_OBJECT] under [meta], but got a [{}] in [{name}]",
+                        token(other)
+                    ))
+                    .at_body_key("meta"))
+                }
+            },
+            type_name => {
+                if let Some((first, _)) = &kind {
+                    return Err(Error::parsing(format!(
+                        "Found two aggregation type definitions in [{name}]: [{first}] and [{type_name}]"
+                    )));
+                }
+                kind = Some((type_name, parse_kind(name, type_name, value)?));
+            }
+        }
+    }
+    let Some((_, kind)) = kind else {
+        return Err(
+            Error::parsing(format!("Missing definition for aggregation [{name}]"))
+                .at_body_key(name),
+        );
+    };
+    let subs = subs.unwrap_or_default();
+    if !kind.is_bucket() && !subs.is_empty() {
+        return Err(Error::new(
+            "aggregation_initialization_exception",
+            400,
+            format!(
+                "Aggregator [{name}] of type [{}] cannot accept sub-aggregations",
+                kind.type_name()
+            ),
+        ));
+    }
+    check_sibling_names(&subs)?;
+    Ok(AggRequest {
+        name: name.to_string(),
+        kind,
+        subs,
+        meta,
+    })
+}
+
+fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
+    let object = |body: &Value| -> Result<Map<String, Value>> {
+        match body {
+            Value::Object(m) => Ok(m.clone()),
+            other => Err(Error::parsing(format!(
+                "Expected [START_OBJECT] under [{type_name}], but got a [{}]",
+                token(other)
+            ))),
+        }
+    };
+    if let Some(kind) = StatsKind::parse(type_name) {
+        return Ok(AggKind::Metric(MetricRequest::parse(kind, &object(body)?)?));
+    }
+    Ok(match type_name {
+        "terms" => AggKind::Terms(TermsRequest::parse(name, &object(body)?)?),
+        "histogram" => AggKind::Histogram(HistogramRequest::parse(name, &object(body)?)?),
+        "date_histogram" => AggKind::DateHistogram(DateHistogramRequest::parse(&object(body)?)?),
+        "range" => AggKind::Range(RangeRequest::parse(name, &object(body)?)?),
+        "filter" => AggKind::Filter(FilterRequest::parse(body)?),
+        "filters" => AggKind::Filters(FiltersRequest::parse(name, &object(body)?)?),
+        "missing" => AggKind::Missing(MissingRequest::parse(&object(body)?)?),
+        "global" => {
+            if let Some(key) = object(body)?.keys().next() {
+                return Err(unknown_field("global", key));
+            }
+            AggKind::Global
+        }
+        other if UNSUPPORTED_TYPES.contains(&other) => {
+            return Err(Error::not_supported(&format!("the [{other}] aggregation")))
+        }
+        other => {
+            return Err(
+                Error::parsing(format!("Unknown aggregation type [{other}]")).caused_by(
+                    Error::new(
+                        "named_object_not_found_exception",
+                        400,
+                        format!("unknown field [{other}]"),
+                    ),
+                ),
+            )
+        }
+    })
+}
+
+fn check_sibling_names(aggs: &[AggRequest]) -> Result<()> {
+    for (i, agg) in aggs.iter().enumerate() {
+        if aggs[..i].iter().any(|other| other.name == agg.name) {
+            return Err(Error::illegal_argument(format!(
+                "Two sibling aggregations cannot have the same name: [{}]",
+                agg.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `global` only makes sense at the top level, where it ignores the query.
+fn check_global_placement(top: &[AggRequest]) -> Result<()> {
+    fn check(parent: &AggRequest) -> Result<()> {
+        for sub in &parent.subs {
+            if matches!(sub.kind, AggKind::Global) {
+                return Err(Error::new(
+                    "aggregation_execution_exception",
+                    400,
+                    format!(
+                        "Aggregation [{}] cannot have a global sub-aggregation [{}]. Global aggregations can only be defined as top level aggregations",
+                        parent.name, sub.name
+                    ),
+                ));
+            }
+            check(sub)?;
+        }
+        Ok(())
+    }
+    check_sibling_names(top)?;
+    top.iter().try_for_each(check)
+}
+
+// ---- helpers for the per-type parsers, with OpenSearch's object-parser errors ----
+
+/// `[terms] unknown field [x]` (the REST layer adds the position).
+pub(crate) fn unknown_field(agg: &str, key: &str) -> Error {
+    Error::x_content_parse(format!("[{agg}] unknown field [{key}]"))
+}
+
+fn failed_to_parse(agg: &str, key: &str) -> Error {
+    Error::x_content_parse(format!("[{agg}] failed to parse field [{key}]"))
+}
+
+fn wrong_token(agg: &str, key: &str, value: &Value) -> Error {
+    Error::x_content_parse(format!(
+        "[{agg}] {key} doesn't support values of type: {}",
+        token(value)
+    ))
+}
+
+/// An integer parameter; numeric strings are accepted, as in OpenSearch.
+pub(crate) fn int_param(agg: &str, key: &str, value: &Value) -> Result<i64> {
+    match value {
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
+            .ok_or_else(|| failed_to_parse(agg, key)),
+        Value::String(s) => s.trim().parse::<i64>().map_err(|_| {
+            failed_to_parse(agg, key).caused_by(Error::new(
+                "number_format_exception",
+                400,
+                format!("For input string: \"{s}\""),
+            ))
+        }),
+        other => Err(wrong_token(agg, key, other)),
+    }
+}
+
+/// A non-negative count parameter such as `size` or `min_doc_count`.
+pub(crate) fn count_param(agg: &str, key: &str, value: &Value) -> Result<u64> {
+    let n = int_param(agg, key, value)?;
+    u64::try_from(n).map_err(|_| {
+        Error::illegal_argument(format!(
+            "[{key}] must be greater than or equal to 0. Found [{n}] in [{agg}]"
+        ))
+    })
+}
+
+/// A floating point parameter; numeric strings are accepted.
+pub(crate) fn f64_param(agg: &str, key: &str, value: &Value) -> Result<f64> {
+    match value {
+        Value::Number(n) => n.as_f64().ok_or_else(|| failed_to_parse(agg, key)),
+        Value::String(s) => s.trim().parse::<f64>().map_err(|_| {
+            failed_to_parse(agg, key).caused_by(Error::new(
+                "number_format_exception",
+                400,
+                format!("For input string: \"{s}\""),
+            ))
+        }),
+        other => Err(wrong_token(agg, key, other)),
+    }
+}
+
+pub(crate) fn bool_param(agg: &str, key: &str, value: &Value) -> Result<bool> {
+    match value {
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) if s == "true" => Ok(true),
+        Value::String(s) if s == "false" => Ok(false),
+        Value::String(_) => Err(failed_to_parse(agg, key)),
+        other => Err(wrong_token(agg, key, other)),
+    }
+}
+
+/// A string parameter; numbers and booleans are accepted as their text, as OpenSearch does.
+pub(crate) fn string_param(agg: &str, key: &str, value: &Value) -> Result<String> {
+    match value {
+        Value::String(s) => Ok(s.clone()),
+        Value::Number(n) => Ok(n.to_string()),
+        Value::Bool(b) => Ok(b.to_string()),
+        other => Err(wrong_token(agg, key, other)),
+    }
+}
+
+/// `script` anywhere in an aggregation: Tessera has no scripting.
+pub(crate) fn no_scripts(agg: &str) -> Error {
+    Error::not_supported(&format!("[script] in the [{agg}] aggregation"))
+}
+
+/// The common `field` / `missing` / `format` / `value_type` parameters of a values source.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ValuesSourceParams {
+    pub field: Option<String>,
+    pub missing: Option<Value>,
+    pub format: Option<String>,
+}
+
+impl ValuesSourceParams {
+    /// Consumes `key` if it is a values-source parameter; `Ok(false)` when it is not one.
+    pub(crate) fn accept(&mut self, agg: &str, key: &str, value: &Value) -> Result<bool> {
+        match key {
+            "field" => self.field = Some(string_param(agg, key, value)?),
+            "missing" => {
+                if !value.is_null() {
+                    self.missing = Some(value.clone());
+                }
+            }
+            "format" => self.format = Some(string_param(agg, key, value)?),
+            "value_type" | "valueType" => {
+                string_param(agg, key, value)?;
+            }
+            "script" => return Err(no_scripts(agg)),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The field, or OpenSearch's error when neither a field nor a script is given.
+    pub(crate) fn require_field(&self, _agg_name: &str) -> Result<&str> {
+        self.field.as_deref().ok_or_else(no_field)
+    }
+
+    /// Checks at parse time that a field is given (OpenSearch rejects the request before it
+    /// reaches a shard).
+    pub(crate) fn require_field_at_parse(&self) -> Result<()> {
+        self.field.as_ref().map(|_| ()).ok_or_else(no_field)
+    }
+}
+
+fn no_field() -> Error {
+    Error::illegal_argument("Required one of fields [field, script], but none were specified. ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_names_types_meta_and_subs() {
+        let aggs = parse_aggregations(&json!({
+            "by_kind": {
+                "terms": {"field": "k"},
+                "meta": {"color": "blue"},
+                "aggs": {"avg_n": {"avg": {"field": "n"}}},
+                "aggregations": {"max_n": {"max": {"field": "n"}}}
+            },
+            "all": {"global": {}}
+        }))
+        .unwrap();
+        assert_eq!(aggs.len(), 2);
+        assert_eq!(aggs[0].name, "by_kind");
+        assert_eq!(aggs[0].kind.type_name(), "terms");
+        assert_eq!(aggs[0].subs.len(), 2);
+        assert_eq!(aggs[0].meta.as_ref().unwrap()["color"], "blue");
+        assert_eq!(aggs[1].kind, AggKind::Global);
+    }
+
+    #[test]
+    fn framing_errors_match_opensearch() {
+        let reason = |v: Value| parse_aggregations(&v).unwrap_err().reason().to_string();
+        assert_eq!(
+            reason(json!({"x": {"bogus": {}}})),
+            "Unknown aggregation type [bogus]"
+        );
+        assert_eq!(
+            reason(json!({"x": {"terms": {"field": "k"}, "histogram": {}}})),
+            "Found two aggregation type definitions in [x]: [terms] and [histogram]"
+        );
+        assert_eq!(
+            reason(json!({"x": {}})),
+            "Missing definition for aggregation [x]"
+        );
+        assert_eq!(
+            reason(json!({"x": 5})),
+            "Aggregation definition for [x starts with a [VALUE_NUMBER], expected a [START_OBJECT]."
+        );
+        assert_eq!(
+            reason(json!({"x[": {"terms": {"field": "k"}}})),
+            "Invalid aggregation name [x[]. Aggregation names can contain any character except '[', ']', and '>'"
+        );
+        assert_eq!(
+            reason(json!({"x": {"terms": {"field": "k"}, "meta": 5}})),
+            "Expected [START_OBJECT] under [meta], but got a [VALUE_NUMBER] in [x]"
+        );
+        assert_eq!(
+            reason(json!({"x": {"terms": {"field": "k"}, "aggs": {"g": {"global": {}}}}})),
+            "Aggregation [x] cannot have a global sub-aggregation [g]. Global aggregations can only be defined as top level aggregations"
+        );
+        assert_eq!(
+            reason(json!({"x": {"avg": {"field": "k"}, "aggs": {"y": {"max": {"field": "n"}}}}})),
+            "Aggregator [x] of type [avg] cannot accept sub-aggregations"
+        );
+        assert!(reason(json!({"x": {"percentiles": {"field": "n"}}})).contains("not supported"));
+    }
+
+    #[test]
+    fn parameter_errors_match_object_parsers() {
+        let e = int_param("terms", "size", &json!("abc")).unwrap_err();
+        assert_eq!(e.kind(), "x_content_parse_exception");
+        assert_eq!(e.reason(), "[terms] failed to parse field [size]");
+        assert_eq!(e.cause().unwrap().kind(), "number_format_exception");
+        assert_eq!(
+            int_param("terms", "size", &json!({})).unwrap_err().reason(),
+            "[terms] size doesn't support values of type: START_OBJECT"
+        );
+        assert_eq!(int_param("terms", "size", &json!("12")).unwrap(), 12);
+        assert_eq!(
+            f64_param("histogram", "interval", &json!("2.5")).unwrap(),
+            2.5
+        );
+        assert!(bool_param("histogram", "keyed", &json!("yes")).is_err());
+    }
+}

@@ -1,0 +1,457 @@
+//! Where an aggregation reads its values: the field resolved against the shard's mapping
+//! ([`ValueSource`]) and, per segment, its column read a block of documents at a time.
+//!
+//! Reading blocks (the matching docs of one collection step, ascending) lets a full column be
+//! read with one batched call, and turns optional or multi-valued columns into `(position in
+//! block, value)` pairs with one row-id translation per block instead of one per document.
+
+use std::net::Ipv6Addr;
+
+use tantivy::columnar::{Column, ColumnIndex, StrColumn};
+use tantivy::{DocId, SegmentReader};
+use tessera_common::{Error, Result};
+use tessera_date::DateFormat;
+use tessera_mapping::{FieldTable, FieldType, LeafKind};
+
+/// How numbers of a field are stored and shown.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NumericKind {
+    /// long, integer, short, byte.
+    Long,
+    /// double, float, half_float (already rounded to the type's precision).
+    Double,
+    /// scaled_float: the column holds `round(value × factor)`.
+    Scaled(f64),
+    /// Epoch milliseconds, shown with the field's format.
+    Date(DateFormat),
+    /// 0 and 1, shown as `false`/`true`.
+    Boolean,
+}
+
+/// A field resolved for an aggregation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ValueSource {
+    /// The field is not mapped in this shard: the aggregation sees no values.
+    Unmapped,
+    Numeric {
+        path: String,
+        kind: NumericKind,
+    },
+    Keyword {
+        path: String,
+    },
+    Ip {
+        path: String,
+    },
+}
+
+/// What kinds of values an aggregation type can work on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accepts {
+    /// Numbers, dates and booleans (histogram, range, min, avg, ...).
+    Numeric,
+    /// Anything with doc values (terms, value_count, missing).
+    Any,
+}
+
+impl ValueSource {
+    /// Resolves `field` for the aggregation type `agg_type`, with OpenSearch's errors for
+    /// fields that cannot be aggregated on.
+    pub fn resolve(
+        table: &FieldTable,
+        field: &str,
+        agg_type: &str,
+        accepts: Accepts,
+    ) -> Result<ValueSource> {
+        let Some(leaf) = table.leaf(field) else {
+            return Ok(ValueSource::Unmapped);
+        };
+        let unsupported = || {
+            Error::illegal_argument(format!(
+                "Field [{field}] of type [{}] is not supported for aggregation [{agg_type}]",
+                leaf.field_type.name()
+            ))
+        };
+        if let LeafKind::Text { .. } = leaf.kind {
+            return Err(Error::illegal_argument(format!(
+                "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [{field}] in order to load field data by uninverting the inverted index. Note that this can use significant memory."
+            )));
+        }
+        if let LeafKind::GeoPoint { .. } = leaf.kind {
+            return Err(unsupported());
+        }
+        if !leaf.fast {
+            return Err(Error::illegal_argument(format!(
+                "Can't load fielddata on [{field}] because fielddata is unsupported on fields of type [{}]. Use doc values instead.",
+                leaf.field_type.name()
+            )));
+        }
+        let path = field.to_string();
+        let source = match &leaf.kind {
+            LeafKind::Integer => ValueSource::Numeric {
+                path,
+                kind: NumericKind::Long,
+            },
+            LeafKind::Float => ValueSource::Numeric {
+                path,
+                kind: NumericKind::Double,
+            },
+            LeafKind::ScaledFloat { factor } => ValueSource::Numeric {
+                path,
+                kind: NumericKind::Scaled(*factor),
+            },
+            LeafKind::Date { format } => ValueSource::Numeric {
+                path,
+                kind: NumericKind::Date(format.clone()),
+            },
+            LeafKind::Boolean => ValueSource::Numeric {
+                path,
+                kind: NumericKind::Boolean,
+            },
+            LeafKind::Keyword { .. } => ValueSource::Keyword { path },
+            LeafKind::Ip => ValueSource::Ip { path },
+            LeafKind::Text { .. } | LeafKind::GeoPoint { .. } => return Err(unsupported()),
+        };
+        let numeric = matches!(source, ValueSource::Numeric { .. });
+        if accepts == Accepts::Numeric && !numeric {
+            return Err(unsupported());
+        }
+        Ok(source)
+    }
+
+    /// The numeric kind, for numeric sources.
+    pub fn numeric_kind(&self) -> Option<&NumericKind> {
+        match self {
+            ValueSource::Numeric { kind, .. } => Some(kind),
+            _ => None,
+        }
+    }
+
+    /// Whether the field is a date (keys are shown as dates).
+    pub fn is_date(&self) -> bool {
+        matches!(self.numeric_kind(), Some(NumericKind::Date(_)))
+    }
+
+    /// The mapped field type name (for errors), or `None` when unmapped.
+    pub fn field_type_of(table: &FieldTable, field: &str) -> Option<FieldType> {
+        table.leaf(field).map(|leaf| leaf.field_type)
+    }
+}
+
+/// Reusable buffers for block reads.
+#[derive(Default)]
+struct Scratch<T> {
+    docs: Vec<DocId>,
+    rows: Vec<u32>,
+    values: Vec<T>,
+}
+
+/// Calls `f(position, value)` for every value of every doc of `docs` (ascending), a doc's
+/// values in column order. Positions index into `docs`.
+fn for_each_in_column<T>(
+    column: &Column<T>,
+    docs: &[DocId],
+    scratch: &mut Scratch<T>,
+    mut f: impl FnMut(usize, T),
+) where
+    T: Copy + PartialOrd + Default + std::fmt::Debug + Send + Sync + 'static,
+{
+    match &column.index {
+        ColumnIndex::Empty { .. } => {}
+        ColumnIndex::Full => {
+            scratch.values.clear();
+            scratch.values.resize(docs.len(), T::default());
+            column.values.get_vals(docs, &mut scratch.values);
+            for (position, value) in scratch.values.iter().enumerate() {
+                f(position, *value);
+            }
+        }
+        _ => {
+            column.row_ids_for_docs(docs, &mut scratch.docs, &mut scratch.rows);
+            scratch.values.clear();
+            scratch.values.resize(scratch.rows.len(), T::default());
+            column.values.get_vals(&scratch.rows, &mut scratch.values);
+            let mut position = 0;
+            for (doc, value) in scratch.docs.iter().zip(&scratch.values) {
+                while docs[position] != *doc {
+                    position += 1;
+                }
+                f(position, *value);
+            }
+        }
+    }
+}
+
+enum NumericColumn {
+    I64(Column<i64>, Scratch<i64>),
+    F64(Column<f64>, Scratch<f64>),
+    Bool(Column<bool>, Scratch<bool>),
+}
+
+/// A numeric field's values in one segment.
+pub struct NumericValues {
+    column: Option<NumericColumn>,
+    /// Multiply raw values by this to get the field's value (`1 / factor` for scaled floats).
+    scale: f64,
+    /// Which positions of the current block had at least one value (for `missing`).
+    seen: Vec<bool>,
+}
+
+fn open_error(e: tantivy::TantivyError) -> Error {
+    Error::internal("open an aggregation column", e)
+}
+
+impl NumericValues {
+    pub fn open(source: &ValueSource, segment: &SegmentReader) -> Result<NumericValues> {
+        let fast = segment.fast_fields();
+        let (column, scale) = match source {
+            ValueSource::Numeric { path, kind } => match kind {
+                NumericKind::Double => (
+                    fast.column_opt::<f64>(path)
+                        .map_err(open_error)?
+                        .map(|c| NumericColumn::F64(c, Scratch::default())),
+                    1.0,
+                ),
+                NumericKind::Boolean => (
+                    fast.column_opt::<bool>(path)
+                        .map_err(open_error)?
+                        .map(|c| NumericColumn::Bool(c, Scratch::default())),
+                    1.0,
+                ),
+                NumericKind::Scaled(factor) => (
+                    fast.column_opt::<i64>(path)
+                        .map_err(open_error)?
+                        .map(|c| NumericColumn::I64(c, Scratch::default())),
+                    1.0 / factor,
+                ),
+                NumericKind::Long | NumericKind::Date(_) => (
+                    fast.column_opt::<i64>(path)
+                        .map_err(open_error)?
+                        .map(|c| NumericColumn::I64(c, Scratch::default())),
+                    1.0,
+                ),
+            },
+            _ => (None, 1.0),
+        };
+        Ok(NumericValues {
+            column,
+            scale,
+            seen: Vec::new(),
+        })
+    }
+
+    /// Whether this segment has the column at all.
+    pub fn is_present(&self) -> bool {
+        self.column.is_some()
+    }
+
+    /// Every value of the block's docs as `f64` (scaled floats divided by their factor).
+    pub fn for_each_f64(&mut self, docs: &[DocId], mut f: impl FnMut(usize, f64)) {
+        let scale = self.scale;
+        match &mut self.column {
+            None => {}
+            Some(NumericColumn::I64(column, scratch)) => {
+                if scale == 1.0 {
+                    for_each_in_column(column, docs, scratch, |p, v| f(p, v as f64));
+                } else {
+                    for_each_in_column(column, docs, scratch, |p, v| f(p, v as f64 * scale));
+                }
+            }
+            Some(NumericColumn::F64(column, scratch)) => {
+                for_each_in_column(column, docs, scratch, f)
+            }
+            Some(NumericColumn::Bool(column, scratch)) => {
+                for_each_in_column(column, docs, scratch, |p, v| f(p, v as i64 as f64))
+            }
+        }
+    }
+
+    /// Like [`NumericValues::for_each_f64`], with `missing` standing in for docs without a
+    /// value (the aggregations' `missing` parameter).
+    pub fn for_each_f64_or(
+        &mut self,
+        docs: &[DocId],
+        missing: Option<f64>,
+        mut f: impl FnMut(usize, f64),
+    ) {
+        let Some(missing) = missing else {
+            return self.for_each_f64(docs, f);
+        };
+        let mut seen = std::mem::take(&mut self.seen);
+        seen.clear();
+        seen.resize(docs.len(), false);
+        self.for_each_f64(docs, |p, v| {
+            seen[p] = true;
+            f(p, v)
+        });
+        for (p, _) in seen.iter().enumerate().filter(|(_, s)| !**s) {
+            f(p, missing);
+        }
+        self.seen = seen;
+    }
+
+    /// Every value as an exact `i64` (long and date fields; other kinds are truncated).
+    pub fn for_each_i64(&mut self, docs: &[DocId], mut f: impl FnMut(usize, i64)) {
+        let scale = self.scale;
+        match &mut self.column {
+            None => {}
+            Some(NumericColumn::I64(column, scratch)) => {
+                if scale == 1.0 {
+                    for_each_in_column(column, docs, scratch, f);
+                } else {
+                    for_each_in_column(column, docs, scratch, |p, v| {
+                        f(p, (v as f64 * scale) as i64)
+                    });
+                }
+            }
+            Some(NumericColumn::F64(column, scratch)) => {
+                for_each_in_column(column, docs, scratch, |p, v| f(p, v as i64))
+            }
+            Some(NumericColumn::Bool(column, scratch)) => {
+                for_each_in_column(column, docs, scratch, |p, v| f(p, v as i64))
+            }
+        }
+    }
+
+    /// Whether a doc has at least one value (docs checked one by one; for `missing`/`exists`).
+    pub fn has_value(&self, doc: DocId) -> bool {
+        match &self.column {
+            None => false,
+            Some(NumericColumn::I64(c, _)) => c.values_for_doc(doc).next().is_some(),
+            Some(NumericColumn::F64(c, _)) => c.values_for_doc(doc).next().is_some(),
+            Some(NumericColumn::Bool(c, _)) => c.values_for_doc(doc).next().is_some(),
+        }
+    }
+}
+
+/// A keyword field's term ordinals in one segment.
+pub struct KeywordValues {
+    column: Option<StrColumn>,
+    ords: Scratch<u64>,
+}
+
+impl KeywordValues {
+    pub fn open(source: &ValueSource, segment: &SegmentReader) -> Result<KeywordValues> {
+        let column = match source {
+            ValueSource::Keyword { path } => segment.fast_fields().str(path).map_err(open_error)?,
+            _ => None,
+        };
+        Ok(KeywordValues {
+            column,
+            ords: Scratch::default(),
+        })
+    }
+
+    /// The number of distinct terms in this segment.
+    pub fn num_terms(&self) -> usize {
+        self.column.as_ref().map_or(0, |c| c.num_terms())
+    }
+
+    /// Every term ordinal of the block's docs.
+    pub fn for_each_ord(&mut self, docs: &[DocId], f: impl FnMut(usize, u64)) {
+        if let Some(column) = &self.column {
+            for_each_in_column(column.ords(), docs, &mut self.ords, f);
+        }
+    }
+
+    /// The term of an ordinal.
+    pub fn term(&self, ord: u64, out: &mut String) -> Result<()> {
+        out.clear();
+        if let Some(column) = &self.column {
+            column
+                .ord_to_str(ord, out)
+                .map_err(|e| Error::internal("read a term of an aggregation column", e))?;
+        }
+        Ok(())
+    }
+
+    pub fn has_value(&self, doc: DocId) -> bool {
+        self.column
+            .as_ref()
+            .is_some_and(|c| c.ords().values_for_doc(doc).next().is_some())
+    }
+}
+
+/// An ip field's values in one segment.
+pub struct IpValues {
+    column: Option<Column<Ipv6Addr>>,
+}
+
+impl IpValues {
+    pub fn open(source: &ValueSource, segment: &SegmentReader) -> Result<IpValues> {
+        let column = match source {
+            ValueSource::Ip { path } => segment
+                .fast_fields()
+                .column_opt::<Ipv6Addr>(path)
+                .map_err(open_error)?,
+            _ => None,
+        };
+        Ok(IpValues { column })
+    }
+
+    pub fn for_each(&mut self, docs: &[DocId], mut f: impl FnMut(usize, Ipv6Addr)) {
+        if let Some(column) = &self.column {
+            for (position, &doc) in docs.iter().enumerate() {
+                for ip in column.values_for_doc(doc) {
+                    f(position, ip);
+                }
+            }
+        }
+    }
+
+    pub fn has_value(&self, doc: DocId) -> bool {
+        self.column
+            .as_ref()
+            .is_some_and(|c| c.values_for_doc(doc).next().is_some())
+    }
+}
+
+/// Any field's values, for aggregations that only count values (value_count, missing).
+pub enum AnyValues {
+    Numeric(NumericValues),
+    Keyword(KeywordValues),
+    Ip(IpValues),
+    Unmapped,
+}
+
+impl AnyValues {
+    pub fn open(source: &ValueSource, segment: &SegmentReader) -> Result<AnyValues> {
+        Ok(match source {
+            ValueSource::Numeric { .. } => {
+                AnyValues::Numeric(NumericValues::open(source, segment)?)
+            }
+            ValueSource::Keyword { .. } => {
+                AnyValues::Keyword(KeywordValues::open(source, segment)?)
+            }
+            ValueSource::Ip { .. } => AnyValues::Ip(IpValues::open(source, segment)?),
+            ValueSource::Unmapped => AnyValues::Unmapped,
+        })
+    }
+
+    /// Calls `f(position)` once per value.
+    pub fn for_each_value(&mut self, docs: &[DocId], mut f: impl FnMut(usize)) {
+        match self {
+            AnyValues::Numeric(v) => v.for_each_f64(docs, |p, _| f(p)),
+            AnyValues::Keyword(v) => v.for_each_ord(docs, |p, _| f(p)),
+            AnyValues::Ip(v) => v.for_each(docs, |p, _| f(p)),
+            AnyValues::Unmapped => {}
+        }
+    }
+
+    pub fn has_value(&self, doc: DocId) -> bool {
+        match self {
+            AnyValues::Numeric(v) => v.has_value(doc),
+            AnyValues::Keyword(v) => v.has_value(doc),
+            AnyValues::Ip(v) => v.has_value(doc),
+            AnyValues::Unmapped => false,
+        }
+    }
+}
+
+/// Renders an ip stored as IPv6 the way OpenSearch shows it (IPv4 in dotted form).
+pub fn ip_to_string(ip: Ipv6Addr) -> String {
+    match ip.to_ipv4_mapped() {
+        Some(v4) => v4.to_string(),
+        None => ip.to_string(),
+    }
+}
