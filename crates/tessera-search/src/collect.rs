@@ -1,20 +1,27 @@
 //! Collecting one slice: walk its segment parts with the shared weight, count matches, keep
-//! the best hits. Each slice gets its own collector and returns a [`QueryResult`]; the shard
-//! reduces them with the same [`crate::hits::reduce`] the coordinator uses.
+//! the best hits and feed aggregations. Each slice gets its own collectors (the caller owns the
+//! slice's aggregator and builds its result); the shard reduces slices with the same reduce the
+//! coordinator uses.
 //!
-//! Shortcuts that keep cheap queries cheap: a size-0 request counts with `Weight::count`
-//! (bitsets, no per-doc work); a constant-score query sorted by score keeps the first hits in
-//! index order and stops as soon as the total-hits threshold is reached, as Lucene does.
+//! Three ways through a part, cheapest first:
+//! - counting only (no hits, no aggregations): `Weight::count`, no per-doc work;
+//! - aggregations without hits: matching docs are read in blocks (`fill_buffer`) and handed
+//!   to the aggregators a block at a time;
+//! - everything else: doc at a time, with hits ranked in a top-k and docs queued for the
+//!   aggregators. A constant-score query sorted by score keeps the first hits in index order
+//!   and stops as soon as the total-hits threshold is reached, as Lucene does (not when
+//!   aggregations need every match).
 
 use std::time::Instant;
 
-use tantivy::query::Weight;
-use tantivy::{DocSet, TERMINATED};
+use tantivy::query::{Scorer, Weight};
+use tantivy::{DocId, DocSet, SegmentReader, COLLECT_BLOCK_BUFFER_LEN, TERMINATED};
+use tessera_aggs::SliceAggregator;
 use tessera_common::{Error, Result};
 use tessera_index::ShardSnapshot;
 
 use crate::hits::{HitSort, QueryResult, ShardHit, TopK};
-use crate::slice::Slice;
+use crate::slice::{SegmentPart, Slice};
 use crate::sort_keys::SegmentSortKeys;
 
 /// What a slice collector needs to know about the request.
@@ -34,9 +41,13 @@ pub struct CollectParams<'a> {
     /// Whether scores are computed.
     pub scoring: bool,
     pub shard_index: u32,
+    /// `post_filter`: limits hits and the total, not the aggregations.
+    pub post_filter: Option<&'a dyn Weight>,
 }
 
 const DEADLINE_CHECK_INTERVAL: u32 = 4096;
+/// Docs handed to the aggregators at once.
+const AGG_BLOCK: usize = 1024;
 
 /// The first doc id of each segment (by ordinal) when segments are laid out in index order,
 /// as Lucene's `docBase`.
@@ -51,64 +62,232 @@ pub fn doc_bases(snapshot: &ShardSnapshot) -> Vec<u64> {
     bases
 }
 
+/// Why a slice stopped before its last part.
+#[derive(PartialEq)]
+enum Flow {
+    Continue,
+    Stop,
+}
+
+/// Docs queued for the aggregators.
+struct AggFeed<'a> {
+    aggs: Option<&'a mut SliceAggregator>,
+    block: Vec<DocId>,
+}
+
+impl AggFeed<'_> {
+    #[inline]
+    fn push(&mut self, doc: DocId) {
+        if self.aggs.is_some() {
+            self.block.push(doc);
+            if self.block.len() == AGG_BLOCK {
+                self.flush();
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(aggs) = self.aggs.as_deref_mut() {
+            if !self.block.is_empty() {
+                aggs.collect(&self.block);
+            }
+        }
+        self.block.clear();
+    }
+}
+
 /// Collects one slice. Its parts must be in index order (see `ShardSnapshot::segments_in_order`).
 pub fn collect_slice(
     snapshot: &ShardSnapshot,
     weight: &dyn Weight,
     slice: &Slice,
     params: &CollectParams,
+    aggs: Option<&mut SliceAggregator>,
 ) -> Result<QueryResult> {
-    let mut top = TopK::new(params.k, params.sort);
-    let mut result = QueryResult::default();
-    let mut max_score = f32::NEG_INFINITY;
-    let table = &snapshot.table;
+    let mut collector = SliceCollector {
+        snapshot,
+        weight,
+        params,
+        top: TopK::new(params.k, params.sort),
+        result: QueryResult::default(),
+        max_score: f32::NEG_INFINITY,
+        doc_bases: doc_bases(snapshot),
+        since_check: 0,
+        feed: AggFeed {
+            aggs,
+            block: Vec::with_capacity(AGG_BLOCK),
+        },
+    };
     let segment_readers = snapshot.searcher.segment_readers();
-    let doc_bases = doc_bases(snapshot);
-    let first_hits_only = params.constant_score
-        && params.sort.is_score()
-        && params.min_score.is_none()
-        && params.search_after.is_none()
-        && params.terminate_after.is_none();
-    let mut since_check = 0u32;
-    'parts: for part in &slice.parts {
+    for part in &slice.parts {
         let reader = &segment_readers[part.segment_ord as usize];
-        let whole_segment = part.docs.start == 0 && part.docs.end >= reader.max_doc();
-        if params.k == 0 && whole_segment && params.min_score.is_none() && !params.scoring {
-            if result.total >= params.total_hits_threshold {
-                result.total_is_lower_bound = true;
-                break;
-            }
-            // counting needs no collection: like OpenSearch, `terminate_after` then only says
-            // whether the count reached it, the total stays exact
-            result.total += weight
-                .count(reader)
-                .map_err(|e| Error::internal("count matches", e))?
-                as u64;
-            if params
-                .terminate_after
-                .is_some_and(|limit| result.total >= limit)
-            {
-                result.terminated_early = true;
-            }
-            continue;
+        if let Some(aggs) = collector.feed.aggs.as_deref_mut() {
+            aggs.set_segment(reader, part.segment_ord, part.docs.clone())?;
         }
+        let flow = collector.collect_part(reader, part)?;
+        collector.feed.flush();
+        if let Some(aggs) = collector.feed.aggs.as_deref_mut() {
+            aggs.finish_segment()?;
+        }
+        if flow == Flow::Stop {
+            break;
+        }
+    }
+    let SliceCollector {
+        mut result,
+        top,
+        max_score,
+        ..
+    } = collector;
+    if params.scoring && max_score > f32::NEG_INFINITY {
+        result.max_score = Some(max_score);
+    }
+    result.hits = top.into_sorted();
+    Ok(result)
+}
+
+struct SliceCollector<'a, 'b> {
+    snapshot: &'a ShardSnapshot,
+    weight: &'a dyn Weight,
+    params: &'a CollectParams<'a>,
+    top: TopK<'a>,
+    result: QueryResult,
+    max_score: f32,
+    doc_bases: Vec<u64>,
+    since_check: u32,
+    feed: AggFeed<'b>,
+}
+
+impl SliceCollector<'_, '_> {
+    fn scorer(&self, reader: &SegmentReader, part: &SegmentPart) -> Result<Box<dyn Scorer>> {
+        let mut scorer = self
+            .weight
+            .scorer(reader, 1.0)
+            .map_err(|e| Error::internal("create a scorer", e))?;
+        if scorer.doc() < part.docs.start {
+            scorer.seek(part.docs.start);
+        }
+        Ok(scorer)
+    }
+
+    /// True (and marks the result) when the request's deadline has passed; checked every few
+    /// thousand documents.
+    #[inline]
+    fn deadline_passed(&mut self, docs: u32) -> bool {
+        self.since_check += docs;
+        if self.since_check < DEADLINE_CHECK_INTERVAL {
+            return false;
+        }
+        self.since_check = 0;
+        if self.params.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.result.timed_out = true;
+            return true;
+        }
+        false
+    }
+
+    fn collect_part(&mut self, reader: &SegmentReader, part: &SegmentPart) -> Result<Flow> {
+        let params = self.params;
+        let whole_segment = part.docs.start == 0 && part.docs.end >= reader.max_doc();
+        let plain = params.min_score.is_none() && !params.scoring && params.post_filter.is_none();
+        if params.k == 0 && plain {
+            if self.feed.aggs.is_none() && whole_segment {
+                return self.count_part(reader);
+            }
+            if self.feed.aggs.is_some() {
+                return self.collect_blocks(reader, part);
+            }
+        }
+        self.collect_docs(reader, part)
+    }
+
+    /// Counts a whole segment's matches without visiting them.
+    fn count_part(&mut self, reader: &SegmentReader) -> Result<Flow> {
+        let params = self.params;
+        if self.result.total >= params.total_hits_threshold {
+            self.result.total_is_lower_bound = true;
+            return Ok(Flow::Stop);
+        }
+        // like OpenSearch, `terminate_after` then only says whether the count reached it;
+        // the total stays exact
+        self.result.total += self
+            .weight
+            .count(reader)
+            .map_err(|e| Error::internal("count matches", e))? as u64;
+        if params
+            .terminate_after
+            .is_some_and(|limit| self.result.total >= limit)
+        {
+            self.result.terminated_early = true;
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Matches read a buffer at a time and handed to the aggregators in blocks.
+    fn collect_blocks(&mut self, reader: &SegmentReader, part: &SegmentPart) -> Result<Flow> {
+        let mut scorer = self.scorer(reader, part)?;
+        let alive = reader.alive_bitset();
+        let mut buffer = [0 as DocId; COLLECT_BLOCK_BUFFER_LEN];
+        loop {
+            let n = scorer.fill_buffer(&mut buffer);
+            if n == 0 {
+                return Ok(Flow::Continue);
+            }
+            let mut collected = 0u32;
+            for &doc in &buffer[..n] {
+                if doc >= part.docs.end {
+                    return Ok(Flow::Continue);
+                }
+                if alive.is_none_or(|a| a.is_alive(doc)) {
+                    self.result.total += 1;
+                    collected += 1;
+                    self.feed.push(doc);
+                    if let Some(limit) = self.params.terminate_after {
+                        if self.result.total >= limit {
+                            self.result.terminated_early = true;
+                            return Ok(Flow::Stop);
+                        }
+                    }
+                }
+            }
+            if self.deadline_passed(collected.max(n as u32)) {
+                return Ok(Flow::Stop);
+            }
+        }
+    }
+
+    /// Doc at a time: scores, `min_score`, `post_filter`, hits and aggregations.
+    fn collect_docs(&mut self, reader: &SegmentReader, part: &SegmentPart) -> Result<Flow> {
+        let params = self.params;
+        let snapshot = self.snapshot;
+        let whole_segment = part.docs.start == 0 && part.docs.end >= reader.max_doc();
+        let aggregating = self.feed.aggs.is_some();
+        let first_hits_only = params.constant_score
+            && params.sort.is_score()
+            && params.min_score.is_none()
+            && params.search_after.is_none()
+            && params.terminate_after.is_none()
+            && params.post_filter.is_none()
+            && !aggregating;
         let mut keys = match params.sort {
             HitSort::Score => None,
             HitSort::Fields { fields, .. } => Some(SegmentSortKeys::new(
-                table,
+                &snapshot.table,
                 fields,
                 reader,
-                doc_bases[part.segment_ord as usize],
+                self.doc_bases[part.segment_ord as usize],
             )?),
         };
-        let mut scorer = weight
-            .scorer(reader, 1.0)
-            .map_err(|e| Error::internal("create a scorer", e))?;
+        let mut post_filter = match params.post_filter {
+            Some(w) => Some(
+                w.scorer(reader, 1.0)
+                    .map_err(|e| Error::internal("create a post_filter scorer", e))?,
+            ),
+            None => None,
+        };
+        let mut scorer = self.scorer(reader, part)?;
         let alive = reader.alive_bitset();
         let mut doc = scorer.doc();
-        if doc < part.docs.start {
-            doc = scorer.seek(part.docs.start);
-        }
         while doc != TERMINATED && doc < part.docs.end {
             if alive.is_none_or(|a| a.is_alive(doc)) {
                 let score = if params.scoring {
@@ -116,66 +295,63 @@ pub fn collect_slice(
                 } else {
                     f32::NAN
                 };
-                let passes = params.min_score.is_none_or(|min| score >= min);
-                if passes {
-                    result.total += 1;
-                    if score > max_score {
-                        max_score = score;
-                    }
-                    if params.k > 0 {
-                        let sort = keys.as_mut().map(|k| k.key(doc, score)).unwrap_or_default();
-                        let hit = ShardHit {
-                            shard_index: params.shard_index,
-                            segment_ord: part.segment_ord,
-                            segment_rank: snapshot.segment_ranks[part.segment_ord as usize],
-                            doc,
-                            score,
-                            sort,
-                        };
-                        let after = params.search_after.is_none_or(|after| {
-                            params.sort.compare_key(&hit, after) == std::cmp::Ordering::Greater
-                        });
-                        if after && top.accepts(&hit) {
-                            top.push(hit);
+                if params.min_score.is_none_or(|min| score >= min) {
+                    self.feed.push(doc);
+                    let is_hit = match post_filter.as_mut() {
+                        None => true,
+                        Some(pf) => pf.doc() == doc || (pf.doc() < doc && pf.seek(doc) == doc),
+                    };
+                    if is_hit {
+                        self.result.total += 1;
+                        if score > self.max_score {
+                            self.max_score = score;
                         }
-                    }
-                    if let Some(limit) = params.terminate_after {
-                        if result.total >= limit {
-                            result.terminated_early = true;
-                            break 'parts;
+                        if params.k > 0 {
+                            let sort = keys.as_mut().map(|k| k.key(doc, score)).unwrap_or_default();
+                            let hit = ShardHit {
+                                shard_index: params.shard_index,
+                                segment_ord: part.segment_ord,
+                                segment_rank: snapshot.segment_ranks[part.segment_ord as usize],
+                                doc,
+                                score,
+                                sort,
+                            };
+                            let after = params.search_after.is_none_or(|after| {
+                                params.sort.compare_key(&hit, after) == std::cmp::Ordering::Greater
+                            });
+                            if after && self.top.accepts(&hit) {
+                                self.top.push(hit);
+                            }
                         }
-                    }
-                    if first_hits_only && top.len() >= params.k {
-                        if result.total >= params.total_hits_threshold {
-                            result.total_is_lower_bound = true;
-                            break 'parts;
+                        if let Some(limit) = params.terminate_after {
+                            if self.result.total >= limit {
+                                self.result.terminated_early = true;
+                                return Ok(Flow::Stop);
+                            }
                         }
-                        if params.total_hits_threshold == u64::MAX && whole_segment {
-                            // the top hits are known: count the rest of the segment in bulk
-                            scorer.advance();
-                            result.total += match alive {
-                                Some(alive) => scorer.count(alive),
-                                None => scorer.count_including_deleted(),
-                            } as u64;
-                            continue 'parts;
+                        if first_hits_only && self.top.len() >= params.k {
+                            if self.result.total >= params.total_hits_threshold {
+                                self.result.total_is_lower_bound = true;
+                                return Ok(Flow::Stop);
+                            }
+                            if params.total_hits_threshold == u64::MAX && whole_segment {
+                                // the top hits are known: count the rest of the segment in bulk
+                                scorer.advance();
+                                self.result.total += match alive {
+                                    Some(alive) => scorer.count(alive),
+                                    None => scorer.count_including_deleted(),
+                                } as u64;
+                                return Ok(Flow::Continue);
+                            }
                         }
                     }
                 }
             }
-            since_check += 1;
-            if since_check == DEADLINE_CHECK_INTERVAL {
-                since_check = 0;
-                if params.deadline.is_some_and(|d| Instant::now() >= d) {
-                    result.timed_out = true;
-                    break 'parts;
-                }
+            if self.deadline_passed(1) {
+                return Ok(Flow::Stop);
             }
             doc = scorer.advance();
         }
+        Ok(Flow::Continue)
     }
-    if params.scoring && max_score > f32::NEG_INFINITY {
-        result.max_score = Some(max_score);
-    }
-    result.hits = top.into_sorted();
-    Ok(result)
 }

@@ -12,6 +12,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
+use tessera_aggs::{InternalAggregations, RenderContext};
 use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
 
@@ -85,6 +86,8 @@ pub struct SearchResponse {
     pub terminated_early: Option<bool>,
     pub _shards: ShardsSummary,
     pub hits: HitsSection,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregations: Option<Map<String, Value>>,
 }
 
 fn finite(score: f32) -> Option<f32> {
@@ -144,13 +147,22 @@ pub async fn search(
         shard_index: shard_index as u32,
         now_millis,
         deadline,
+        total_shards: total_shards as u32,
     };
 
     // can_match: as OpenSearch, only with more shards than `pre_filter_shard_size` and a query
     // that may match nothing somewhere
     let mut active: Vec<(usize, Arc<dyn ShardSearcher>)> =
         targets.iter().cloned().enumerate().collect();
-    if active.len() > request.pre_filter_shard_size && crate::can_match::may_skip(&request.query) {
+    let visits_all_docs = request
+        .aggs
+        .iter()
+        .flatten()
+        .any(|a| matches!(a.kind, tessera_aggs::AggKind::Global));
+    if active.len() > request.pre_filter_shard_size
+        && crate::can_match::may_skip(&request.query)
+        && !visits_all_docs
+    {
         let probes = active.clone();
         let requests: Vec<ShardRequest> = (0..probes.len()).map(shard_request).collect();
         let matches = pool
@@ -213,11 +225,27 @@ pub async fn search(
         .iter()
         .map(|(i, shard, r)| (*i, (shard.clone(), r.context.clone())))
         .collect();
-    let reduced = reduce(
-        results.into_iter().map(|(_, _, r)| r.result).collect(),
-        &sort,
-        k,
-    );
+    let mut shard_aggs = Vec::new();
+    let mut shard_results = Vec::with_capacity(results.len());
+    for (_, _, r) in results {
+        shard_results.extend([r.result]);
+        shard_aggs.extend(r.aggregations);
+    }
+    let reduced = reduce(shard_results, &sort, k);
+    let aggregations = match &request.aggs {
+        None => None,
+        Some(_) => {
+            let request = request.clone();
+            Some(
+                pool.run(move || {
+                    let requests = request.aggs.as_deref().unwrap_or_default();
+                    let merged = InternalAggregations::reduce(shard_aggs, requests)?;
+                    merged.render(requests, &mut RenderContext::new(request.max_buckets))
+                })
+                .await?,
+            )
+        }
+    };
     let page: Vec<_> = reduced.hits.iter().skip(request.from).cloned().collect();
 
     // fetch phase: only the final page
@@ -344,6 +372,7 @@ pub async fn search(
             max_score,
             hits,
         },
+        aggregations,
     })
 }
 

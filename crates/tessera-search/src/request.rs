@@ -84,6 +84,10 @@ pub struct SearchRequest {
     /// Answer with the shards that succeeded when others failed (URL parameter, default true);
     /// when false any shard failure fails the whole search.
     pub allow_partial_search_results: bool,
+    /// `aggs` / `aggregations`.
+    pub aggs: Option<Vec<tessera_aggs::AggRequest>>,
+    /// `search.max_buckets` (a cluster setting the REST layer fills in).
+    pub max_buckets: usize,
 }
 
 /// OpenSearch's default `pre_filter_shard_size`.
@@ -114,6 +118,8 @@ impl Default for SearchRequest {
             profile: false,
             pre_filter_shard_size: DEFAULT_PRE_FILTER_SHARD_SIZE,
             allow_partial_search_results: true,
+            aggs: None,
+            max_buckets: tessera_aggs::DEFAULT_MAX_BUCKETS,
         }
     }
 }
@@ -273,8 +279,6 @@ fn parse_docvalue_fields(value: &Value) -> Result<Vec<DocValueField>> {
 
 /// Keys of the search body that name features Tessera does not implement.
 const UNSUPPORTED_KEYS: &[&str] = &[
-    "aggs",
-    "aggregations",
     "suggest",
     "rescore",
     "collapse",
@@ -342,6 +346,13 @@ impl SearchRequest {
                 }
                 "version" => request.version = bool_value(key, value)?,
                 "explain" => request.explain = bool_value(key, value)?,
+                "aggs" | "aggregations" => {
+                    let parsed = tessera_aggs::parse_aggregations(value)?;
+                    match &mut request.aggs {
+                        Some(existing) => existing.extend(parsed),
+                        None => request.aggs = Some(parsed),
+                    }
+                }
                 "highlight" => request.highlight = Some(crate::highlight::parse_highlight(value)?),
                 "seq_no_primary_term" => request.seq_no_primary_term = bool_value(key, value)?,
                 "profile" => {

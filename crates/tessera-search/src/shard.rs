@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query};
+use tessera_aggs::{AggContext, InternalAggregations, PreparedAggs, ShardFinish};
 use tessera_common::{Error, Result};
 use tessera_index::shard::SEARCH_IDLE_AFTER_MILLIS;
 use tessera_index::{IndexService, ShardSnapshot};
@@ -31,6 +32,8 @@ pub struct ShardRequest {
     pub now_millis: i64,
     /// When the whole request must end.
     pub deadline: Option<Instant>,
+    /// How many shards the request searches (terms aggregations size their shard lists by it).
+    pub total_shards: u32,
 }
 
 /// The point-in-time reader a query ran on, for the fetch phase.
@@ -45,6 +48,8 @@ pub enum ReaderContext {
 
 pub struct ShardQueryResult {
     pub result: QueryResult,
+    /// The shard's aggregation results (slices reduced and trimmed), when requested.
+    pub aggregations: Option<InternalAggregations>,
     pub context: ReaderContext,
     /// Which sort fields render missing values as numbers.
     pub numeric_sorts: Vec<bool>,
@@ -205,13 +210,19 @@ impl ShardSearcher for LocalShard {
             now_millis: request.now_millis,
         };
         let mut query = compile(&search.query, &ctx)?;
+        // with aggregations, the post_filter only limits hits: it gets a weight of its own
+        let mut separate_post_filter = None;
         if let Some(post_filter) = &search.post_filter {
             let filter: Box<dyn Query> =
                 Box::new(ConstScoreQuery::new(compile(post_filter, &ctx)?, 0.0));
-            query = Box::new(BooleanQuery::new(vec![
-                (Occur::Must, query),
-                (Occur::Must, filter),
-            ]));
+            if search.aggs.is_some() {
+                separate_post_filter = Some(filter);
+            } else {
+                query = Box::new(BooleanQuery::new(vec![
+                    (Occur::Must, query),
+                    (Occur::Must, filter),
+                ]));
+            }
         }
         let sort = HitSort::new(search.sort.clone());
         let k = search.from + search.size;
@@ -226,6 +237,10 @@ impl ShardSearcher for LocalShard {
         let weight = query
             .weight(enable)
             .map_err(|e| Error::internal("create the query weight", e))?;
+        let post_filter = separate_post_filter
+            .map(|q| q.weight(EnableScoring::disabled_from_searcher(searcher)))
+            .transpose()
+            .map_err(|e| Error::internal("create the post_filter weight", e))?;
         let after = search_after_key(&snapshot, &sort, search)?;
         let deadline = match (search.timeout, request.deadline) {
             (Some(timeout), Some(d)) => Some((started + timeout).min(d)),
@@ -243,13 +258,51 @@ impl ShardSearcher for LocalShard {
             constant_score: search.query.is_constant_score() && search.post_filter.is_none(),
             scoring,
             shard_index: request.shard_index,
+            post_filter: post_filter.as_deref(),
+        };
+        let prepared = match &search.aggs {
+            Some(aggs) => Some(PreparedAggs::prepare(
+                aggs,
+                &AggContext {
+                    table,
+                    index: &meta.name,
+                    default_fields: &default_fields,
+                    now_millis: request.now_millis,
+                    searcher,
+                },
+            )?),
+            None => None,
         };
         let slices = plan_shard_slices(&snapshot, 1);
         let mut results = Vec::with_capacity(slices.len());
+        let mut slice_aggs = Vec::with_capacity(slices.len());
         for slice in &slices {
-            results.push(collect_slice(&snapshot, weight.as_ref(), slice, &params)?);
+            let mut aggregator = prepared
+                .as_ref()
+                .map(|p| p.slice_aggregator())
+                .transpose()?;
+            results.push(collect_slice(
+                &snapshot,
+                weight.as_ref(),
+                slice,
+                &params,
+                aggregator.as_mut(),
+            )?);
+            if let Some(aggregator) = aggregator {
+                slice_aggs.push(aggregator.build()?);
+            }
         }
         let result = reduce(results, &sort, k);
+        let aggregations = prepared
+            .map(|p| {
+                p.shard_result(
+                    slice_aggs,
+                    &ShardFinish {
+                        shards_in_request: request.total_shards as usize,
+                    },
+                )
+            })
+            .transpose()?;
         let numeric_sorts = search
             .sort
             .iter()
@@ -261,6 +314,7 @@ impl ShardSearcher for LocalShard {
             .record_query(started.elapsed());
         Ok(ShardQueryResult {
             result,
+            aggregations,
             context: ReaderContext::Local {
                 snapshot: snapshot.clone(),
                 weight: search.explain.then(|| Arc::from(weight)),

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use tessera_aggs::{InternalAggregations, RenderContext};
 use tessera_cluster::Node;
 use tessera_common::{Error, Result};
 use tessera_index::IndexService;
@@ -185,13 +186,20 @@ fn targets(
         .collect()
 }
 
-fn empty_response(track_total_hits: TrackTotalHits, as_int: bool) -> SearchResponse {
-    let total = match track_total_hits {
+fn empty_response(search: &SearchRequest, as_int: bool) -> Result<SearchResponse> {
+    let total = match search.track_total_hits {
         TrackTotalHits::Disabled => None,
         _ if as_int => Some(json!(0)),
         _ => Some(json!({"value": 0, "relation": "eq"})),
     };
-    SearchResponse {
+    let aggregations = match &search.aggs {
+        None => None,
+        Some(requests) => Some(
+            InternalAggregations::empty(requests)
+                .render(requests, &mut RenderContext::new(search.max_buckets))?,
+        ),
+    };
+    Ok(SearchResponse {
         took: 0,
         timed_out: false,
         terminated_early: None,
@@ -207,7 +215,8 @@ fn empty_response(track_total_hits: TrackTotalHits, as_int: bool) -> SearchRespo
             max_score: Some(0.0),
             hits: Vec::new(),
         },
-    }
+        aggregations,
+    })
 }
 
 /// `GET|POST /_search`, `/{index}/_search`.
@@ -217,13 +226,14 @@ pub async fn search(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
         None => SearchRequest::default(),
     };
     apply_url_params(&request, &mut search)?;
+    search.max_buckets = node.cluster_settings.get_usize("search.max_buckets");
     let as_int = request.param_bool("rest_total_hits_as_int", false)?;
     let indices = node.resolve(
         index_expression(&request),
         &resolve_options(&request, true)?,
     )?;
     if indices.is_empty() {
-        return RestResponse::serialized(200, &empty_response(search.track_total_hits, as_int));
+        return RestResponse::serialized(200, &empty_response(&search, as_int)?);
     }
     let targets = targets(&node, &indices, request.param("routing"));
     let response = tessera_search::search(
