@@ -34,10 +34,13 @@ pub enum InternalAgg {
 }
 
 /// What finishing a shard's result needs to know.
-#[derive(Clone, Copy, Debug)]
-pub struct ShardFinish {
+#[derive(Clone, Copy)]
+pub struct ShardFinish<'a> {
     /// How many shards the search request targets (terms size their shard lists by it).
     pub shards_in_request: usize,
+    /// The shard's searcher, for shard-wide statistics (background frequencies); `None` in
+    /// unit tests of pure reduce logic.
+    pub searcher: Option<&'a tantivy::Searcher>,
 }
 
 /// State of the final rendering: the bucket budget (`search.max_buckets`).

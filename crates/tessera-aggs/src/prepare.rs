@@ -49,6 +49,8 @@ struct Prepared {
 pub struct PreparedAggs {
     requests: Vec<AggRequest>,
     tree: Vec<Prepared>,
+    /// The shard's searcher, for shard-wide statistics when the shard result is finished.
+    searcher: Searcher,
 }
 
 fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
@@ -94,6 +96,7 @@ fn make_collector(prepared: &Prepared, single_parent: bool) -> Result<Box<dyn Co
 impl PreparedAggs {
     pub fn prepare(requests: &[AggRequest], ctx: &AggContext) -> Result<PreparedAggs> {
         Ok(PreparedAggs {
+            searcher: ctx.searcher.clone(),
             requests: requests.to_vec(),
             tree: requests
                 .iter()
@@ -118,14 +121,19 @@ impl PreparedAggs {
         })
     }
 
-    /// Reduces the slices' results and trims them to what the shard sends.
+    /// Reduces the slices' results and trims them to what the shard sends; the request
+    /// searches `shards_in_request` shards.
     pub fn shard_result(
         &self,
         slices: Vec<InternalAggregations>,
-        ctx: &ShardFinish,
+        shards_in_request: usize,
     ) -> Result<InternalAggregations> {
         let mut merged = InternalAggregations::reduce(slices, &self.requests)?;
-        merged.finish_shard(&self.requests, ctx)?;
+        let ctx = ShardFinish {
+            shards_in_request,
+            searcher: Some(&self.searcher),
+        };
+        merged.finish_shard(&self.requests, &ctx)?;
         Ok(merged)
     }
 }

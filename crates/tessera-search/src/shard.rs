@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query};
-use tessera_aggs::{AggContext, InternalAggregations, PreparedAggs, ShardFinish};
+use tessera_aggs::{AggContext, InternalAggregations, PreparedAggs};
 use tessera_common::{Error, Result};
 use tessera_index::shard::SEARCH_IDLE_AFTER_MILLIS;
 use tessera_index::{IndexService, ShardSnapshot};
@@ -294,14 +294,7 @@ impl ShardSearcher for LocalShard {
         }
         let result = reduce(results, &sort, k);
         let aggregations = prepared
-            .map(|p| {
-                p.shard_result(
-                    slice_aggs,
-                    &ShardFinish {
-                        shards_in_request: request.total_shards as usize,
-                    },
-                )
-            })
+            .map(|p| p.shard_result(slice_aggs, request.total_shards as usize))
             .transpose()?;
         let numeric_sorts = search
             .sort

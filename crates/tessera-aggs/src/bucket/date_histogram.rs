@@ -149,24 +149,26 @@ impl DateHistogramRequest {
                     fixed = true;
                     request.interval = Some(DateInterval::Fixed(fixed_interval(key, &text)?));
                 }
-                "interval" => request.interval = Some(match value {
-                    Value::Number(n) => {
-                        DateInterval::Fixed(n.as_i64().filter(|n| *n > 0).ok_or_else(|| {
-                            failed(
+                "interval" => {
+                    request.interval = Some(match value {
+                        Value::Number(n) => {
+                            DateInterval::Fixed(n.as_i64().filter(|n| *n > 0).ok_or_else(|| {
+                                failed(
                                 key,
                                 "[interval] must be 1 or greater for aggregation [date_histogram]"
                                     .into(),
                             )
-                        })?)
-                    }
-                    _ => {
-                        let text = string_param(AGG, key, value)?;
-                        match CalendarUnit::parse(&text) {
-                            Some(unit) => DateInterval::Calendar(unit),
-                            None => DateInterval::Fixed(fixed_interval(key, &text)?),
+                            })?)
                         }
-                    }
-                }),
+                        _ => {
+                            let text = string_param(AGG, key, value)?;
+                            match CalendarUnit::parse(&text) {
+                                Some(unit) => DateInterval::Calendar(unit),
+                                None => DateInterval::Fixed(fixed_interval(key, &text)?),
+                            }
+                        }
+                    })
+                }
                 "time_zone" => {
                     let zone = string_param(AGG, key, value)?;
                     TimeZone::parse(&zone).map_err(|e| failed(key, e.message))?;

@@ -1093,6 +1093,7 @@ mod tests {
             &r,
             &ShardFinish {
                 shards_in_request: 2,
+                searcher: None,
             },
         )
         .unwrap();
@@ -1104,6 +1105,7 @@ mod tests {
             &r,
             &ShardFinish {
                 shards_in_request: 1,
+                searcher: None,
             },
         )
         .unwrap();
