@@ -27,7 +27,7 @@ const INT: Kind = Kind::Int {
 static DEFS: &[SettingDef] = &[
     def(
         "search.concurrent_segment_search.mode",
-        Kind::Enum(&["none", "all", "auto"]),
+        Kind::OneOf(&["all", "none", "auto"]),
         "auto",
     ),
     def(
@@ -99,13 +99,22 @@ impl ClusterSettings {
         })
     }
 
+    /// The value set explicitly (transient, then persistent), if any.
+    pub fn explicit(&self, key: &str) -> Option<String> {
+        if let Some(v) = self.transient.read().unwrap().get_str(key) {
+            return Some(v.to_string());
+        }
+        self.persistent
+            .read()
+            .unwrap()
+            .get_str(key)
+            .map(String::from)
+    }
+
     /// The effective value: transient, then persistent, then the default.
     pub fn get(&self, key: &str) -> String {
-        if let Some(v) = self.transient.read().unwrap().get_str(key) {
-            return v.to_string();
-        }
-        if let Some(v) = self.persistent.read().unwrap().get_str(key) {
-            return v.to_string();
+        if let Some(v) = self.explicit(key) {
+            return v;
         }
         REGISTRY
             .def(key)

@@ -233,11 +233,17 @@ fn scalar_to_string(key: &str, value: &Value) -> Result<String> {
 /// What a setting's value must look like.
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
-    Int { min: i64, max: i64 },
+    Int {
+        min: i64,
+        max: i64,
+    },
     Bool,
     Time,
     ByteSize,
     Enum(&'static [&'static str]),
+    /// Like `Enum`, validated with OpenSearch's terser message ("Setting value must be one of
+    /// [...]") that settings such as the concurrent search mode use.
+    OneOf(&'static [&'static str]),
     Str,
     List,
 }
@@ -315,6 +321,14 @@ impl SettingDef {
                 if !allowed.contains(&text) {
                     return Err(Error::illegal_argument(format!(
                         "Failed to parse value [{text}] for setting [{key}]: must be one of [{}]",
+                        allowed.join(", ")
+                    )));
+                }
+            }
+            Kind::OneOf(allowed) => {
+                if !allowed.contains(&text) {
+                    return Err(Error::illegal_argument(format!(
+                        "Setting value must be one of [{}]",
                         allowed.join(", ")
                     )));
                 }

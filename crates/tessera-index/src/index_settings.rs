@@ -105,7 +105,7 @@ static DEFS: &[SettingDef] = &[
     def(
         "index.search.concurrent_segment_search.mode",
         true,
-        Kind::Enum(&["none", "all", "auto"]),
+        Kind::OneOf(&["all", "none", "auto"]),
         "auto",
     ),
     def(
