@@ -20,6 +20,7 @@ use tessera_index::shard::SEARCH_IDLE_AFTER_MILLIS;
 use tessera_index::translog::write_atomic;
 use tessera_index::{IndexService, NodeResources};
 use tessera_mapping::Mapping;
+use tessera_search::concurrent::{ConcurrencySettings, SliceExecutor};
 use tessera_search::{LocalShard, ShardSearcher};
 
 use crate::cluster_settings::ClusterSettings;
@@ -88,6 +89,8 @@ pub struct Node {
     pub node_id: String,
     pub started_millis: i64,
     pub pools: ThreadPools,
+    /// Runs shard requests' slices on the `index_searcher` pool.
+    pub slice_executor: Arc<SliceExecutor>,
     pub cluster_settings: ClusterSettings,
     pub cpu: CpuSampler,
     indices: RwLock<BTreeMap<String, Arc<IndexService>>>,
@@ -132,11 +135,18 @@ impl Node {
             let service = IndexService::open(&entry.path(), &config.resources)?;
             indices.insert(service.name(), Arc::new(service));
         }
+        let pools = ThreadPools::new();
+        let slice_executor = Arc::new(SliceExecutor::new(
+            pools.index_searcher.clone(),
+            pools.search.clone(),
+            cores(),
+        ));
         let node = Arc::new(Node {
             config,
             node_id,
             started_millis: tessera_common::time::now_millis(),
-            pools: ThreadPools::new(),
+            pools,
+            slice_executor,
             cluster_settings,
             cpu: CpuSampler::default(),
             indices: RwLock::new(indices),
@@ -149,6 +159,19 @@ impl Node {
             .spawn(move || run_scheduler(scheduler))
             .map_err(|e| Error::internal("start the scheduler", e))?;
         Ok(node)
+    }
+
+    /// The cluster-level concurrent segment search settings set explicitly.
+    pub fn concurrency_settings(&self) -> ConcurrencySettings {
+        let cs = &self.cluster_settings;
+        ConcurrencySettings::from_values(
+            cs.explicit("search.concurrent_segment_search.mode")
+                .as_deref(),
+            cs.explicit("search.concurrent_segment_search.enabled")
+                .map(|v| v == "true"),
+            cs.explicit("search.concurrent.max_slice_count")
+                .and_then(|v| v.parse().ok()),
+        )
     }
 
     pub fn index(&self, name: &str) -> Option<Arc<IndexService>> {
@@ -288,6 +311,7 @@ impl Node {
                     index.clone(),
                     shard,
                     &self.node_id,
+                    self.slice_executor.clone(),
                 )));
             }
         }

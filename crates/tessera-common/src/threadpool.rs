@@ -91,6 +91,11 @@ impl ThreadPool {
             .saturating_sub(self.shared.active.load(Ordering::Relaxed))
     }
 
+    /// Threads running a task right now.
+    pub fn active(&self) -> usize {
+        self.shared.active.load(Ordering::Relaxed)
+    }
+
     /// Tasks waiting in the queue.
     pub fn queued(&self) -> usize {
         self.shared.queue.lock().unwrap().jobs.len()

@@ -18,6 +18,12 @@ pub struct ShardStats {
     pub query_current: AtomicU64,
     pub fetch_total: AtomicU64,
     pub fetch_time_nanos: AtomicU64,
+    /// Query phases that ran on more than one slice.
+    pub concurrent_query_total: AtomicU64,
+    pub concurrent_query_time_nanos: AtomicU64,
+    pub concurrent_query_current: AtomicU64,
+    /// Slices of those query phases (for `concurrent_avg_slice_count`).
+    pub concurrent_slice_total: AtomicU64,
 }
 
 fn add(counter: &AtomicU64, time: &AtomicU64, elapsed: Duration) {
@@ -41,6 +47,25 @@ impl ShardStats {
     pub fn record_query(&self, elapsed: Duration) {
         add(&self.query_total, &self.query_time_nanos, elapsed);
     }
+    /// A sliced query phase started.
+    pub fn concurrent_started(&self) {
+        self.concurrent_query_current
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A sliced query phase of `slices` slices ended.
+    pub fn record_concurrent_query(&self, elapsed: Duration, slices: u64) {
+        self.concurrent_query_current
+            .fetch_sub(1, Ordering::Relaxed);
+        add(
+            &self.concurrent_query_total,
+            &self.concurrent_query_time_nanos,
+            elapsed,
+        );
+        self.concurrent_slice_total
+            .fetch_add(slices, Ordering::Relaxed);
+    }
+
     pub fn record_fetch(&self, elapsed: Duration) {
         add(&self.fetch_total, &self.fetch_time_nanos, elapsed);
     }

@@ -124,6 +124,34 @@ pub enum QueryAst {
 }
 
 impl QueryAst {
+    /// The query's name in the DSL (as `profile` shows it).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            QueryAst::MatchAll { .. } => "match_all",
+            QueryAst::MatchNone => "match_none",
+            QueryAst::Term { .. } => "term",
+            QueryAst::Terms { .. } => "terms",
+            QueryAst::Range(_) => "range",
+            QueryAst::Exists { .. } => "exists",
+            QueryAst::Ids { .. } => "ids",
+            QueryAst::Prefix { .. } => "prefix",
+            QueryAst::Wildcard { .. } => "wildcard",
+            QueryAst::Regexp { .. } => "regexp",
+            QueryAst::Fuzzy { .. } => "fuzzy",
+            QueryAst::Match(_) => "match",
+            QueryAst::MatchPhrase { .. } => "match_phrase",
+            QueryAst::MatchPhrasePrefix { .. } => "match_phrase_prefix",
+            QueryAst::MultiMatch(_) => "multi_match",
+            QueryAst::Bool(_) => "bool",
+            QueryAst::ConstantScore { .. } => "constant_score",
+            QueryAst::DisMax { .. } => "dis_max",
+            QueryAst::GeoDistance { .. } => "geo_distance",
+            QueryAst::GeoBoundingBox { .. } => "geo_bounding_box",
+            QueryAst::Boosting { .. } => "boosting",
+            QueryAst::QueryString(_) => "query_string",
+            QueryAst::SimpleQueryString(_) => "simple_query_string",
+        }
+    }
     pub fn match_all() -> QueryAst {
         QueryAst::MatchAll { boost: 1.0 }
     }

@@ -6,6 +6,7 @@
 //! all shards give `search_phase_execution_exception`, as in OpenSearch.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -88,6 +89,8 @@ pub struct SearchResponse {
     pub hits: HitsSection,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aggregations: Option<Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Value>,
 }
 
 fn finite(score: f32) -> Option<f32> {
@@ -142,12 +145,15 @@ pub async fn search(
     let request = Arc::new(request);
     let deadline = request.timeout.map(|t| started + t);
     let total_shards = targets.len();
+    // dropped with this future: a client that goes away cancels slices not yet started
+    let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
     let shard_request = |shard_index: usize| ShardRequest {
         search: request.clone(),
         shard_index: shard_index as u32,
         now_millis,
         deadline,
         total_shards: total_shards as u32,
+        cancelled: cancel.0.clone(),
     };
 
     // can_match: as OpenSearch, only with more shards than `pre_filter_shard_size` and a query
@@ -227,9 +233,13 @@ pub async fn search(
         .collect();
     let mut shard_aggs = Vec::new();
     let mut shard_results = Vec::with_capacity(results.len());
-    for (_, _, r) in results {
+    let mut profiles = Vec::new();
+    for (_, shard, r) in results {
         shard_results.extend([r.result]);
         shard_aggs.extend(r.aggregations);
+        if let Some(profile) = r.profile {
+            profiles.push(crate::profile::render_shard(shard.as_ref(), &profile));
+        }
     }
     let reduced = reduce(shard_results, &sort, k);
     let aggregations = match &request.aggs {
@@ -373,7 +383,17 @@ pub async fn search(
             hits,
         },
         aggregations,
+        profile: request.profile.then(|| json!({ "shards": profiles })),
     })
+}
+
+/// Sets the flag when the search future is dropped (finished, or abandoned by its client).
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// `_count`: the number of matches (exact) and the shard summary.

@@ -4,10 +4,13 @@
 
 pub mod can_match;
 pub mod collect;
+pub mod concurrent;
 pub mod coordinator;
 pub mod fetch;
 pub mod highlight;
 pub mod hits;
+pub mod profile;
+pub mod query_phase;
 pub mod request;
 pub mod shard;
 pub mod slice;

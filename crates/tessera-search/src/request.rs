@@ -88,6 +88,9 @@ pub struct SearchRequest {
     pub aggs: Option<Vec<tessera_aggs::AggRequest>>,
     /// `search.max_buckets` (a cluster setting the REST layer fills in).
     pub max_buckets: usize,
+    /// The cluster's concurrent segment search settings (the REST layer fills them in; index
+    /// settings override them on each shard).
+    pub concurrency: crate::concurrent::ConcurrencySettings,
 }
 
 /// OpenSearch's default `pre_filter_shard_size`.
@@ -120,6 +123,7 @@ impl Default for SearchRequest {
             allow_partial_search_results: true,
             aggs: None,
             max_buckets: tessera_aggs::DEFAULT_MAX_BUCKETS,
+            concurrency: Default::default(),
         }
     }
 }
@@ -355,11 +359,7 @@ impl SearchRequest {
                 }
                 "highlight" => request.highlight = Some(crate::highlight::parse_highlight(value)?),
                 "seq_no_primary_term" => request.seq_no_primary_term = bool_value(key, value)?,
-                "profile" => {
-                    if bool_value(key, value)? {
-                        return Err(Error::not_supported("[profile]"));
-                    }
-                }
+                "profile" => request.profile = bool_value(key, value)?,
                 "stats" | "ext" | "_name" => {}
                 key if UNSUPPORTED_KEYS.contains(&key) => {
                     return Err(Error::not_supported(&format!(

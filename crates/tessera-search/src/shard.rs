@@ -5,19 +5,23 @@
 //! the weight once, plan slices, collect each slice, reduce — the shape concurrent segment
 //! search runs in parallel.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query};
+use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, Weight};
 use tessera_aggs::{AggContext, InternalAggregations, PreparedAggs};
+use tessera_index::index_service::IndexMetadata;
+
+use crate::concurrent::{ConcurrencySettings, ConcurrentMode, SliceExecutor};
+use crate::query_phase::{PhaseOutcome, QueryPhase};
 use tessera_common::{Error, Result};
 use tessera_index::shard::SEARCH_IDLE_AFTER_MILLIS;
 use tessera_index::{IndexService, ShardSnapshot};
 use tessera_query::{compile, CompileContext};
 
-use crate::collect::{collect_slice, CollectParams};
 use crate::fetch::{fetch_docs, FetchSpec, FetchedDoc};
-use crate::hits::{reduce, HitSort, QueryResult, ShardHit};
+use crate::hits::{HitSort, QueryResult, ShardHit};
 use crate::request::SearchRequest;
 use crate::slice::plan_slices;
 use crate::sort_keys::{sort_value_for, validate_sort};
@@ -34,6 +38,9 @@ pub struct ShardRequest {
     pub deadline: Option<Instant>,
     /// How many shards the request searches (terms aggregations size their shard lists by it).
     pub total_shards: u32,
+    /// Set when the request was abandoned (the client went away): slices not yet started
+    /// are skipped.
+    pub cancelled: Arc<AtomicBool>,
 }
 
 /// The point-in-time reader a query ran on, for the fetch phase.
@@ -53,6 +60,24 @@ pub struct ShardQueryResult {
     pub context: ReaderContext,
     /// Which sort fields render missing values as numbers.
     pub numeric_sorts: Vec<bool>,
+    /// Timings for `"profile": true`.
+    pub profile: Option<ShardProfile>,
+}
+
+/// What `"profile": true` reports for one shard's query phase.
+#[derive(Clone, Debug)]
+pub struct ShardProfile {
+    pub query_type: String,
+    pub description: String,
+    /// The whole query phase.
+    pub query_nanos: u64,
+    pub create_weight_nanos: u64,
+    /// Each slice's collection time.
+    pub slice_nanos: Vec<u64>,
+    /// Reducing the slices (hits and aggregations).
+    pub reduce_nanos: u64,
+    /// Top-level aggregations: (name, type).
+    pub aggregations: Vec<(String, String)>,
 }
 
 /// What the coordinator can ask of a shard.
@@ -78,14 +103,47 @@ pub struct LocalShard {
     index: Arc<IndexService>,
     shard_id: u32,
     node_id: String,
+    executor: Arc<SliceExecutor>,
 }
 
 impl LocalShard {
-    pub fn new(index: Arc<IndexService>, shard_id: u32, node_id: &str) -> LocalShard {
+    pub fn new(
+        index: Arc<IndexService>,
+        shard_id: u32,
+        node_id: &str,
+        executor: Arc<SliceExecutor>,
+    ) -> LocalShard {
         LocalShard {
             index,
             shard_id,
             node_id: node_id.to_string(),
+            executor,
+        }
+    }
+
+    /// How many slices this request gets: the index's concurrent search settings over the
+    /// cluster's, and for `auto` the work and the node's load (see [`crate::concurrent`]).
+    fn slice_count(
+        &self,
+        phase: &QueryPhase,
+        meta: &IndexMetadata,
+        search: &SearchRequest,
+    ) -> usize {
+        let settings = &meta.settings;
+        let index_level = ConcurrencySettings::from_values(
+            settings.get_str("index.search.concurrent_segment_search.mode"),
+            settings
+                .get_str("index.search.concurrent_segment_search.enabled")
+                .map(|v| v == "true"),
+            settings
+                .get_str("index.search.concurrent.max_slice_count")
+                .and_then(|v| v.parse().ok()),
+        );
+        match ConcurrencySettings::resolve(index_level, search.concurrency) {
+            (ConcurrentMode::None, _) => 1,
+            // 0 = Lucene's heuristic, in `plan_slices`
+            (ConcurrentMode::All, cap) => cap,
+            (ConcurrentMode::Auto, cap) => self.executor.auto_slices(phase.work(), cap),
         }
     }
 
@@ -162,6 +220,11 @@ fn search_after_key(
     Ok(Some(key))
 }
 
+/// The number of slices a query phase ran (0 when it failed).
+fn phase_slices(outcome: &Result<PhaseOutcome>) -> u64 {
+    outcome.as_ref().map_or(0, |o| o.slice_nanos.len() as u64)
+}
+
 impl ShardSearcher for LocalShard {
     fn index_name(&self) -> String {
         self.index.metadata().name.clone()
@@ -234,34 +297,26 @@ impl ShardSearcher for LocalShard {
         } else {
             EnableScoring::disabled_from_searcher(searcher)
         };
-        let weight = query
-            .weight(enable)
-            .map_err(|e| Error::internal("create the query weight", e))?;
+        let weight_started = Instant::now();
+        let weight: Arc<dyn Weight> = Arc::from(
+            query
+                .weight(enable)
+                .map_err(|e| Error::internal("create the query weight", e))?,
+        );
+        let create_weight_nanos = weight_started.elapsed().as_nanos() as u64;
         let post_filter = separate_post_filter
             .map(|q| q.weight(EnableScoring::disabled_from_searcher(searcher)))
             .transpose()
-            .map_err(|e| Error::internal("create the post_filter weight", e))?;
-        let after = search_after_key(&snapshot, &sort, search)?;
+            .map_err(|e| Error::internal("create the post_filter weight", e))?
+            .map(Arc::from);
+        let search_after = search_after_key(&snapshot, &sort, search)?;
         let deadline = match (search.timeout, request.deadline) {
             (Some(timeout), Some(d)) => Some((started + timeout).min(d)),
             (Some(timeout), None) => Some(started + timeout),
             (None, d) => d,
         };
-        let params = CollectParams {
-            sort: &sort,
-            k,
-            total_hits_threshold: search.track_total_hits.threshold(),
-            terminate_after: search.terminate_after,
-            deadline,
-            min_score: search.min_score,
-            search_after: after.as_ref(),
-            constant_score: search.query.is_constant_score() && search.post_filter.is_none(),
-            scoring,
-            shard_index: request.shard_index,
-            post_filter: post_filter.as_deref(),
-        };
         let prepared = match &search.aggs {
-            Some(aggs) => Some(PreparedAggs::prepare(
+            Some(aggs) => Some(Arc::new(PreparedAggs::prepare(
                 aggs,
                 &AggContext {
                     table,
@@ -270,49 +325,72 @@ impl ShardSearcher for LocalShard {
                     now_millis: request.now_millis,
                     searcher,
                 },
-            )?),
+            )?)),
             None => None,
         };
-        let slices = plan_shard_slices(&snapshot, 1);
-        let mut results = Vec::with_capacity(slices.len());
-        let mut slice_aggs = Vec::with_capacity(slices.len());
-        for slice in &slices {
-            let mut aggregator = prepared
-                .as_ref()
-                .map(|p| p.slice_aggregator())
-                .transpose()?;
-            results.push(collect_slice(
-                &snapshot,
-                weight.as_ref(),
-                slice,
-                &params,
-                aggregator.as_mut(),
-            )?);
-            if let Some(aggregator) = aggregator {
-                slice_aggs.push(aggregator.build()?);
-            }
+        let phase = Arc::new(QueryPhase {
+            snapshot: snapshot.clone(),
+            weight: weight.clone(),
+            post_filter,
+            sort,
+            k,
+            total_hits_threshold: search.track_total_hits.threshold(),
+            terminate_after: search.terminate_after,
+            deadline,
+            min_score: search.min_score,
+            search_after,
+            constant_score: search.query.is_constant_score() && search.post_filter.is_none(),
+            scoring,
+            shard_index: request.shard_index,
+            aggs: prepared.clone(),
+            cancelled: request.cancelled.clone(),
+        });
+        let slice_count = self.slice_count(&phase, &meta, search);
+        let slices = plan_shard_slices(&snapshot, slice_count);
+        let concurrent = slices.len() > 1;
+        let stats = &self.index.shard(self.shard_id).stats;
+        if concurrent {
+            stats.concurrent_started();
         }
-        let result = reduce(results, &sort, k);
+        let outcome = phase.execute(slices, &self.executor);
+        if concurrent {
+            stats.record_concurrent_query(started.elapsed(), phase_slices(&outcome));
+        }
+        let outcome = outcome?;
+        let reduce_started = Instant::now();
         let aggregations = prepared
-            .map(|p| p.shard_result(slice_aggs, request.total_shards as usize))
+            .map(|p| p.shard_result(outcome.slice_aggs, request.total_shards as usize))
             .transpose()?;
+        let reduce_nanos = outcome.reduce_nanos + reduce_started.elapsed().as_nanos() as u64;
         let numeric_sorts = search
             .sort
             .iter()
             .map(|f| crate::sort_keys::is_numeric_sort(table, f))
             .collect();
-        self.index
-            .shard(self.shard_id)
-            .stats
-            .record_query(started.elapsed());
+        stats.record_query(started.elapsed());
+        let profile = search.profile.then(|| ShardProfile {
+            query_type: search.query.type_name().to_string(),
+            description: format!("{:?}", search.query),
+            query_nanos: started.elapsed().as_nanos() as u64,
+            create_weight_nanos,
+            slice_nanos: outcome.slice_nanos,
+            reduce_nanos,
+            aggregations: search
+                .aggs
+                .iter()
+                .flatten()
+                .map(|a| (a.name.clone(), a.kind.type_name().to_string()))
+                .collect(),
+        });
         Ok(ShardQueryResult {
-            result,
+            result: outcome.hits,
             aggregations,
             context: ReaderContext::Local {
                 snapshot: snapshot.clone(),
-                weight: search.explain.then(|| Arc::from(weight)),
+                weight: search.explain.then_some(weight),
             },
             numeric_sorts,
+            profile,
         })
     }
 

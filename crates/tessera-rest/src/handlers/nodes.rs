@@ -51,7 +51,7 @@ fn indices_section(node: &Node) -> Value {
     let mut deleted = 0u64;
     let mut store = 0u64;
     let mut segments = 0u64;
-    let mut totals = [0u64; 13];
+    let mut totals = [0u64; 17];
     for name in node.index_names() {
         let Some(index) = node.index(&name) else {
             continue;
@@ -77,6 +77,10 @@ fn indices_section(node: &Node) -> Value {
                 &s.refresh_time_nanos,
                 &s.merge_total,
                 &s.merge_time_nanos,
+                &s.concurrent_query_total,
+                &s.concurrent_query_time_nanos,
+                &s.concurrent_query_current,
+                &s.concurrent_slice_total,
             ];
             for (total, value) in totals.iter_mut().zip(values) {
                 *total += ShardStats::get(value);
@@ -94,6 +98,10 @@ fn indices_section(node: &Node) -> Value {
         "search": {
             "open_contexts": 0,
             "query_total": totals[4], "query_time_in_millis": millis(totals[5]), "query_current": totals[6],
+            "concurrent_query_total": totals[13],
+            "concurrent_query_time_in_millis": millis(totals[14]),
+            "concurrent_query_current": totals[15],
+            "concurrent_avg_slice_count": if totals[13] == 0 { 0.0 } else { totals[16] as f64 / totals[13] as f64 },
             "fetch_total": totals[7], "fetch_time_in_millis": millis(totals[8]), "fetch_current": 0,
             "scroll_total": 0, "scroll_time_in_millis": 0, "scroll_current": 0,
             "suggest_total": 0, "suggest_time_in_millis": 0, "suggest_current": 0
