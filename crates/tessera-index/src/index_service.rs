@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use tessera_common::murmur3::routing_hash;
 use tessera_common::settings::Settings;
 use tessera_common::{Error, Result};
-use tessera_mapping::{parse_document, FieldMapping, Mapping, ParseOutcome};
+use tessera_mapping::{parse_json_document, FieldMapping, Json, Mapping, ParseOutcome};
 
 use crate::index_settings::{self, default_routing_shards, VERSION_CREATED};
 use crate::shard::{
@@ -450,10 +450,12 @@ impl IndexService {
         self.metadata().shard_for(id, routing)
     }
 
-    fn source_bytes(meta: &IndexMetadata, value: &Value, original: &[u8]) -> Arc<[u8]> {
+    fn source_bytes(meta: &IndexMetadata, json: &Json, original: &[u8]) -> Arc<[u8]> {
         if meta.mapping.source_includes.is_empty() && meta.mapping.source_excludes.is_empty() {
             return Arc::from(original);
         }
+        let value = json.to_value();
+        let value = &value;
         let filter = tessera_mapping::SourceFilter::new(
             meta.mapping.source_includes.clone(),
             meta.mapping.source_excludes.clone(),
@@ -470,17 +472,17 @@ impl IndexService {
         source: &[u8],
         routing: Option<String>,
     ) -> Result<PreparedDoc> {
-        let value = parse_source(source)?;
+        let json = parse_source_json(source)?;
         loop {
             let meta = self.metadata();
             let table = shard.table_for(&meta.mapping, meta.mapping_version)?;
-            match parse_document(&meta.mapping, &table, &id, &value)? {
+            match parse_json_document(&meta.mapping, &table, &id, &json)? {
                 ParseOutcome::Document(doc) => {
                     return Ok(PreparedDoc {
                         id,
                         auto_id,
                         doc,
-                        source: Self::source_bytes(&meta, &value, source),
+                        source: Self::source_bytes(&meta, &json, source),
                         routing,
                     })
                 }
@@ -499,16 +501,17 @@ impl IndexService {
     ) -> Result<PreparedDoc> {
         let bytes =
             serde_json::to_vec(value).map_err(|e| Error::internal("serialise a document", e))?;
+        let json = Json::parse(&bytes).map_err(|e| Error::internal("parse a document", e))?;
         loop {
             let meta = self.metadata();
             let table = batch.table_for(&meta.mapping, meta.mapping_version)?;
-            match parse_document(&meta.mapping, &table, id, value)? {
+            match parse_json_document(&meta.mapping, &table, id, &json)? {
                 ParseOutcome::Document(doc) => {
                     return Ok(PreparedDoc {
                         id: id.to_string(),
                         auto_id: false,
                         doc,
-                        source: Self::source_bytes(&meta, value, &bytes),
+                        source: Self::source_bytes(&meta, &json, &bytes),
                         routing,
                     })
                 }
@@ -743,20 +746,39 @@ fn persist(path: &Path, metadata: &IndexMetadata) -> Result<()> {
 
 /// Parses a document body; the error matches OpenSearch's for malformed JSON.
 pub fn parse_source(source: &[u8]) -> Result<Value> {
-    match serde_json::from_slice::<Value>(source) {
-        Ok(value @ Value::Object(_)) => Ok(value),
+    parse_source_json(source).map(|json| json.to_value())
+}
+
+/// Parses a document body into a borrowed tree, with OpenSearch's errors for bodies that are
+/// not a JSON object.
+pub fn parse_source_json(source: &[u8]) -> Result<Json<'_>> {
+    match Json::parse(source) {
+        Ok(json @ Json::Object(_)) => Ok(json),
                 Ok(_) => Err(Error::mapper_parsing("failed to parse").caused_by(Error::new(
             "not_x_content_exception",
             400,
             "Compressor detection can only be called on some xcontent bytes or compressed xcontent bytes",
         ))),
-        Err(e) => Err(
-            Error::mapper_parsing("failed to parse").caused_by(Error::new(
+        Err(e) => {
+            let message = e.to_string();
+            let reason = if message.starts_with(tessera_mapping::json::DUPLICATE_FIELD) {
+                // Jackson's wording, as OpenSearch reports it
+                let what = message.split(" at line ").next().unwrap_or(&message);
+                format!(
+                    "{what}\n at [Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: {}, column: {}]",
+                    e.line(),
+                    // Jackson stands after the name's closing quote
+                    e.column() + 1
+                )
+            } else {
+                format!("Unexpected character or end of input: {e}")
+            };
+            Err(Error::mapper_parsing("failed to parse").caused_by(Error::new(
                 "json_parse_exception",
                 400,
-                format!("Unexpected character or end of input: {e}"),
-            )),
-        ),
+                reason,
+            )))
+        }
     }
 }
 

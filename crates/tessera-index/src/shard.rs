@@ -311,21 +311,22 @@ impl Shard {
             let writer = state.writer.as_ref().expect("writer is open");
             writer.delete_term(id_term);
             if op.kind == OpKind::Index {
-                let source: serde_json::Value = serde_json::from_slice(&op.source)
+                let source = tessera_mapping::Json::parse(&op.source)
                     .map_err(|e| Error::internal("replay the translog", e))?;
                 let table = state.table.clone();
-                let doc = match tessera_mapping::parse_document(mapping, &table, &op.id, &source)? {
-                    tessera_mapping::ParseOutcome::Document(doc) => doc,
-                    tessera_mapping::ParseOutcome::MappingUpdate(_) => {
-                        return Err(Error::internal(
-                            "replay the translog",
-                            format!(
-                                "document [{}] needs fields missing from the persisted mapping",
-                                op.id
-                            ),
-                        ))
-                    }
-                };
+                let doc =
+                    match tessera_mapping::parse_json_document(mapping, &table, &op.id, &source)? {
+                        tessera_mapping::ParseOutcome::Document(doc) => doc,
+                        tessera_mapping::ParseOutcome::MappingUpdate(_) => {
+                            return Err(Error::internal(
+                                "replay the translog",
+                                format!(
+                                    "document [{}] needs fields missing from the persisted mapping",
+                                    op.id
+                                ),
+                            ))
+                        }
+                    };
                 let version = DocVersion {
                     version: op.version,
                     seq_no: op.seq_no,

@@ -5,15 +5,17 @@
 //! allows them. If it found new fields, the caller merges them into the index mapping (and the
 //! shard schemas) and parses again — new fields are rare, so the common path is one walk.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tantivy::TantivyDocument;
 use tessera_common::{Error, Result};
 
 use crate::dynamic::infer_field;
 use crate::field_table::{FieldTable, LeafField, LeafKind};
 use crate::field_type::{Dynamic, FieldType};
+use crate::json::Json;
 use crate::mapping::{plain, FieldMapping, Mapping};
 use crate::values;
 
@@ -44,7 +46,17 @@ pub fn parse_document(
     id: &str,
     source: &Value,
 ) -> Result<ParseOutcome> {
-    let Value::Object(root) = source else {
+    parse_json_document(mapping, table, id, &Json::from_value(source))
+}
+
+/// [`parse_document`] on a borrowed JSON tree (the write path's form).
+pub fn parse_json_document(
+    mapping: &Mapping,
+    table: &FieldTable,
+    id: &str,
+    source: &Json,
+) -> Result<ParseOutcome> {
+    let Json::Object(root) = source else {
         return Err(Error::mapper_parsing("failed to parse, document is empty"));
     };
     let mut walker = Walker {
@@ -75,7 +87,8 @@ struct Walker<'a> {
     id: &'a str,
     doc: TantivyDocument,
     updates: BTreeMap<String, FieldMapping>,
-    field_names: Vec<String>,
+    /// Paths of the leaves seen (for `_field_names`), borrowed from the field table.
+    field_names: Vec<&'a str>,
 }
 
 fn join(prefix: &str, name: &str) -> String {
@@ -89,12 +102,13 @@ fn join(prefix: &str, name: &str) -> String {
 impl<'a> Walker<'a> {
     fn object(
         &mut self,
-        object: &Map<String, Value>,
+        object: &[(Cow<'_, str>, Json<'_>)],
         prefix: &str,
         props: Option<&'a BTreeMap<String, FieldMapping>>,
         dynamic: Dynamic,
     ) -> Result<()> {
         for (key, value) in object {
+            let key: &str = key;
             if key.is_empty() || key.split('.').any(str::is_empty) {
                 return Err(Error::mapper_parsing(format!(
                     "failed to parse: field name cannot be an empty string{}",
@@ -105,23 +119,22 @@ impl<'a> Walker<'a> {
                     }
                 )));
             }
-            if prefix.is_empty() && METADATA.contains(&key.as_str()) {
+            if prefix.is_empty() && METADATA.contains(&key) {
                 let cause = Error::mapper_parsing(format!(
                     "Field [{key}] is a metadata field and cannot be added inside a document. Use the index API request parameters."
                 ));
                 return Err(Error::mapper_parsing(format!(
                     "failed to parse field [{key}] of type [{key}] in document with id '{}'. Preview of field's value: '{}'",
                     self.id,
-                    preview(value)
+                    preview(&value.to_value())
                 ))
                 .caused_by(cause));
             }
             match key.split_once('.') {
                 Some((head, rest)) => {
                     // `"a.b": v` is `"a": {"b": v}`
-                    let mut inner = Map::new();
-                    inner.insert(rest.to_string(), value.clone());
-                    self.field(head, &Value::Object(inner), prefix, props, dynamic)?;
+                    let inner = Json::Object(vec![(Cow::Borrowed(rest), value.clone())]);
+                    self.field(head, &inner, prefix, props, dynamic)?;
                 }
                 None => self.field(key, value, prefix, props, dynamic)?,
             }
@@ -132,7 +145,7 @@ impl<'a> Walker<'a> {
     fn field(
         &mut self,
         name: &str,
-        value: &Value,
+        value: &Json,
         prefix: &str,
         props: Option<&'a BTreeMap<String, FieldMapping>>,
         dynamic: Dynamic,
@@ -155,26 +168,26 @@ impl<'a> Walker<'a> {
         &mut self,
         path: &str,
         name: &str,
-        value: &Value,
+        value: &Json,
         props: Option<&'a BTreeMap<String, FieldMapping>>,
         dynamic: Dynamic,
     ) -> Result<()> {
         match value {
-            Value::Object(inner) => self.object(inner, path, props, dynamic),
-            Value::Array(items) => {
+            Json::Object(inner) => self.object(inner, path, props, dynamic),
+            Json::Array(items) => {
                 for item in items {
                     self.object_value(path, name, item, props, dynamic)?;
                 }
                 Ok(())
             }
-            Value::Null => Ok(()),
+            Json::Null => Ok(()),
             _ => Err(Error::mapper_parsing(format!(
                 "object mapping for [{path}] tried to parse field [{name}] as object, but found a concrete value"
             ))),
         }
     }
 
-    fn unmapped(&mut self, path: &str, name: &str, value: &Value, dynamic: Dynamic) -> Result<()> {
+    fn unmapped(&mut self, path: &str, name: &str, value: &Json, dynamic: Dynamic) -> Result<()> {
         match dynamic {
             Dynamic::False => Ok(()),
             Dynamic::Strict => {
@@ -184,7 +197,7 @@ impl<'a> Walker<'a> {
                 )))
             }
             Dynamic::True => {
-                let Some(field) = infer_field(self.mapping, path, name, value)? else {
+                let Some(field) = infer_field(self.mapping, path, name, &value.to_value())? else {
                     return Ok(());
                 };
                 let is_object = field.field_type == FieldType::Object;
@@ -212,20 +225,20 @@ impl<'a> Walker<'a> {
             .or_insert(field);
     }
 
-    fn leaf(&mut self, path: &str, field: &'a FieldMapping, value: &Value) -> Result<()> {
+    fn leaf(&mut self, path: &str, field: &'a FieldMapping, value: &Json) -> Result<()> {
         if field.field_type == FieldType::GeoPoint {
             return self.geo_points(path, field, value);
         }
         match value {
-            Value::Array(items) => {
+            Json::Array(items) => {
                 for item in items {
                     self.leaf(path, field, item)?;
                 }
                 Ok(())
             }
-            Value::Null => match field.null_value() {
+            Json::Null => match field.null_value() {
                 Some(null_value) => {
-                    let null_value = null_value.clone();
+                    let null_value = Json::from_value(null_value);
                     self.leaf_value(path, field, &null_value)
                 }
                 None => Ok(()),
@@ -234,11 +247,11 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn geo_points(&mut self, path: &str, field: &FieldMapping, value: &Value) -> Result<()> {
-        let points: Vec<&Value> = match value {
-            Value::Array(items) if items.iter().all(Value::is_number) => vec![value],
-            Value::Array(items) => items.iter().collect(),
-            Value::Null => return Ok(()),
+    fn geo_points(&mut self, path: &str, field: &FieldMapping, value: &Json) -> Result<()> {
+        let points: Vec<&Json> = match value {
+            Json::Array(items) if items.iter().all(Json::is_number) => vec![value],
+            Json::Array(items) => items.iter().collect(),
+            Json::Null => return Ok(()),
             other => vec![other],
         };
         let columns = match self.table.leaf(path).map(|l| &l.kind) {
@@ -249,7 +262,8 @@ impl<'a> Walker<'a> {
             _ => None,
         };
         for point in points {
-            match crate::geo::parse_point(point) {
+            let point = point.to_value();
+            match crate::geo::parse_point(&point) {
                 Ok(parsed) => {
                     if let Some((lat, lon)) = columns {
                         let stored = crate::geo::quantize(parsed);
@@ -258,7 +272,7 @@ impl<'a> Walker<'a> {
                     }
                 }
                 Err(cause) if !field.ignore_malformed() => {
-                    return Err(self.field_error(path, field.field_type, point, cause));
+                    return Err(self.field_error(path, field.field_type, &point, cause));
                 }
                 Err(_) => {}
             }
@@ -266,18 +280,17 @@ impl<'a> Walker<'a> {
         Ok(())
     }
 
-    fn leaf_value(&mut self, path: &str, field: &'a FieldMapping, value: &Value) -> Result<()> {
-        let leaf = self
-            .table
-            .leaf(path)
-            .ok_or_else(|| {
-                Error::illegal_state(format!("field [{path}] is mapped but has no shard field"))
-            })?
-            .clone();
-        match self.add_value(&leaf, value) {
+    fn leaf_value(&mut self, path: &str, field: &'a FieldMapping, value: &Json) -> Result<()> {
+        let table: &'a FieldTable = self.table;
+        let leaf: &'a LeafField = table.leaf(path).ok_or_else(|| {
+            Error::illegal_state(format!("field [{path}] is mapped but has no shard field"))
+        })?;
+        match self.add_value(leaf, value) {
             Ok(()) => {}
             Err(_) if field.ignore_malformed() => return Ok(()),
-            Err(cause) => return Err(self.field_error(path, field.field_type, value, cause)),
+            Err(cause) => {
+                return Err(self.field_error(path, field.field_type, &value.to_value(), cause))
+            }
         }
         for (sub_name, sub) in &field.fields {
             let sub_path = format!("{path}.{sub_name}");
@@ -302,7 +315,7 @@ impl<'a> Walker<'a> {
         Ok(())
     }
 
-    fn add_value(&mut self, leaf: &LeafField, value: &Value) -> Result<()> {
+    fn add_value(&mut self, leaf: &'a LeafField, value: &Json) -> Result<()> {
         let Some(field) = leaf.field else {
             return Ok(());
         };
@@ -314,15 +327,15 @@ impl<'a> Walker<'a> {
         }
         match &leaf.kind {
             LeafKind::Text { .. } => {
-                let text = values::to_text(value)
+                let text = text_of(value)
                     .ok_or_else(|| Error::illegal_state("Can't get text on a value"))?;
                 self.doc.add_text(field, text);
                 // `_field_names` serves exists queries on fields without doc values, and the
                 // per-field document count that BM25 needs (Lucene's docCount)
-                self.field_names.push(leaf.path.clone());
+                self.field_names.push(&leaf.path);
             }
             LeafKind::Keyword { ignore_above, .. } => {
-                let text = values::to_text(value)
+                let text = text_of(value)
                     .ok_or_else(|| Error::illegal_state("Can't get text on a value"))?;
                 if ignore_above.is_some_and(|limit| text.chars().count() > limit) {
                     return Ok(());
@@ -330,33 +343,37 @@ impl<'a> Walker<'a> {
                 self.doc.add_text(field, text);
                 // `_field_names` serves exists queries on fields without doc values, and the
                 // per-field document count that BM25 needs (Lucene's docCount)
-                self.field_names.push(leaf.path.clone());
+                self.field_names.push(&leaf.path);
             }
             LeafKind::Integer => {
-                let n = values::to_integer(value, leaf.field_type, mapping.coerce())?;
+                let n = values::to_integer(&scalar(value), leaf.field_type, mapping.coerce())?;
                 self.doc.add_i64(field, n);
             }
             LeafKind::Float => {
-                let f = values::to_float(value, leaf.field_type, mapping.coerce())?;
+                let f = values::to_float(&scalar(value), leaf.field_type, mapping.coerce())?;
                 self.doc.add_f64(field, f);
             }
             LeafKind::ScaledFloat { factor } => {
-                let n = values::to_scaled(value, *factor, mapping.coerce())?;
+                let n = values::to_scaled(&scalar(value), *factor, mapping.coerce())?;
                 self.doc.add_i64(field, n);
             }
             LeafKind::Date { format } => {
-                let text = match value {
-                    Value::String(s) => s.clone(),
-                    Value::Number(n) => n.to_string(),
+                let number;
+                let text: &str = match value {
+                    Json::Str(s) => s,
+                    Json::Number(n) => {
+                        number = n.to_string();
+                        &number
+                    }
                     other => {
                         return Err(Error::illegal_argument(format!(
                             "failed to parse date field [{}] with format [{}]",
-                            plain(other),
+                            plain(&other.to_value()),
                             format.spec()
                         )))
                     }
                 };
-                let millis = format.parse_millis(&text, None, false).map_err(|e| {
+                let millis = format.parse_millis(text, None, false).map_err(|e| {
                     Error::illegal_argument(format!(
                         "failed to parse date field [{text}] with format [{}]",
                         format.spec()
@@ -370,15 +387,15 @@ impl<'a> Walker<'a> {
                 self.doc.add_i64(field, millis);
             }
             LeafKind::Boolean => {
-                let b = values::to_boolean(value)?;
+                let b = values::to_boolean(&scalar(value))?;
                 self.doc.add_bool(field, b);
             }
             LeafKind::Ip => {
-                let ip = values::to_ip(value)?;
+                let ip = values::to_ip(&scalar(value))?;
                 self.doc.add_ip_addr(field, ip);
             }
             LeafKind::GeoPoint { .. } => {
-                crate::geo::parse_point(value)?;
+                crate::geo::parse_point(&value.to_value())?;
             }
         }
         Ok(())
@@ -392,6 +409,25 @@ impl<'a> Walker<'a> {
             preview(value)
         ))
         .caused_by(cause)
+    }
+}
+
+/// A scalar as a `Value`, for the value coercions (numbers and booleans need no allocation).
+fn scalar(value: &Json) -> Value {
+    match value {
+        Json::Number(n) => Value::Number(n.clone()),
+        Json::Bool(b) => Value::Bool(*b),
+        other => other.to_value(),
+    }
+}
+
+/// The text of a leaf value (strings as they are, numbers and booleans as JSON prints them).
+fn text_of<'j>(value: &'j Json) -> Option<Cow<'j, str>> {
+    match value {
+        Json::Str(s) => Some(Cow::Borrowed(s)),
+        Json::Number(n) => Some(Cow::Owned(n.to_string())),
+        Json::Bool(b) => Some(Cow::Owned(b.to_string())),
+        _ => None,
     }
 }
 

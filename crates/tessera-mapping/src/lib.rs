@@ -7,12 +7,14 @@ pub mod dynamic;
 pub mod field_table;
 pub mod field_type;
 pub mod geo;
+pub mod json;
 pub mod mapping;
 pub mod source_filter;
 pub mod values;
 
-pub use document::{parse_document, ParseOutcome};
+pub use document::{parse_document, parse_json_document, ParseOutcome};
 pub use field_table::{FieldTable, LeafField, LeafKind, MetaFields};
 pub use field_type::{Dynamic, FieldType};
+pub use json::Json;
 pub use mapping::{FieldMapping, Mapping};
 pub use source_filter::SourceFilter;

@@ -155,9 +155,6 @@ fn index_searcher_completed(node: &Node) -> u64 {
 }
 
 #[test]
-#[ignore = "not implemented: index.search.concurrent_segment_search.mode=all is accepted but \
-            ignored; LocalShard::query (tessera-search shard.rs) plans exactly one slice \
-            (plan_shard_slices(&snapshot, 1)) and never uses the index_searcher pool"]
 fn mode_all_runs_slices_on_the_index_searcher_pool() {
     let node = setup();
     set_mode(&node, "none", 0);

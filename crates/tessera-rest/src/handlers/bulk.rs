@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tessera_cluster::Node;
 use tessera_common::ids::index_id_problems;
 use tessera_common::{Error, Result};
-use tessera_index::index_service::UpdateRequest;
+use tessera_index::index_service::{IndexMetadata, UpdateRequest};
 use tessera_index::{Conditions, DocWrite, DocWriteResult, IndexService, WriteOutcome};
 
 use super::{refresh_param, Refresh};
@@ -41,16 +42,28 @@ fn with_uuid(error: Error, index: &IndexService) -> Error {
 /// Runs writes (any indices, any shards) and returns their results in order.
 pub async fn execute(node: &Arc<Node>, items: Vec<Item>, refresh: Refresh) -> Vec<ItemResult> {
     let mut results: Vec<Option<ItemResult>> = (0..items.len()).map(|_| None).collect();
-    let mut groups: BTreeMap<(String, u32), (Arc<IndexService>, Vec<(usize, DocWrite)>)> =
+    // grouped by (index, shard); the index key is the service's address (unique while held)
+    let mut groups: BTreeMap<(usize, u32), (Arc<IndexService>, Vec<(usize, DocWrite)>)> =
         BTreeMap::new();
+    let mut last: Option<(String, Arc<IndexService>)> = None;
     for (position, item) in items.into_iter().enumerate() {
-        let lookup = match item.write {
+        let cached = last
+            .as_ref()
+            .filter(|(name, _)| *name == item.index)
+            .map(|(_, index)| index.clone());
+        let lookup = match (cached, &item.write) {
+            (Some(index), _) => Ok(index),
             // a delete never creates an index
-            DocWrite::Delete { .. } => node
+            (None, DocWrite::Delete { .. }) => node
                 .index(&item.index)
                 .ok_or_else(|| missing_index(&item.index)),
-            _ => node.index_or_create(&item.index),
+            (None, _) => node.index_or_create(&item.index),
         };
+        if let Ok(index) = &lookup {
+            if last.as_ref().is_none_or(|(name, _)| *name != item.index) {
+                last = Some((item.index.clone(), index.clone()));
+            }
+        }
         let index = match lookup {
             Ok(index) => index,
             Err(e) => {
@@ -82,7 +95,7 @@ pub async fn execute(node: &Arc<Node>, items: Vec<Item>, refresh: Refresh) -> Ve
                     },
                     other => other,
                 };
-                let key = (index.metadata().uuid.clone(), shard);
+                let key = (Arc::as_ptr(&index) as usize, shard);
                 groups
                     .entry(key)
                     .or_insert_with(|| (index.clone(), Vec::new()))
@@ -91,7 +104,7 @@ pub async fn execute(node: &Arc<Node>, items: Vec<Item>, refresh: Refresh) -> Ve
                 continue;
             }
         };
-        let key = (index.metadata().uuid.clone(), shard);
+        let key = (Arc::as_ptr(&index) as usize, shard);
         groups
             .entry(key)
             .or_insert_with(|| (index.clone(), Vec::new()))
@@ -161,29 +174,95 @@ pub fn status_of(outcome: WriteOutcome) -> u16 {
     }
 }
 
-/// The response fields of a successful write.
+/// The response fields of a successful write, serialised directly (a bulk response holds
+/// thousands of them).
+#[derive(Serialize)]
+pub struct WriteBody<'a> {
+    pub _index: &'a str,
+    pub _id: &'a str,
+    pub _version: u64,
+    pub result: &'static str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub forced_refresh: bool,
+    pub _shards: ShardCounts,
+    pub _seq_no: u64,
+    pub _primary_term: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+}
+
+#[derive(Serialize)]
+pub struct ShardCounts {
+    total: u32,
+    successful: u32,
+    failed: u32,
+}
+
+impl<'a> WriteBody<'a> {
+    pub fn new(index: &'a IndexMetadata, result: &'a DocWriteResult) -> WriteBody<'a> {
+        let noop = result.written.outcome == WriteOutcome::Noop;
+        WriteBody {
+            _index: &index.name,
+            _id: &result.id,
+            _version: result.written.version.version,
+            result: result.written.outcome.as_str(),
+            forced_refresh: result.forced_refresh,
+            _shards: ShardCounts {
+                total: if noop {
+                    0
+                } else {
+                    1 + index.number_of_replicas()
+                },
+                successful: if noop { 0 } else { 1 },
+                failed: 0,
+            },
+            _seq_no: result.written.version.seq_no,
+            _primary_term: result.written.version.primary_term,
+            status: None,
+        }
+    }
+}
+
+/// The response fields of a successful write as a JSON object.
 pub fn write_json(index: &IndexService, result: &DocWriteResult) -> Map<String, Value> {
     let meta = index.metadata();
-    let mut out = Map::new();
-    out.insert("_index".into(), json!(meta.name));
-    out.insert("_id".into(), json!(result.id));
-    out.insert("_version".into(), json!(result.written.version.version));
-    out.insert("result".into(), json!(result.written.outcome.as_str()));
-    if result.forced_refresh {
-        out.insert("forced_refresh".into(), json!(true));
+    match serde_json::to_value(WriteBody::new(&meta, result)) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
     }
-    let shards = if result.written.outcome == WriteOutcome::Noop {
-        json!({"total": 0, "successful": 0, "failed": 0})
-    } else {
-        json!({"total": 1 + meta.number_of_replicas(), "successful": 1, "failed": 0})
-    };
-    out.insert("_shards".into(), shards);
-    out.insert("_seq_no".into(), json!(result.written.version.seq_no));
-    out.insert(
-        "_primary_term".into(),
-        json!(result.written.version.primary_term),
-    );
-    out
+}
+
+/// One item of a bulk response: `{"index": {...}}`.
+struct BulkItem<'a> {
+    kind: &'static str,
+    body: BulkItemBody<'a>,
+}
+
+enum BulkItemBody<'a> {
+    Written(WriteBody<'a>),
+    Failed(Value),
+}
+
+impl Serialize for BulkItem<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(1))?;
+        match &self.body {
+            BulkItemBody::Written(body) => map.serialize_entry(self.kind, body)?,
+            BulkItemBody::Failed(body) => map.serialize_entry(self.kind, body)?,
+        }
+        map.end()
+    }
+}
+
+#[derive(Serialize)]
+struct BulkResponse<'a> {
+    took: u64,
+    errors: bool,
+    items: Vec<BulkItem<'a>>,
 }
 
 fn action_error(line: usize, what: String) -> Error {
@@ -438,23 +517,45 @@ pub async fn bulk(node: Arc<Node>, request: RestRequest) -> Result<RestResponse>
         }
     }
     let to_run: Vec<Item> = items.into_iter().flatten().collect();
-    let mut ran = execute(&node, to_run, refresh).await.into_iter();
-    let mut errors = false;
-    let mut rendered = Vec::with_capacity(kinds.len());
-    for ((kind, index_name, id), early_error) in kinds.into_iter().zip(early) {
-        let result = match early_error {
+    let ran = execute(&node, to_run, refresh).await;
+    // rendering thousands of items is CPU work: it runs on the write pool too
+    node.pools
+        .write
+        .run(move || render_bulk(started, kinds, early, ran))
+        .await
+}
+
+/// The bulk response: one item per action line, in order.
+fn render_bulk(
+    started: Instant,
+    kinds: Vec<(&'static str, String, Option<String>)>,
+    early: Vec<Option<Error>>,
+    ran: Vec<ItemResult>,
+) -> Result<RestResponse> {
+    let mut ran = ran.into_iter();
+    let mut results = Vec::with_capacity(kinds.len());
+    for early_error in early {
+        results.push(match early_error {
             Some(e) => Err(e),
             None => ran
                 .next()
                 .unwrap_or_else(|| Err(Error::illegal_state("missing bulk result"))),
-        };
-        let body = match result {
-            Ok((index, result)) => {
-                let mut body = write_json(&index, &result);
-                body.insert("status".into(), json!(status_of(result.written.outcome)));
-                body
+        });
+    }
+    let metas: Vec<Option<Arc<IndexMetadata>>> = results
+        .iter()
+        .map(|r| r.as_ref().ok().map(|(index, _)| index.metadata()))
+        .collect();
+    let mut errors = false;
+    let mut items = Vec::with_capacity(kinds.len());
+    for (((kind, index_name, id), result), meta) in kinds.iter().zip(&results).zip(&metas) {
+        let body = match (result, meta) {
+            (Ok((_, result)), Some(meta)) => {
+                let mut body = WriteBody::new(meta, result);
+                body.status = Some(status_of(result.written.outcome));
+                BulkItemBody::Written(body)
             }
-            Err(error) => {
+            (Err(error), _) => {
                 errors = true;
                 let mut body = Map::new();
                 body.insert("_index".into(), json!(index_name));
@@ -463,18 +564,20 @@ pub async fn bulk(node: Arc<Node>, request: RestRequest) -> Result<RestResponse>
                 }
                 body.insert("status".into(), json!(error.status()));
                 body.insert("error".into(), error.to_json());
-                body
+                BulkItemBody::Failed(Value::Object(body))
             }
+            (Ok(_), None) => return Err(Error::illegal_state("bulk result without an index")),
         };
-        let mut item = Map::new();
-        item.insert(kind.to_string(), Value::Object(body));
-        rendered.push(Value::Object(item));
+        items.push(BulkItem { kind, body });
     }
-    Ok(RestResponse::ok(json!({
-        "took": started.elapsed().as_millis() as u64,
-        "errors": errors,
-        "items": rendered,
-    })))
+    RestResponse::serialized(
+        200,
+        &BulkResponse {
+            took: started.elapsed().as_millis() as u64,
+            errors,
+            items,
+        },
+    )
 }
 
 #[cfg(test)]
