@@ -81,7 +81,10 @@ pub struct LeafField {
 impl LeafField {
     /// Fields a `*` in `query_string` or `multi_match` searches.
     pub fn is_default_searchable(&self) -> bool {
-        self.field.is_some() && self.indexed && !matches!(self.kind, LeafKind::GeoPoint { .. })
+        self.field.is_some()
+            && (self.indexed || self.fast)
+            && self.mapping.index()
+            && !matches!(self.kind, LeafKind::GeoPoint { .. })
     }
 }
 
@@ -236,15 +239,18 @@ fn meta_entries() -> Vec<FieldEntry> {
     ]
 }
 
+/// Numbers and dates are searched through their columns (range scans), as OpenSearch searches
+/// points rather than terms: postings for them would cost much of the indexing time and buy
+/// little. Without doc values they get postings, so that they stay searchable.
 fn numeric_options(mapping: &FieldMapping) -> NumericOptions {
-    let mut options = NumericOptions::default();
-    if mapping.index() {
-        options = options.set_indexed();
-    }
+    let options = NumericOptions::default();
     if mapping.doc_values() {
-        options = options.set_fast();
+        options.set_fast()
+    } else if mapping.index() {
+        options.set_indexed()
+    } else {
+        options
     }
-    options
 }
 
 /// The tantivy field for a leaf, or `None` for types kept only in `_source`.
@@ -302,15 +308,27 @@ fn leaf_entry(path: &str, mapping: &FieldMapping) -> Option<FieldEntry> {
         FieldType::Double | FieldType::Float | FieldType::HalfFloat => {
             FieldEntry::new_f64(name, numeric_options(mapping))
         }
-        FieldType::Boolean => FieldEntry::new_bool(name, numeric_options(mapping)),
-        FieldType::Ip => {
-            let mut options = IpAddrOptions::default();
+        FieldType::Boolean => {
+            // booleans keep postings: OpenSearch scores their term queries with BM25
+            let mut options = NumericOptions::default();
             if mapping.index() {
                 options = options.set_indexed();
             }
             if mapping.doc_values() {
                 options = options.set_fast();
             }
+            FieldEntry::new_bool(name, options)
+        }
+        FieldType::Ip => {
+            // like numbers: searched through the column when there is one
+            let options = IpAddrOptions::default();
+            let options = if mapping.doc_values() {
+                options.set_fast()
+            } else if mapping.index() {
+                options.set_indexed()
+            } else {
+                options
+            };
             FieldEntry::new_ip_addr(name, options)
         }
         FieldType::GeoPoint | FieldType::Object => return None,

@@ -6,6 +6,7 @@
 //! numeric, date, ip, range, prefix and wildcard queries score a constant 1.0 × boost.
 
 mod boosting;
+mod column_set;
 mod field_stats;
 mod full_text;
 mod geo;

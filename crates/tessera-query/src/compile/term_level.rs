@@ -1,5 +1,6 @@
 //! Term-level queries: term, terms, range, exists, ids, prefix, wildcard, regexp, fuzzy.
 
+use super::column_set::{ColumnSetQuery, ColumnValues};
 use std::ops::Bound;
 
 use serde_json::Value;
@@ -117,6 +118,8 @@ pub(crate) fn terms(
     require_indexed(ctx, leaf)?;
     let mut terms = Vec::new();
     let mut others: Vec<Box<dyn Query>> = Vec::new();
+    // values of fields searched through their columns, tested in one pass per segment
+    let (mut longs, mut doubles, mut ips) = (Vec::new(), Vec::new(), Vec::new());
     for value in values {
         match exact(ctx, leaf, value)? {
             Exact::Str(s) if leaf.indexed => terms.push(Term::from_field_text(field, &s)),
@@ -124,12 +127,35 @@ pub(crate) fn terms(
             Exact::F64(f) if leaf.indexed => terms.push(Term::from_field_f64(field, f)),
             Exact::Bool(b) if leaf.indexed => terms.push(Term::from_field_bool(field, b)),
             Exact::Ip(ip) if leaf.indexed => terms.push(Term::from_field_ip_addr(field, ip)),
+            Exact::I64(n) if leaf.fast => longs.push(n),
+            Exact::F64(f) if leaf.fast => doubles.push(f),
+            Exact::Ip(ip) if leaf.fast => ips.push(ip),
             Exact::Impossible => {}
             other => others.push(exact_query(leaf, field, other)),
         }
     }
     if !terms.is_empty() {
         others.push(Box::new(TermSetQuery::new(terms)));
+    }
+    for set in [
+        ColumnValues::I64(longs),
+        ColumnValues::F64(doubles),
+        ColumnValues::Ip(ips),
+    ] {
+        let single = match &set {
+            ColumnValues::I64(v) if v.len() == 1 => Some(Exact::I64(v[0])),
+            ColumnValues::F64(v) if v.len() == 1 => Some(Exact::F64(v[0])),
+            ColumnValues::Ip(v) if v.len() == 1 => Some(Exact::Ip(v[0])),
+            ColumnValues::I64(v) if v.is_empty() => continue,
+            ColumnValues::F64(v) if v.is_empty() => continue,
+            ColumnValues::Ip(v) if v.is_empty() => continue,
+            _ => None,
+        };
+        others.push(match single {
+            // one value: a range scan of the column is the fastest test
+            Some(exact) => exact_query(leaf, field, exact),
+            None => Box::new(ColumnSetQuery::new(leaf.path.clone(), set)),
+        });
     }
     let query: Box<dyn Query> = match others.len() {
         0 => return Ok(match_none()),
