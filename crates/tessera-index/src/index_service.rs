@@ -872,6 +872,37 @@ mod tests {
     }
 
     #[test]
+    fn generated_ids_are_found_before_a_refresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = create(dir.path(), json!({"number_of_shards": 1}), json!({}));
+        let written = service
+            .write_shard(
+                0,
+                vec![DocWrite::Index {
+                    id: None,
+                    auto_generated_id: true,
+                    source: Arc::from(&b"{\"a\": 1}"[..]),
+                    routing: None,
+                    conditions: Conditions::default(),
+                }],
+                false,
+            )
+            .unwrap()
+            .pop()
+            .unwrap()
+            .unwrap();
+        // not tracked in the live version map, yet a realtime get and a write with the same
+        // id both see it (they refresh first)
+        let got = service.get(&written.id, None, true).unwrap().unwrap();
+        assert_eq!(got.version.version, 1);
+        let again = index(&service, &written.id, json!({"a": 2})).unwrap();
+        assert_eq!(again.written.version.version, 2);
+        assert_eq!(again.written.outcome, WriteOutcome::Updated);
+        service.refresh().unwrap();
+        assert_eq!(service.doc_counts().0, 1);
+    }
+
+    #[test]
     fn dynamic_mapping_is_added_and_persisted() {
         let dir = tempfile::tempdir().unwrap();
         let service = create(dir.path(), json!({"number_of_shards": 2}), json!({}));

@@ -146,6 +146,10 @@ struct WriteState {
     table: Arc<FieldTable>,
     mapping_version: u64,
     live: HashMap<String, LiveEntry>,
+    /// Documents with generated ids were written since the last refresh without entries in
+    /// `live` (nobody knows their ids yet, so tracking them is wasted work, as OpenSearch
+    /// reasons): an id missing from `live` then needs a refresh before it can be looked up.
+    unsafe_auto_ids: bool,
     /// Versions of deleted documents, kept across refreshes for `GC_DELETES_MILLIS` so that a
     /// document deleted and indexed again keeps counting versions (OpenSearch's gc_deletes).
     tombstones: HashMap<String, (u64, u64)>,
@@ -256,6 +260,7 @@ impl Shard {
                 table: table.clone(),
                 mapping_version,
                 live: HashMap::new(),
+                unsafe_auto_ids: false,
                 tombstones: HashMap::new(),
                 next_seq_no: committed_next,
                 dirty: false,
@@ -446,6 +451,7 @@ impl Shard {
             .map_err(tantivy_err("reload the shard reader"))?;
         self.translog.roll_and_trim()?;
         state.live.clear();
+        state.unsafe_auto_ids = false;
         let horizon = (tessera_common::time::now_millis() as u64).saturating_sub(GC_DELETES_MILLIS);
         state
             .tombstones
@@ -562,7 +568,13 @@ impl Shard {
 
     /// The document `id` as of now, including writes not yet refreshed.
     pub fn get(&self, id: &str) -> Result<Option<StoredDoc>> {
-        let state = self.lock();
+        let mut state = self.lock();
+        if state.unsafe_auto_ids && !state.live.contains_key(id) {
+            // the id may be one of the generated ids written since the last refresh
+            drop(state);
+            self.refresh()?;
+            state = self.lock();
+        }
         if let Some(entry) = state.live.get(id) {
             if entry.deleted {
                 return Ok(None);
@@ -893,9 +905,12 @@ impl WriteBatch<'_> {
     }
 
     /// The current version of `id`, including unrefreshed writes.
-    pub fn current(&self, id: &str) -> Result<Option<DocVersion>> {
+    pub fn current(&mut self, id: &str) -> Result<Option<DocVersion>> {
         if let Some(entry) = self.state.live.get(id) {
             return Ok((!entry.deleted).then_some(entry.version));
+        }
+        if self.state.unsafe_auto_ids {
+            self.shard.commit_locked(&mut self.state)?;
         }
         let searcher = self.state.reader.searcher();
         match find_doc(&searcher, &self.state.table, id)? {
@@ -919,12 +934,14 @@ impl WriteBatch<'_> {
                 }));
             }
             self.shard.commit_locked(&mut self.state)?;
+        } else if self.state.unsafe_auto_ids {
+            self.shard.commit_locked(&mut self.state)?;
         }
         read_stored(&self.state.reader.searcher(), &self.state.table, id)
     }
 
     /// Checks `conditions` against the current version of `id`.
-    pub fn check_conditions(&self, id: &str, conditions: &Conditions) -> Result<()> {
+    pub fn check_conditions(&mut self, id: &str, conditions: &Conditions) -> Result<()> {
         let current = self.current(id)?;
         self.check(id, current, conditions)
     }
@@ -1022,18 +1039,21 @@ impl WriteBatch<'_> {
             version: version.version,
             id: prepared.id.clone(),
             routing: prepared.routing.clone(),
-            source: prepared.source.to_vec(),
+            source: prepared.source.clone(),
         })?;
-        let keep_source = (!prepared.auto_id).then(|| prepared.source.clone());
-        self.state.live.insert(
-            prepared.id,
-            LiveEntry {
-                version,
-                deleted: false,
-                source: keep_source,
-                routing: prepared.routing,
-            },
-        );
+        if prepared.auto_id {
+            self.state.unsafe_auto_ids = true;
+        } else {
+            self.state.live.insert(
+                prepared.id,
+                LiveEntry {
+                    version,
+                    deleted: false,
+                    source: Some(prepared.source.clone()),
+                    routing: prepared.routing,
+                },
+            );
+        }
         self.state.dirty = true;
         self.shard.pending_refresh.store(true, Ordering::Release);
         self.shard.stats.record_index(started.elapsed());
@@ -1074,7 +1094,7 @@ impl WriteBatch<'_> {
             version: version.version,
             id: id.to_string(),
             routing: routing.map(String::from),
-            source: Vec::new(),
+            source: Arc::from(Vec::new()),
         })?;
         self.state.live.insert(
             id.to_string(),

@@ -30,7 +30,7 @@ pub struct Operation {
     pub id: String,
     pub routing: Option<String>,
     /// The document source (empty for deletes).
-    pub source: Vec<u8>,
+    pub source: Arc<[u8]>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,7 +80,7 @@ impl Operation {
             }
             _ => Some(String::from_utf8(cursor.bytes()?.to_vec()).ok()?),
         };
-        let source = cursor.bytes()?.to_vec();
+        let source: Arc<[u8]> = Arc::from(cursor.bytes()?);
         (cursor.pos == payload.len()).then_some(Operation {
             kind,
             seq_no,
@@ -383,7 +383,7 @@ mod tests {
             version: 1,
             id: id.to_string(),
             routing: (seq_no % 2 == 0).then(|| "r".to_string()),
-            source: format!("{{\"n\":{seq_no}}}").into_bytes(),
+            source: Arc::from(format!("{{\"n\":{seq_no}}}").into_bytes()),
         }
     }
 
@@ -397,7 +397,7 @@ mod tests {
         }
         let delete = Operation {
             kind: OpKind::Delete,
-            source: vec![],
+            source: Arc::from(Vec::new()),
             ..op(100, "id3")
         };
         log.append(&delete).unwrap();
