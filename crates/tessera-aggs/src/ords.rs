@@ -104,6 +104,15 @@ pub fn slot<T: Default>(values: &mut Vec<T>, ord: u32) -> &mut T {
     &mut values[i]
 }
 
+/// Like [`slot`], creating missing states with `make`.
+pub fn slot_with<T>(values: &mut Vec<T>, ord: u32, make: impl Fn() -> T) -> &mut T {
+    let i = ord as usize;
+    if i >= values.len() {
+        values.resize_with(i + 1, make);
+    }
+    &mut values[i]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -194,8 +194,9 @@ enum NumericColumn {
 /// A numeric field's values in one segment.
 pub struct NumericValues {
     column: Option<NumericColumn>,
-    /// Multiply raw values by this to get the field's value (`1 / factor` for scaled floats).
-    scale: f64,
+    /// Raw values divided by this are the field's values (the scaling factor of scaled
+    /// floats, 1 otherwise).
+    factor: f64,
     /// Which positions of the current block had at least one value (for `missing`).
     seen: Vec<bool>,
 }
@@ -225,7 +226,7 @@ impl NumericValues {
                     fast.column_opt::<i64>(path)
                         .map_err(open_error)?
                         .map(|c| NumericColumn::I64(c, Scratch::default())),
-                    1.0 / factor,
+                    *factor,
                 ),
                 NumericKind::Long | NumericKind::Date(_) => (
                     fast.column_opt::<i64>(path)
@@ -238,7 +239,7 @@ impl NumericValues {
         };
         Ok(NumericValues {
             column,
-            scale,
+            factor: scale,
             seen: Vec::new(),
         })
     }
@@ -250,14 +251,14 @@ impl NumericValues {
 
     /// Every value of the block's docs as `f64` (scaled floats divided by their factor).
     pub fn for_each_f64(&mut self, docs: &[DocId], mut f: impl FnMut(usize, f64)) {
-        let scale = self.scale;
+        let factor = self.factor;
         match &mut self.column {
             None => {}
             Some(NumericColumn::I64(column, scratch)) => {
-                if scale == 1.0 {
+                if factor == 1.0 {
                     for_each_in_column(column, docs, scratch, |p, v| f(p, v as f64));
                 } else {
-                    for_each_in_column(column, docs, scratch, |p, v| f(p, v as f64 * scale));
+                    for_each_in_column(column, docs, scratch, |p, v| f(p, v as f64 / factor));
                 }
             }
             Some(NumericColumn::F64(column, scratch)) => {
@@ -266,6 +267,28 @@ impl NumericValues {
             Some(NumericColumn::Bool(column, scratch)) => {
                 for_each_in_column(column, docs, scratch, |p, v| f(p, v as i64 as f64))
             }
+        }
+    }
+
+    /// The scaling factor when the column stores integers (long, date, boolean, scaled
+    /// float), for exact sums of [`NumericValues::for_each_raw`]; `None` for doubles.
+    pub fn raw_factor(&self) -> Option<f64> {
+        match &self.column {
+            Some(NumericColumn::I64(..)) | Some(NumericColumn::Bool(..)) => Some(self.factor),
+            _ => None,
+        }
+    }
+
+    /// Every stored integer of the block's docs, before any scaling.
+    pub fn for_each_raw(&mut self, docs: &[DocId], mut f: impl FnMut(usize, i64)) {
+        match &mut self.column {
+            Some(NumericColumn::I64(column, scratch)) => {
+                for_each_in_column(column, docs, scratch, f)
+            }
+            Some(NumericColumn::Bool(column, scratch)) => {
+                for_each_in_column(column, docs, scratch, |p, v| f(p, v as i64))
+            }
+            _ => {}
         }
     }
 
@@ -295,15 +318,15 @@ impl NumericValues {
 
     /// Every value as an exact `i64` (long and date fields; other kinds are truncated).
     pub fn for_each_i64(&mut self, docs: &[DocId], mut f: impl FnMut(usize, i64)) {
-        let scale = self.scale;
+        let factor = self.factor;
         match &mut self.column {
             None => {}
             Some(NumericColumn::I64(column, scratch)) => {
-                if scale == 1.0 {
+                if factor == 1.0 {
                     for_each_in_column(column, docs, scratch, f);
                 } else {
                     for_each_in_column(column, docs, scratch, |p, v| {
-                        f(p, (v as f64 * scale) as i64)
+                        f(p, (v as f64 / factor) as i64)
                     });
                 }
             }

@@ -158,6 +158,13 @@ struct WriteState {
     generation: u64,
 }
 
+/// Background merges: tantivy's log merge policy, waiting for 8 segments of a level.
+fn default_merge_policy() -> Box<dyn tantivy::indexer::MergePolicy> {
+    let mut policy = LogMergePolicy::default();
+    policy.set_min_num_segments(8);
+    Box::new(policy)
+}
+
 /// One shard of an index.
 pub struct Shard {
     pub index_name: String,
@@ -296,9 +303,7 @@ impl Shard {
         let writer: IndexWriter = index
             .writer_with_options(options)
             .map_err(tantivy_err("open shard writer"))?;
-        let mut policy = LogMergePolicy::default();
-        policy.set_min_num_segments(8);
-        writer.set_merge_policy(Box::new(policy));
+        writer.set_merge_policy(default_merge_policy());
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -530,6 +535,28 @@ impl Shard {
         let started = Instant::now();
         let mut state = self.lock();
         self.commit_locked(&mut state)?;
+        // background merges may hold some of the segments: let them finish (tantivy can only
+        // wait for them by closing the writer), then plan on the settled segment list
+        let writer = state.writer.take().expect("writer is open");
+        writer
+            .wait_merging_threads()
+            .map_err(tantivy_err("wait for background merges"))?;
+        let (writer, reader) = Self::open_writer_and_reader(&state.index, &self.config)?;
+        // no background merge may pick segments of the groups merged below
+        writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+        state.writer = Some(writer);
+        state.reader = reader;
+        let outcome = self.merge_to(&mut state, max_segments);
+        if let Some(writer) = state.writer.as_ref() {
+            writer.set_merge_policy(default_merge_policy());
+        }
+        outcome?;
+        self.stats.record_merge(started.elapsed());
+        Ok(())
+    }
+
+    /// Merges the settled segments down to `max_segments` (and away their deletes).
+    fn merge_to(&self, state: &mut WriteState, max_segments: usize) -> Result<()> {
         let metas = state
             .index
             .searchable_segment_metas()
@@ -561,8 +588,7 @@ impl Shard {
             .reader
             .reload()
             .map_err(tantivy_err("reload the shard reader"))?;
-        self.publish(&mut state);
-        self.stats.record_merge(started.elapsed());
+        self.publish(state);
         Ok(())
     }
 

@@ -204,7 +204,8 @@ impl SliceCollector<'_, '_> {
     /// Counts a whole segment's matches without visiting them.
     fn count_part(&mut self, reader: &SegmentReader) -> Result<Flow> {
         let params = self.params;
-        if self.result.total >= params.total_hits_threshold {
+        // like Lucene, the count is a lower bound only once it exceeds the threshold
+        if self.result.total > params.total_hits_threshold {
             self.result.total_is_lower_bound = true;
             return Ok(Flow::Stop);
         }
@@ -330,7 +331,7 @@ impl SliceCollector<'_, '_> {
                             }
                         }
                         if first_hits_only && self.top.len() >= params.k {
-                            if self.result.total >= params.total_hits_threshold {
+                            if self.result.total > params.total_hits_threshold {
                                 self.result.total_is_lower_bound = true;
                                 return Ok(Flow::Stop);
                             }

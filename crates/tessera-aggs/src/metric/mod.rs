@@ -1,3 +1,4 @@
 //! Metric aggregations.
 
 pub mod stats;
+pub mod sum;

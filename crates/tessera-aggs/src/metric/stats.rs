@@ -1,8 +1,8 @@
 //! The single-pass numeric metrics: `min`, `max`, `sum`, `avg`, `stats` and `value_count`.
 //!
-//! They share one state (count, compensated sum, min, max) so that one collector and one
-//! reduce serve all six; sums use Kahan compensation, as OpenSearch's do, so that totals over
-//! millions of values agree with an independent computation to about 1e-15 relative.
+//! They share one state (count, exact sum, min, max) so that one collector and one reduce
+//! serve all six. Sums are exact (see [`ExactSum`]): OpenSearch's Kahan sums depend on the
+//! order values arrive in, which would make results depend on the slice layout.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -12,7 +12,8 @@ use tessera_common::{Error, Result};
 use crate::collector::{Collector, SegmentContext, SubCollectors};
 use crate::format::ValueFormat;
 use crate::internal::InternalAgg;
-use crate::ords::slot;
+use crate::metric::sum::ExactSum;
+use crate::ords::{slot, slot_with};
 use crate::prepare::{AggContext, Factory};
 use crate::request::{f64_param, unknown_field, AggKind, AggRequest, ValuesSourceParams};
 use crate::values::{Accepts, AnyValues, NumericKind, NumericValues, ValueSource};
@@ -84,58 +85,58 @@ impl MetricRequest {
     }
 }
 
-/// Kahan-compensated summation (OpenSearch's `CompensatedSum`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct KahanSum {
-    pub sum: f64,
-    pub delta: f64,
-}
-
-impl KahanSum {
-    #[inline]
-    pub fn add(&mut self, value: f64) {
-        if !value.is_finite() || !self.sum.is_finite() {
-            self.sum += value;
-            return;
-        }
-        let corrected = value - self.delta;
-        let new_sum = self.sum + corrected;
-        self.delta = (new_sum - self.sum) - corrected;
-        self.sum = new_sum;
-    }
-
-    pub fn value(&self) -> f64 {
-        self.sum
-    }
-}
-
 /// The state of one bucket.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StatsState {
     pub count: u64,
-    pub sum: KahanSum,
+    pub sum: ExactSum,
     pub min: f64,
     pub max: f64,
 }
 
 impl Default for StatsState {
     fn default() -> Self {
-        StatsState {
-            count: 0,
-            sum: KahanSum::default(),
-            min: f64::INFINITY,
-            max: f64::NEG_INFINITY,
-        }
+        StatsState::new(ExactSum::default())
     }
 }
 
 impl StatsState {
+    fn new(sum: ExactSum) -> StatsState {
+        StatsState {
+            count: 0,
+            sum,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+        }
+    }
+
     #[inline]
     fn add(&mut self, value: f64) {
         self.count += 1;
         self.sum.add(value);
         self.min = self.min.min(value);
         self.max = self.max.max(value);
+    }
+
+    /// Adds a stored integer whose value is `raw / factor`.
+    #[inline]
+    fn add_raw(&mut self, raw: i64, factor: f64) {
+        self.count += 1;
+        self.sum.add_raw(raw);
+        let value = if factor == 1.0 {
+            raw as f64
+        } else {
+            raw as f64 / factor
+        };
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+    }
+
+    fn merge(&mut self, other: &StatsState) {
+        self.count += other.count;
+        self.sum.merge(&other.sum);
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
     }
 }
 
@@ -231,8 +232,21 @@ impl Collector for StatsCollector {
         if !numbers.is_present() && self.missing.is_none() {
             return;
         }
-        // a run of docs of the same parent (the common case) updates one state
-        numbers.for_each_f64_or(docs, self.missing, |p, v| slot(states, parents[p]).add(v));
+        match (numbers.raw_factor(), self.missing) {
+            // integers (longs, dates, scaled floats) sum exactly in their raw form
+            (Some(factor), None) => {
+                let make = || StatsState::new(ExactSum::integers(factor));
+                numbers.for_each_raw(docs, |p, raw| {
+                    slot_with(states, parents[p], make).add_raw(raw, factor)
+                });
+            }
+            _ => {
+                let make = || StatsState::new(ExactSum::floats());
+                numbers.for_each_f64_or(docs, self.missing, |p, v| {
+                    slot_with(states, parents[p], make).add(v)
+                });
+            }
+        }
     }
 
     fn build(&mut self, parent: u32) -> Result<InternalAgg> {
@@ -240,7 +254,7 @@ impl Collector for StatsCollector {
             state: self
                 .states
                 .get(parent as usize)
-                .copied()
+                .cloned()
                 .unwrap_or_default(),
             format: self.format.clone(),
         }))
@@ -259,11 +273,8 @@ impl InternalStats {
     pub fn reduce(parts: Vec<InternalStats>) -> InternalStats {
         let format = ValueFormat::merge(parts.iter().map(|p| &p.format));
         let mut state = StatsState::default();
-        for part in parts {
-            state.count += part.state.count;
-            state.sum.add(part.state.sum.value());
-            state.min = state.min.min(part.state.min);
-            state.max = state.max.max(part.state.max);
+        for part in &parts {
+            state.merge(&part.state);
         }
         InternalStats { state, format }
     }
@@ -409,12 +420,7 @@ mod tests {
     }
 
     #[test]
-    fn compensated_sums_and_grouping() {
-        let mut k = KahanSum::default();
-        for _ in 0..10 {
-            k.add(0.1);
-        }
-        assert_eq!(k.value(), 1.0);
+    fn exact_sums_and_grouping() {
         let parts = vec![stats(&[1.0, 2.0]), stats(&[]), stats(&[-3.0, 10.0])];
         let all = InternalStats::reduce(parts.clone());
         assert_eq!(all.state.count, 4);
