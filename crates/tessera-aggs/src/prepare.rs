@@ -28,6 +28,10 @@ pub struct AggContext<'a> {
     /// "now" for date math, the same on every shard.
     pub now_millis: i64,
     pub searcher: &'a Searcher,
+    /// The shard's position in the search request (top_hits breaks ties by it, as hits do).
+    pub shard_index: u32,
+    /// `index.max_inner_result_window`: the most hits a top_hits may ask for.
+    pub max_inner_result_window: usize,
 }
 
 /// Makes one aggregation's collector for a slice.
@@ -64,6 +68,13 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
         AggKind::Missing(r) => bucket::missing::factory(request, r, ctx)?,
         AggKind::Global => bucket::filter::global_factory(),
         AggKind::Metric(r) => metric::stats::factory(request, r, ctx)?,
+        AggKind::ExtendedStats(r) => metric::extended_stats::factory(request, r, ctx)?,
+        AggKind::WeightedAvg(r) => metric::weighted_avg::factory(request, r, ctx)?,
+        AggKind::Cardinality(r) => metric::cardinality::factory(request, r, ctx)?,
+        AggKind::TopHits(r) => metric::top_hits::factory(request, r, ctx)?,
+        AggKind::Percentiles(r) | AggKind::PercentileRanks(r) => {
+            metric::percentiles::factory(request, r, ctx)?
+        }
     };
     let subs = request
         .subs

@@ -269,6 +269,11 @@ impl ShardSearcher for LocalShard {
                     default_fields: &default_fields,
                     now_millis: request.now_millis,
                     searcher,
+                    shard_index: request.shard_index,
+                    max_inner_result_window: meta
+                        .setting("index.max_inner_result_window")
+                        .parse()
+                        .unwrap_or(100),
                 },
             )?),
             None => None,
