@@ -32,6 +32,18 @@ pub struct AggContext<'a> {
     pub shard_index: u32,
     /// `index.max_inner_result_window`: the most hits a top_hits may ask for.
     pub max_inner_result_window: usize,
+    /// The score every match gets when the query scores all matches the same (1.0 for
+    /// `match_all`, 0.0 for a `bool` of filters, ...); `None` for scored queries. Collectors
+    /// see no scores, so top_hits shows this one.
+    pub constant_score: Option<f32>,
+}
+
+/// Whether some aggregation in `requests` shows scores (top_hits): the shard then works out
+/// [`AggContext::constant_score`].
+pub fn needs_scores(requests: &[AggRequest]) -> bool {
+    requests
+        .iter()
+        .any(|r| matches!(r.kind, AggKind::TopHits(_)) || needs_scores(&r.subs))
 }
 
 /// Makes one aggregation's collector for a slice.

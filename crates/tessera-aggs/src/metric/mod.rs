@@ -37,6 +37,9 @@ pub(crate) fn numeric_missing(
                 .map_err(|e| Error::illegal_argument(e.message))? as f64,
         ),
         (Some(Value::Bool(b)), _) => Some(if *b { 1.0 } else { 0.0 }),
+        (Some(Value::String(s)), Some(NumericKind::Boolean)) if s == "true" || s == "false" => {
+            Some(if s == "true" { 1.0 } else { 0.0 })
+        }
         (Some(v), _) => Some(f64_param(agg, "missing", v)?),
     })
 }

@@ -135,6 +135,7 @@ impl TestShard {
                 searcher: &self.searcher,
                 shard_index: self.shard_index,
                 max_inner_result_window: 100,
+                constant_score: Some(1.0),
             },
         )
     }

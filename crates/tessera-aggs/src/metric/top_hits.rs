@@ -8,11 +8,13 @@
 //! `k` of a union is the best `k` of the parts' best `k`: slices and shards merge exactly.
 //!
 //! Sorting is by field (numeric, date, boolean, keyword and ip columns, with `order`,
-//! `missing`, `mode` and `unmapped_type`), `_doc`, or `_score`. Collectors see no scores, so
-//! every document scores 1.0: that is exactly what OpenSearch returns under `match_all`,
-//! filters and other constant-score queries, where hits come in index order. Under a scored
-//! query (`match`, ...) OpenSearch would rank a bucket's hits by relevance; Tessera still
-//! returns them in index order with `_score` 1.0 — sort on a field for a meaningful order.
+//! `missing`, `mode` and `unmapped_type`), `_doc`, or `_score`. Collectors see no scores: under
+//! a constant-score query (`match_all`, a `bool` of filters, `range`, `terms`, ...) every match
+//! scores the same, the shard tells the aggregation that score ([`AggContext::constant_score`]:
+//! 1.0 for `match_all`, 0.0 for filters) and hits by score come in index order — exactly what
+//! OpenSearch returns. Under a scored query (`match`, ...) OpenSearch would rank a bucket's hits
+//! by relevance; Tessera returns them in index order with `_score` 1.0 — sort on a field for a
+//! meaningful order there.
 //!
 //! `explain`, `highlight`, `stored_fields`, `docvalue_fields`, `fields` and `script_fields`
 //! are refused with a "not supported" error.
@@ -615,6 +617,8 @@ fn segment_order(searcher: &tantivy::Searcher) -> (Vec<u32>, Vec<u64>) {
 
 struct Shared {
     request: TopHitsRequest,
+    /// The score every document shows (see the module doc).
+    score: f32,
     sorts: Vec<ResolvedSort>,
     index: String,
     shard: u32,
@@ -657,6 +661,7 @@ pub fn factory(
     Ok(Box::new(TopHitsFactory {
         shared: Arc::new(Shared {
             request: top.clone(),
+            score: ctx.constant_score.unwrap_or(1.0),
             sorts,
             index: ctx.index.to_string(),
             shard: ctx.shard_index,
@@ -764,7 +769,7 @@ impl TopHitsCollector {
                         } => numeric_key(*missing, *long, *float),
                         ResolvedSort::Keyword { missing, .. } => SortKey::Text(missing.clone()),
                         ResolvedSort::Ip { missing, .. } => SortKey::Ip(*missing),
-                        ResolvedSort::Score | ResolvedSort::Doc => SortKey::Score(1.0),
+                        ResolvedSort::Score | ResolvedSort::Doc => SortKey::Score(shared.score),
                     };
                     self.keys.iter_mut().for_each(|k| k.push(missing.clone()));
                 }
@@ -962,6 +967,11 @@ impl Collector for TopHitsCollector {
         let Some(bucket) = self.buckets.get_mut(parent as usize) else {
             return Ok(InternalAgg::TopHits(InternalTopHits::default()));
         };
+        let max_score = if bucket.total > 0 {
+            shared.score
+        } else {
+            f32::NAN
+        };
         bucket
             .candidates
             .sort_by(|a, b| compare_hits(sort, &a.0, &b.0));
@@ -1019,6 +1029,7 @@ impl Collector for TopHitsCollector {
             };
             hits.push(TopHit {
                 key,
+                score: shared.score,
                 index: shared.index.clone(),
                 id,
                 source,
@@ -1027,7 +1038,11 @@ impl Collector for TopHitsCollector {
                 primary_term,
             });
         }
-        Ok(InternalAgg::TopHits(InternalTopHits { total, hits }))
+        Ok(InternalAgg::TopHits(InternalTopHits {
+            total,
+            max_score,
+            hits,
+        }))
     }
 }
 
@@ -1047,6 +1062,7 @@ fn filtered_source(bytes: &[u8], filter: &SourceFilter) -> Result<String> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TopHit {
     pub key: HitKey,
+    pub score: f32,
     pub index: String,
     pub id: Option<String>,
     /// The (filtered) `_source` as JSON text.
@@ -1056,12 +1072,24 @@ pub struct TopHit {
     pub primary_term: Option<u64>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InternalTopHits {
     /// Documents in the bucket.
     pub total: u64,
+    /// The best score in the bucket (NaN when it is empty).
+    pub max_score: f32,
     /// The best `from + size` hits, best first.
     pub hits: Vec<TopHit>,
+}
+
+impl Default for InternalTopHits {
+    fn default() -> Self {
+        InternalTopHits {
+            total: 0,
+            max_score: f32::NAN,
+            hits: Vec::new(),
+        }
+    }
 }
 
 fn request_of(request: &AggRequest) -> Result<&TopHitsRequest> {
@@ -1076,18 +1104,23 @@ impl InternalTopHits {
         let top = request_of(request)?;
         let sort: &[HitSort] = if top.by_score() { &[] } else { &top.sort };
         let total = parts.iter().map(|p| p.total).sum();
+        let max_score = parts.iter().map(|p| p.max_score).fold(f32::NAN, f32::max);
         let mut hits: Vec<TopHit> = parts.into_iter().flat_map(|p| p.hits).collect();
         hits.sort_by(|a, b| compare_hits(sort, &a.key, &b.key));
         hits.truncate(top.from + top.size);
-        Ok(InternalTopHits { total, hits })
+        Ok(InternalTopHits {
+            total,
+            max_score,
+            hits,
+        })
     }
 
     pub fn render(self, request: &AggRequest) -> Result<Map<String, Value>> {
         let top = request_of(request)?;
         let by_score = top.by_score();
         let scores = by_score || top.track_scores;
-        let max_score = if scores && self.total > 0 {
-            json!(1.0)
+        let max_score = if scores && !self.max_score.is_nan() {
+            float_json(self.max_score)
         } else {
             Value::Null
         };
@@ -1107,7 +1140,11 @@ impl InternalTopHits {
             }
             out.insert(
                 "_score".into(),
-                if scores { json!(1.0) } else { Value::Null },
+                if scores {
+                    float_json(hit.score)
+                } else {
+                    Value::Null
+                },
             );
             if let Some(source) = hit.source {
                 let value: Value = serde_json::from_str(&source)
@@ -1318,6 +1355,43 @@ mod tests {
         assert_eq!(b[0], ("2".to_string(), json!([1, 2])));
         let unmapped = hits(json!([{"nope": {"unmapped_type": "long"}}]));
         assert_eq!(unmapped[0], ("0".to_string(), json!([i64::MAX])));
+    }
+
+    /// Under a `bool` of filters OpenSearch scores every hit 0.0; an empty bucket has no
+    /// max_score (both recorded from OpenSearch 2.19.6).
+    #[test]
+    fn renders_the_query_constant_score() {
+        let request =
+            &parse_aggregations(&json!({"t": {"top_hits": {"size": 1, "_source": false}}}))
+                .unwrap()[0];
+        let hits = InternalTopHits {
+            total: 271,
+            max_score: 0.0,
+            hits: vec![TopHit {
+                key: HitKey {
+                    keys: vec![],
+                    shard: 0,
+                    segment_rank: 0,
+                    doc: 3,
+                },
+                score: 0.0,
+                index: "m-one".into(),
+                id: Some("3".into()),
+                source: None,
+                version: None,
+                seq_no: None,
+                primary_term: None,
+            }],
+        };
+        assert_eq!(
+            Value::Object(hits.render(request).unwrap()),
+            json!({"hits": {"total": {"value": 271, "relation": "eq"}, "max_score": 0.0,
+                "hits": [{"_index": "m-one", "_id": "3", "_score": 0.0}]}})
+        );
+        assert_eq!(
+            Value::Object(InternalTopHits::default().render(request).unwrap()),
+            json!({"hits": {"total": {"value": 0, "relation": "eq"}, "max_score": null, "hits": []}})
+        );
     }
 
     #[test]

@@ -202,23 +202,28 @@ impl Collector for WeightedAvgCollector {
             }
             entry.0 += 1;
         });
-        if block.iter().any(|(count, _)| *count > 1) {
-            self.error = Some(Error::new(
-                "aggregation_execution_exception",
-                400,
-                "Encountered more than one weight for a single document. Use a script to combine multiple weights-per-doc into a single value.",
-            ));
-            return;
-        }
         let states = &mut self.states;
+        // as in OpenSearch, only a document that has a value has its weights checked
+        let mut several_weights = false;
         values.for_each_f64_or(docs, self.value_missing, |p, v| {
             let (count, weight) = block[p];
             if count == 1 {
                 let state = slot(states, parents[p]);
                 state.sum.add(v * weight);
                 state.weight.add(weight);
+            } else if count > 1 {
+                several_weights = true;
             }
         });
+        if several_weights {
+            // OpenSearch answers 500; like the crate's other aggregation_execution_exceptions
+            // (bad order paths, ...) Tessera reports the request's fault as a 400
+            self.error = Some(Error::new(
+                "aggregation_execution_exception",
+                400,
+                "Encountered more than one weight for a single document. Use a script to combine multiple weights-per-doc into a single value.",
+            ));
+        }
     }
 
     fn build(&mut self, parent: u32) -> Result<InternalAgg> {
@@ -357,7 +362,15 @@ mod tests {
 
     #[test]
     fn several_weights_and_wrong_types_are_errors() {
-        let shard = TestShard::build(&mapping(), &[vec![json!({"f": 1.0, "n": [1, 2]})]]);
+        let shard = TestShard::build(
+            &mapping(),
+            &[vec![json!({"f": 1.0, "n": [1, 2]}), json!({"n": [3, 4]})]],
+        );
+        // several weights on a doc without a value are fine
+        let out = shard
+            .render(&json!({"w": {"weighted_avg": {"value": {"field": "s"}, "weight": {"field": "n"}}}}))
+            .unwrap();
+        assert_eq!(out["w"]["value"], Value::Null);
         let e = shard
             .render(&json!({"w": {"weighted_avg": {"value": {"field": "f"}, "weight": {"field": "n"}}}}))
             .unwrap_err();
