@@ -315,8 +315,10 @@ impl Counter {
                 }
             }
             Counter::Registers(registers) => {
-                let register = &mut registers[decode_index(encoded, p)];
-                *register = (*register).max(decode_run_len(encoded, p));
+                // valid encodings always index a register; ignore anything else
+                if let Some(register) = registers.get_mut(decode_index(encoded, p)) {
+                    *register = (*register).max(decode_run_len(encoded, p));
+                }
             }
         }
     }
@@ -326,8 +328,9 @@ impl Counter {
         if let Counter::Linear(set) = self {
             let mut registers = vec![0u8; 1 << p];
             for &encoded in set.iter() {
-                let register = &mut registers[decode_index(encoded, p)];
-                *register = (*register).max(decode_run_len(encoded, p));
+                if let Some(register) = registers.get_mut(decode_index(encoded, p)) {
+                    *register = (*register).max(decode_run_len(encoded, p));
+                }
             }
             *self = Counter::Registers(registers);
         }
@@ -402,7 +405,8 @@ fn registers_cardinality(registers: &[u8], p: u8) -> u64 {
     let mut inverse_sum = 0.0;
     let mut zeros = 0u64;
     for &run_len in registers {
-        inverse_sum += 1.0 / (1u64 << run_len) as f64;
+        // 2^-run_len, exact (and safe for any byte a remote shard might send)
+        inverse_sum += 2f64.powi(-(run_len as i32));
         if run_len == 0 {
             zeros += 1;
         }
@@ -766,6 +770,31 @@ mod tests {
             let got = counter_of((0..n).map(|i| mix64(seed * 1_000_003 + i)), p).value();
             assert_eq!(got, expected, "precision {p}, {n} values, seed {seed}");
         }
+    }
+
+    #[test]
+    fn malformed_remote_sketches_do_not_panic() {
+        let bad = InternalCardinality {
+            precision: 4,
+            sketch: HllSketch::Registers(vec![255; 16]),
+        };
+        let _ = bad.value();
+        let odd = InternalCardinality {
+            precision: 4,
+            sketch: HllSketch::Linear(vec![u32::MAX, 2, 0, 1]),
+        };
+        let merged = InternalCardinality::reduce(vec![odd, bad.clone()]).unwrap();
+        let _ = merged.value();
+        assert!(InternalCardinality::reduce(vec![InternalCardinality {
+            precision: 4,
+            sketch: HllSketch::Registers(vec![1; 3]),
+        }])
+        .is_err());
+        assert!(InternalCardinality::reduce(vec![InternalCardinality {
+            precision: 99,
+            sketch: HllSketch::Linear(vec![1]),
+        }])
+        .is_err());
     }
 
     #[test]

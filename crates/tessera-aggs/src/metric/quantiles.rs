@@ -49,8 +49,15 @@ fn value_of(key: i64, level: u8) -> f64 {
     let value = if level == 0 {
         f64::from_bits(magnitude.min(INFINITY_BITS))
     } else {
-        let low = (magnitude << level).min(INFINITY_BITS);
-        let high = (((magnitude + 1) << level) - 1).min(INFINITY_BITS);
+        let shifted = |m: u64| {
+            m.checked_shl(level as u32)
+                .filter(|s| s >> level == m)
+                .unwrap_or(INFINITY_BITS)
+        };
+        let low = shifted(magnitude).min(INFINITY_BITS);
+        let high = shifted(magnitude.saturating_add(1))
+            .saturating_sub(1)
+            .min(INFINITY_BITS);
         let (low, high) = (f64::from_bits(low), f64::from_bits(high));
         if high.is_infinite() {
             low
@@ -220,8 +227,14 @@ impl QuantileSketch {
     /// The runs of equal values, as `(value, count)`, in increasing order.
     fn runs(&self) -> Vec<(f64, u64)> {
         let mut runs: Vec<(f64, u64)> = Vec::with_capacity(self.entries.len());
-        for &(key, count) in &self.entries {
-            let value = value_of(key, self.level).clamp(self.min, self.max);
+        for &(key, count) in self.entries.iter().filter(|(_, count)| *count > 0) {
+            let value = value_of(key, self.level);
+            // min/max bound every value (unless a malformed remote state says otherwise)
+            let value = if self.min <= self.max {
+                value.clamp(self.min, self.max)
+            } else {
+                value
+            };
             match runs.last_mut() {
                 Some((v, c)) if *v == value => *c += count,
                 _ => runs.push((value, count)),
@@ -503,6 +516,24 @@ mod tests {
         for (x, expected) in expected_cdf {
             assert_eq!(r.cdf(x), expected, "cdf {x}");
         }
+    }
+
+    #[test]
+    fn malformed_remote_states_do_not_panic() {
+        let sketch = QuantileSketch {
+            level: 200,
+            entries: vec![(-5, 0), (-1, 3), (i64::MAX, 2), (7, 1)],
+            count: 1,
+            min: 5.0,
+            max: -5.0,
+            capacity: 0,
+        };
+        let r = sketch.reader();
+        let _ = (r.quantile(0.5), r.cdf(1.0));
+        let mut other = QuantileSketch::new(16);
+        other.add_all(&mut vec![1.0, 2.0, f64::NAN]);
+        other.merge(&sketch);
+        let _ = other.reader().quantile(0.99);
     }
 
     #[test]
