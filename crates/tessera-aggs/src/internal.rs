@@ -279,8 +279,8 @@ impl InternalAgg {
             | InternalAgg::ExtendedStats(_)
             | InternalAgg::WeightedAvg(_)
             | InternalAgg::Cardinality(_)
-            | InternalAgg::Percentiles(_)
-            | InternalAgg::TopHits(_) => Ok(()),
+            | InternalAgg::Percentiles(_) => Ok(()),
+            InternalAgg::TopHits(t) => t.finish_shard(request, ctx),
         }
     }
 

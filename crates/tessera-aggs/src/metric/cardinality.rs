@@ -571,6 +571,17 @@ impl Collector for CardinalityCollector {
                 let values = KeywordValues::open(&self.source, segment.reader)?;
                 self.ord_hashes.clear();
                 self.ord_hashes.resize(values.num_terms(), 0);
+                // when the part may touch a good share of the terms, hash them all in one
+                // sequential pass over the dictionary; else look terms up as they come
+                let docs = segment.docs.len();
+                if values.num_terms() <= docs.saturating_mul(4) {
+                    let hashes = &mut self.ord_hashes;
+                    values.for_each_term(|ord, bytes| {
+                        if let Some(slot) = hashes.get_mut(ord as usize) {
+                            *slot = bytes_hash(bytes);
+                        }
+                    })?;
+                }
                 SegmentValues::Keyword(values)
             }
             ValueSource::Ip { .. } => {

@@ -1,9 +1,11 @@
 //! `top_hits`: the best documents of each bucket, with their `_source`.
 //!
-//! Each slice keeps, per bucket, the first `from + size` documents in the requested order and
-//! reads their `_id`, `_source` (filtered) and, when asked, `_version`, `_seq_no` and
-//! `_primary_term` from the segments when the bucket's result is built; the hits travel in the
-//! intermediate result. Documents are totally ordered — sort values, then the shard's position
+//! Each slice keeps, per bucket, the first `from + size` documents in the requested order (as
+//! segment and doc addresses with their sort values). Once the shard has merged its slices and
+//! trimmed its buckets (`finish_shard`), the surviving hits read their `_id`, `_source`
+//! (filtered) and, when asked, `_version`, `_seq_no` and `_primary_term` from the shard's
+//! segments, so a top_hits under a large terms aggregation reads documents only for the
+//! buckets the shard sends; the hits then travel in the intermediate result. Documents are totally ordered — sort values, then the shard's position
 //! in the request, then index order inside the shard (OpenSearch's tie-breaks) — so the best
 //! `k` of a union is the best `k` of the parts' best `k`: slices and shards merge exactly.
 //!
@@ -29,12 +31,14 @@ use tantivy::schema::Value as _;
 use tantivy::store::StoreReader;
 use tantivy::{DocId, SegmentReader, TantivyDocument};
 use tessera_common::{Error, Result};
-use tessera_mapping::field_table::{PRIMARY_TERM_FIELD, SEQ_NO_FIELD, VERSION_FIELD};
-use tessera_mapping::{FieldType, MetaFields, SourceFilter};
+use tessera_mapping::field_table::{
+    ID_FIELD, PRIMARY_TERM_FIELD, SEQ_NO_FIELD, SOURCE_FIELD, VERSION_FIELD,
+};
+use tessera_mapping::{FieldType, SourceFilter};
 
 use crate::bucket::token;
 use crate::collector::{Collector, SegmentContext, SubCollectors};
-use crate::internal::InternalAgg;
+use crate::internal::{InternalAgg, ShardFinish};
 use crate::metric::json_double;
 use crate::prepare::{AggContext, Factory};
 use crate::request::{AggKind, AggRequest};
@@ -622,10 +626,8 @@ struct Shared {
     sorts: Vec<ResolvedSort>,
     index: String,
     shard: u32,
-    meta: MetaFields,
     ranks: Vec<u32>,
     bases: Vec<u64>,
-    filter: SourceFilter,
 }
 
 struct TopHitsFactory {
@@ -665,10 +667,8 @@ pub fn factory(
             sorts,
             index: ctx.index.to_string(),
             shard: ctx.shard_index,
-            meta: ctx.table.meta,
             ranks,
             bases,
-            filter: SourceFilter::new(top.source.includes.clone(), top.source.excludes.clone()),
         }),
     }))
 }
@@ -677,7 +677,6 @@ impl Factory for TopHitsFactory {
     fn collector(&self, _subs: SubCollectors, _single_parent: bool) -> Result<Box<dyn Collector>> {
         Ok(Box::new(TopHitsCollector {
             shared: self.shared.clone(),
-            segments: Vec::new(),
             current: None,
             readers: Vec::new(),
             buckets: Vec::new(),
@@ -706,8 +705,6 @@ struct Bucket {
 
 struct TopHitsCollector {
     shared: Arc<Shared>,
-    /// Segments seen, by segment ordinal, to read documents from at build time.
-    segments: Vec<(u32, SegmentReader)>,
     current: Option<u32>,
     readers: Vec<SortColumn>,
     buckets: Vec<Bucket>,
@@ -857,13 +854,6 @@ impl TopHitsCollector {
             }
         }
     }
-
-    fn reader(&self, segment_ord: u32) -> Option<&SegmentReader> {
-        self.segments
-            .iter()
-            .find(|(ord, _)| *ord == segment_ord)
-            .map(|(_, r)| r)
-    }
 }
 
 fn numeric_key(value: f64, long: bool, float: bool) -> SortKey {
@@ -892,10 +882,6 @@ fn read_u64(reader: &SegmentReader, field: &str, doc: DocId) -> Option<u64> {
 
 impl Collector for TopHitsCollector {
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
-        if self.reader(segment.segment_ord).is_none() {
-            self.segments
-                .push((segment.segment_ord, segment.reader.clone()));
-        }
         self.current = Some(segment.segment_ord);
         self.readers.clear();
         for sort in &self.shared.sorts {
@@ -976,74 +962,90 @@ impl Collector for TopHitsCollector {
             .candidates
             .sort_by(|a, b| compare_hits(sort, &a.0, &b.0));
         bucket.candidates.truncate(request.from + request.size);
-        let candidates = bucket.candidates.clone();
         let total = bucket.total;
-        let mut stores: Vec<(u32, StoreReader)> = Vec::new();
-        let mut hits = Vec::with_capacity(candidates.len());
-        for (key, segment_ord) in candidates {
-            let reader = self
-                .reader(segment_ord)
-                .ok_or_else(|| Error::illegal_state("top_hits lost a segment"))?
-                .clone();
-            if !stores.iter().any(|(ord, _)| *ord == segment_ord) {
-                let store = reader
-                    .get_store_reader(1)
-                    .map_err(|e| Error::internal("open a stored-fields reader", e))?;
-                stores.push((segment_ord, store));
-            }
-            let store = &stores
-                .iter()
-                .find(|(ord, _)| *ord == segment_ord)
-                .ok_or_else(|| Error::illegal_state("top_hits lost a store reader"))?
-                .1;
-            let document: TantivyDocument = store
-                .get(key.doc)
-                .map_err(|e| Error::internal("read a stored document", e))?;
-            let id = document
-                .get_first(shared.meta.id)
-                .and_then(|v| v.as_str())
-                .map(String::from);
-            let source = if request.source.enabled {
-                match document
-                    .get_first(shared.meta.source)
-                    .and_then(|v| v.as_bytes())
-                {
-                    Some(bytes) => Some(filtered_source(bytes, &shared.filter)?),
-                    None => None,
-                }
-            } else {
-                None
-            };
-            let (seq_no, primary_term) = if request.seq_no_primary_term {
-                (
-                    read_u64(&reader, SEQ_NO_FIELD, key.doc),
-                    read_u64(&reader, PRIMARY_TERM_FIELD, key.doc),
-                )
-            } else {
-                (None, None)
-            };
-            let version = if request.version {
-                read_u64(&reader, VERSION_FIELD, key.doc)
-            } else {
-                None
-            };
-            hits.push(TopHit {
-                key,
+        // documents are read once the shard has trimmed its buckets (`finish_shard`)
+        let hits = bucket
+            .candidates
+            .iter()
+            .map(|(key, segment_ord)| TopHit {
+                key: key.clone(),
+                segment_ord: *segment_ord,
                 score: shared.score,
                 index: shared.index.clone(),
-                id,
-                source,
-                version,
-                seq_no,
-                primary_term,
-            });
-        }
+                loaded: false,
+                id: None,
+                source: None,
+                version: None,
+                seq_no: None,
+                primary_term: None,
+            })
+            .collect();
         Ok(InternalAgg::TopHits(InternalTopHits {
             total,
             max_score,
             hits,
         }))
     }
+}
+
+/// Reads `_id`, `_source` and the asked-for metadata of hits from the shard's segments.
+fn load_hits(
+    hits: &mut [TopHit],
+    request: &TopHitsRequest,
+    searcher: &tantivy::Searcher,
+) -> Result<()> {
+    let schema = searcher.schema();
+    let field = |name: &str| {
+        schema
+            .get_field(name)
+            .map_err(|e| Error::internal(format!("find the {name} field"), e))
+    };
+    let (id_field, source_field) = (field(ID_FIELD)?, field(SOURCE_FIELD)?);
+    let filter = SourceFilter::new(
+        request.source.includes.clone(),
+        request.source.excludes.clone(),
+    );
+    let mut stores: Vec<(u32, StoreReader)> = Vec::new();
+    for hit in hits.iter_mut().filter(|h| !h.loaded) {
+        let segment_ord = hit.segment_ord;
+        if segment_ord as usize >= searcher.segment_readers().len() {
+            return Err(Error::illegal_state("top_hits hit in an unknown segment"));
+        }
+        let reader = searcher.segment_reader(segment_ord);
+        let position = match stores.iter().position(|(ord, _)| *ord == segment_ord) {
+            Some(position) => position,
+            None => {
+                let store = reader
+                    .get_store_reader(1)
+                    .map_err(|e| Error::internal("open a stored-fields reader", e))?;
+                stores.push((segment_ord, store));
+                stores.len() - 1
+            }
+        };
+        let doc = hit.key.doc;
+        let document: TantivyDocument = stores[position]
+            .1
+            .get(doc)
+            .map_err(|e| Error::internal("read a stored document", e))?;
+        hit.id = document
+            .get_first(id_field)
+            .and_then(|v| v.as_str())
+            .map(String::from);
+        if request.source.enabled {
+            if let Some(bytes) = document.get_first(source_field).and_then(|v| v.as_bytes()) {
+                hit.source = Some(filtered_source(bytes, &filter)?);
+            }
+        }
+        if request.version {
+            hit.version = read_u64(reader, VERSION_FIELD, doc);
+        }
+        if request.seq_no_primary_term {
+            hit.seq_no = read_u64(reader, SEQ_NO_FIELD, doc);
+            hit.primary_term = read_u64(reader, PRIMARY_TERM_FIELD, doc);
+        }
+        hit.loaded = true;
+    }
+    Ok(())
 }
 
 /// The `_source` text, filtered when `includes`/`excludes` ask for it.
@@ -1062,7 +1064,11 @@ fn filtered_source(bytes: &[u8], filter: &SourceFilter) -> Result<String> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TopHit {
     pub key: HitKey,
+    /// The segment holding the document, in the shard's searcher.
+    pub segment_ord: u32,
     pub score: f32,
+    /// Whether `_id`, `_source` and metadata have been read (on the shard, once trimmed).
+    pub loaded: bool,
     pub index: String,
     pub id: Option<String>,
     /// The (filtered) `_source` as JSON text.
@@ -1115,8 +1121,27 @@ impl InternalTopHits {
         })
     }
 
+    /// Reads the documents of the hits that made it through the shard's trimming.
+    pub fn finish_shard(&mut self, request: &AggRequest, ctx: &ShardFinish) -> Result<()> {
+        let top = request_of(request)?;
+        if self.hits.iter().all(|h| h.loaded) {
+            return Ok(());
+        }
+        let Some(searcher) = ctx.searcher else {
+            return Err(Error::illegal_state(
+                "top_hits needs the shard's searcher to read its hits",
+            ));
+        };
+        load_hits(&mut self.hits, top, searcher)
+    }
+
     pub fn render(self, request: &AggRequest) -> Result<Map<String, Value>> {
         let top = request_of(request)?;
+        if self.hits.iter().any(|h| !h.loaded) {
+            return Err(Error::illegal_state(
+                "top_hits result was not finished on its shard",
+            ));
+        }
         let by_score = top.by_score();
         let scores = by_score || top.track_scores;
         let max_score = if scores && !self.max_score.is_nan() {
@@ -1374,7 +1399,9 @@ mod tests {
                     segment_rank: 0,
                     doc: 3,
                 },
+                segment_ord: 0,
                 score: 0.0,
+                loaded: true,
                 index: "m-one".into(),
                 id: Some("3".into()),
                 source: None,
