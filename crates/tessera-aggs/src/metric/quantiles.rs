@@ -531,7 +531,7 @@ mod tests {
         let r = sketch.reader();
         let _ = (r.quantile(0.5), r.cdf(1.0));
         let mut other = QuantileSketch::new(16);
-        other.add_all(&mut vec![1.0, 2.0, f64::NAN]);
+        other.add_all(&mut [1.0, 2.0, f64::NAN]);
         other.merge(&sketch);
         let _ = other.reader().quantile(0.99);
     }

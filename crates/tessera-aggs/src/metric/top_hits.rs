@@ -533,16 +533,20 @@ fn resolve_sort(spec: &HitSort, ctx: &AggContext) -> Result<ResolvedSort> {
                 NumericKind::Long | NumericKind::Date(_) | NumericKind::Boolean
             );
             let missing = match missing {
-                SortMissing::Value(v) => match (kind, v) {
-                    (NumericKind::Date(format), Value::String(s)) => format
-                        .parse_millis(s, None, false)
-                        .map(|m| m as f64)
-                        .or_else(|_| s.parse::<f64>())
-                        .map_err(|_| {
-                            Error::illegal_argument(format!("failed to parse date field [{s}]"))
-                        })?,
-                    (_, Value::Bool(b)) => *b as i64 as f64,
-                    (_, v) => crate::request::f64_param(AGG, "missing", v)?,
+                // OpenSearch reads a numeric sort's missing value as a number (dates too)
+                SortMissing::Value(v) => match v {
+                    Value::Number(n) => n.as_f64().unwrap_or(0.0),
+                    Value::Bool(b) => *b as i64 as f64,
+                    other => {
+                        let text = text(other);
+                        text.trim().parse::<f64>().map_err(|_| {
+                            Error::new(
+                                "number_format_exception",
+                                400,
+                                format!("For input string: \"{text}\""),
+                            )
+                        })?
+                    }
                 },
                 // the extreme value in the direction that puts the doc where it belongs
                 SortMissing::Last if *asc => f64::INFINITY,
@@ -1378,6 +1382,10 @@ mod tests {
         assert_eq!(ip[2].1, json!([null]));
         let b = hits(json!([{"b": "desc"}, {"_doc": "desc"}]));
         assert_eq!(b[0], ("2".to_string(), json!([1, 2])));
+        let e = shard
+            .render(&json!({"t": {"top_hits": {"sort": [{"n": {"missing": "2015-01-01"}}]}}}))
+            .unwrap_err();
+        assert_eq!(e.kind(), "number_format_exception");
         let unmapped = hits(json!([{"nope": {"unmapped_type": "long"}}]));
         assert_eq!(unmapped[0], ("0".to_string(), json!([i64::MAX])));
     }
