@@ -101,6 +101,112 @@ pub(crate) mod test_support;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metric::test_support::{mapping, random_docs, TestShard};
+    use crate::request::parse_aggregations;
+
+    /// Odd values in every parameter of every metric: errors are fine, panics are not, and
+    /// whatever parses also runs on a shard without panicking.
+    #[test]
+    fn odd_parameters_never_panic() {
+        let odd = [
+            json!(null),
+            json!(true),
+            json!(-1),
+            json!(0),
+            json!(1e308),
+            json!(-1e-300),
+            json!(12345678901234u64),
+            json!("NaN"),
+            json!("Infinity"),
+            json!("-5"),
+            json!("x"),
+            json!(""),
+            json!([]),
+            json!([1, "a", null]),
+            json!({}),
+            json!({"a": 1}),
+        ];
+        let bodies: Vec<(&str, Value, Vec<&str>)> = vec![
+            (
+                "extended_stats",
+                json!({"field": "n"}),
+                vec!["field", "sigma", "missing", "format"],
+            ),
+            (
+                "cardinality",
+                json!({"field": "k"}),
+                vec![
+                    "field",
+                    "precision_threshold",
+                    "missing",
+                    "rehash",
+                    "execution_hint",
+                ],
+            ),
+            (
+                "percentiles",
+                json!({"field": "f"}),
+                vec!["field", "percents", "keyed", "tdigest", "hdr", "missing"],
+            ),
+            (
+                "percentile_ranks",
+                json!({"field": "f", "values": [1]}),
+                vec!["values", "keyed", "tdigest", "missing"],
+            ),
+            (
+                "weighted_avg",
+                json!({"value": {"field": "f"}, "weight": {"field": "w"}}),
+                vec!["value", "weight", "format", "value_type"],
+            ),
+            (
+                "top_hits",
+                json!({}),
+                vec![
+                    "size",
+                    "from",
+                    "sort",
+                    "_source",
+                    "version",
+                    "track_scores",
+                    "explain",
+                ],
+            ),
+        ];
+        let shard = TestShard::build(&mapping(), &random_docs(3, 2, 20));
+        let mut ran = 0;
+        for (agg, base, params) in bodies {
+            for param in params {
+                for value in &odd {
+                    let mut body = base.clone();
+                    body[param] = value.clone();
+                    let aggs = json!({"m": {agg: body.clone()},
+                        "t": {"terms": {"field": "g"}, "aggs": {"m": {agg: body}}}});
+                    if parse_aggregations(&aggs).is_ok() {
+                        ran += 1;
+                        let _ = shard.render(&aggs);
+                    }
+                }
+            }
+        }
+        assert!(ran > 100, "only {ran} bodies parsed");
+        // odd sort specs and nested configs
+        for sort in [
+            json!("n"),
+            json!([{"n": {"mode": "median", "missing": "_first"}}, "_doc"]),
+            json!([{"k": {"missing": 5, "order": "desc"}}]),
+            json!([{"ip": {"missing": "::1"}}]),
+            json!([{"nope": {"unmapped_type": "ip"}}]),
+            json!([{"nope": {"unmapped_type": "bogus"}}]),
+            json!([{"b": {"mode": "sum"}}]),
+            json!([5]),
+            json!([{"n": 5}]),
+        ] {
+            let aggs = json!({"m": {"top_hits": {"sort": sort, "size": 2}}});
+            if parse_aggregations(&aggs).is_ok() {
+                let _ = shard.render(&aggs);
+            }
+        }
+    }
 
     #[test]
     fn doubles_print_like_java() {

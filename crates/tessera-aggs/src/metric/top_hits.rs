@@ -107,6 +107,11 @@ pub struct TopHitsRequest {
 impl TopHitsRequest {
     /// Whether hits are ordered by score (no sort, or `_score` descending alone): they then
     /// show `_score` and no `sort` values.
+    /// `from + size`: how many hits each part keeps.
+    pub fn window(&self) -> usize {
+        self.from.saturating_add(self.size)
+    }
+
     pub fn by_score(&self) -> bool {
         matches!(self.sort.as_slice(), [] | [HitSort::Score { asc: false }])
     }
@@ -643,7 +648,7 @@ pub fn factory(
     top: &TopHitsRequest,
     ctx: &AggContext,
 ) -> Result<Box<dyn Factory>> {
-    let window = top.from.saturating_add(top.size);
+    let window = top.window();
     if window > ctx.max_inner_result_window {
         return Err(Error::illegal_argument(format!(
             "Top hits result window is too large, the top hits aggregator [{}]'s from + size must be less than or equal to: [{}] but was [{window}]. This limit can be set by changing the [index.max_inner_result_window] index level setting.",
@@ -920,7 +925,7 @@ impl Collector for TopHitsCollector {
         self.block_keys(docs);
         let shared = self.shared.clone();
         let segment_rank = shared.ranks.get(segment_ord as usize).copied().unwrap_or(0);
-        let k = shared.request.from + shared.request.size;
+        let k = shared.request.window();
         let sort = &shared.request.sort;
         let sort: &[HitSort] = if shared.request.by_score() { &[] } else { sort };
         for (position, &doc) in docs.iter().enumerate() {
@@ -937,7 +942,7 @@ impl Collector for TopHitsCollector {
                 doc,
             };
             bucket.candidates.push((key, segment_ord));
-            if bucket.candidates.len() >= 2 * k.max(16) {
+            if bucket.candidates.len() >= k.max(16).saturating_mul(2) {
                 bucket
                     .candidates
                     .sort_by(|a, b| compare_hits(sort, &a.0, &b.0));
@@ -965,7 +970,7 @@ impl Collector for TopHitsCollector {
         bucket
             .candidates
             .sort_by(|a, b| compare_hits(sort, &a.0, &b.0));
-        bucket.candidates.truncate(request.from + request.size);
+        bucket.candidates.truncate(request.window());
         let total = bucket.total;
         // documents are read once the shard has trimmed its buckets (`finish_shard`)
         let hits = bucket
@@ -1117,7 +1122,7 @@ impl InternalTopHits {
         let max_score = parts.iter().map(|p| p.max_score).fold(f32::NAN, f32::max);
         let mut hits: Vec<TopHit> = parts.into_iter().flat_map(|p| p.hits).collect();
         hits.sort_by(|a, b| compare_hits(sort, &a.key, &b.key));
-        hits.truncate(top.from + top.size);
+        hits.truncate(top.window());
         Ok(InternalTopHits {
             total,
             max_score,
