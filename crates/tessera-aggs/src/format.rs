@@ -105,6 +105,15 @@ pub enum Formatter {
 }
 
 impl Formatter {
+    /// The `*_as_string` of a value that OpenSearch renders with `DocValueFormat.format(double)`
+    /// (stats-style multi-value metrics): booleans come out as JSON booleans there, not text.
+    pub fn as_json(&self, value: f64) -> Option<serde_json::Value> {
+        match self {
+            Formatter::Boolean => Some(serde_json::Value::Bool(value != 0.0)),
+            other => other.as_string(value).map(serde_json::Value::String),
+        }
+    }
+
     pub fn as_string(&self, value: f64) -> Option<String> {
         match self {
             Formatter::Raw => None,

@@ -12,7 +12,12 @@ use crate::bucket::filter::{InternalFilters, InternalSingleBucket};
 use crate::bucket::histogram::{InternalDateHistogram, InternalHistogram};
 use crate::bucket::range::InternalRange;
 use crate::bucket::terms::InternalTerms;
+use crate::metric::cardinality::InternalCardinality;
+use crate::metric::extended_stats::InternalExtendedStats;
+use crate::metric::percentiles::InternalPercentiles;
 use crate::metric::stats::InternalStats;
+use crate::metric::top_hits::InternalTopHits;
+use crate::metric::weighted_avg::InternalWeightedAvg;
 use crate::request::{AggKind, AggRequest};
 
 /// The results of sibling aggregations, in request order.
@@ -31,6 +36,12 @@ pub enum InternalAgg {
     Filters(InternalFilters),
     /// min, max, sum, avg, stats, value_count.
     Stats(InternalStats),
+    ExtendedStats(InternalExtendedStats),
+    WeightedAvg(InternalWeightedAvg),
+    Cardinality(InternalCardinality),
+    /// percentiles and percentile_ranks.
+    Percentiles(InternalPercentiles),
+    TopHits(InternalTopHits),
 }
 
 /// What finishing a shard's result needs to know.
@@ -186,6 +197,17 @@ impl InternalAgg {
             }
             AggKind::Filters(f) => InternalAgg::Filters(InternalFilters::empty(f, &request.subs)),
             AggKind::Metric(_) => InternalAgg::Stats(InternalStats::default()),
+            AggKind::ExtendedStats(_) => {
+                InternalAgg::ExtendedStats(InternalExtendedStats::default())
+            }
+            AggKind::WeightedAvg(_) => InternalAgg::WeightedAvg(InternalWeightedAvg::default()),
+            AggKind::Cardinality(_) => {
+                InternalAgg::Cardinality(InternalCardinality::empty(request))
+            }
+            AggKind::Percentiles(_) | AggKind::PercentileRanks(_) => {
+                InternalAgg::Percentiles(InternalPercentiles::empty(request))
+            }
+            AggKind::TopHits(_) => InternalAgg::TopHits(InternalTopHits::default()),
         }
     }
 
@@ -225,6 +247,21 @@ impl InternalAgg {
             Some(InternalAgg::Stats(_)) => {
                 InternalAgg::Stats(InternalStats::reduce(gather!(Stats)))
             }
+            Some(InternalAgg::ExtendedStats(_)) => {
+                InternalAgg::ExtendedStats(InternalExtendedStats::reduce(gather!(ExtendedStats)))
+            }
+            Some(InternalAgg::WeightedAvg(_)) => {
+                InternalAgg::WeightedAvg(InternalWeightedAvg::reduce(gather!(WeightedAvg)))
+            }
+            Some(InternalAgg::Cardinality(_)) => {
+                InternalAgg::Cardinality(InternalCardinality::reduce(gather!(Cardinality))?)
+            }
+            Some(InternalAgg::Percentiles(_)) => {
+                InternalAgg::Percentiles(InternalPercentiles::reduce(gather!(Percentiles))?)
+            }
+            Some(InternalAgg::TopHits(_)) => {
+                InternalAgg::TopHits(InternalTopHits::reduce(gather!(TopHits), request)?)
+            }
         })
     }
 
@@ -238,7 +275,12 @@ impl InternalAgg {
             InternalAgg::Range(r) => r.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
             InternalAgg::SingleBucket(b) => b.subs.finish_shard(&request.subs, ctx),
             InternalAgg::Filters(f) => f.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
-            InternalAgg::Stats(_) => Ok(()),
+            InternalAgg::Stats(_)
+            | InternalAgg::ExtendedStats(_)
+            | InternalAgg::WeightedAvg(_)
+            | InternalAgg::Cardinality(_)
+            | InternalAgg::Percentiles(_) => Ok(()),
+            InternalAgg::TopHits(t) => t.finish_shard(request, ctx),
         }
     }
 
@@ -255,6 +297,11 @@ impl InternalAgg {
             InternalAgg::SingleBucket(b) => b.render(request, ctx)?,
             InternalAgg::Filters(f) => f.render(request, ctx)?,
             InternalAgg::Stats(s) => s.render(request)?,
+            InternalAgg::ExtendedStats(s) => s.render(request)?,
+            InternalAgg::WeightedAvg(w) => w.render(),
+            InternalAgg::Cardinality(c) => c.render(),
+            InternalAgg::Percentiles(p) => p.render(request)?,
+            InternalAgg::TopHits(t) => t.render(request)?,
         };
         out.extend(body);
         Ok(out)
@@ -265,6 +312,10 @@ impl InternalAgg {
     pub fn sort_value(&self, metric: Option<&str>, request: &AggRequest) -> Result<f64> {
         match self {
             InternalAgg::Stats(s) => s.sort_value(metric, request),
+            InternalAgg::ExtendedStats(s) => s.sort_value(metric, request),
+            InternalAgg::WeightedAvg(w) => Ok(w.sort_value()),
+            InternalAgg::Cardinality(c) => Ok(c.value() as f64),
+            InternalAgg::Percentiles(p) => p.sort_value(metric, request),
             InternalAgg::SingleBucket(b) if metric.is_none() => Ok(b.doc_count as f64),
             _ => Err(Error::new(
                 "aggregation_execution_exception",

@@ -27,5 +27,5 @@ pub use internal::{
     too_many_buckets, InternalAgg, InternalAggregations, RenderContext, ShardFinish,
     DEFAULT_MAX_BUCKETS,
 };
-pub use prepare::{AggContext, PreparedAggs, SliceAggregator};
+pub use prepare::{needs_scores, AggContext, PreparedAggs, SliceAggregator};
 pub use request::{parse_aggregations, AggKind, AggRequest};

@@ -28,6 +28,22 @@ pub struct AggContext<'a> {
     /// "now" for date math, the same on every shard.
     pub now_millis: i64,
     pub searcher: &'a Searcher,
+    /// The shard's position in the search request (top_hits breaks ties by it, as hits do).
+    pub shard_index: u32,
+    /// `index.max_inner_result_window`: the most hits a top_hits may ask for.
+    pub max_inner_result_window: usize,
+    /// The score every match gets when the query scores all matches the same (1.0 for
+    /// `match_all`, 0.0 for a `bool` of filters, ...); `None` for scored queries. Collectors
+    /// see no scores, so top_hits shows this one.
+    pub constant_score: Option<f32>,
+}
+
+/// Whether some aggregation in `requests` shows scores (top_hits): the shard then works out
+/// [`AggContext::constant_score`].
+pub fn needs_scores(requests: &[AggRequest]) -> bool {
+    requests
+        .iter()
+        .any(|r| matches!(r.kind, AggKind::TopHits(_)) || needs_scores(&r.subs))
 }
 
 /// Makes one aggregation's collector for a slice.
@@ -64,6 +80,13 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
         AggKind::Missing(r) => bucket::missing::factory(request, r, ctx)?,
         AggKind::Global => bucket::filter::global_factory(),
         AggKind::Metric(r) => metric::stats::factory(request, r, ctx)?,
+        AggKind::ExtendedStats(r) => metric::extended_stats::factory(request, r, ctx)?,
+        AggKind::WeightedAvg(r) => metric::weighted_avg::factory(request, r, ctx)?,
+        AggKind::Cardinality(r) => metric::cardinality::factory(request, r, ctx)?,
+        AggKind::TopHits(r) => metric::top_hits::factory(request, r, ctx)?,
+        AggKind::Percentiles(r) | AggKind::PercentileRanks(r) => {
+            metric::percentiles::factory(request, r, ctx)?
+        }
     };
     let subs = request
         .subs

@@ -11,7 +11,12 @@ use crate::bucket::{
     date_histogram::DateHistogramRequest, filter::FilterRequest, filter::FiltersRequest,
     histogram::HistogramRequest, missing::MissingRequest, range::RangeRequest, terms::TermsRequest,
 };
+use crate::metric::cardinality::CardinalityRequest;
+use crate::metric::extended_stats::ExtendedStatsRequest;
+use crate::metric::percentiles::{PercentilesKind, PercentilesRequest};
 use crate::metric::stats::{MetricRequest, StatsKind};
+use crate::metric::top_hits::TopHitsRequest;
+use crate::metric::weighted_avg::WeightedAvgRequest;
 
 /// One named aggregation with its sub-aggregations.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,6 +41,23 @@ pub enum AggKind {
     Global,
     /// min, max, sum, avg, stats, value_count.
     Metric(MetricRequest),
+    ExtendedStats(ExtendedStatsRequest),
+    WeightedAvg(WeightedAvgRequest),
+    Cardinality(CardinalityRequest),
+    Percentiles(PercentilesRequest),
+    PercentileRanks(PercentilesRequest),
+    TopHits(TopHitsRequest),
+}
+
+/// How a metric aggregation can be used to order buckets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricShape {
+    /// One value (`order: {"avg_x": "asc"}`).
+    Single,
+    /// Several named values (`order: {"stats_x.max": "asc"}`).
+    Multi,
+    /// No number to sort by (top_hits).
+    NotNumeric,
 }
 
 impl AggKind {
@@ -51,12 +73,50 @@ impl AggKind {
             AggKind::Missing(_) => "missing",
             AggKind::Global => "global",
             AggKind::Metric(m) => m.kind.type_name(),
+            AggKind::ExtendedStats(_) => "extended_stats",
+            AggKind::WeightedAvg(_) => "weighted_avg",
+            AggKind::Cardinality(_) => "cardinality",
+            AggKind::Percentiles(_) => "percentiles",
+            AggKind::PercentileRanks(_) => "percentile_ranks",
+            AggKind::TopHits(_) => "top_hits",
         }
     }
 
     /// Whether the aggregation makes buckets (and so may have sub-aggregations).
     pub fn is_bucket(&self) -> bool {
-        !matches!(self, AggKind::Metric(_))
+        self.metric_shape().is_none()
+    }
+
+    /// For metric aggregations, how they order buckets; `None` for bucket aggregations.
+    pub fn metric_shape(&self) -> Option<MetricShape> {
+        match self {
+            AggKind::Metric(m) if m.kind.is_multi_value() => Some(MetricShape::Multi),
+            AggKind::Metric(_) | AggKind::WeightedAvg(_) | AggKind::Cardinality(_) => {
+                Some(MetricShape::Single)
+            }
+            AggKind::ExtendedStats(_) | AggKind::Percentiles(_) | AggKind::PercentileRanks(_) => {
+                Some(MetricShape::Multi)
+            }
+            AggKind::TopHits(_) => Some(MetricShape::NotNumeric),
+            AggKind::Terms(_)
+            | AggKind::Histogram(_)
+            | AggKind::DateHistogram(_)
+            | AggKind::Range(_)
+            | AggKind::Filter(_)
+            | AggKind::Filters(_)
+            | AggKind::Missing(_)
+            | AggKind::Global => None,
+        }
+    }
+
+    /// Whether a multi-value metric has a value called `metric`.
+    pub fn has_metric(&self, metric: &str) -> bool {
+        match self {
+            AggKind::Metric(m) => m.kind.has_metric(metric),
+            AggKind::ExtendedStats(_) => ExtendedStatsRequest::has_metric(metric),
+            AggKind::Percentiles(p) | AggKind::PercentileRanks(p) => p.has_metric(metric),
+            _ => false,
+        }
     }
 }
 
@@ -69,14 +129,12 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "bucket_script",
     "bucket_selector",
     "bucket_sort",
-    "cardinality",
     "children",
     "composite",
     "cumulative_sum",
     "date_range",
     "derivative",
     "diversified_sampler",
-    "extended_stats",
     "extended_stats_bucket",
     "geo_distance",
     "geohash_grid",
@@ -92,8 +150,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "moving_fn",
     "multi_terms",
     "nested",
-    "percentile_ranks",
-    "percentiles",
     "percentiles_bucket",
     "rare_terms",
     "reverse_nested",
@@ -104,9 +160,7 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "significant_text",
     "stats_bucket",
     "sum_bucket",
-    "top_hits",
     "variable_width_histogram",
-    "weighted_avg",
 ];
 
 fn token(value: &Value) -> &'static str {
@@ -226,6 +280,21 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
         return Ok(AggKind::Metric(MetricRequest::parse(kind, &object(body)?)?));
     }
     Ok(match type_name {
+        "extended_stats" => {
+            AggKind::ExtendedStats(ExtendedStatsRequest::parse(name, &object(body)?)?)
+        }
+        "weighted_avg" => AggKind::WeightedAvg(WeightedAvgRequest::parse(&object(body)?)?),
+        "top_hits" => AggKind::TopHits(TopHitsRequest::parse(name, &object(body)?)?),
+        "cardinality" => AggKind::Cardinality(CardinalityRequest::parse(name, &object(body)?)?),
+        "percentiles" => AggKind::Percentiles(PercentilesRequest::parse(
+            PercentilesKind::Percentiles,
+            name,
+            &object(body)?,
+        )?),
+        "percentile_ranks" => AggKind::PercentileRanks(crate::metric::percentile_ranks::parse(
+            name,
+            &object(body)?,
+        )?),
         "terms" => AggKind::Terms(TermsRequest::parse(name, &object(body)?)?),
         "histogram" => AggKind::Histogram(HistogramRequest::parse(name, &object(body)?)?),
         "date_histogram" => AggKind::DateHistogram(DateHistogramRequest::parse(&object(body)?)?),
@@ -480,7 +549,7 @@ mod tests {
             reason(json!({"x": {"avg": {"field": "k"}, "aggs": {"y": {"max": {"field": "n"}}}}})),
             "Aggregator [x] of type [avg] cannot accept sub-aggregations"
         );
-        assert!(reason(json!({"x": {"percentiles": {"field": "n"}}})).contains("not supported"));
+        assert!(reason(json!({"x": {"geo_bounds": {"field": "n"}}})).contains("not supported"));
     }
 
     #[test]

@@ -396,6 +396,23 @@ impl KeywordValues {
             .as_ref()
             .is_some_and(|c| c.ords().values_for_doc(doc).next().is_some())
     }
+
+    /// Calls `f(ordinal, term bytes)` for every term of the segment, in order: one sequential
+    /// pass over the dictionary, much cheaper per term than [`KeywordValues::term`] lookups
+    /// when most terms are needed.
+    pub fn for_each_term(&self, mut f: impl FnMut(u64, &[u8])) -> Result<()> {
+        let Some(column) = &self.column else {
+            return Ok(());
+        };
+        let mut stream = column
+            .dictionary()
+            .stream()
+            .map_err(|e| Error::internal("read the terms of an aggregation column", e))?;
+        while stream.advance() {
+            f(stream.term_ord(), stream.key());
+        }
+        Ok(())
+    }
 }
 
 /// An ip field's values in one segment.

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, Weight};
-use tessera_aggs::{AggContext, InternalAggregations, PreparedAggs};
+use tantivy::{DocSet, Searcher, TERMINATED};
+use tessera_aggs::{needs_scores, AggContext, InternalAggregations, PreparedAggs};
 use tessera_index::index_service::IndexMetadata;
 
 use crate::concurrent::{ConcurrencySettings, ConcurrentMode, SliceExecutor};
@@ -163,6 +164,28 @@ impl LocalShard {
         }
         Ok(shard.snapshot())
     }
+}
+
+/// The score of the first live match of a constant-score query (every match scores the same),
+/// for aggregations that show scores (top_hits).
+fn first_score(query: &dyn Query, searcher: &Searcher) -> Result<Option<f32>> {
+    let weight = query
+        .weight(EnableScoring::enabled_from_searcher(searcher))
+        .map_err(|e| Error::internal("create a scoring weight", e))?;
+    for reader in searcher.segment_readers() {
+        let mut scorer = weight
+            .scorer(reader, 1.0)
+            .map_err(|e| Error::internal("create a scorer", e))?;
+        let alive = reader.alive_bitset();
+        let mut doc = scorer.doc();
+        while doc != TERMINATED {
+            if alive.is_none_or(|a| a.is_alive(doc)) {
+                return Ok(Some(scorer.score()));
+            }
+            doc = scorer.advance();
+        }
+    }
+    Ok(None)
 }
 
 /// Plans slices over the snapshot's segments taken in index order, so that each slice walks its
@@ -324,6 +347,16 @@ impl ShardSearcher for LocalShard {
                     default_fields: &default_fields,
                     now_millis: request.now_millis,
                     searcher,
+                    shard_index: request.shard_index,
+                    max_inner_result_window: meta
+                        .setting("index.max_inner_result_window")
+                        .parse()
+                        .unwrap_or(100),
+                    constant_score: if needs_scores(aggs) && search.query.is_constant_score() {
+                        first_score(query.as_ref(), searcher)?
+                    } else {
+                        None
+                    },
                 },
             )?)),
             None => None,

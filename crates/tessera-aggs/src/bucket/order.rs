@@ -7,7 +7,7 @@ use serde_json::Value;
 use tessera_common::{Error, Result};
 
 use crate::internal::InternalAggregations;
-use crate::request::{AggKind, AggRequest};
+use crate::request::{AggKind, AggRequest, MetricShape};
 
 /// One sort criterion.
 #[derive(Clone, Debug, PartialEq)]
@@ -201,7 +201,8 @@ fn resolve_path<'a>(
     let mut metric = None;
     for (i, element) in elements.iter().enumerate() {
         let last = i + 1 == elements.len();
-        let (name, key) = match element.split_once('.') {
+        // as in OpenSearch, the metric name follows the last dot (`p.99` is metric "99" of "p")
+        let (name, key) = match element.rsplit_once('.') {
             Some((name, key)) if last => (name, Some(key)),
             _ => match element.split_once('[') {
                 Some((name, _)) => (name, None),
@@ -211,21 +212,21 @@ fn resolve_path<'a>(
         let Some(position) = level.iter().position(|r| r.name == name) else {
             return Err(invalid_path(
                 path,
-                format!("The provided aggregation [{name}] either does not exist, or is a pipeline aggregation and cannot be used to sort the buckets."),
+                format!("The provided aggregation [{element}] either does not exist, or is a pipeline aggregation and cannot be used to sort the buckets."),
             ));
         };
         let request = &level[position];
         indexes.push(position);
         if last {
-            match &request.kind {
-                AggKind::Metric(m) if m.kind.is_multi_value() => match key {
+            match (&request.kind, request.kind.metric_shape()) {
+                (kind, Some(MetricShape::Multi)) => match key {
                     None => {
                         return Err(invalid_path(
                             path,
                             "When ordering on a multi-value metrics aggregation a metric name must be specified.".into(),
                         ))
                     }
-                    Some(key) if !m.kind.has_metric(key) => {
+                    Some(key) if !kind.has_metric(key) => {
                         return Err(invalid_path(
                             path,
                             format!("Unknown metric name [{key}] on multi-value metrics aggregation [{name}]"),
@@ -233,8 +234,15 @@ fn resolve_path<'a>(
                     }
                     Some(key) => metric = Some(key),
                 },
-                AggKind::Metric(_) => metric = key,
-                AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global if key.is_none() => {}
+                (_, Some(MetricShape::Single)) => metric = key,
+                (_, Some(MetricShape::NotNumeric)) => {
+                    return Err(invalid_path(
+                        path,
+                        "Buckets can only be sorted on a sub-aggregator path that is built out of zero or more single-bucket aggregations within the path and a final single-bucket or a metrics aggregation at the path end.".into(),
+                    ))
+                }
+                (AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global, _)
+                    if key.is_none() => {}
                 _ => {
                     return Err(invalid_path(
                         path,

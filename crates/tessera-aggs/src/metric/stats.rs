@@ -12,7 +12,7 @@ use tessera_common::{Error, Result};
 use crate::collector::{Collector, SegmentContext, SubCollectors};
 use crate::format::ValueFormat;
 use crate::internal::InternalAgg;
-use crate::metric::sum::ExactSum;
+use crate::metric::exact_sum::ExactSum;
 use crate::ords::{slot, slot_with};
 use crate::prepare::{AggContext, Factory};
 use crate::request::{f64_param, unknown_field, AggKind, AggRequest, ValuesSourceParams};
@@ -241,7 +241,7 @@ impl Collector for StatsCollector {
                 });
             }
             _ => {
-                let make = || StatsState::new(ExactSum::floats());
+                let make = || StatsState::new(ExactSum::default());
                 numbers.for_each_f64_or(docs, self.missing, |p, v| {
                     slot_with(states, parents[p], make).add(v)
                 });
@@ -351,8 +351,9 @@ impl InternalStats {
                 ] {
                     out.insert(name.into(), v.map_or(Value::Null, |v| json!(v)));
                     if self.state.count > 0 {
-                        if let Some(text) = v.and_then(|v| formatter.as_string(v)) {
-                            strings.insert(format!("{name}_as_string"), json!(text));
+                        // DocValueFormat.format: JSON booleans for boolean fields
+                        if let Some(text) = v.and_then(|v| formatter.as_json(v)) {
+                            strings.insert(format!("{name}_as_string"), text);
                         }
                     }
                 }
@@ -417,6 +418,18 @@ mod tests {
         };
         let out = s.render(&request("min")).unwrap();
         assert_eq!(out["value_as_string"], "2015-01-01T00:00:00.000Z");
+    }
+
+    /// OpenSearch 2.19.6: `stats` of a boolean field shows JSON booleans, `min` shows text.
+    #[test]
+    fn booleans_render_like_opensearch() {
+        let mut s = stats(&[0.0, 1.0, 1.0]);
+        s.format = ValueFormat::Boolean;
+        let out = s.clone().render(&request("stats")).unwrap();
+        assert_eq!(out["min_as_string"], json!(false));
+        assert_eq!(out["sum_as_string"], json!(true));
+        let out = s.render(&request("min")).unwrap();
+        assert_eq!(out["value_as_string"], json!("false"));
     }
 
     #[test]
