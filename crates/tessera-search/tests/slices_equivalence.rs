@@ -34,7 +34,7 @@ fn random_request(rng: &mut Rng, users: u64) -> Value {
     let mut body = json!({ "query": random_query(rng, users) });
     let with_aggs = rng.chance(0.4);
     if with_aggs {
-        body["aggs"] = random_aggs(rng, users, 2);
+        body["aggs"] = random_aggs(rng, users, 2, false);
         body["size"] = json!(*rng.pick(&[0, 0, 3, 10]));
     } else {
         body["size"] = json!(*rng.pick(&[0, 1, 5, 10, 25]));

@@ -493,7 +493,7 @@ impl Filter {
                 Filter::TsBetween(lo, lo + rng.range(1, 90) * DAY_MS)
             }
             5 => Filter::Flag(rng.chance(0.5)),
-            6 => Filter::Exists(rng.pick(FIELDS)),
+            6 => Filter::Exists(FIELDS[rng.below(FIELDS.len() as u64) as usize]),
             7 => Filter::Word(rng.pick(VOCAB).to_string()),
             8 => Filter::All,
             9 => Filter::And(
@@ -610,7 +610,7 @@ impl TestIndex {
             built.index.refresh().expect("refresh");
         }
         if let Some(segments) = plan.force_merge {
-            built.index.force_merge(segments).expect("force merge");
+            force_merge(&built.index, segments, &plan);
             if plan.churn_after_merge {
                 let ops = built.churn(rng);
                 built.apply(ops);
@@ -740,6 +740,34 @@ impl TestIndex {
     /// Live documents matching `filter`.
     pub fn matching<'a>(&'a self, filter: &'a Filter) -> impl Iterator<Item = &'a Doc> + 'a {
         self.live.values().filter(move |d| filter.matches(d))
+    }
+}
+
+/// Force merges that failed because a background merge raced with them (see
+/// `force_merge_right_after_the_eighth_refresh` in `layouts.rs`) and were retried.
+pub static FORCE_MERGE_RETRIES: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+/// `IndexService::force_merge`, retried when it fails because a background merge took its
+/// segments first (a known engine bug; reported, not hidden: each retry is printed).
+fn force_merge(index: &IndexService, segments: usize, plan: &LayoutPlan) {
+    for attempt in 1.. {
+        match index.force_merge(segments) {
+            Ok(()) => return,
+            Err(e)
+                if attempt < 20
+                    && e.reason()
+                        .contains("could not be found in the SegmentManager") =>
+            {
+                FORCE_MERGE_RETRIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                eprintln!(
+                    "force merge attempt {attempt} failed ({plan:?}), retrying: {}",
+                    e.reason()
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(e) => panic!("force merge ({plan:?}): {e:?}"),
+        }
     }
 }
 
@@ -993,7 +1021,8 @@ fn diff_at(
     }
 }
 
-/// The signature of a known engine bug (see `known_bugs.rs`): aggregations reading an optional
+/// The signature of a known engine bug (see `aggregations_on_big_segments_equal_the_model` in
+/// `aggs_oracle.rs`): aggregations reading an optional
 /// or multi-valued column more than once per segment panic with an index out of bounds.
 /// Property tests count responses failing with it instead of failing, unless
 /// `TESSERA_PROP_STRICT=1`.
@@ -1001,7 +1030,8 @@ pub fn is_known_bug(response: &Value) -> bool {
     if std::env::var("TESSERA_PROP_STRICT").is_ok_and(|v| v == "1") {
         return false;
     }
-    let text = response["error"].to_string();
+    // the whole request failed, or some shards did (`_shards.failures`)
+    let text = response.to_string();
     text.contains("the task panicked: index out of bounds")
 }
 
@@ -1069,12 +1099,20 @@ pub fn random_sort(rng: &mut Rng) -> Value {
 const NUMERIC: &[&str] = &["n", "nums", "x", "price", "ts"];
 
 /// A random aggregation tree (1..=3 top-level aggregations, sub-aggregations up to
-/// `depth` levels), covering every implemented type.
-pub fn random_aggs(rng: &mut Rng, users: u64, depth: u32) -> Value {
-    let mut counter = 0;
+/// `depth` levels), covering every implemented type. With `avoid_scratch_bug`, it avoids the
+/// shapes that trip the known aggregation bug (see `aggregations_on_big_segments_equal_the_model`
+/// in `aggs_oracle.rs`: a column read twice per segment): sub-aggregations under bucket
+/// aggregations that can put one doc in several buckets (terms and histograms of multi-valued
+/// fields, ranges, filters), and terms with `min_doc_count: 0`.
+pub fn random_aggs(rng: &mut Rng, users: u64, depth: u32, avoid_scratch_bug: bool) -> Value {
+    let mut gen = AggGen {
+        users,
+        avoid_scratch_bug,
+        counter: 0,
+    };
     let mut aggs = Map::new();
     for _ in 0..rng.usize(1, 3) {
-        let (name, body) = random_agg(rng, users, depth, true, &mut counter);
+        let (name, body) = gen.agg(rng, depth, true);
         aggs.insert(name, body);
     }
     Value::Object(aggs)
@@ -1095,155 +1133,171 @@ fn random_metric(rng: &mut Rng) -> (Value, &'static str) {
     (json!({ kind: body }), kind)
 }
 
-fn random_agg(
-    rng: &mut Rng,
+struct AggGen {
     users: u64,
-    depth: u32,
-    top: bool,
-    counter: &mut u32,
-) -> (String, Value) {
-    *counter += 1;
-    let name = format!("a{counter}");
-    let pick = rng.below(11);
-    if depth == 0 || pick < 2 {
-        return (name, random_metric(rng).0);
-    }
-    // bucket aggregations, with sub-aggregations
-    let mut subs = Map::new();
-    let mut metric_sub: Option<(String, &'static str)> = None;
-    if rng.chance(0.7) {
-        for _ in 0..rng.usize(1, 2) {
-            if rng.chance(0.6) {
-                *counter += 1;
-                let sub_name = format!("a{counter}");
-                let (body, kind) = random_metric(rng);
-                subs.insert(sub_name.clone(), body);
-                metric_sub = Some((sub_name, kind));
-            } else {
-                let (sub_name, body) = random_agg(rng, users, depth - 1, false, counter);
-                subs.insert(sub_name, body);
+    avoid_scratch_bug: bool,
+    counter: u32,
+}
+
+impl AggGen {
+    fn agg(&mut self, rng: &mut Rng, depth: u32, top: bool) -> (String, Value) {
+        let users = self.users;
+        self.counter += 1;
+        let name = format!("a{}", self.counter);
+        let pick = rng.below(11);
+        if depth == 0 || pick < 2 {
+            return (name, random_metric(rng).0);
+        }
+        // bucket aggregations, with sub-aggregations
+        let mut subs = Map::new();
+        let mut metric_sub: Option<(String, &'static str)> = None;
+        if rng.chance(0.7) {
+            for _ in 0..rng.usize(1, 2) {
+                if rng.chance(0.6) {
+                    self.counter += 1;
+                    let sub_name = format!("a{}", self.counter);
+                    let (body, kind) = random_metric(rng);
+                    subs.insert(sub_name.clone(), body);
+                    metric_sub = Some((sub_name, kind));
+                } else {
+                    let (sub_name, body) = self.agg(rng, depth - 1, false);
+                    subs.insert(sub_name, body);
+                }
             }
         }
-    }
-    let sub_order = |rng: &mut Rng| -> Option<Value> {
-        let (sub, kind) = metric_sub.as_ref()?;
-        let path = if *kind == "stats" {
-            format!("{sub}.{}", rng.pick(&["min", "max", "avg", "sum", "count"]))
-        } else {
-            sub.clone()
+        let sub_order = |rng: &mut Rng| -> Option<Value> {
+            let (sub, kind) = metric_sub.as_ref()?;
+            let path = if *kind == "stats" {
+                format!("{sub}.{}", rng.pick(&["min", "max", "avg", "sum", "count"]))
+            } else {
+                sub.clone()
+            };
+            Some(json!([{ path: order(rng) }, {"_key": "asc"}]))
         };
-        Some(json!([{ path: order(rng) }, {"_key": "asc"}]))
-    };
-    let mut body = match pick - 2 + if top { 0 } else { 1 } {
-        // `global` only at the top
-        0 if rng.chance(0.3) => json!({"global": {}}),
-        0..=2 => {
-            let field = *rng.pick(&["color", "user", "n", "flag", "nums", "ts", "x", "price"]);
-            let mut terms = json!({"field": field, "size": *rng.pick(&[1, 3, 10, 50, 500])});
-            if rng.chance(0.3) {
-                terms["shard_size"] = json!(rng.range(1, 20));
-            }
-            match rng.below(6) {
-                0 => terms["order"] = json!({"_key": order(rng)}),
-                1 => terms["order"] = json!({"_count": "asc"}),
-                2 => {
-                    if let Some(o) = sub_order(rng) {
-                        terms["order"] = o;
+        let mut multi_bucket = false;
+        let mut body = match pick - 2 + if top { 0 } else { 1 } {
+            // `global` only at the top
+            0 if rng.chance(0.3) => json!({"global": {}}),
+            0..=2 => {
+                let field = *rng.pick(&["color", "user", "n", "flag", "nums", "ts", "x", "price"]);
+                multi_bucket = matches!(field, "color" | "nums");
+                let mut terms = json!({"field": field, "size": *rng.pick(&[1, 3, 10, 50, 500])});
+                if rng.chance(0.3) {
+                    terms["shard_size"] = json!(rng.range(1, 20));
+                }
+                match rng.below(6) {
+                    0 => terms["order"] = json!({"_key": order(rng)}),
+                    1 => terms["order"] = json!({"_count": "asc"}),
+                    2 => {
+                        if let Some(o) = sub_order(rng) {
+                            terms["order"] = o;
+                        }
                     }
-                }
-                _ => {}
-            }
-            if rng.chance(0.2) {
-                terms["min_doc_count"] = json!(rng.range(0, 3));
-            }
-            if rng.chance(0.3) {
-                terms["show_term_doc_count_error"] = json!(true);
-            }
-            if field == "color" && rng.chance(0.3) {
-                terms["exclude"] = json!([rng.pick(COLORS)]);
-            }
-            if field == "user" && rng.chance(0.2) {
-                terms["include"] = json!("u0000.*");
-            }
-            if rng.chance(0.15) && matches!(field, "color" | "user") {
-                terms["missing"] = json!("none");
-            }
-            json!({ "terms": terms })
-        }
-        3 => {
-            let field = *rng.pick(&["n", "nums", "x", "price"]);
-            let mut h = json!({"field": field, "interval": *rng.pick(&[50.0, 100.0, 333.3, 1000.0, 2500.0])});
-            if rng.chance(0.2) {
-                h["offset"] = json!(rng.range(0, 40));
-            }
-            h["min_doc_count"] = json!(*rng.pick(&[0, 1, 3]));
-            if rng.chance(0.2) {
-                h["extended_bounds"] = json!({"min": -3000, "max": 3000});
-            }
-            if rng.chance(0.2) {
-                h["order"] = json!({"_count": "desc"});
-            } else if let Some(o) = sub_order(rng).filter(|_| rng.chance(0.2)) {
-                h["order"] = o;
-            }
-            if rng.chance(0.15) {
-                h["keyed"] = json!(true);
-            }
-            json!({ "histogram": h })
-        }
-        4 => {
-            let mut d = json!({"field": "ts"});
-            if rng.chance(0.6) {
-                d["calendar_interval"] =
-                    json!(*rng.pick(&["day", "week", "month", "quarter", "1d", "1M"]));
-            } else {
-                d["fixed_interval"] = json!(*rng.pick(&["12h", "7d", "90m", "3d"]));
-            }
-            if rng.chance(0.3) {
-                d["time_zone"] = json!(*rng.pick(&["+05:30", "-08:00", "Europe/Paris"]));
-            }
-            if rng.chance(0.15) {
-                d["offset"] = json!("+6h");
-            }
-            d["min_doc_count"] = json!(*rng.pick(&[0, 1]));
-            if rng.chance(0.15) {
-                d["extended_bounds"] = json!({"min": "2023-12-01", "max": "2024-08-01"});
-            }
-            if rng.chance(0.15) {
-                d["keyed"] = json!(true);
-            }
-            json!({ "date_histogram": d })
-        }
-        5 => {
-            let field = *rng.pick(&["n", "x", "price", "nums"]);
-            let mut ranges = Vec::new();
-            for _ in 0..rng.usize(1, 4) {
-                let mut r = Map::new();
-                let from = rng.range(-1000, 1000);
-                if rng.chance(0.8) {
-                    r.insert("from".into(), json!(from));
-                }
-                if rng.chance(0.8) {
-                    r.insert("to".into(), json!(from + rng.range(1, 1500)));
+                    _ => {}
                 }
                 if rng.chance(0.2) {
-                    r.insert("key".into(), json!(format!("r{}", ranges.len())));
+                    let min = if self.avoid_scratch_bug { 1 } else { 0 };
+                    terms["min_doc_count"] = json!(rng.range(min, 3));
                 }
-                ranges.push(Value::Object(r));
+                if rng.chance(0.3) {
+                    terms["show_term_doc_count_error"] = json!(true);
+                }
+                if field == "color" && rng.chance(0.3) {
+                    terms["exclude"] = json!([rng.pick(COLORS)]);
+                }
+                if field == "user" && rng.chance(0.2) {
+                    terms["include"] = json!("u0000.*");
+                }
+                if rng.chance(0.15) && matches!(field, "color" | "user") {
+                    terms["missing"] = json!("none");
+                }
+                json!({ "terms": terms })
             }
-            json!({"range": {"field": field, "ranges": ranges, "keyed": rng.chance(0.2)}})
-        }
-        6 => json!({ "filter": Filter::random(rng, users, 1).to_json() }),
-        7 => {
-            let mut filters = Map::new();
-            for i in 0..rng.usize(1, 3) {
-                filters.insert(format!("f{i}"), Filter::random(rng, users, 1).to_json());
+            3 => {
+                let field = *rng.pick(&["n", "nums", "x", "price"]);
+                multi_bucket = field == "nums";
+                let mut h = json!({"field": field, "interval": *rng.pick(&[50.0, 100.0, 333.3, 1000.0, 2500.0])});
+                if rng.chance(0.2) {
+                    h["offset"] = json!(rng.range(0, 40));
+                }
+                h["min_doc_count"] = json!(*rng.pick(&[0, 1, 3]));
+                if rng.chance(0.2) {
+                    h["extended_bounds"] = json!({"min": -3000, "max": 3000});
+                }
+                if rng.chance(0.2) {
+                    h["order"] = json!({"_count": "desc"});
+                } else if let Some(o) = sub_order(rng).filter(|_| rng.chance(0.2)) {
+                    h["order"] = o;
+                }
+                if rng.chance(0.15) {
+                    h["keyed"] = json!(true);
+                }
+                json!({ "histogram": h })
             }
-            json!({"filters": {"filters": filters, "other_bucket": rng.chance(0.5)}})
+            4 => {
+                let mut d = json!({"field": "ts"});
+                if rng.chance(0.6) {
+                    d["calendar_interval"] =
+                        json!(*rng.pick(&["day", "week", "month", "quarter", "1d", "1M"]));
+                } else {
+                    d["fixed_interval"] = json!(*rng.pick(&["12h", "7d", "90m", "3d"]));
+                }
+                if rng.chance(0.3) {
+                    d["time_zone"] = json!(*rng.pick(&["+05:30", "-08:00", "Europe/Paris"]));
+                }
+                if rng.chance(0.15) {
+                    d["offset"] = json!("+6h");
+                }
+                d["min_doc_count"] = json!(*rng.pick(&[0, 1]));
+                if rng.chance(0.15) {
+                    d["extended_bounds"] = json!({"min": "2023-12-01", "max": "2024-08-01"});
+                }
+                if rng.chance(0.15) {
+                    d["keyed"] = json!(true);
+                }
+                json!({ "date_histogram": d })
+            }
+            5 => {
+                let field = *rng.pick(&["n", "x", "price", "nums"]);
+                multi_bucket = true;
+                let mut ranges = Vec::new();
+                for _ in 0..rng.usize(1, 4) {
+                    let mut r = Map::new();
+                    let from = rng.range(-1000, 1000);
+                    if rng.chance(0.8) {
+                        r.insert("from".into(), json!(from));
+                    }
+                    if rng.chance(0.8) {
+                        r.insert("to".into(), json!(from + rng.range(1, 1500)));
+                    }
+                    if rng.chance(0.2) {
+                        r.insert("key".into(), json!(format!("r{}", ranges.len())));
+                    }
+                    ranges.push(Value::Object(r));
+                }
+                json!({"range": {"field": field, "ranges": ranges, "keyed": rng.chance(0.2)}})
+            }
+            6 => json!({ "filter": Filter::random(rng, users, 1).to_json() }),
+            7 => {
+                multi_bucket = true;
+                let mut filters = Map::new();
+                for i in 0..rng.usize(1, 3) {
+                    filters.insert(format!("f{i}"), Filter::random(rng, users, 1).to_json());
+                }
+                json!({"filters": {"filters": filters, "other_bucket": rng.chance(0.5)}})
+            }
+            _ => json!({"missing": {"field": *rng.pick(&FIELDS[..8])}}),
+        };
+        if multi_bucket && self.avoid_scratch_bug {
+            // no subs, so no order by one
+            for kind in ["terms", "histogram"] {
+                if let Some(inner) = body.get_mut(kind).and_then(Value::as_object_mut) {
+                    inner.remove("order");
+                }
+            }
+        } else if !subs.is_empty() {
+            body["aggs"] = Value::Object(subs);
         }
-        _ => json!({"missing": {"field": *rng.pick(&FIELDS[..8])}}),
-    };
-    if !subs.is_empty() {
-        body["aggs"] = Value::Object(subs);
+        (name, body)
     }
-    (name, body)
 }
