@@ -754,17 +754,15 @@ fn force_merge(index: &IndexService, segments: usize, plan: &LayoutPlan) {
     for attempt in 1.. {
         match index.force_merge(segments) {
             Ok(()) => return,
-            Err(e)
-                if attempt < 20
-                    && e.reason()
-                        .contains("could not be found in the SegmentManager") =>
-            {
+            // the race shows as "could not be found in the SegmentManager" (the background
+            // merge finished first) or "not all uncommitted or committed" (it was running)
+            Err(e) if attempt < 50 && e.reason().starts_with("failed to merge segments") => {
                 FORCE_MERGE_RETRIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 eprintln!(
                     "force merge attempt {attempt} failed ({plan:?}), retrying: {}",
                     e.reason()
                 );
-                std::thread::sleep(std::time::Duration::from_millis(50));
+                std::thread::sleep(std::time::Duration::from_millis(100));
             }
             Err(e) => panic!("force merge ({plan:?}): {e:?}"),
         }
