@@ -577,15 +577,48 @@ fn aggregations_equal_the_model() {
     );
 }
 
-/// Force-merged segments of 2000+ live documents (aggregations read their columns in several
-/// blocks) and metrics under a multi-valued parent (`by_color`: a doc is collected once per
-/// color).
+/// The layouts of [`aggregations_equal_the_model`] with metrics under a multi-valued parent
+/// (`by_color`: a doc is collected once per color), then force-merged segments of 2000+ live
+/// documents (aggregations read their columns in several blocks).
 #[test]
-#[ignore = "bug: aggregations over optional or multi-valued fields panic with `index out of bounds` (crates/tessera-aggs/src/values.rs:176) or count values twice when a column is read more than once per segment: a segment with more than 1024 matching docs (e.g. {\"size\":0,\"aggs\":{\"a\":{\"avg\":{\"field\":\"n\"}}}} on a force-merged 3000-doc shard where some docs lack n panics), or metrics under a multi-valued bucket parent on any segment (terms on the multi-valued keyword color > sum price gives twice the sum, seed 760636781: 3552.34 instead of 1776.17). for_each_in_column never clears scratch.docs/scratch.rows and tantivy's row_ids_for_docs appends to them. Fixed on branches aggs-buckets (2abda45) and aggs-metrics (4ac9fa9), not on main yet"]
-fn aggregations_on_big_segments_equal_the_model() {
+#[ignore = "bug: aggregations over optional or multi-valued fields panic with `index out of bounds` (crates/tessera-aggs/src/values.rs:176) or silently count values twice when a column is read more than once per segment. Silent: seed 197089001, query {\"bool\":{\"filter\":[{\"range\":{\"n\":{\"gte\":37,\"lte\":634}}},{\"bool\":{\"filter\":[{\"terms\":{\"user\":[\"u00146\",\"u00101\",\"u00075\",\"u00110\",\"u00190\"]}},{\"match_all\":{}},{\"term\":{\"color\":\"yellow\"}}]}}]}}: terms color > avg x gives 6052.461333333333 for the yellow bucket, the documents' average is 5988.509. Panics: any aggregation on a sparse field over a segment with more than 1024 matches (e.g. {\"aggs\":{\"a\":{\"avg\":{\"field\":\"n\"}}}} on a force-merged 2500-doc shard, seed 192295063); sub-aggregations under parents that put a doc in several buckets; numeric terms with min_doc_count 0. for_each_in_column never clears scratch.docs/scratch.rows and tantivy's row_ids_for_docs appends to them. Fixed on branches aggs-buckets (2abda45) and aggs-metrics (4ac9fa9), not on main yet"]
+fn aggregations_with_multi_bucket_parents_and_big_segments_equal_the_model() {
     let engine = Engine::new();
     let aggs = aggs(true);
-    let mut failures = Vec::new();
+    let mut wrong = Vec::new();
+    let mut failed = Vec::new();
+    let mut record = |seed: u64, t: &TestIndex, name: &str, problems: Vec<String>| {
+        for problem in problems {
+            let line = format!(
+                "seed {seed} ({}), mode {name}: {}",
+                t.describe(),
+                &problem[..problem.len().min(900)]
+            );
+            if problem.contains(": failed {") {
+                failed.push(line);
+            } else {
+                wrong.push(line);
+            }
+        }
+    };
+    // the layouts of the main test
+    for seed in seeds(0xA6650, CASES) {
+        let mut rng = Rng::new(seed);
+        let shards = if rng.chance(0.5) { 1 } else { 3 };
+        let docs = rng.usize(300, 800 * shards as usize);
+        let plan = LayoutPlan::random(&mut rng, docs, shards);
+        let t = TestIndex::build(&mut rng, plan);
+        let mut filters = vec![Filter::All];
+        for _ in 0..4 {
+            filters.push(Filter::random(&mut rng, t.users, 2));
+        }
+        for filter in &filters {
+            for (name, settings) in modes(&mut rng) {
+                record(seed, &t, &name, check(&engine, &t, filter, settings, &aggs));
+            }
+        }
+    }
+    // big segments
     for seed in seeds(0xB16A66, 3) {
         let mut rng = Rng::new(seed);
         let shards = if rng.chance(0.5) { 1 } else { 3 };
@@ -594,23 +627,24 @@ fn aggregations_on_big_segments_equal_the_model() {
         let t = TestIndex::build(&mut rng, plan);
         for filter in [Filter::All, Filter::random(&mut rng, t.users, 1)] {
             for (name, settings) in modes(&mut rng) {
-                for problem in check(&engine, &t, &filter, settings, &aggs) {
-                    failures.push(format!(
-                        "seed {seed} ({}), mode {name}: {}",
-                        t.describe(),
-                        &problem[..problem.len().min(600)]
-                    ));
-                }
+                record(
+                    seed,
+                    &t,
+                    &name,
+                    check(&engine, &t, &filter, settings, &aggs),
+                );
             }
         }
     }
     assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures
+        wrong.is_empty() && failed.is_empty(),
+        "{} wrong results, {} failed searches:\n{}",
+        wrong.len(),
+        failed.len(),
+        wrong
             .iter()
-            .take(4)
+            .take(3)
+            .chain(failed.iter().take(2))
             .cloned()
             .collect::<Vec<_>>()
             .join("\n")

@@ -1019,7 +1019,7 @@ fn diff_at(
     }
 }
 
-/// The signature of a known engine bug (see `aggregations_on_big_segments_equal_the_model` in
+/// The signature of a known engine bug (see `aggregations_with_multi_bucket_parents_and_big_segments_equal_the_model` in
 /// `aggs_oracle.rs`): aggregations reading an optional
 /// or multi-valued column more than once per segment panic with an index out of bounds.
 /// Property tests count responses failing with it instead of failing, unless
@@ -1098,7 +1098,7 @@ const NUMERIC: &[&str] = &["n", "nums", "x", "price", "ts"];
 
 /// A random aggregation tree (1..=3 top-level aggregations, sub-aggregations up to
 /// `depth` levels), covering every implemented type. With `avoid_scratch_bug`, it avoids the
-/// shapes that trip the known aggregation bug (see `aggregations_on_big_segments_equal_the_model`
+/// shapes that trip the known aggregation bug (see `aggregations_with_multi_bucket_parents_and_big_segments_equal_the_model`
 /// in `aggs_oracle.rs`: a column read twice per segment): sub-aggregations under bucket
 /// aggregations that can put one doc in several buckets (terms and histograms of multi-valued
 /// fields, ranges, filters), and terms with `min_doc_count: 0`.
