@@ -151,7 +151,8 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
     for seed in seeds(0x6A0_0F9, CASES) {
         let mut rng = Rng::new(seed);
         let shards = if rng.chance(0.5) { 1 } else { 3 };
-        // segments of at most 1024 live docs: see `aggregations_with_multi_bucket_parents_and_big_segments_equal_the_model`
+        // segments of at most 1024 live docs, clear of the known aggregation bug (see
+        // `aggregations_with_multi_bucket_parents_and_big_segments_equal_the_model`)
         let docs = rng.usize(200, 800 * shards as usize);
         let plan = LayoutPlan::random(&mut rng, docs, shards);
         let t = TestIndex::build(&mut rng, plan);

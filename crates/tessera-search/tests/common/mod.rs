@@ -1019,11 +1019,11 @@ fn diff_at(
     }
 }
 
-/// The signature of a known engine bug (see `aggregations_with_multi_bucket_parents_and_big_segments_equal_the_model` in
-/// `aggs_oracle.rs`): aggregations reading an optional
-/// or multi-valued column more than once per segment panic with an index out of bounds.
-/// Property tests count responses failing with it instead of failing, unless
-/// `TESSERA_PROP_STRICT=1`.
+/// The signature of a known engine bug (see
+/// `aggregations_with_multi_bucket_parents_and_big_segments_equal_the_model` in
+/// `aggs_oracle.rs`): aggregations reading an optional or multi-valued column more than once
+/// per segment panic with an index out of bounds. Property tests count responses failing with
+/// it instead of failing, unless `TESSERA_PROP_STRICT=1`.
 pub fn is_known_bug(response: &Value) -> bool {
     if std::env::var("TESSERA_PROP_STRICT").is_ok_and(|v| v == "1") {
         return false;
@@ -1098,10 +1098,11 @@ const NUMERIC: &[&str] = &["n", "nums", "x", "price", "ts"];
 
 /// A random aggregation tree (1..=3 top-level aggregations, sub-aggregations up to
 /// `depth` levels), covering every implemented type. With `avoid_scratch_bug`, it avoids the
-/// shapes that trip the known aggregation bug (see `aggregations_with_multi_bucket_parents_and_big_segments_equal_the_model`
-/// in `aggs_oracle.rs`: a column read twice per segment): sub-aggregations under bucket
-/// aggregations that can put one doc in several buckets (terms and histograms of multi-valued
-/// fields, ranges, filters), and terms with `min_doc_count: 0`.
+/// shapes that trip the known aggregation bug (a column read twice per segment; see
+/// `aggregations_with_multi_bucket_parents_and_big_segments_equal_the_model` in
+/// `aggs_oracle.rs`): sub-aggregations under bucket aggregations that can put one doc in
+/// several buckets (terms and histograms of multi-valued fields, ranges, filters), and terms
+/// with `min_doc_count: 0`.
 pub fn random_aggs(rng: &mut Rng, users: u64, depth: u32, avoid_scratch_bug: bool) -> Value {
     let mut gen = AggGen {
         users,
