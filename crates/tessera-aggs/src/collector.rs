@@ -77,6 +77,13 @@ impl SubCollectors {
             .try_for_each(|(_, c)| c.finish_segment())
     }
 
+    /// Hands a block straight to every sub-aggregation (docs strictly ascending).
+    pub fn collect(&mut self, docs: &[DocId], parents: &[u32]) {
+        for (_, collector) in &mut self.collectors {
+            collector.collect(docs, parents);
+        }
+    }
+
     /// Queues `doc` for bucket `ord`. Docs must be pushed in non-decreasing order between two
     /// [`SubCollectors::flush`] calls.
     #[inline]

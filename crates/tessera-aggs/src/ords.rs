@@ -38,13 +38,17 @@ impl Hasher for IntHasher {
 
 pub type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
+const RECENT_BITS: u32 = 8;
+const RECENT: usize = 1 << RECENT_BITS;
+
 /// Assigns ordinals to `(parent ordinal, key)` pairs and remembers each parent's buckets.
 pub struct BucketOrds {
     single_parent: bool,
     by_key: IntMap<(u32, u64), u32>,
     keys: Vec<(u32, u64)>,
-    /// The last lookup, as consecutive documents often fall in the same bucket.
-    last: Option<((u32, u64), u32)>,
+    /// Recent lookups by a hash of the key: a few dozen buckets (a histogram's, a date
+    /// histogram's) then resolve without probing the map.
+    recent: Box<[(u32, u64, u32); RECENT]>,
     /// Buckets grouped by parent, built on the first [`BucketOrds::buckets_of`] call (once
     /// collection is over).
     by_parent: Option<IntMap<u32, Vec<(u64, u32)>>>,
@@ -57,7 +61,7 @@ impl BucketOrds {
             single_parent,
             by_key: IntMap::default(),
             keys: Vec::new(),
-            last: None,
+            recent: Box::new([(u32::MAX, 0, 0); RECENT]),
             by_parent: None,
         }
     }
@@ -66,17 +70,18 @@ impl BucketOrds {
     #[inline]
     pub fn ord(&mut self, parent: u32, key: u64) -> u32 {
         let parent = if self.single_parent { 0 } else { parent };
-        if let Some((last_key, ord)) = self.last {
-            if last_key == (parent, key) {
-                return ord;
-            }
+        let slot = ((key ^ (parent as u64).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            >> (64 - RECENT_BITS)) as usize;
+        let (p, k, ord) = self.recent[slot];
+        if p == parent && k == key {
+            return ord;
         }
         let next = self.keys.len() as u32;
         let ord = *self.by_key.entry((parent, key)).or_insert(next);
         if ord == next {
             self.keys.push((parent, key));
         }
-        self.last = Some(((parent, key), ord));
+        self.recent[slot] = (parent, key, ord);
         ord
     }
 

@@ -184,10 +184,7 @@ impl SliceAggregator {
     /// Collects matching docs of the current segment (strictly ascending).
     pub fn collect(&mut self, docs: &[DocId]) {
         for chunk in docs.chunks(ZERO_PARENTS_LEN) {
-            for i in 0..chunk.len() {
-                self.top.push(chunk[i], ZERO_PARENTS[i]);
-            }
-            self.top.flush();
+            self.top.collect(chunk, &ZERO_PARENTS[..chunk.len()]);
         }
     }
 

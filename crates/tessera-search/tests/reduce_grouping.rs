@@ -201,6 +201,9 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                         default_fields: &default_fields,
                         now_millis,
                         searcher,
+                        shard_index: runs.len() as u32,
+                        max_inner_result_window: 100,
+                        constant_score: None,
                     },
                 );
                 let Ok(prepared) = prepared else {

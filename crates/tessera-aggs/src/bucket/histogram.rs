@@ -183,7 +183,6 @@ impl Factory for HistogramFactory {
             ords: BucketOrds::new(single_parent),
             counts: Vec::new(),
             subs,
-            keys: Vec::new(),
             doc_keys: Vec::new(),
         }))
     }
@@ -199,7 +198,6 @@ struct HistogramCollector {
     ords: BucketOrds,
     counts: Vec<u64>,
     subs: SubCollectors,
-    keys: Vec<(u32, u64)>,
     doc_keys: Vec<u64>,
 }
 
@@ -210,12 +208,38 @@ impl Collector for HistogramCollector {
     }
 
     fn collect(&mut self, docs: &[DocId], parents: &[u32]) {
-        let Some(values) = &mut self.values else {
+        let HistogramCollector {
+            values,
+            key_fn,
+            missing,
+            ords,
+            counts,
+            subs,
+            doc_keys,
+            ..
+        } = self;
+        let Some(values) = values else {
             return;
         };
-        let keys = &mut self.keys;
-        keys.clear();
-        match &mut self.key_fn {
+        let with_subs = !subs.is_empty();
+        // each (position, key) as it is read: a multi-valued doc counts once per bucket
+        let mut previous = u32::MAX;
+        let mut add = |position: usize, key: u64| {
+            let position = position as u32;
+            if position != previous {
+                doc_keys.clear();
+                previous = position;
+            } else if doc_keys.contains(&key) {
+                return;
+            }
+            doc_keys.push(key);
+            let ord = ords.ord(parents[position as usize], key);
+            *slot(counts, ord) += 1;
+            if with_subs {
+                subs.push(docs[position as usize], ord);
+            }
+        };
+        match key_fn {
             KeyFn::Numeric {
                 interval,
                 offset,
@@ -223,12 +247,22 @@ impl Collector for HistogramCollector {
                 hard_max,
             } => {
                 let (interval, offset, lo, hi) = (*interval, *offset, *hard_min, *hard_max);
-                values.for_each_f64_or(docs, self.missing, |p, v| {
-                    let key = ((v - offset) / interval).floor() * interval + offset;
-                    if key >= lo && key <= hi {
-                        keys.push((p as u32, key.to_bits()));
-                    }
-                });
+                match integer_steps(values.raw_factor(), interval, offset, *missing) {
+                    // integers with whole intervals: integer division, the same buckets
+                    Some((step, start)) => values.for_each_raw(docs, |p, raw| {
+                        let index = raw.saturating_sub(start).div_euclid(step);
+                        let key = index as f64 * interval + offset;
+                        if key >= lo && key <= hi {
+                            add(p, key.to_bits());
+                        }
+                    }),
+                    None => values.for_each_f64_or(docs, *missing, |p, v| {
+                        let key = floor((v - offset) / interval) * interval + offset;
+                        if key >= lo && key <= hi {
+                            add(p, key.to_bits());
+                        }
+                    }),
+                }
             }
             KeyFn::Date {
                 rounding,
@@ -236,39 +270,23 @@ impl Collector for HistogramCollector {
                 hard_max,
             } => {
                 let (lo, hi) = (*hard_min, *hard_max);
-                match self.missing {
+                match *missing {
                     None => values.for_each_i64(docs, |p, v| {
                         let key = rounding.round(v);
                         if key >= lo && key <= hi {
-                            keys.push((p as u32, key as u64));
+                            add(p, key as u64);
                         }
                     }),
                     Some(missing) => values.for_each_f64_or(docs, Some(missing), |p, v| {
                         let key = rounding.round(v as i64);
                         if key >= lo && key <= hi {
-                            keys.push((p as u32, key as u64));
+                            add(p, key as u64);
                         }
                     }),
                 }
             }
         }
-        // a multi-valued doc counts once per bucket
-        let mut previous = u32::MAX;
-        for &(position, key) in keys.iter() {
-            if position != previous {
-                self.doc_keys.clear();
-                previous = position;
-            } else if self.doc_keys.contains(&key) {
-                continue;
-            }
-            self.doc_keys.push(key);
-            let ord = self.ords.ord(parents[position as usize], key);
-            *slot(&mut self.counts, ord) += 1;
-            if !self.subs.is_empty() {
-                self.subs.push(docs[position as usize], ord);
-            }
-        }
-        self.subs.flush();
+        subs.flush();
     }
 
     fn finish_segment(&mut self) -> Result<()> {
@@ -517,7 +535,41 @@ impl InternalHistogram {
 }
 
 fn round_numeric(value: f64, interval: f64, offset: f64) -> f64 {
-    ((value - offset) / interval).floor() * interval + offset
+    floor((value - offset) / interval) * interval + offset
+}
+
+/// `f64::floor` without a libm call (the baseline x86-64 target has no rounding instruction);
+/// exact for the magnitudes bucket indexes have.
+#[inline]
+fn floor(x: f64) -> f64 {
+    if x.abs() >= 4_503_599_627_370_496.0 || x.is_nan() {
+        return x.floor();
+    }
+    let truncated = x as i64 as f64;
+    if truncated > x {
+        truncated - 1.0
+    } else {
+        truncated
+    }
+}
+
+/// For columns of integers worth `raw / factor`, with a whole interval and offset: the
+/// interval and offset in raw units, so that buckets come from integer division (which gives
+/// the same buckets as the floating formula for whole intervals).
+fn integer_steps(
+    factor: Option<f64>,
+    interval: f64,
+    offset: f64,
+    missing: Option<f64>,
+) -> Option<(i64, i64)> {
+    let factor = factor?;
+    if missing.is_some() || interval.fract() != 0.0 || offset.fract() != 0.0 {
+        return None;
+    }
+    let step = interval * factor;
+    let start = offset * factor;
+    let whole = |x: f64| x.fract() == 0.0 && x.abs() < 9.0e15;
+    (whole(step) && whole(start) && step > 0.0).then_some((step as i64, start as i64))
 }
 
 fn round_up(value: f64, h: &HistogramRequest) -> f64 {
@@ -777,6 +829,33 @@ mod tests {
         };
         let e = h.render(&r, &mut RenderContext::new(1000)).unwrap_err();
         assert_eq!(e.kind(), "too_many_buckets_exception");
+    }
+
+    #[test]
+    fn fast_floor_and_integer_steps_agree_with_floating_buckets() {
+        for x in [
+            -2.5,
+            -2.0,
+            -0.1,
+            0.0,
+            0.3,
+            1.0,
+            2.9999999999999996,
+            1e17,
+            -1e17,
+        ] {
+            assert_eq!(floor(x), x.floor(), "{x}");
+        }
+        // trip distances stored ×100, interval 1: raw 1234 is 12.34, bucket 12
+        let (step, start) = integer_steps(Some(100.0), 1.0, 0.0, None).unwrap();
+        for raw in [-250i64, -1, 0, 99, 100, 1234, 4999] {
+            let index = (raw - start).div_euclid(step);
+            let floating = floor((raw as f64 / 100.0) / 1.0);
+            assert_eq!(index as f64, floating, "{raw}");
+        }
+        assert!(integer_steps(Some(100.0), 0.1, 0.0, None).is_none());
+        assert!(integer_steps(None, 1.0, 0.0, None).is_none());
+        assert!(integer_steps(Some(1.0), 1.0, 0.0, Some(3.0)).is_none());
     }
 
     #[test]

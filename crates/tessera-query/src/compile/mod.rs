@@ -7,6 +7,7 @@
 
 mod boosting;
 mod column_set;
+mod covering_range;
 mod field_stats;
 mod full_text;
 mod geo;

@@ -1,6 +1,7 @@
 //! Term-level queries: term, terms, range, exists, ids, prefix, wildcard, regexp, fuzzy.
 
 use super::column_set::{ColumnSetQuery, ColumnValues};
+use super::covering_range::CoveringRangeQuery;
 use std::ops::Bound;
 
 use serde_json::Value;
@@ -177,10 +178,17 @@ pub(crate) fn range(ctx: &CompileContext, range: &RangeAst) -> Result<Box<dyn Qu
     }
     let i64_range = |bounds: Option<(i64, i64)>| -> Box<dyn Query> {
         match bounds {
-            Some((low, high)) => range_of(
-                Term::from_field_i64(field, low),
-                Term::from_field_i64(field, high),
-            ),
+            Some((low, high)) => {
+                let query = range_of(
+                    Term::from_field_i64(field, low),
+                    Term::from_field_i64(field, high),
+                );
+                if leaf.fast {
+                    Box::new(CoveringRangeQuery::new(query, &leaf.path, low, high))
+                } else {
+                    query
+                }
+            }
             None => match_none(),
         }
     };
