@@ -4,7 +4,7 @@ use axum::http::Method;
 
 use crate::cat_table::CAT_PARAMS;
 use crate::handler;
-use crate::handlers::{bulk, cat, cluster, documents, indices, nodes, root, search};
+use crate::handlers::{bulk, cat, cluster, documents, indices, nodes, root, search, stats};
 use crate::router::Route;
 
 const GET: Method = Method::GET;
@@ -219,6 +219,83 @@ pub fn all() -> Vec<Route> {
                 "timeout",
             ],
             handler: handler!(cluster::put_settings),
+        },
+        // index statistics
+        Route {
+            methods: &[GET],
+            pattern: "/_stats",
+            params: &[
+                "level",
+                "expand_wildcards",
+                "ignore_unavailable",
+                "allow_no_indices",
+                "forbid_closed_indices",
+                "groups",
+                "types",
+                "completion_fields",
+                "fielddata_fields",
+                "fields",
+                "include_segment_file_sizes",
+                "include_unloaded_segments",
+            ],
+            handler: handler!(stats::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_stats/{metric}",
+            params: &[
+                "level",
+                "expand_wildcards",
+                "ignore_unavailable",
+                "allow_no_indices",
+                "forbid_closed_indices",
+                "groups",
+                "types",
+                "completion_fields",
+                "fielddata_fields",
+                "fields",
+                "include_segment_file_sizes",
+                "include_unloaded_segments",
+            ],
+            handler: handler!(stats::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/{index}/_stats",
+            params: &[
+                "level",
+                "expand_wildcards",
+                "ignore_unavailable",
+                "allow_no_indices",
+                "forbid_closed_indices",
+                "groups",
+                "types",
+                "completion_fields",
+                "fielddata_fields",
+                "fields",
+                "include_segment_file_sizes",
+                "include_unloaded_segments",
+            ],
+            handler: handler!(stats::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/{index}/_stats/{metric}",
+            params: &[
+                "level",
+                "expand_wildcards",
+                "ignore_unavailable",
+                "allow_no_indices",
+                "forbid_closed_indices",
+                "groups",
+                "types",
+                "completion_fields",
+                "fielddata_fields",
+                "fields",
+                "include_segment_file_sizes",
+                "include_unloaded_segments",
+            ],
+            handler: handler!(stats::stats),
         },
         // nodes
         Route {

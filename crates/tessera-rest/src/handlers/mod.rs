@@ -9,6 +9,7 @@ pub mod indices;
 pub mod nodes;
 pub mod root;
 pub mod search;
+pub mod stats;
 
 use tessera_cluster::ResolveOptions;
 use tessera_common::{Error, Result};

@@ -7,6 +7,7 @@ use tessera_cluster::process_stats;
 use tessera_cluster::Node;
 use tessera_common::{Error, Result};
 use tessera_index::stats::ShardStats;
+use tessera_index::IndexService;
 
 use crate::request::RestRequest;
 use crate::response::RestResponse;
@@ -46,16 +47,15 @@ fn millis(nanos: u64) -> u64 {
     nanos / 1_000_000
 }
 
-fn indices_section(node: &Node) -> Value {
+/// The `indices` statistics (docs, store, indexing, search, refresh, merges, segments) summed
+/// over `indices`, as `_nodes/stats` and `_stats` report them.
+pub(crate) fn indices_stats(indices: &[Arc<IndexService>]) -> Value {
     let mut docs = 0u64;
     let mut deleted = 0u64;
     let mut store = 0u64;
     let mut segments = 0u64;
     let mut totals = [0u64; 17];
-    for name in node.index_names() {
-        let Some(index) = node.index(&name) else {
-            continue;
-        };
+    for index in indices {
         let (d, del) = index.doc_counts();
         docs += d;
         deleted += del;
@@ -110,6 +110,15 @@ fn indices_section(node: &Node) -> Value {
         "merges": {"current": 0, "total": totals[11], "total_time_in_millis": millis(totals[12])},
         "segments": {"count": segments},
     })
+}
+
+fn indices_section(node: &Node) -> Value {
+    let indices: Vec<Arc<IndexService>> = node
+        .index_names()
+        .iter()
+        .filter_map(|name| node.index(name))
+        .collect();
+    indices_stats(&indices)
 }
 
 fn node_stats(node: &Node, metrics: &[&str], index_metrics: &[&str]) -> Value {

@@ -1,0 +1,122 @@
+//! `_stats`: index statistics (`/_stats`, `/{index}/_stats`, optionally filtered by metric), the
+//! same sections `_nodes/stats` reports under `indices`, per index and for all of them.
+//!
+//! On one node primaries and totals are the same (replicas are never assigned).
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use tessera_cluster::Node;
+use tessera_common::{Error, Result};
+use tessera_index::IndexService;
+
+use super::nodes::indices_stats;
+use super::resolve_options;
+use crate::request::RestRequest;
+use crate::response::RestResponse;
+
+/// Metric names `_stats` accepts, and the section each selects.
+const METRICS: &[(&str, &str)] = &[
+    ("docs", "docs"),
+    ("store", "store"),
+    ("indexing", "indexing"),
+    ("search", "search"),
+    ("refresh", "refresh"),
+    ("merge", "merges"),
+    ("segments", "segments"),
+    ("get", "get"),
+    ("flush", "flush"),
+    ("warmer", "warmer"),
+    ("query_cache", "query_cache"),
+    ("fielddata", "fielddata"),
+    ("completion", "completion"),
+    ("translog", "translog"),
+    ("request_cache", "request_cache"),
+    ("recovery", "recovery"),
+];
+
+/// The sections selected by the `{metric}` path parameter (all when absent or `_all`).
+fn sections(request: &RestRequest) -> Result<Option<Vec<&'static str>>> {
+    let Some(metric) = request.path_params.get("metric") else {
+        return Ok(None);
+    };
+    let mut wanted = Vec::new();
+    for name in metric.split(',').map(str::trim) {
+        if name == "_all" {
+            return Ok(None);
+        }
+        match METRICS.iter().find(|(m, _)| *m == name) {
+            Some((_, section)) => wanted.push(*section),
+            None => {
+                return Err(Error::illegal_argument(format!(
+                    "request [{}] contains unrecognized metric: [{name}]",
+                    request.path
+                )))
+            }
+        }
+    }
+    Ok(Some(wanted))
+}
+
+fn filtered(stats: Value, sections: &Option<Vec<&'static str>>) -> Value {
+    match (stats, sections) {
+        (Value::Object(all), Some(wanted)) => Value::Object(
+            all.into_iter()
+                .filter(|(k, _)| wanted.contains(&k.as_str()))
+                .collect::<Map<String, Value>>(),
+        ),
+        (stats, _) => stats,
+    }
+}
+
+/// `GET /_stats`, `/_stats/{metric}`, `/{index}/_stats`, `/{index}/_stats/{metric}`.
+pub async fn stats(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let sections = sections(&request)?;
+    let expression = request
+        .path_params
+        .get("index")
+        .cloned()
+        .unwrap_or_else(|| "_all".to_string());
+    let indices = node.resolve(&expression, &resolve_options(&request, true)?)?;
+    node.pools
+        .management
+        .run(move || Ok(render(&indices, &sections)))
+        .await
+        .map(RestResponse::ok)
+}
+
+fn render(indices: &[Arc<IndexService>], sections: &Option<Vec<&'static str>>) -> Value {
+    let shards: u32 = indices.iter().map(|i| i.metadata().number_of_shards).sum();
+    let all = filtered(indices_stats(indices), sections);
+    let mut per_index = Map::new();
+    for index in indices {
+        let meta = index.metadata();
+        let stats = filtered(indices_stats(std::slice::from_ref(index)), sections);
+        per_index.insert(
+            meta.name.clone(),
+            json!({
+                "uuid": meta.uuid,
+                "primaries": stats,
+                "total": stats,
+            }),
+        );
+    }
+    json!({
+        "_shards": {"total": shards, "successful": shards, "failed": 0},
+        "_all": {"primaries": all, "total": all},
+        "indices": per_index,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_filters_select_sections() {
+        let stats = json!({"docs": {"count": 1}, "store": {}, "merges": {}, "segments": {}});
+        let out = filtered(stats.clone(), &Some(vec!["docs", "merges"]));
+        assert_eq!(out, json!({"docs": {"count": 1}, "merges": {}}));
+        assert_eq!(filtered(stats.clone(), &None), stats);
+    }
+}
