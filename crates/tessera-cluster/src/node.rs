@@ -92,7 +92,7 @@ pub struct Node {
     /// Runs shard requests' slices on the `index_searcher` pool.
     pub slice_executor: Arc<SliceExecutor>,
     pub cluster_settings: ClusterSettings,
-    pub cpu: CpuSampler,
+    pub cpu: Arc<CpuSampler>,
     indices: RwLock<BTreeMap<String, Arc<IndexService>>>,
     create_lock: Mutex<()>,
     shutdown: AtomicBool,
@@ -136,10 +136,19 @@ impl Node {
             indices.insert(service.name(), Arc::new(service));
         }
         let pools = ThreadPools::new();
+        let cpu = Arc::new(CpuSampler::default());
+        let sampler = cpu.clone();
+        let cores_count = cores();
+        // cores other processes keep busy: the host's CPU use minus this process's
+        let external_load = Arc::new(move || {
+            let (process, host) = sampler.sample();
+            host.saturating_sub(process) as f64 / 100.0 * cores_count as f64
+        });
         let slice_executor = Arc::new(SliceExecutor::new(
             pools.index_searcher.clone(),
             pools.search.clone(),
-            cores(),
+            cores_count,
+            external_load,
         ));
         let node = Arc::new(Node {
             config,
@@ -148,7 +157,7 @@ impl Node {
             pools,
             slice_executor,
             cluster_settings,
-            cpu: CpuSampler::default(),
+            cpu,
             indices: RwLock::new(indices),
             create_lock: Mutex::new(()),
             shutdown: AtomicBool::new(false),

@@ -13,9 +13,10 @@
 //! 2. A slice must be worth a task: at least [`MIN_WORK_PER_SLICE`] units of work each, so
 //!    cheap queries run on one slice and never pay for a hand-off.
 //! 3. Slices only help on idle cores: the cores not already busy with `search` or
-//!    `index_searcher` work (the calling thread counts as busy, and runs one slice itself).
-//!    A saturated node therefore degrades to one slice, and a lone heavy query gets every
-//!    idle core.
+//!    `index_searcher` work (the calling thread counts as busy, and runs one slice itself), nor
+//!    with other processes on the machine (the host's CPU use minus Tessera's own, sampled
+//!    every 200 ms). A saturated node therefore degrades to one slice, and a lone heavy query
+//!    gets every idle core.
 //! 4. `max_slice_count` (index, else cluster setting), when set, caps the result.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -99,19 +100,29 @@ pub enum Work {
     Docs(u64),
 }
 
+/// How many cores other processes keep busy (sampled from the host's CPU statistics).
+pub type ExternalLoad = Arc<dyn Fn() -> f64 + Send + Sync>;
+
 /// Runs slices on the `index_searcher` pool and decides slice counts.
 pub struct SliceExecutor {
     pool: ThreadPool,
     search_pool: ThreadPool,
     cores: usize,
+    external_load: ExternalLoad,
 }
 
 impl SliceExecutor {
-    pub fn new(index_searcher: ThreadPool, search_pool: ThreadPool, cores: usize) -> SliceExecutor {
+    pub fn new(
+        index_searcher: ThreadPool,
+        search_pool: ThreadPool,
+        cores: usize,
+        external_load: ExternalLoad,
+    ) -> SliceExecutor {
         SliceExecutor {
             pool: index_searcher,
             search_pool,
             cores: cores.max(1),
+            external_load,
         }
     }
 
@@ -123,7 +134,8 @@ impl SliceExecutor {
     pub fn idle_cores(&self) -> usize {
         // the caller is one of the active search threads
         let busy = self.search_pool.active() + self.pool.active() + self.pool.queued();
-        self.cores.saturating_sub(busy)
+        let others = (self.external_load)().max(0.0).round() as usize;
+        self.cores.saturating_sub(busy + others)
     }
 
     /// The slice count of an `auto` request (see the module docs); `cap` = `max_slice_count`
@@ -236,7 +248,20 @@ mod tests {
     #[test]
     fn runs_tasks_in_order_on_the_pool_and_the_caller() {
         let pool = ThreadPool::new("index_searcher", 2, 10);
-        let executor = SliceExecutor::new(pool.clone(), ThreadPool::new("search", 1, 10), 2);
+        let executor = SliceExecutor::new(
+            pool.clone(),
+            ThreadPool::new("search", 1, 10),
+            2,
+            Arc::new(|| 0.0),
+        );
+        assert_eq!(executor.idle_cores(), 2);
+        let busy_host = SliceExecutor::new(
+            pool.clone(),
+            ThreadPool::new("search", 1, 10),
+            2,
+            Arc::new(|| 1.6),
+        );
+        assert_eq!(busy_host.idle_cores(), 0);
         let cancelled = Arc::new(AtomicBool::new(false));
         let tasks: Vec<_> = (0..5).map(|i| move || Ok(i * 10)).collect();
         assert_eq!(

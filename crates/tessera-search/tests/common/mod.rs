@@ -815,6 +815,7 @@ impl Engine {
                 index_searcher.clone(),
                 search_pool.clone(),
                 4,
+                Arc::new(|| 0.0),
             )),
             search_pool,
             index_searcher,
