@@ -167,6 +167,9 @@ fn for_each_in_column<T>(
             }
         }
         _ => {
+            // tantivy appends to these buffers
+            scratch.docs.clear();
+            scratch.rows.clear();
             column.row_ids_for_docs(docs, &mut scratch.docs, &mut scratch.rows);
             scratch.values.clear();
             scratch.values.resize(scratch.rows.len(), T::default());
