@@ -181,6 +181,9 @@ impl InternalAgg {
                 InternalAgg::DateHistogram(InternalDateHistogram::default())
             }
             AggKind::Range(r) => InternalAgg::Range(InternalRange::empty(r, &request.subs)),
+            AggKind::DateRange(r) => {
+                InternalAgg::Range(InternalRange::empty(&r.range, &request.subs))
+            }
             AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global => {
                 InternalAgg::SingleBucket(InternalSingleBucket::empty(&request.subs))
             }

@@ -8,8 +8,9 @@ use serde_json::{Map, Value};
 use tessera_common::{Error, Result};
 
 use crate::bucket::{
-    date_histogram::DateHistogramRequest, filter::FilterRequest, filter::FiltersRequest,
-    histogram::HistogramRequest, missing::MissingRequest, range::RangeRequest, terms::TermsRequest,
+    date_histogram::DateHistogramRequest, date_range::DateRangeRequest, filter::FilterRequest,
+    filter::FiltersRequest, histogram::HistogramRequest, missing::MissingRequest,
+    range::RangeRequest, terms::TermsRequest,
 };
 use crate::metric::stats::{MetricRequest, StatsKind};
 
@@ -30,6 +31,7 @@ pub enum AggKind {
     Histogram(HistogramRequest),
     DateHistogram(DateHistogramRequest),
     Range(RangeRequest),
+    DateRange(DateRangeRequest),
     Filter(FilterRequest),
     Filters(FiltersRequest),
     Missing(MissingRequest),
@@ -46,6 +48,7 @@ impl AggKind {
             AggKind::Histogram(_) => "histogram",
             AggKind::DateHistogram(_) => "date_histogram",
             AggKind::Range(_) => "range",
+            AggKind::DateRange(_) => "date_range",
             AggKind::Filter(_) => "filter",
             AggKind::Filters(_) => "filters",
             AggKind::Missing(_) => "missing",
@@ -73,7 +76,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "children",
     "composite",
     "cumulative_sum",
-    "date_range",
     "derivative",
     "diversified_sampler",
     "extended_stats",
@@ -230,6 +232,7 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
         "histogram" => AggKind::Histogram(HistogramRequest::parse(name, &object(body)?)?),
         "date_histogram" => AggKind::DateHistogram(DateHistogramRequest::parse(&object(body)?)?),
         "range" => AggKind::Range(RangeRequest::parse(name, &object(body)?)?),
+        "date_range" => AggKind::DateRange(DateRangeRequest::parse(&object(body)?)?),
         "filter" => AggKind::Filter(FilterRequest::parse(body)?),
         "filters" => AggKind::Filters(FiltersRequest::parse(name, &object(body)?)?),
         "missing" => AggKind::Missing(MissingRequest::parse(&object(body)?)?),

@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 pub mod date_histogram;
+pub mod date_range;
 pub mod filter;
 pub mod histogram;
 pub mod missing;
