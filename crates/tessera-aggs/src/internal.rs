@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tessera_common::{Error, Result};
 
+use crate::bucket::auto_date_histogram::InternalAutoDateHistogram;
 use crate::bucket::filter::{InternalFilters, InternalSingleBucket};
 use crate::bucket::histogram::{InternalDateHistogram, InternalHistogram};
 use crate::bucket::range::InternalRange;
@@ -25,6 +26,7 @@ pub enum InternalAgg {
     Terms(InternalTerms),
     Histogram(InternalHistogram),
     DateHistogram(InternalDateHistogram),
+    AutoDateHistogram(InternalAutoDateHistogram),
     Range(InternalRange),
     /// filter, missing, global.
     SingleBucket(InternalSingleBucket),
@@ -180,6 +182,9 @@ impl InternalAgg {
             AggKind::DateHistogram(_) => {
                 InternalAgg::DateHistogram(InternalDateHistogram::default())
             }
+            AggKind::AutoDateHistogram(_) => {
+                InternalAgg::AutoDateHistogram(InternalAutoDateHistogram::default())
+            }
             AggKind::Range(r) => InternalAgg::Range(InternalRange::empty(r, &request.subs)),
             AggKind::DateRange(r) => {
                 InternalAgg::Range(InternalRange::empty(&r.range, &request.subs))
@@ -216,6 +221,9 @@ impl InternalAgg {
             Some(InternalAgg::DateHistogram(_)) => InternalAgg::DateHistogram(
                 InternalDateHistogram::reduce(gather!(DateHistogram), request)?,
             ),
+            Some(InternalAgg::AutoDateHistogram(_)) => InternalAgg::AutoDateHistogram(
+                InternalAutoDateHistogram::reduce(gather!(AutoDateHistogram), request)?,
+            ),
             Some(InternalAgg::Range(_)) => {
                 InternalAgg::Range(InternalRange::reduce(gather!(Range), request)?)
             }
@@ -238,6 +246,7 @@ impl InternalAgg {
             InternalAgg::DateHistogram(h) => {
                 h.for_each_subs(|s| s.finish_shard(&request.subs, ctx))
             }
+            InternalAgg::AutoDateHistogram(h) => h.finish_shard(request, ctx),
             InternalAgg::Range(r) => r.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
             InternalAgg::SingleBucket(b) => b.subs.finish_shard(&request.subs, ctx),
             InternalAgg::Filters(f) => f.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
@@ -254,6 +263,7 @@ impl InternalAgg {
             InternalAgg::Terms(t) => t.render(request, ctx)?,
             InternalAgg::Histogram(h) => h.render(request, ctx)?,
             InternalAgg::DateHistogram(h) => h.render(request, ctx)?,
+            InternalAgg::AutoDateHistogram(h) => h.render(request, ctx)?,
             InternalAgg::Range(r) => r.render(request, ctx)?,
             InternalAgg::SingleBucket(b) => b.render(request, ctx)?,
             InternalAgg::Filters(f) => f.render(request, ctx)?,

@@ -58,6 +58,7 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
         AggKind::Terms(r) => bucket::terms::factory(request, r, ctx)?,
         AggKind::Histogram(r) => bucket::histogram::histogram_factory(request, r, ctx)?,
         AggKind::DateHistogram(r) => bucket::date_histogram::factory(request, r, ctx)?,
+        AggKind::AutoDateHistogram(r) => bucket::auto_date_histogram::factory(request, r, ctx)?,
         AggKind::Range(r) => bucket::range::factory(request, r, ctx)?,
         AggKind::DateRange(r) => bucket::date_range::factory(request, r, ctx)?,
         AggKind::Filter(r) => bucket::filter::filter_factory(r, ctx)?,

@@ -8,9 +8,9 @@ use serde_json::{Map, Value};
 use tessera_common::{Error, Result};
 
 use crate::bucket::{
-    date_histogram::DateHistogramRequest, date_range::DateRangeRequest, filter::FilterRequest,
-    filter::FiltersRequest, histogram::HistogramRequest, missing::MissingRequest,
-    range::RangeRequest, terms::TermsRequest,
+    auto_date_histogram::AutoDateHistogramRequest, date_histogram::DateHistogramRequest,
+    date_range::DateRangeRequest, filter::FilterRequest, filter::FiltersRequest,
+    histogram::HistogramRequest, missing::MissingRequest, range::RangeRequest, terms::TermsRequest,
 };
 use crate::metric::stats::{MetricRequest, StatsKind};
 
@@ -30,6 +30,7 @@ pub enum AggKind {
     Terms(TermsRequest),
     Histogram(HistogramRequest),
     DateHistogram(DateHistogramRequest),
+    AutoDateHistogram(AutoDateHistogramRequest),
     Range(RangeRequest),
     DateRange(DateRangeRequest),
     Filter(FilterRequest),
@@ -47,6 +48,7 @@ impl AggKind {
             AggKind::Terms(_) => "terms",
             AggKind::Histogram(_) => "histogram",
             AggKind::DateHistogram(_) => "date_histogram",
+            AggKind::AutoDateHistogram(_) => "auto_date_histogram",
             AggKind::Range(_) => "range",
             AggKind::DateRange(_) => "date_range",
             AggKind::Filter(_) => "filter",
@@ -67,7 +69,6 @@ impl AggKind {
 /// silently missing result.
 const UNSUPPORTED_TYPES: &[&str] = &[
     "adjacency_matrix",
-    "auto_date_histogram",
     "avg_bucket",
     "bucket_script",
     "bucket_selector",
@@ -231,6 +232,9 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
         "terms" => AggKind::Terms(TermsRequest::parse(name, &object(body)?)?),
         "histogram" => AggKind::Histogram(HistogramRequest::parse(name, &object(body)?)?),
         "date_histogram" => AggKind::DateHistogram(DateHistogramRequest::parse(&object(body)?)?),
+        "auto_date_histogram" => {
+            AggKind::AutoDateHistogram(AutoDateHistogramRequest::parse(name, &object(body)?)?)
+        }
         "range" => AggKind::Range(RangeRequest::parse(name, &object(body)?)?),
         "date_range" => AggKind::DateRange(DateRangeRequest::parse(&object(body)?)?),
         "filter" => AggKind::Filter(FilterRequest::parse(body)?),

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use tessera_common::{Error, Result};
 use tessera_date::{DateFormat, TimeZone};
 
+use crate::bucket::auto_date_histogram::zone_error;
 use crate::bucket::date_histogram::parse_date_value;
 use crate::bucket::range::{
     numeric_bound, parse_range, resolve_ranges, RangeFactory, RangeRequest,
@@ -55,10 +56,7 @@ impl DateRangeRequest {
                 "keyed" => range.keyed = bool_param(AGG, key, value)?,
                 "time_zone" => {
                     let zone = string_param(AGG, key, value)?;
-                    TimeZone::parse(&zone).map_err(|e| {
-                        Error::x_content_parse(format!("[{AGG}] failed to parse field [{key}]"))
-                            .caused_by(Error::illegal_argument(e.message))
-                    })?;
+                    TimeZone::parse(&zone).map_err(|e| zone_error(AGG, key, e.message))?;
                     time_zone = Some(zone);
                 }
                 _ => return Err(unknown_field(AGG, key)),
