@@ -90,19 +90,33 @@ pub fn factory(
         )));
     }
     let zone = date_range.zone()?;
-    let format = ValueFormat::for_source(
-        &source,
-        range.source.format.as_deref(),
-        date_range.time_zone.as_deref(),
-    )?;
-    let date_format = match source.numeric_kind() {
-        Some(NumericKind::Date(field_format)) => Some(match &range.source.format {
-            Some(spec) => DateFormat::parse(spec).map_err(|e| {
-                Error::illegal_argument(format!("Invalid format: [{spec}]: {}", e.message))
-            })?,
+    let parse_spec = |spec: &str| {
+        DateFormat::parse(spec).map_err(|e| {
+            Error::illegal_argument(format!("Invalid format: [{spec}]: {}", e.message))
+        })
+    };
+    // an unmapped field is read as a date (OpenSearch's default value type for date_range)
+    let date_format = match (source.numeric_kind(), &source) {
+        (Some(NumericKind::Date(field_format)), _) => Some(match &range.source.format {
+            Some(spec) => parse_spec(spec)?,
             None => field_format.clone(),
         }),
+        (_, ValueSource::Unmapped) => Some(match &range.source.format {
+            Some(spec) => parse_spec(spec)?,
+            None => DateFormat::default_format(),
+        }),
         _ => None,
+    };
+    let format = match (&source, &date_format) {
+        (ValueSource::Unmapped, Some(f)) => ValueFormat::Date {
+            format: f.spec().to_string(),
+            zone: date_range.time_zone.clone(),
+        },
+        _ => ValueFormat::for_source(
+            &source,
+            range.source.format.as_deref(),
+            date_range.time_zone.as_deref(),
+        )?,
     };
     let bound = |v: &Value| -> Result<f64> {
         match (&date_format, v) {
@@ -279,6 +293,26 @@ mod tests {
         let AggKind::DateRange(_) = parse_aggregations(&body).unwrap()[0].kind else {
             panic!("not a date_range")
         };
+    }
+
+    #[test]
+    fn an_unmapped_field_reads_bounds_as_dates() {
+        let shard = shard(2);
+        let out = shard.render(
+            &json!({"r": {"date_range": {"field": "nope", "ranges": [{"to": "2015-01-10"}, {"from": 5}]}}}),
+            2,
+            1,
+        );
+        // OpenSearch 2.19's answer
+        assert_eq!(
+            out["r"],
+            json!({"buckets": [
+                {"key": "*-2015-01-10T00:00:00.000Z", "to": 1420848000000.0,
+                 "to_as_string": "2015-01-10T00:00:00.000Z", "doc_count": 0},
+                {"key": "1970-01-01T00:00:00.005Z-*", "from": 5.0,
+                 "from_as_string": "1970-01-01T00:00:00.005Z", "doc_count": 0}
+            ]})
+        );
     }
 
     #[test]
