@@ -12,6 +12,7 @@ use crate::bucket::auto_date_histogram::InternalAutoDateHistogram;
 use crate::bucket::filter::{InternalFilters, InternalSingleBucket};
 use crate::bucket::histogram::{InternalDateHistogram, InternalHistogram};
 use crate::bucket::range::InternalRange;
+use crate::bucket::significant_terms::InternalSignificantTerms;
 use crate::bucket::terms::InternalTerms;
 use crate::metric::stats::InternalStats;
 use crate::request::{AggKind, AggRequest};
@@ -24,6 +25,7 @@ pub struct InternalAggregations(pub Vec<(String, InternalAgg)>);
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum InternalAgg {
     Terms(InternalTerms),
+    SignificantTerms(InternalSignificantTerms),
     Histogram(InternalHistogram),
     DateHistogram(InternalDateHistogram),
     AutoDateHistogram(InternalAutoDateHistogram),
@@ -178,6 +180,9 @@ impl InternalAgg {
     pub fn empty(request: &AggRequest) -> InternalAgg {
         match &request.kind {
             AggKind::Terms(_) => InternalAgg::Terms(InternalTerms::default()),
+            AggKind::SignificantTerms(_) => {
+                InternalAgg::SignificantTerms(InternalSignificantTerms::default())
+            }
             AggKind::Histogram(_) => InternalAgg::Histogram(InternalHistogram::default()),
             AggKind::DateHistogram(_) => {
                 InternalAgg::DateHistogram(InternalDateHistogram::default())
@@ -215,6 +220,9 @@ impl InternalAgg {
             Some(InternalAgg::Terms(_)) => {
                 InternalAgg::Terms(InternalTerms::reduce(gather!(Terms), request)?)
             }
+            Some(InternalAgg::SignificantTerms(_)) => InternalAgg::SignificantTerms(
+                InternalSignificantTerms::reduce(gather!(SignificantTerms), request)?,
+            ),
             Some(InternalAgg::Histogram(_)) => {
                 InternalAgg::Histogram(InternalHistogram::reduce(gather!(Histogram), request)?)
             }
@@ -242,6 +250,7 @@ impl InternalAgg {
     fn finish_shard(&mut self, request: &AggRequest, ctx: &ShardFinish) -> Result<()> {
         match self {
             InternalAgg::Terms(t) => t.finish_shard(request, ctx),
+            InternalAgg::SignificantTerms(t) => t.finish_shard(request, ctx),
             InternalAgg::Histogram(h) => h.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
             InternalAgg::DateHistogram(h) => {
                 h.for_each_subs(|s| s.finish_shard(&request.subs, ctx))
@@ -261,6 +270,7 @@ impl InternalAgg {
         }
         let body = match self {
             InternalAgg::Terms(t) => t.render(request, ctx)?,
+            InternalAgg::SignificantTerms(t) => t.render(request, ctx)?,
             InternalAgg::Histogram(h) => h.render(request, ctx)?,
             InternalAgg::DateHistogram(h) => h.render(request, ctx)?,
             InternalAgg::AutoDateHistogram(h) => h.render(request, ctx)?,

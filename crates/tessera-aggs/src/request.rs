@@ -10,7 +10,8 @@ use tessera_common::{Error, Result};
 use crate::bucket::{
     auto_date_histogram::AutoDateHistogramRequest, date_histogram::DateHistogramRequest,
     date_range::DateRangeRequest, filter::FilterRequest, filter::FiltersRequest,
-    histogram::HistogramRequest, missing::MissingRequest, range::RangeRequest, terms::TermsRequest,
+    histogram::HistogramRequest, missing::MissingRequest, range::RangeRequest,
+    significant_terms::SignificantTermsRequest, terms::TermsRequest,
 };
 use crate::metric::stats::{MetricRequest, StatsKind};
 
@@ -28,6 +29,7 @@ pub struct AggRequest {
 #[derive(Clone, Debug, PartialEq)]
 pub enum AggKind {
     Terms(TermsRequest),
+    SignificantTerms(SignificantTermsRequest),
     Histogram(HistogramRequest),
     DateHistogram(DateHistogramRequest),
     AutoDateHistogram(AutoDateHistogramRequest),
@@ -46,6 +48,7 @@ impl AggKind {
     pub fn type_name(&self) -> &'static str {
         match self {
             AggKind::Terms(_) => "terms",
+            AggKind::SignificantTerms(_) => "significant_terms",
             AggKind::Histogram(_) => "histogram",
             AggKind::DateHistogram(_) => "date_histogram",
             AggKind::AutoDateHistogram(_) => "auto_date_histogram",
@@ -103,7 +106,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "sampler",
     "scripted_metric",
     "serial_diff",
-    "significant_terms",
     "significant_text",
     "stats_bucket",
     "sum_bucket",
@@ -230,6 +232,9 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
     }
     Ok(match type_name {
         "terms" => AggKind::Terms(TermsRequest::parse(name, &object(body)?)?),
+        "significant_terms" => {
+            AggKind::SignificantTerms(SignificantTermsRequest::parse(name, &object(body)?)?)
+        }
         "histogram" => AggKind::Histogram(HistogramRequest::parse(name, &object(body)?)?),
         "date_histogram" => AggKind::DateHistogram(DateHistogramRequest::parse(&object(body)?)?),
         "auto_date_histogram" => {

@@ -10,6 +10,7 @@ pub mod histogram;
 pub mod missing;
 pub mod order;
 pub mod range;
+pub mod significant_terms;
 pub mod terms;
 
 /// The JSON token name OpenSearch uses in parse errors.

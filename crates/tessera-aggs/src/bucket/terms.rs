@@ -95,8 +95,8 @@ impl TermsRequest {
                     request.shard_min_doc_count = count_param(AGG, key, value)?
                 }
                 "order" => request.order = BucketOrder::parse(AGG, value)?,
-                "include" => parse_include(&mut request.filter, value, true)?,
-                "exclude" => parse_include(&mut request.filter, value, false)?,
+                "include" => parse_include(AGG, &mut request.filter, value, true)?,
+                "exclude" => parse_include(AGG, &mut request.filter, value, false)?,
                 "show_term_doc_count_error" => {
                     request.show_term_doc_count_error = bool_param(AGG, key, value)?
                 }
@@ -111,10 +111,16 @@ impl TermsRequest {
     }
 }
 
-fn parse_include(spec: &mut TermFilterSpec, value: &Value, include: bool) -> Result<()> {
+/// Parses `include` (`include == true`) or `exclude` of aggregation `agg`.
+pub(crate) fn parse_include(
+    agg: &str,
+    spec: &mut TermFilterSpec,
+    value: &Value,
+    include: bool,
+) -> Result<()> {
     let field = if include { "include" } else { "exclude" };
     let failed = |reason: &str| {
-        Error::x_content_parse(format!("[terms] failed to parse field [{field}]"))
+        Error::x_content_parse(format!("[{agg}] failed to parse field [{field}]"))
             .caused_by(Error::illegal_argument(reason.to_string()))
     };
     let has_regex = spec.include_regex.is_some() || spec.exclude_regex.is_some();
@@ -152,8 +158,8 @@ fn parse_include(spec: &mut TermFilterSpec, value: &Value, include: bool) -> Res
             let mut num_partitions = None;
             for (key, v) in object {
                 match key.as_str() {
-                    "partition" => partition = Some(int_param("terms", key, v)?),
-                    "num_partitions" => num_partitions = Some(int_param("terms", key, v)?),
+                    "partition" => partition = Some(int_param(agg, key, v)?),
+                    "num_partitions" => num_partitions = Some(int_param(agg, key, v)?),
                     _ => {
                         return Err(failed(&format!(
                             "Unknown parameter in Include/Exclude clause: {key}"
@@ -295,7 +301,7 @@ pub enum TermKey {
 }
 
 impl TermKey {
-    fn as_f64(&self) -> Option<f64> {
+    pub(crate) fn as_f64(&self) -> Option<f64> {
         match self {
             TermKey::Long(n) => Some(*n as f64),
             TermKey::Double(f) => Some(*f),
@@ -303,7 +309,7 @@ impl TermKey {
         }
     }
 
-    fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match self {
             TermKey::Long(n) => json!(n),
             TermKey::Double(f) => json!(f),
