@@ -179,7 +179,9 @@ impl InternalAgg {
     /// The result of `request` over no documents.
     pub fn empty(request: &AggRequest) -> InternalAgg {
         match &request.kind {
-            AggKind::Terms(_) => InternalAgg::Terms(InternalTerms::default()),
+            AggKind::Terms(_) | AggKind::MultiTerms(_) => {
+                InternalAgg::Terms(InternalTerms::default())
+            }
             AggKind::SignificantTerms(_) => {
                 InternalAgg::SignificantTerms(InternalSignificantTerms::default())
             }

@@ -57,6 +57,7 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
     let factory: Box<dyn Factory> = match &request.kind {
         AggKind::Terms(r) => bucket::terms::factory(request, r, ctx)?,
         AggKind::SignificantTerms(r) => bucket::significant_terms::factory(request, r, ctx)?,
+        AggKind::MultiTerms(r) => bucket::multi_terms::factory(request, r, ctx)?,
         AggKind::Histogram(r) => bucket::histogram::histogram_factory(request, r, ctx)?,
         AggKind::DateHistogram(r) => bucket::date_histogram::factory(request, r, ctx)?,
         AggKind::AutoDateHistogram(r) => bucket::auto_date_histogram::factory(request, r, ctx)?,

@@ -10,8 +10,8 @@ use tessera_common::{Error, Result};
 use crate::bucket::{
     auto_date_histogram::AutoDateHistogramRequest, date_histogram::DateHistogramRequest,
     date_range::DateRangeRequest, filter::FilterRequest, filter::FiltersRequest,
-    histogram::HistogramRequest, missing::MissingRequest, range::RangeRequest,
-    significant_terms::SignificantTermsRequest, terms::TermsRequest,
+    histogram::HistogramRequest, missing::MissingRequest, multi_terms::MultiTermsRequest,
+    range::RangeRequest, significant_terms::SignificantTermsRequest, terms::TermsRequest,
 };
 use crate::metric::stats::{MetricRequest, StatsKind};
 
@@ -30,6 +30,7 @@ pub struct AggRequest {
 pub enum AggKind {
     Terms(TermsRequest),
     SignificantTerms(SignificantTermsRequest),
+    MultiTerms(MultiTermsRequest),
     Histogram(HistogramRequest),
     DateHistogram(DateHistogramRequest),
     AutoDateHistogram(AutoDateHistogramRequest),
@@ -49,6 +50,7 @@ impl AggKind {
         match self {
             AggKind::Terms(_) => "terms",
             AggKind::SignificantTerms(_) => "significant_terms",
+            AggKind::MultiTerms(_) => "multi_terms",
             AggKind::Histogram(_) => "histogram",
             AggKind::DateHistogram(_) => "date_histogram",
             AggKind::AutoDateHistogram(_) => "auto_date_histogram",
@@ -96,7 +98,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "min_bucket",
     "moving_avg",
     "moving_fn",
-    "multi_terms",
     "nested",
     "percentile_ranks",
     "percentiles",
@@ -232,6 +233,7 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
     }
     Ok(match type_name {
         "terms" => AggKind::Terms(TermsRequest::parse(name, &object(body)?)?),
+        "multi_terms" => AggKind::MultiTerms(MultiTermsRequest::parse(name, &object(body)?)?),
         "significant_terms" => {
             AggKind::SignificantTerms(SignificantTermsRequest::parse(name, &object(body)?)?)
         }

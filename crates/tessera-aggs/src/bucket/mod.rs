@@ -8,6 +8,7 @@ pub mod date_range;
 pub mod filter;
 pub mod histogram;
 pub mod missing;
+pub mod multi_terms;
 pub mod order;
 pub mod range;
 pub mod significant_terms;

@@ -793,6 +793,10 @@ impl InternalSignificantTerms {
                     .as_string(*n as f64)
                     .unwrap_or_else(|| n.to_string()),
                 TermKey::Double(f) => formatter.as_string(*f).unwrap_or_else(|| f.to_string()),
+                TermKey::Ip(_) | TermKey::Multi(_) => match key.to_json() {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                },
             }
         };
         // the coordinator's final reduce: terms keyed by their string form (terms printing

@@ -187,7 +187,7 @@ pub(crate) fn parse_include(
 }
 
 /// The compiled include/exclude rules.
-struct TermFilter {
+pub(crate) struct TermFilter {
     include_regex: Option<Regex>,
     exclude_regex: Option<Regex>,
     include_set: Option<Vec<String>>,
@@ -199,7 +199,7 @@ struct TermFilter {
 const PARTITION_SEED: u32 = 31;
 
 impl TermFilter {
-    fn compile(spec: &TermFilterSpec) -> Result<Option<TermFilter>> {
+    pub(crate) fn compile(spec: &TermFilterSpec) -> Result<Option<TermFilter>> {
         if *spec == TermFilterSpec::default() {
             return Ok(None);
         }
@@ -233,7 +233,7 @@ impl TermFilter {
     }
 
     /// Whether a term (in its string form) is kept.
-    fn accepts(&self, term: &str) -> bool {
+    pub(crate) fn accepts(&self, term: &str) -> bool {
         if let Some(r) = &self.include_regex {
             if !r.is_match(term) {
                 return false;
@@ -264,7 +264,7 @@ impl TermFilter {
     }
 
     /// Numeric sets compare numerically (`include: [1, 2]` on a long field).
-    fn accepts_number(&self, value: f64, as_text: &str) -> bool {
+    pub(crate) fn accepts_number(&self, value: f64, as_text: &str) -> bool {
         let in_set = |set: &Vec<String>| {
             set.iter()
                 .any(|s| s.parse::<f64>().is_ok_and(|n| n == value) || s == as_text)
@@ -292,12 +292,16 @@ impl TermFilter {
 
 // ---- intermediate result ----
 
-/// A bucket key: numbers for numeric fields (dates are epoch millis), text otherwise.
+/// A bucket key: numbers for numeric fields (dates are epoch millis), text otherwise; a
+/// `multi_terms` key is the list of its fields' values.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum TermKey {
     Long(i64),
     Double(f64),
     Str(String),
+    /// An ip (IPv6 bits; IPv4 mapped), ordered by address as OpenSearch orders ip terms.
+    Ip(u128),
+    Multi(Vec<TermKey>),
 }
 
 impl TermKey {
@@ -305,7 +309,7 @@ impl TermKey {
         match self {
             TermKey::Long(n) => Some(*n as f64),
             TermKey::Double(f) => Some(*f),
-            TermKey::Str(_) => None,
+            TermKey::Str(_) | TermKey::Ip(_) | TermKey::Multi(_) => None,
         }
     }
 
@@ -314,6 +318,8 @@ impl TermKey {
             TermKey::Long(n) => json!(n),
             TermKey::Double(f) => json!(f),
             TermKey::Str(s) => json!(s),
+            TermKey::Ip(bits) => json!(ip_to_string(std::net::Ipv6Addr::from(*bits))),
+            TermKey::Multi(values) => Value::Array(values.iter().map(TermKey::to_json).collect()),
         }
     }
 }
@@ -322,6 +328,14 @@ impl Ord for TermKey {
     fn cmp(&self, other: &Self) -> Ordering {
         match (self, other) {
             (TermKey::Long(a), TermKey::Long(b)) => a.cmp(b),
+            (TermKey::Multi(a), TermKey::Multi(b)) => a.cmp(b),
+            (TermKey::Multi(_), _) => Ordering::Greater,
+            (_, TermKey::Multi(_)) => Ordering::Less,
+            (TermKey::Ip(a), TermKey::Ip(b)) => a.cmp(b),
+            (TermKey::Ip(_), TermKey::Str(_)) => Ordering::Less,
+            (TermKey::Str(_), TermKey::Ip(_)) => Ordering::Greater,
+            (TermKey::Ip(_), _) => Ordering::Greater,
+            (_, TermKey::Ip(_)) => Ordering::Less,
             (TermKey::Str(a), TermKey::Str(b)) => a.cmp(b),
             (TermKey::Str(_), _) => Ordering::Greater,
             (_, TermKey::Str(_)) => Ordering::Less,
@@ -361,6 +375,8 @@ pub struct TermsBucket {
 pub struct InternalTerms {
     pub buckets: Vec<TermsBucket>,
     pub format: ValueFormat,
+    /// The format of each value of a `multi_terms` key (empty for `terms`).
+    pub formats: Vec<ValueFormat>,
     /// Upper bound of the count of a term missing from `buckets` (-1 when unknown).
     pub doc_count_error_upper_bound: i64,
     pub sum_other_doc_count: u64,
@@ -369,6 +385,7 @@ pub struct InternalTerms {
 fn terms_request(request: &AggRequest) -> Result<&TermsRequest> {
     match &request.kind {
         AggKind::Terms(t) => Ok(t),
+        AggKind::MultiTerms(m) => Ok(&m.terms),
         _ => Err(Error::illegal_state("terms result for a non-terms request")),
     }
 }
@@ -376,6 +393,10 @@ fn terms_request(request: &AggRequest) -> Result<&TermsRequest> {
 impl InternalTerms {
     pub fn reduce(parts: Vec<InternalTerms>, request: &AggRequest) -> Result<InternalTerms> {
         let format = ValueFormat::merge(parts.iter().map(|p| &p.format));
+        let width = parts.iter().map(|p| p.formats.len()).max().unwrap_or(0);
+        let formats = (0..width)
+            .map(|i| ValueFormat::merge(parts.iter().filter_map(|p| p.formats.get(i))))
+            .collect();
         let mixed_types = {
             let mut has_str = false;
             let mut has_num = false;
@@ -448,6 +469,7 @@ impl InternalTerms {
         Ok(InternalTerms {
             buckets,
             format,
+            formats,
             doc_count_error_upper_bound: if unknown_error { -1 } else { total_error },
             sum_other_doc_count,
         })
@@ -469,6 +491,14 @@ impl InternalTerms {
         let terms = terms_request(request)?;
         let shard_size = shard_size(terms, ctx.shards_in_request);
         let min = terms.shard_min_doc_count;
+        // like OpenSearch's shard, terms under shard_min_doc_count still count as "other"
+        let below: u64 = self
+            .buckets
+            .iter()
+            .filter(|b| b.doc_count < min)
+            .map(|b| b.doc_count)
+            .sum();
+        self.sum_other_doc_count += below;
         self.buckets.retain(|b| b.doc_count >= min);
         self.sort(terms, &request.subs);
         if self.buckets.len() > shard_size {
@@ -512,10 +542,17 @@ impl InternalTerms {
         }
         ctx.add_buckets(self.buckets.len())?;
         let formatter = self.format.formatter();
+        let formatters: Vec<_> = self.formats.iter().map(ValueFormat::formatter).collect();
         let mut buckets = Vec::with_capacity(self.buckets.len());
         for bucket in self.buckets {
             let mut out = Map::new();
-            out.insert("key".into(), bucket.key.to_json());
+            if let TermKey::Multi(values) = &bucket.key {
+                let (key, text) = crate::bucket::multi_terms::render_key(values, &formatters);
+                out.insert("key".into(), key);
+                out.insert("key_as_string".into(), json!(text));
+            } else {
+                out.insert("key".into(), bucket.key.to_json());
+            }
             if let Some(number) = bucket.key.as_f64() {
                 if let Some(text) = formatter.as_string(number) {
                     out.insert("key_as_string".into(), json!(text));
@@ -709,6 +746,7 @@ impl Common {
         Ok(InternalAgg::Terms(InternalTerms {
             buckets,
             format: self.format.clone(),
+            formats: Vec::new(),
             doc_count_error_upper_bound: 0,
             sum_other_doc_count: 0,
         }))
@@ -897,6 +935,7 @@ impl NumericTerms {
                     TermKey::Long(n) => n.to_string(),
                     TermKey::Double(f) => f.to_string(),
                     TermKey::Str(s) => s,
+                    TermKey::Ip(_) | TermKey::Multi(_) => String::new(),
                 };
                 let text = self.common.format.as_string(value).unwrap_or(text);
                 filter.accepts_number(value, &text)
@@ -1116,6 +1155,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.doc_count_error_upper_bound, 0);
+    }
+
+    #[test]
+    fn terms_under_shard_min_doc_count_count_as_other() {
+        let r = request(json!({"terms": {"field": "k", "size": 5, "shard_min_doc_count": 2}}));
+        let mut t = part(vec![bucket("a", 1), bucket("b", 5), bucket("c", 3)]);
+        t.finish_shard(
+            &r,
+            &ShardFinish {
+                shards_in_request: 1,
+                searcher: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(t.buckets.len(), 2);
+        assert_eq!(t.sum_other_doc_count, 1);
     }
 
     #[test]
