@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use tessera_common::{Error, Result};
 
 use crate::bucket::auto_date_histogram::InternalAutoDateHistogram;
+use crate::bucket::composite::InternalComposite;
 use crate::bucket::filter::{InternalFilters, InternalSingleBucket};
 use crate::bucket::histogram::{InternalDateHistogram, InternalHistogram};
 use crate::bucket::range::InternalRange;
@@ -29,6 +30,7 @@ pub enum InternalAgg {
     Histogram(InternalHistogram),
     DateHistogram(InternalDateHistogram),
     AutoDateHistogram(InternalAutoDateHistogram),
+    Composite(InternalComposite),
     Range(InternalRange),
     /// filter, missing, global.
     SingleBucket(InternalSingleBucket),
@@ -192,6 +194,7 @@ impl InternalAgg {
             AggKind::AutoDateHistogram(_) => {
                 InternalAgg::AutoDateHistogram(InternalAutoDateHistogram::default())
             }
+            AggKind::Composite(_) => InternalAgg::Composite(InternalComposite::default()),
             AggKind::Range(r) => InternalAgg::Range(InternalRange::empty(r, &request.subs)),
             AggKind::DateRange(r) => {
                 InternalAgg::Range(InternalRange::empty(&r.range, &request.subs))
@@ -234,6 +237,9 @@ impl InternalAgg {
             Some(InternalAgg::AutoDateHistogram(_)) => InternalAgg::AutoDateHistogram(
                 InternalAutoDateHistogram::reduce(gather!(AutoDateHistogram), request)?,
             ),
+            Some(InternalAgg::Composite(_)) => {
+                InternalAgg::Composite(InternalComposite::reduce(gather!(Composite), request)?)
+            }
             Some(InternalAgg::Range(_)) => {
                 InternalAgg::Range(InternalRange::reduce(gather!(Range), request)?)
             }
@@ -258,6 +264,7 @@ impl InternalAgg {
                 h.for_each_subs(|s| s.finish_shard(&request.subs, ctx))
             }
             InternalAgg::AutoDateHistogram(h) => h.finish_shard(request, ctx),
+            InternalAgg::Composite(c) => c.finish_shard(request, ctx),
             InternalAgg::Range(r) => r.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
             InternalAgg::SingleBucket(b) => b.subs.finish_shard(&request.subs, ctx),
             InternalAgg::Filters(f) => f.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
@@ -276,6 +283,7 @@ impl InternalAgg {
             InternalAgg::Histogram(h) => h.render(request, ctx)?,
             InternalAgg::DateHistogram(h) => h.render(request, ctx)?,
             InternalAgg::AutoDateHistogram(h) => h.render(request, ctx)?,
+            InternalAgg::Composite(c) => c.render(request, ctx)?,
             InternalAgg::Range(r) => r.render(request, ctx)?,
             InternalAgg::SingleBucket(b) => b.render(request, ctx)?,
             InternalAgg::Filters(f) => f.render(request, ctx)?,

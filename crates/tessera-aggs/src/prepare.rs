@@ -58,6 +58,7 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
         AggKind::Terms(r) => bucket::terms::factory(request, r, ctx)?,
         AggKind::SignificantTerms(r) => bucket::significant_terms::factory(request, r, ctx)?,
         AggKind::MultiTerms(r) => bucket::multi_terms::factory(request, r, ctx)?,
+        AggKind::Composite(r) => bucket::composite::factory(request, r, ctx)?,
         AggKind::Histogram(r) => bucket::histogram::histogram_factory(request, r, ctx)?,
         AggKind::DateHistogram(r) => bucket::date_histogram::factory(request, r, ctx)?,
         AggKind::AutoDateHistogram(r) => bucket::auto_date_histogram::factory(request, r, ctx)?,
@@ -69,6 +70,14 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
         AggKind::Global => bucket::filter::global_factory(),
         AggKind::Metric(r) => metric::stats::factory(request, r, ctx)?,
     };
+    // a composite aggregation only runs at the top level
+    if request
+        .subs
+        .iter()
+        .any(|sub| matches!(sub.kind, AggKind::Composite(_)))
+    {
+        return Err(bucket::composite::parent_error(&request.kind));
+    }
     let subs = request
         .subs
         .iter()

@@ -8,10 +8,11 @@ use serde_json::{Map, Value};
 use tessera_common::{Error, Result};
 
 use crate::bucket::{
-    auto_date_histogram::AutoDateHistogramRequest, date_histogram::DateHistogramRequest,
-    date_range::DateRangeRequest, filter::FilterRequest, filter::FiltersRequest,
-    histogram::HistogramRequest, missing::MissingRequest, multi_terms::MultiTermsRequest,
-    range::RangeRequest, significant_terms::SignificantTermsRequest, terms::TermsRequest,
+    auto_date_histogram::AutoDateHistogramRequest, composite::CompositeRequest,
+    date_histogram::DateHistogramRequest, date_range::DateRangeRequest, filter::FilterRequest,
+    filter::FiltersRequest, histogram::HistogramRequest, missing::MissingRequest,
+    multi_terms::MultiTermsRequest, range::RangeRequest,
+    significant_terms::SignificantTermsRequest, terms::TermsRequest,
 };
 use crate::metric::stats::{MetricRequest, StatsKind};
 
@@ -31,6 +32,7 @@ pub enum AggKind {
     Terms(TermsRequest),
     SignificantTerms(SignificantTermsRequest),
     MultiTerms(MultiTermsRequest),
+    Composite(CompositeRequest),
     Histogram(HistogramRequest),
     DateHistogram(DateHistogramRequest),
     AutoDateHistogram(AutoDateHistogramRequest),
@@ -51,6 +53,7 @@ impl AggKind {
             AggKind::Terms(_) => "terms",
             AggKind::SignificantTerms(_) => "significant_terms",
             AggKind::MultiTerms(_) => "multi_terms",
+            AggKind::Composite(_) => "composite",
             AggKind::Histogram(_) => "histogram",
             AggKind::DateHistogram(_) => "date_histogram",
             AggKind::AutoDateHistogram(_) => "auto_date_histogram",
@@ -80,7 +83,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "bucket_sort",
     "cardinality",
     "children",
-    "composite",
     "cumulative_sum",
     "derivative",
     "diversified_sampler",
@@ -234,6 +236,7 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
     Ok(match type_name {
         "terms" => AggKind::Terms(TermsRequest::parse(name, &object(body)?)?),
         "multi_terms" => AggKind::MultiTerms(MultiTermsRequest::parse(name, &object(body)?)?),
+        "composite" => AggKind::Composite(CompositeRequest::parse(&object(body)?)?),
         "significant_terms" => {
             AggKind::SignificantTerms(SignificantTermsRequest::parse(name, &object(body)?)?)
         }

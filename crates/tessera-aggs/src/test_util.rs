@@ -39,14 +39,6 @@ impl Rng {
         self.next_u64() % n.max(1)
     }
 
-    pub fn chance(&mut self, p: f64) -> bool {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
-    }
-
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
             let j = self.below(i as u64 + 1) as usize;
@@ -95,10 +87,6 @@ impl TestShard {
 
     pub fn docs(&self) -> &[Value] {
         &self.docs
-    }
-
-    pub fn searcher(&self) -> &Searcher {
-        &self.searcher
     }
 
     /// The shard's result (slices reduced and finished for a request on `shards` shards),

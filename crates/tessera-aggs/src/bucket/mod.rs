@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 pub mod auto_date_histogram;
+pub mod composite;
 pub mod date_histogram;
 pub mod date_range;
 pub mod filter;
