@@ -231,14 +231,30 @@ impl AutoDateHistogramRequest {
 struct Ladder {
     rungs: &'static [Rung],
     roundings: Vec<Rounding>,
+    /// Per rung whose rounding is calendar arithmetic (months, years, or any rung in a zone
+    /// with transitions): the buckets met so far as sorted `[start, end)` pairs, so rounding
+    /// values in random order costs a binary search instead of a calendar computation.
+    spans: Vec<Option<Vec<(i64, i64)>>>,
 }
+
+/// Bucket spans kept per rung before the cache starts over.
+const MAX_SPANS: usize = 4096;
 
 impl Ladder {
     fn new(rungs: &'static [Rung], zone: TimeZone) -> Result<Ladder> {
+        let fixed = zone.fixed_offset().is_some();
         Ok(Ladder {
             roundings: rungs
                 .iter()
                 .map(|r| Rounding::new(DateInterval::Calendar(r.unit), zone.clone(), 0))
+                .collect(),
+            spans: rungs
+                .iter()
+                .map(|r| {
+                    let arithmetic =
+                        fixed && r.unit != CalendarUnit::Month && r.unit != CalendarUnit::Year;
+                    (!arithmetic).then(Vec::new)
+                })
                 .collect(),
             rungs,
         })
@@ -254,7 +270,23 @@ impl Ladder {
 
     #[inline]
     fn round(&mut self, level: usize, value: i64) -> i64 {
-        self.roundings[level].round(value)
+        let Some(spans) = &mut self.spans[level] else {
+            return self.roundings[level].round(value);
+        };
+        let i = spans.partition_point(|(start, _)| *start <= value);
+        if i > 0 && value < spans[i - 1].1 {
+            return spans[i - 1].0;
+        }
+        let start = self.roundings[level].round(value);
+        let end = self.roundings[level].next(start);
+        if end > start && value >= start && value < end {
+            if spans.len() >= MAX_SPANS {
+                spans.clear();
+            }
+            let at = spans.partition_point(|(s, _)| *s < start);
+            spans.insert(at, (start, end));
+        }
+        start
     }
 
     /// The key of the bucket after the one holding `key` (OpenSearch's `nextRoundingValue`).
