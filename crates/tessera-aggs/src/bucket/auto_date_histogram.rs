@@ -51,7 +51,8 @@ use crate::bucket::histogram::Bucket;
 use crate::collector::{Collector, SegmentContext, SubCollectors};
 use crate::format::ValueFormat;
 use crate::internal::{
-    render_subs, InternalAgg, InternalAggregations, RenderContext, ShardFinish, DEFAULT_MAX_BUCKETS,
+    render_subs, too_many_buckets, InternalAgg, InternalAggregations, RenderContext, ShardFinish,
+    DEFAULT_MAX_BUCKETS,
 };
 use crate::ords::{slot, IntMap};
 use crate::prepare::{AggContext, Factory};
@@ -963,6 +964,11 @@ impl InternalAutoDateHistogram {
                 if let Some(previous) = previous {
                     let mut key = ladder.next(level, previous);
                     while key < bucket.key {
+                        // dates spread over millennia at the coarsest rung: stop at the
+                        // bucket limit rather than build an endless list
+                        if filled.len() >= ctx.max_buckets {
+                            return Err(too_many_buckets(ctx.max_buckets, filled.len() + 1));
+                        }
                         filled.push(Bucket {
                             key,
                             doc_count: 0,
@@ -1266,6 +1272,28 @@ mod tests {
         assert_eq!(buckets[1]["a"]["interval"], "1y");
         assert_eq!(counts(&buckets[1]), [61, 61, 61, 17]);
         assert_eq!(buckets[1]["a"]["buckets"][3]["key"], 1_514_764_800_000i64);
+    }
+
+    #[test]
+    fn dates_spread_over_millennia_hit_the_bucket_limit() {
+        let shard = date_shard(
+            &[
+                json!({"d": -62_135_596_800_000i64}),
+                json!({"d": 253_402_214_400_000i64}),
+            ],
+            1,
+        );
+        let requests = parse_aggregations(
+            &json!({"r": {"auto_date_histogram": {"field": "d", "buckets": 1}}}),
+        )
+        .unwrap();
+        let result = shard.shard_result(&requests, 1, 0, 1).unwrap();
+        let reduced =
+            crate::internal::InternalAggregations::reduce(vec![result], &requests).unwrap();
+        let e = reduced
+            .render(&requests, &mut RenderContext::new(1000))
+            .unwrap_err();
+        assert_eq!(e.kind(), "too_many_buckets_exception");
     }
 
     #[test]
