@@ -719,6 +719,7 @@ impl Collector for MultiTermsCollector {
                 doc_count: self.counts[ord as usize],
                 doc_count_error: 0,
                 subs: self.subs.build(ord)?,
+                first_seen: u64::MAX,
             });
         }
         Ok(InternalAgg::Terms(crate::bucket::terms::InternalTerms {

@@ -14,13 +14,15 @@
 //! global sizes, drops terms with a score ≤ 0 or fewer than `min_doc_count` documents and
 //! keeps the best `size`.
 //!
-//! Ties in score are broken the way OpenSearch breaks them where that is deterministic: the
-//! shard offers its terms to a Lucene-style priority queue in term order (OpenSearch's
-//! global-ordinal order for keyword fields), and the coordinator offers the merged terms in
-//! the iteration order of a Java `HashMap` keyed by the term's string form, to the same
-//! queue. (When OpenSearch visits terms in first-seen order — `execution_hint: map`, numbers,
-//! sub-aggregations of bucket aggregations — its choice among tied terms at the `shard_size`
-//! cut can differ.)
+//! Ties in score are broken the way OpenSearch breaks them: the shard offers its terms to a
+//! Lucene-style priority queue (an equal score does not displace) in OpenSearch's bucket
+//! ordinal order, and the coordinator offers the merged terms to the same queue in the
+//! iteration order of a Java `HashMap` keyed by the terms' string form (terms sharing a bin
+//! in the order the shards listed them). Ordinal order is term order when OpenSearch uses
+//! global ordinals directly (a keyword or ip at the top level, without sub-aggregations or
+//! include/exclude), else the order documents first brought each term in, which Tessera
+//! takes from the smallest `_seq_no` of the term's documents: exact when the shard's
+//! segments are in indexing order, close otherwise.
 //!
 //! Heuristics: `jlh` (default), `mutual_information`, `chi_square`, `gnd`, `percentage`.
 //! `script_heuristic` and `background_filter` are not supported (a 400 error).
@@ -458,6 +460,10 @@ impl SignificantTermsRequest {
 struct SignificantFactory {
     inner: Box<dyn Factory>,
     mapped: bool,
+    /// Numbers and `execution_hint: map` always meet terms in first-seen order in
+    /// OpenSearch; keywords and ips do when global ordinals are remapped.
+    first_seen_always: bool,
+    has_filter: bool,
 }
 
 pub fn factory(
@@ -527,14 +533,21 @@ pub fn factory(
         meta: None,
     };
     Ok(Box::new(SignificantFactory {
-        inner: terms::factory(&terms_request, &terms, ctx)?,
+        inner: terms::factory_tracking_first_seen(&terms_request, &terms, ctx)?,
         mapped: !matches!(source, ValueSource::Unmapped),
+        first_seen_always: matches!(source, ValueSource::Numeric { .. })
+            || significant.execution_hint.as_deref() == Some("map"),
+        has_filter: significant.filter != TermFilterSpec::default(),
     }))
 }
 
 impl Factory for SignificantFactory {
     fn collector(&self, subs: SubCollectors, single_parent: bool) -> Result<Box<dyn Collector>> {
+        // OpenSearch keeps global ordinals (term order) only for a single-bucket parent with
+        // no sub-aggregations and no include/exclude
+        let remapped = !(single_parent && subs.is_empty() && !self.has_filter);
         Ok(Box::new(SignificantCollector {
+            first_seen_order: self.first_seen_always || remapped,
             inner: self.inner.collector(subs, single_parent)?,
             subset_sizes: Vec::new(),
             mapped: self.mapped,
@@ -547,6 +560,7 @@ struct SignificantCollector {
     /// Documents received per parent bucket.
     subset_sizes: Vec<u64>,
     mapped: bool,
+    first_seen_order: bool,
 }
 
 impl Collector for SignificantCollector {
@@ -593,6 +607,7 @@ impl Collector for SignificantCollector {
                 superset_df: 0,
                 score: 0.0,
                 rank: u32::MAX,
+                first_seen: b.first_seen,
                 subs: b.subs,
             })
             .collect();
@@ -603,6 +618,7 @@ impl Collector for SignificantCollector {
             superset_size: 0,
             format: terms.format,
             mapped: self.mapped,
+            first_seen_order: self.first_seen_order,
         }))
     }
 }
@@ -622,6 +638,8 @@ pub struct SignificantBucket {
     /// order OpenSearch's coordinator meets terms in, which orders terms that share a
     /// `HashMap` bin. `u32::MAX` before `finish_shard`.
     pub rank: u32,
+    /// The smallest `_seq_no` of the term's subset documents (before `finish_shard`).
+    pub first_seen: u64,
     pub subs: InternalAggregations,
 }
 
@@ -635,6 +653,8 @@ pub struct InternalSignificantTerms {
     pub format: ValueFormat,
     /// False for a field unmapped everywhere (rendered as `{"buckets": []}`).
     pub mapped: bool,
+    /// The shard offers terms to its queue in first-seen order rather than term order.
+    pub first_seen_order: bool,
 }
 
 impl Default for InternalSignificantTerms {
@@ -645,6 +665,7 @@ impl Default for InternalSignificantTerms {
             superset_size: 0,
             format: ValueFormat::Raw,
             mapped: true,
+            first_seen_order: false,
         }
     }
 }
@@ -671,30 +692,33 @@ impl InternalSignificantTerms {
     ) -> Result<InternalSignificantTerms> {
         let format = ValueFormat::merge(parts.iter().map(|p| &p.format));
         let mapped = parts.iter().any(|p| p.mapped);
+        let first_seen_order = parts.iter().any(|p| p.first_seen_order);
         let subset_size = parts.iter().map(|p| p.subset_size).sum();
         let superset_size = parts.iter().map(|p| p.superset_size).sum();
-        let mut merged: BTreeMap<TermKey, (u64, u64, u32, Vec<InternalAggregations>)> =
-            BTreeMap::new();
+        type Merged = (u64, u64, u32, u64, Vec<InternalAggregations>);
+        let mut merged: BTreeMap<TermKey, Merged> = BTreeMap::new();
         for part in parts {
             for bucket in part.buckets {
                 let entry = merged
                     .entry(bucket.key)
-                    .or_insert_with(|| (0, 0, u32::MAX, Vec::new()));
+                    .or_insert_with(|| (0, 0, u32::MAX, u64::MAX, Vec::new()));
                 entry.0 += bucket.subset_df;
                 entry.1 += bucket.superset_df;
                 entry.2 = entry.2.min(bucket.rank);
-                entry.3.push(bucket.subs);
+                entry.3 = entry.3.min(bucket.first_seen);
+                entry.4.push(bucket.subs);
             }
         }
         let buckets = merged
             .into_iter()
-            .map(|(key, (subset_df, superset_df, rank, subs))| {
+            .map(|(key, (subset_df, superset_df, rank, first_seen, subs))| {
                 Ok(SignificantBucket {
                     key,
                     subset_df,
                     superset_df,
                     score: 0.0,
                     rank,
+                    first_seen,
                     subs: InternalAggregations::reduce(subs, &request.subs)?,
                 })
             })
@@ -705,6 +729,7 @@ impl InternalSignificantTerms {
             superset_size,
             format,
             mapped,
+            first_seen_order,
         })
     }
 
@@ -723,7 +748,10 @@ impl InternalSignificantTerms {
             let min = significant.shard_min_doc_count;
             let mut queue = LuceneQueue::new(significant.shard_size().min(self.buckets.len()));
             let mut buckets = std::mem::take(&mut self.buckets);
-            if background.is_ip() {
+            if self.first_seen_order {
+                // OpenSearch's bucket ordinals: the order documents brought the terms in
+                buckets.sort_by(|a, b| a.first_seen.cmp(&b.first_seen).then(a.key.cmp(&b.key)));
+            } else if background.is_ip() {
                 // OpenSearch offers terms in global ordinal order: ips by address
                 buckets.sort_by_key(|b| match &b.key {
                     TermKey::Str(s) => s.parse::<IpAddr>().ok().map(|ip| match ip {
@@ -818,6 +846,7 @@ impl InternalSignificantTerms {
                 let subset_df = group.iter().map(|b| b.subset_df).sum();
                 let superset_df = group.iter().map(|b| b.superset_df).sum();
                 let rank = group.iter().map(|b| b.rank).min().unwrap_or(u32::MAX);
+                let first_seen = group.iter().map(|b| b.first_seen).min().unwrap_or(u64::MAX);
                 let key = group[0].key.clone();
                 let subs = InternalAggregations::reduce(
                     group.into_iter().map(|b| b.subs).collect(),
@@ -829,6 +858,7 @@ impl InternalSignificantTerms {
                     superset_df,
                     score: 0.0,
                     rank,
+                    first_seen,
                     subs,
                 })
             };
@@ -1293,6 +1323,7 @@ mod tests {
                         superset_df: 1,
                         score: 1.0,
                         rank: 0,
+                        first_seen: 0,
                         subs: InternalAggregations::default(),
                     },
                 });

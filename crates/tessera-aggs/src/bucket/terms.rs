@@ -369,6 +369,10 @@ pub struct TermsBucket {
     /// (-1 when unknown).
     pub doc_count_error: i64,
     pub subs: InternalAggregations,
+    /// The smallest `_seq_no` of the slice's documents in this bucket (`u64::MAX` when not
+    /// tracked): the order OpenSearch first meets terms in. Only read on the slice.
+    #[serde(skip)]
+    pub first_seen: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -464,6 +468,7 @@ impl InternalTerms {
                 doc_count: m.doc_count,
                 doc_count_error,
                 subs: InternalAggregations::reduce(m.subs, &request.subs)?,
+                first_seen: u64::MAX,
             });
         }
         Ok(InternalTerms {
@@ -601,12 +606,33 @@ struct TermsFactory {
     filter: Option<Arc<TermFilter>>,
     missing: Option<Value>,
     min_doc_count_zero: bool,
+    track_first_seen: bool,
 }
 
 pub fn factory(
     request: &AggRequest,
     terms: &TermsRequest,
     ctx: &AggContext,
+) -> Result<Box<dyn Factory>> {
+    make_factory(request, terms, ctx, false)
+}
+
+/// A terms collector factory whose buckets also record where each term was first met
+/// ([`TermsBucket::first_seen`]), for aggregations that order terms like OpenSearch's
+/// first-seen bucket ordinals.
+pub(crate) fn factory_tracking_first_seen(
+    request: &AggRequest,
+    terms: &TermsRequest,
+    ctx: &AggContext,
+) -> Result<Box<dyn Factory>> {
+    make_factory(request, terms, ctx, true)
+}
+
+fn make_factory(
+    request: &AggRequest,
+    terms: &TermsRequest,
+    ctx: &AggContext,
+    track_first_seen: bool,
 ) -> Result<Box<dyn Factory>> {
     if terms.size == 0 {
         return Err(Error::illegal_argument(format!(
@@ -624,6 +650,7 @@ pub fn factory(
         filter: TermFilter::compile(&terms.filter)?.map(Arc::new),
         missing: terms.source.missing.clone(),
         min_doc_count_zero: terms.min_doc_count == 0,
+        track_first_seen,
     }))
 }
 
@@ -636,6 +663,7 @@ impl Factory for TermsFactory {
             filter: self.filter.clone(),
             format: self.format.clone(),
             min_doc_count_zero: self.min_doc_count_zero,
+            first_seen: self.track_first_seen.then(FirstSeen::default),
         };
         Ok(match &self.source {
             ValueSource::Numeric { kind, .. } => {
@@ -695,6 +723,15 @@ fn numeric_missing(kind: &NumericKind, value: &Value) -> Result<f64> {
     }
 }
 
+/// Where each bucket's term was first met: the smallest `_seq_no` of its documents.
+#[derive(Default)]
+struct FirstSeen {
+    /// The segment's `_seq_no` column.
+    column: Option<tantivy::columnar::Column<u64>>,
+    /// Per ordinal, `u64::MAX - smallest _seq_no` (0 = not met).
+    earliest: Vec<u64>,
+}
+
 /// State shared by the keyword and numeric collectors.
 struct Common {
     ords: BucketOrds,
@@ -703,6 +740,7 @@ struct Common {
     filter: Option<Arc<TermFilter>>,
     format: ValueFormat,
     min_doc_count_zero: bool,
+    first_seen: Option<FirstSeen>,
 }
 
 impl Common {
@@ -713,6 +751,33 @@ impl Common {
         if !self.subs.is_empty() {
             self.subs.push(doc, ord);
         }
+        if let Some(first) = &mut self.first_seen {
+            let seq = first
+                .column
+                .as_ref()
+                .and_then(|c| c.first(doc))
+                .unwrap_or(u64::MAX);
+            let earliest = slot(&mut first.earliest, ord);
+            *earliest = (*earliest).max(u64::MAX - seq);
+        }
+    }
+
+    fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
+        if let Some(first) = &mut self.first_seen {
+            first.column = segment
+                .reader
+                .fast_fields()
+                .column_opt::<u64>(tessera_mapping::field_table::SEQ_NO_FIELD)
+                .map_err(|e| Error::internal("open the _seq_no column", e))?;
+        }
+        self.subs.set_segment(segment)
+    }
+
+    fn first_seen(&self, ord: u32) -> u64 {
+        self.first_seen
+            .as_ref()
+            .and_then(|f| f.earliest.get(ord as usize))
+            .map_or(u64::MAX, |e| u64::MAX - e)
     }
 
     /// Builds `parent`'s buckets; `all_keys` adds zero-count buckets (`min_doc_count: 0`).
@@ -730,6 +795,7 @@ impl Common {
                 doc_count: self.counts.get(*ord as usize).copied().unwrap_or(0),
                 doc_count_error: 0,
                 subs: self.subs.build(*ord)?,
+                first_seen: self.first_seen(*ord),
             });
         }
         if self.min_doc_count_zero {
@@ -740,6 +806,7 @@ impl Common {
                     doc_count: 0,
                     doc_count_error: 0,
                     subs: self.subs.build(u32::MAX)?,
+                    first_seen: u64::MAX,
                 });
             }
         }
@@ -830,7 +897,7 @@ impl Collector for DictionaryTerms {
                 self.term_id(&missing);
             }
         }
-        self.common.subs.set_segment(segment)
+        self.common.set_segment(segment)
     }
 
     fn collect(&mut self, docs: &[DocId], parents: &[u32]) {
@@ -964,7 +1031,7 @@ impl Collector for NumericTerms {
             self.all_keys.dedup();
         }
         self.values = Some(values);
-        self.common.subs.set_segment(segment)
+        self.common.set_segment(segment)
     }
 
     fn collect(&mut self, docs: &[DocId], parents: &[u32]) {
@@ -1043,6 +1110,7 @@ mod tests {
             doc_count,
             doc_count_error: 0,
             subs: InternalAggregations::default(),
+            first_seen: u64::MAX,
         }
     }
 
