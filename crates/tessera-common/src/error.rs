@@ -390,8 +390,9 @@ mod tests {
             error.to_body()["error"]["root_cause"][0]["reason"],
             "[range] unknown field [bogus]"
         );
-        let error = Error::x_content_parse("[terms] failed to parse field [size]")
-            .caused_by(Error::new("number_format_exception", 400, "For input string"));
+        let error = Error::x_content_parse("[terms] failed to parse field [size]").caused_by(
+            Error::new("number_format_exception", 400, "For input string"),
+        );
         assert_eq!(
             error.to_body()["error"]["root_cause"][0]["type"],
             "x_content_parse_exception"
