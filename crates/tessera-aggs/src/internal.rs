@@ -8,9 +8,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tessera_common::{Error, Result};
 
+use crate::bucket::auto_date_histogram::InternalAutoDateHistogram;
+use crate::bucket::composite::InternalComposite;
 use crate::bucket::filter::{InternalFilters, InternalSingleBucket};
 use crate::bucket::histogram::{InternalDateHistogram, InternalHistogram};
 use crate::bucket::range::InternalRange;
+use crate::bucket::significant_terms::InternalSignificantTerms;
 use crate::bucket::terms::InternalTerms;
 use crate::metric::cardinality::InternalCardinality;
 use crate::metric::extended_stats::InternalExtendedStats;
@@ -28,8 +31,11 @@ pub struct InternalAggregations(pub Vec<(String, InternalAgg)>);
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum InternalAgg {
     Terms(InternalTerms),
+    SignificantTerms(InternalSignificantTerms),
     Histogram(InternalHistogram),
     DateHistogram(InternalDateHistogram),
+    AutoDateHistogram(InternalAutoDateHistogram),
+    Composite(InternalComposite),
     Range(InternalRange),
     /// filter, missing, global.
     SingleBucket(InternalSingleBucket),
@@ -186,12 +192,24 @@ impl InternalAgg {
     /// The result of `request` over no documents.
     pub fn empty(request: &AggRequest) -> InternalAgg {
         match &request.kind {
-            AggKind::Terms(_) => InternalAgg::Terms(InternalTerms::default()),
+            AggKind::Terms(_) | AggKind::MultiTerms(_) => {
+                InternalAgg::Terms(InternalTerms::default())
+            }
+            AggKind::SignificantTerms(_) => {
+                InternalAgg::SignificantTerms(InternalSignificantTerms::default())
+            }
             AggKind::Histogram(_) => InternalAgg::Histogram(InternalHistogram::default()),
             AggKind::DateHistogram(_) => {
                 InternalAgg::DateHistogram(InternalDateHistogram::default())
             }
+            AggKind::AutoDateHistogram(_) => {
+                InternalAgg::AutoDateHistogram(InternalAutoDateHistogram::default())
+            }
+            AggKind::Composite(_) => InternalAgg::Composite(InternalComposite::default()),
             AggKind::Range(r) => InternalAgg::Range(InternalRange::empty(r, &request.subs)),
+            AggKind::DateRange(r) => {
+                InternalAgg::Range(InternalRange::empty(&r.range, &request.subs))
+            }
             AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global => {
                 InternalAgg::SingleBucket(InternalSingleBucket::empty(&request.subs))
             }
@@ -229,12 +247,21 @@ impl InternalAgg {
             Some(InternalAgg::Terms(_)) => {
                 InternalAgg::Terms(InternalTerms::reduce(gather!(Terms), request)?)
             }
+            Some(InternalAgg::SignificantTerms(_)) => InternalAgg::SignificantTerms(
+                InternalSignificantTerms::reduce(gather!(SignificantTerms), request)?,
+            ),
             Some(InternalAgg::Histogram(_)) => {
                 InternalAgg::Histogram(InternalHistogram::reduce(gather!(Histogram), request)?)
             }
             Some(InternalAgg::DateHistogram(_)) => InternalAgg::DateHistogram(
                 InternalDateHistogram::reduce(gather!(DateHistogram), request)?,
             ),
+            Some(InternalAgg::AutoDateHistogram(_)) => InternalAgg::AutoDateHistogram(
+                InternalAutoDateHistogram::reduce(gather!(AutoDateHistogram), request)?,
+            ),
+            Some(InternalAgg::Composite(_)) => {
+                InternalAgg::Composite(InternalComposite::reduce(gather!(Composite), request)?)
+            }
             Some(InternalAgg::Range(_)) => {
                 InternalAgg::Range(InternalRange::reduce(gather!(Range), request)?)
             }
@@ -268,10 +295,13 @@ impl InternalAgg {
     fn finish_shard(&mut self, request: &AggRequest, ctx: &ShardFinish) -> Result<()> {
         match self {
             InternalAgg::Terms(t) => t.finish_shard(request, ctx),
+            InternalAgg::SignificantTerms(t) => t.finish_shard(request, ctx),
             InternalAgg::Histogram(h) => h.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
             InternalAgg::DateHistogram(h) => {
                 h.for_each_subs(|s| s.finish_shard(&request.subs, ctx))
             }
+            InternalAgg::AutoDateHistogram(h) => h.finish_shard(request, ctx),
+            InternalAgg::Composite(c) => c.finish_shard(request, ctx),
             InternalAgg::Range(r) => r.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
             InternalAgg::SingleBucket(b) => b.subs.finish_shard(&request.subs, ctx),
             InternalAgg::Filters(f) => f.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
@@ -291,8 +321,11 @@ impl InternalAgg {
         }
         let body = match self {
             InternalAgg::Terms(t) => t.render(request, ctx)?,
+            InternalAgg::SignificantTerms(t) => t.render(request, ctx)?,
             InternalAgg::Histogram(h) => h.render(request, ctx)?,
             InternalAgg::DateHistogram(h) => h.render(request, ctx)?,
+            InternalAgg::AutoDateHistogram(h) => h.render(request, ctx)?,
+            InternalAgg::Composite(c) => c.render(request, ctx)?,
             InternalAgg::Range(r) => r.render(request, ctx)?,
             InternalAgg::SingleBucket(b) => b.render(request, ctx)?,
             InternalAgg::Filters(f) => f.render(request, ctx)?,

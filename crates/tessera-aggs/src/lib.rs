@@ -21,6 +21,8 @@ pub mod metric;
 mod ords;
 mod prepare;
 pub mod request;
+#[cfg(test)]
+mod test_util;
 pub mod values;
 
 pub use internal::{

@@ -72,9 +72,14 @@ pub struct PreparedAggs {
 fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
     let factory: Box<dyn Factory> = match &request.kind {
         AggKind::Terms(r) => bucket::terms::factory(request, r, ctx)?,
+        AggKind::SignificantTerms(r) => bucket::significant_terms::factory(request, r, ctx)?,
+        AggKind::MultiTerms(r) => bucket::multi_terms::factory(request, r, ctx)?,
+        AggKind::Composite(r) => bucket::composite::factory(request, r, ctx)?,
         AggKind::Histogram(r) => bucket::histogram::histogram_factory(request, r, ctx)?,
         AggKind::DateHistogram(r) => bucket::date_histogram::factory(request, r, ctx)?,
+        AggKind::AutoDateHistogram(r) => bucket::auto_date_histogram::factory(request, r, ctx)?,
         AggKind::Range(r) => bucket::range::factory(request, r, ctx)?,
+        AggKind::DateRange(r) => bucket::date_range::factory(request, r, ctx)?,
         AggKind::Filter(r) => bucket::filter::filter_factory(r, ctx)?,
         AggKind::Filters(r) => bucket::filter::filters_factory(r, ctx)?,
         AggKind::Missing(r) => bucket::missing::factory(request, r, ctx)?,
@@ -88,6 +93,14 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
             metric::percentiles::factory(request, r, ctx)?
         }
     };
+    // a composite aggregation only runs at the top level
+    if request
+        .subs
+        .iter()
+        .any(|sub| matches!(sub.kind, AggKind::Composite(_)))
+    {
+        return Err(bucket::composite::parent_error(&request.kind));
+    }
     let subs = request
         .subs
         .iter()

@@ -8,8 +8,11 @@ use serde_json::{Map, Value};
 use tessera_common::{Error, Result};
 
 use crate::bucket::{
-    date_histogram::DateHistogramRequest, filter::FilterRequest, filter::FiltersRequest,
-    histogram::HistogramRequest, missing::MissingRequest, range::RangeRequest, terms::TermsRequest,
+    auto_date_histogram::AutoDateHistogramRequest, composite::CompositeRequest,
+    date_histogram::DateHistogramRequest, date_range::DateRangeRequest, filter::FilterRequest,
+    filter::FiltersRequest, histogram::HistogramRequest, missing::MissingRequest,
+    multi_terms::MultiTermsRequest, range::RangeRequest,
+    significant_terms::SignificantTermsRequest, terms::TermsRequest,
 };
 use crate::metric::cardinality::CardinalityRequest;
 use crate::metric::extended_stats::ExtendedStatsRequest;
@@ -32,9 +35,14 @@ pub struct AggRequest {
 #[derive(Clone, Debug, PartialEq)]
 pub enum AggKind {
     Terms(TermsRequest),
+    SignificantTerms(SignificantTermsRequest),
+    MultiTerms(MultiTermsRequest),
+    Composite(CompositeRequest),
     Histogram(HistogramRequest),
     DateHistogram(DateHistogramRequest),
+    AutoDateHistogram(AutoDateHistogramRequest),
     Range(RangeRequest),
+    DateRange(DateRangeRequest),
     Filter(FilterRequest),
     Filters(FiltersRequest),
     Missing(MissingRequest),
@@ -65,9 +73,14 @@ impl AggKind {
     pub fn type_name(&self) -> &'static str {
         match self {
             AggKind::Terms(_) => "terms",
+            AggKind::SignificantTerms(_) => "significant_terms",
+            AggKind::MultiTerms(_) => "multi_terms",
+            AggKind::Composite(_) => "composite",
             AggKind::Histogram(_) => "histogram",
             AggKind::DateHistogram(_) => "date_histogram",
+            AggKind::AutoDateHistogram(_) => "auto_date_histogram",
             AggKind::Range(_) => "range",
+            AggKind::DateRange(_) => "date_range",
             AggKind::Filter(_) => "filter",
             AggKind::Filters(_) => "filters",
             AggKind::Missing(_) => "missing",
@@ -99,9 +112,14 @@ impl AggKind {
             }
             AggKind::TopHits(_) => Some(MetricShape::NotNumeric),
             AggKind::Terms(_)
+            | AggKind::SignificantTerms(_)
+            | AggKind::MultiTerms(_)
+            | AggKind::Composite(_)
             | AggKind::Histogram(_)
             | AggKind::DateHistogram(_)
+            | AggKind::AutoDateHistogram(_)
             | AggKind::Range(_)
+            | AggKind::DateRange(_)
             | AggKind::Filter(_)
             | AggKind::Filters(_)
             | AggKind::Missing(_)
@@ -124,15 +142,12 @@ impl AggKind {
 /// silently missing result.
 const UNSUPPORTED_TYPES: &[&str] = &[
     "adjacency_matrix",
-    "auto_date_histogram",
     "avg_bucket",
     "bucket_script",
     "bucket_selector",
     "bucket_sort",
     "children",
-    "composite",
     "cumulative_sum",
-    "date_range",
     "derivative",
     "diversified_sampler",
     "extended_stats_bucket",
@@ -148,7 +163,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "min_bucket",
     "moving_avg",
     "moving_fn",
-    "multi_terms",
     "nested",
     "percentiles_bucket",
     "rare_terms",
@@ -156,7 +170,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "sampler",
     "scripted_metric",
     "serial_diff",
-    "significant_terms",
     "significant_text",
     "stats_bucket",
     "sum_bucket",
@@ -296,9 +309,18 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
             &object(body)?,
         )?),
         "terms" => AggKind::Terms(TermsRequest::parse(name, &object(body)?)?),
+        "multi_terms" => AggKind::MultiTerms(MultiTermsRequest::parse(name, &object(body)?)?),
+        "composite" => AggKind::Composite(CompositeRequest::parse(&object(body)?)?),
+        "significant_terms" => {
+            AggKind::SignificantTerms(SignificantTermsRequest::parse(name, &object(body)?)?)
+        }
         "histogram" => AggKind::Histogram(HistogramRequest::parse(name, &object(body)?)?),
         "date_histogram" => AggKind::DateHistogram(DateHistogramRequest::parse(&object(body)?)?),
+        "auto_date_histogram" => {
+            AggKind::AutoDateHistogram(AutoDateHistogramRequest::parse(name, &object(body)?)?)
+        }
         "range" => AggKind::Range(RangeRequest::parse(name, &object(body)?)?),
+        "date_range" => AggKind::DateRange(DateRangeRequest::parse(&object(body)?)?),
         "filter" => AggKind::Filter(FilterRequest::parse(body)?),
         "filters" => AggKind::Filters(FiltersRequest::parse(name, &object(body)?)?),
         "missing" => AggKind::Missing(MissingRequest::parse(&object(body)?)?),

@@ -19,6 +19,9 @@ const JAVA_EXCEPTIONS: &[&str] = &[
     "json_parse_exception",
     "json_e_o_f_exception",
     "date_time_parse_exception",
+    "date_time_exception",
+    "zone_rules_exception",
+    "no_such_element_exception",
     "i_o_exception",
     "unsupported_operation_exception",
     "arithmetic_exception",
@@ -148,11 +151,22 @@ impl Error {
     /// The root cause OpenSearch reports: the deepest error of the `caused_by` chain that is
     /// an OpenSearch exception (Java exceptions such as `illegal_argument_exception` inside
     /// one are not unwrapped to).
+    ///
+    /// Parse errors are the exception: like OpenSearch's `guessRootCauses`, an
+    /// `x_content_parse_exception` caused by another parse error reports the inner-most one
+    /// (`[range] unknown field [x]` inside `[date_range] failed to parse field [ranges]`).
     fn root(&self) -> &Error {
+        let parse = |e: &Error| {
+            matches!(
+                e.kind.as_ref(),
+                "x_content_parse_exception" | "named_object_not_found_exception"
+            )
+        };
         let mut root = self;
         let mut current = self;
         while let Some(cause) = current.caused_by.as_deref() {
-            if !JAVA_EXCEPTIONS.contains(&cause.kind.as_ref()) {
+            let nested_parse = std::ptr::eq(root, current) && parse(current) && parse(cause);
+            if nested_parse || !JAVA_EXCEPTIONS.contains(&cause.kind.as_ref()) {
                 root = cause;
             }
             current = cause;
@@ -365,6 +379,23 @@ mod tests {
         assert_eq!(
             outer.to_body()["error"]["root_cause"][0]["reason"],
             "No handler for type [x] declared on field [f]"
+        );
+    }
+
+    #[test]
+    fn nested_parse_errors_report_the_innermost() {
+        let error = Error::x_content_parse("[date_range] failed to parse field [ranges]")
+            .caused_by(Error::x_content_parse("[range] unknown field [bogus]"));
+        assert_eq!(
+            error.to_body()["error"]["root_cause"][0]["reason"],
+            "[range] unknown field [bogus]"
+        );
+        let error = Error::x_content_parse("[terms] failed to parse field [size]").caused_by(
+            Error::new("number_format_exception", 400, "For input string"),
+        );
+        assert_eq!(
+            error.to_body()["error"]["root_cause"][0]["type"],
+            "x_content_parse_exception"
         );
     }
 

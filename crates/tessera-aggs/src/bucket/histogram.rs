@@ -692,7 +692,7 @@ impl InternalDateHistogram {
                         filled.push(existing.next().unwrap());
                     } else {
                         added += 1;
-                        if added % 1024 == 0 {
+                        if added.is_multiple_of(1024) {
                             ctx.add_buckets(1024)?;
                         }
                         filled.push(Bucket {

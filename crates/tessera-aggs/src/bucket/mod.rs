@@ -2,12 +2,17 @@
 
 use serde_json::Value;
 
+pub mod auto_date_histogram;
+pub mod composite;
 pub mod date_histogram;
+pub mod date_range;
 pub mod filter;
 pub mod histogram;
 pub mod missing;
+pub mod multi_terms;
 pub mod order;
 pub mod range;
+pub mod significant_terms;
 pub mod terms;
 
 /// The JSON token name OpenSearch uses in parse errors.

@@ -71,7 +71,8 @@ impl RangeRequest {
     }
 }
 
-/// Parses one `{from, to, key}` object.
+/// Parses one `{from, to, key}` object of the `agg` aggregation (`range` or `date_range`);
+/// the object's own parser is named `range` in OpenSearch's errors.
 pub(crate) fn parse_range(agg: &str, item: &Value) -> Result<RangeSpec> {
     let Value::Object(map) = item else {
         return Err(Error::x_content_parse(format!(
@@ -92,7 +93,7 @@ pub(crate) fn parse_range(agg: &str, item: &Value) -> Result<RangeSpec> {
                 return Err(Error::x_content_parse(format!(
                     "[{agg}] failed to parse field [ranges]"
                 ))
-                .caused_by(unknown_field(agg, key)))
+                .caused_by(unknown_field("range", key)))
             }
         }
     }
@@ -100,7 +101,7 @@ pub(crate) fn parse_range(agg: &str, item: &Value) -> Result<RangeSpec> {
 }
 
 /// A numeric bound: numbers, or numeric strings (`"10"`), with Java's error otherwise.
-fn numeric_bound(value: &Value) -> Result<f64> {
+pub(crate) fn numeric_bound(value: &Value) -> Result<f64> {
     match value {
         Value::Number(n) => n
             .as_f64()
@@ -377,6 +378,7 @@ impl InternalRange {
     ) -> Result<Map<String, Value>> {
         let keyed = match &request.kind {
             AggKind::Range(r) => r.keyed,
+            AggKind::DateRange(r) => r.range.keyed,
             _ => return Err(Error::illegal_state("range result for another request")),
         };
         ctx.add_buckets(self.buckets.len())?;

@@ -95,8 +95,8 @@ impl TermsRequest {
                     request.shard_min_doc_count = count_param(AGG, key, value)?
                 }
                 "order" => request.order = BucketOrder::parse(AGG, value)?,
-                "include" => parse_include(&mut request.filter, value, true)?,
-                "exclude" => parse_include(&mut request.filter, value, false)?,
+                "include" => parse_include(AGG, &mut request.filter, value, true)?,
+                "exclude" => parse_include(AGG, &mut request.filter, value, false)?,
                 "show_term_doc_count_error" => {
                     request.show_term_doc_count_error = bool_param(AGG, key, value)?
                 }
@@ -111,10 +111,16 @@ impl TermsRequest {
     }
 }
 
-fn parse_include(spec: &mut TermFilterSpec, value: &Value, include: bool) -> Result<()> {
+/// Parses `include` (`include == true`) or `exclude` of aggregation `agg`.
+pub(crate) fn parse_include(
+    agg: &str,
+    spec: &mut TermFilterSpec,
+    value: &Value,
+    include: bool,
+) -> Result<()> {
     let field = if include { "include" } else { "exclude" };
     let failed = |reason: &str| {
-        Error::x_content_parse(format!("[terms] failed to parse field [{field}]"))
+        Error::x_content_parse(format!("[{agg}] failed to parse field [{field}]"))
             .caused_by(Error::illegal_argument(reason.to_string()))
     };
     let has_regex = spec.include_regex.is_some() || spec.exclude_regex.is_some();
@@ -152,8 +158,8 @@ fn parse_include(spec: &mut TermFilterSpec, value: &Value, include: bool) -> Res
             let mut num_partitions = None;
             for (key, v) in object {
                 match key.as_str() {
-                    "partition" => partition = Some(int_param("terms", key, v)?),
-                    "num_partitions" => num_partitions = Some(int_param("terms", key, v)?),
+                    "partition" => partition = Some(int_param(agg, key, v)?),
+                    "num_partitions" => num_partitions = Some(int_param(agg, key, v)?),
                     _ => {
                         return Err(failed(&format!(
                             "Unknown parameter in Include/Exclude clause: {key}"
@@ -181,7 +187,7 @@ fn parse_include(spec: &mut TermFilterSpec, value: &Value, include: bool) -> Res
 }
 
 /// The compiled include/exclude rules.
-struct TermFilter {
+pub(crate) struct TermFilter {
     include_regex: Option<Regex>,
     exclude_regex: Option<Regex>,
     include_set: Option<Vec<String>>,
@@ -193,7 +199,7 @@ struct TermFilter {
 const PARTITION_SEED: u32 = 31;
 
 impl TermFilter {
-    fn compile(spec: &TermFilterSpec) -> Result<Option<TermFilter>> {
+    pub(crate) fn compile(spec: &TermFilterSpec) -> Result<Option<TermFilter>> {
         if *spec == TermFilterSpec::default() {
             return Ok(None);
         }
@@ -227,7 +233,7 @@ impl TermFilter {
     }
 
     /// Whether a term (in its string form) is kept.
-    fn accepts(&self, term: &str) -> bool {
+    pub(crate) fn accepts(&self, term: &str) -> bool {
         if let Some(r) = &self.include_regex {
             if !r.is_match(term) {
                 return false;
@@ -258,7 +264,7 @@ impl TermFilter {
     }
 
     /// Numeric sets compare numerically (`include: [1, 2]` on a long field).
-    fn accepts_number(&self, value: f64, as_text: &str) -> bool {
+    pub(crate) fn accepts_number(&self, value: f64, as_text: &str) -> bool {
         let in_set = |set: &Vec<String>| {
             set.iter()
                 .any(|s| s.parse::<f64>().is_ok_and(|n| n == value) || s == as_text)
@@ -286,28 +292,34 @@ impl TermFilter {
 
 // ---- intermediate result ----
 
-/// A bucket key: numbers for numeric fields (dates are epoch millis), text otherwise.
+/// A bucket key: numbers for numeric fields (dates are epoch millis), text otherwise; a
+/// `multi_terms` key is the list of its fields' values.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum TermKey {
     Long(i64),
     Double(f64),
     Str(String),
+    /// An ip (IPv6 bits; IPv4 mapped), ordered by address as OpenSearch orders ip terms.
+    Ip(u128),
+    Multi(Vec<TermKey>),
 }
 
 impl TermKey {
-    fn as_f64(&self) -> Option<f64> {
+    pub(crate) fn as_f64(&self) -> Option<f64> {
         match self {
             TermKey::Long(n) => Some(*n as f64),
             TermKey::Double(f) => Some(*f),
-            TermKey::Str(_) => None,
+            TermKey::Str(_) | TermKey::Ip(_) | TermKey::Multi(_) => None,
         }
     }
 
-    fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match self {
             TermKey::Long(n) => json!(n),
             TermKey::Double(f) => json!(f),
             TermKey::Str(s) => json!(s),
+            TermKey::Ip(bits) => json!(ip_to_string(std::net::Ipv6Addr::from(*bits))),
+            TermKey::Multi(values) => Value::Array(values.iter().map(TermKey::to_json).collect()),
         }
     }
 }
@@ -316,6 +328,14 @@ impl Ord for TermKey {
     fn cmp(&self, other: &Self) -> Ordering {
         match (self, other) {
             (TermKey::Long(a), TermKey::Long(b)) => a.cmp(b),
+            (TermKey::Multi(a), TermKey::Multi(b)) => a.cmp(b),
+            (TermKey::Multi(_), _) => Ordering::Greater,
+            (_, TermKey::Multi(_)) => Ordering::Less,
+            (TermKey::Ip(a), TermKey::Ip(b)) => a.cmp(b),
+            (TermKey::Ip(_), TermKey::Str(_)) => Ordering::Less,
+            (TermKey::Str(_), TermKey::Ip(_)) => Ordering::Greater,
+            (TermKey::Ip(_), _) => Ordering::Greater,
+            (_, TermKey::Ip(_)) => Ordering::Less,
             (TermKey::Str(a), TermKey::Str(b)) => a.cmp(b),
             (TermKey::Str(_), _) => Ordering::Greater,
             (_, TermKey::Str(_)) => Ordering::Less,
@@ -349,12 +369,18 @@ pub struct TermsBucket {
     /// (-1 when unknown).
     pub doc_count_error: i64,
     pub subs: InternalAggregations,
+    /// The smallest `_seq_no` of the slice's documents in this bucket (`u64::MAX` when not
+    /// tracked): the order OpenSearch first meets terms in. Only read on the slice.
+    #[serde(skip)]
+    pub first_seen: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct InternalTerms {
     pub buckets: Vec<TermsBucket>,
     pub format: ValueFormat,
+    /// The format of each value of a `multi_terms` key (empty for `terms`).
+    pub formats: Vec<ValueFormat>,
     /// Upper bound of the count of a term missing from `buckets` (-1 when unknown).
     pub doc_count_error_upper_bound: i64,
     pub sum_other_doc_count: u64,
@@ -363,6 +389,7 @@ pub struct InternalTerms {
 fn terms_request(request: &AggRequest) -> Result<&TermsRequest> {
     match &request.kind {
         AggKind::Terms(t) => Ok(t),
+        AggKind::MultiTerms(m) => Ok(&m.terms),
         _ => Err(Error::illegal_state("terms result for a non-terms request")),
     }
 }
@@ -370,6 +397,10 @@ fn terms_request(request: &AggRequest) -> Result<&TermsRequest> {
 impl InternalTerms {
     pub fn reduce(parts: Vec<InternalTerms>, request: &AggRequest) -> Result<InternalTerms> {
         let format = ValueFormat::merge(parts.iter().map(|p| &p.format));
+        let width = parts.iter().map(|p| p.formats.len()).max().unwrap_or(0);
+        let formats = (0..width)
+            .map(|i| ValueFormat::merge(parts.iter().filter_map(|p| p.formats.get(i))))
+            .collect();
         let mixed_types = {
             let mut has_str = false;
             let mut has_num = false;
@@ -437,11 +468,13 @@ impl InternalTerms {
                 doc_count: m.doc_count,
                 doc_count_error,
                 subs: InternalAggregations::reduce(m.subs, &request.subs)?,
+                first_seen: u64::MAX,
             });
         }
         Ok(InternalTerms {
             buckets,
             format,
+            formats,
             doc_count_error_upper_bound: if unknown_error { -1 } else { total_error },
             sum_other_doc_count,
         })
@@ -463,6 +496,14 @@ impl InternalTerms {
         let terms = terms_request(request)?;
         let shard_size = shard_size(terms, ctx.shards_in_request);
         let min = terms.shard_min_doc_count;
+        // like OpenSearch's shard, terms under shard_min_doc_count still count as "other"
+        let below: u64 = self
+            .buckets
+            .iter()
+            .filter(|b| b.doc_count < min)
+            .map(|b| b.doc_count)
+            .sum();
+        self.sum_other_doc_count += below;
         self.buckets.retain(|b| b.doc_count >= min);
         self.sort(terms, &request.subs);
         if self.buckets.len() > shard_size {
@@ -506,10 +547,17 @@ impl InternalTerms {
         }
         ctx.add_buckets(self.buckets.len())?;
         let formatter = self.format.formatter();
+        let formatters: Vec<_> = self.formats.iter().map(ValueFormat::formatter).collect();
         let mut buckets = Vec::with_capacity(self.buckets.len());
         for bucket in self.buckets {
             let mut out = Map::new();
-            out.insert("key".into(), bucket.key.to_json());
+            if let TermKey::Multi(values) = &bucket.key {
+                let (key, text) = crate::bucket::multi_terms::render_key(values, &formatters);
+                out.insert("key".into(), key);
+                out.insert("key_as_string".into(), json!(text));
+            } else {
+                out.insert("key".into(), bucket.key.to_json());
+            }
             if let Some(number) = bucket.key.as_f64() {
                 if let Some(text) = formatter.as_string(number) {
                     out.insert("key_as_string".into(), json!(text));
@@ -558,12 +606,33 @@ struct TermsFactory {
     filter: Option<Arc<TermFilter>>,
     missing: Option<Value>,
     min_doc_count_zero: bool,
+    track_first_seen: bool,
 }
 
 pub fn factory(
     request: &AggRequest,
     terms: &TermsRequest,
     ctx: &AggContext,
+) -> Result<Box<dyn Factory>> {
+    make_factory(request, terms, ctx, false)
+}
+
+/// A terms collector factory whose buckets also record where each term was first met
+/// ([`TermsBucket::first_seen`]), for aggregations that order terms like OpenSearch's
+/// first-seen bucket ordinals.
+pub(crate) fn factory_tracking_first_seen(
+    request: &AggRequest,
+    terms: &TermsRequest,
+    ctx: &AggContext,
+) -> Result<Box<dyn Factory>> {
+    make_factory(request, terms, ctx, true)
+}
+
+fn make_factory(
+    request: &AggRequest,
+    terms: &TermsRequest,
+    ctx: &AggContext,
+    track_first_seen: bool,
 ) -> Result<Box<dyn Factory>> {
     if terms.size == 0 {
         return Err(Error::illegal_argument(format!(
@@ -581,6 +650,7 @@ pub fn factory(
         filter: TermFilter::compile(&terms.filter)?.map(Arc::new),
         missing: terms.source.missing.clone(),
         min_doc_count_zero: terms.min_doc_count == 0,
+        track_first_seen,
     }))
 }
 
@@ -593,6 +663,7 @@ impl Factory for TermsFactory {
             filter: self.filter.clone(),
             format: self.format.clone(),
             min_doc_count_zero: self.min_doc_count_zero,
+            first_seen: self.track_first_seen.then(FirstSeen::default),
         };
         Ok(match &self.source {
             ValueSource::Numeric { kind, .. } => {
@@ -652,6 +723,15 @@ fn numeric_missing(kind: &NumericKind, value: &Value) -> Result<f64> {
     }
 }
 
+/// Where each bucket's term was first met: the smallest `_seq_no` of its documents.
+#[derive(Default)]
+struct FirstSeen {
+    /// The segment's `_seq_no` column.
+    column: Option<tantivy::columnar::Column<u64>>,
+    /// Per ordinal, `u64::MAX - smallest _seq_no` (0 = not met).
+    earliest: Vec<u64>,
+}
+
 /// State shared by the keyword and numeric collectors.
 struct Common {
     ords: BucketOrds,
@@ -660,6 +740,7 @@ struct Common {
     filter: Option<Arc<TermFilter>>,
     format: ValueFormat,
     min_doc_count_zero: bool,
+    first_seen: Option<FirstSeen>,
 }
 
 impl Common {
@@ -670,6 +751,33 @@ impl Common {
         if !self.subs.is_empty() {
             self.subs.push(doc, ord);
         }
+        if let Some(first) = &mut self.first_seen {
+            let seq = first
+                .column
+                .as_ref()
+                .and_then(|c| c.first(doc))
+                .unwrap_or(u64::MAX);
+            let earliest = slot(&mut first.earliest, ord);
+            *earliest = (*earliest).max(u64::MAX - seq);
+        }
+    }
+
+    fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
+        if let Some(first) = &mut self.first_seen {
+            first.column = segment
+                .reader
+                .fast_fields()
+                .column_opt::<u64>(tessera_mapping::field_table::SEQ_NO_FIELD)
+                .map_err(|e| Error::internal("open the _seq_no column", e))?;
+        }
+        self.subs.set_segment(segment)
+    }
+
+    fn first_seen(&self, ord: u32) -> u64 {
+        self.first_seen
+            .as_ref()
+            .and_then(|f| f.earliest.get(ord as usize))
+            .map_or(u64::MAX, |e| u64::MAX - e)
     }
 
     /// Builds `parent`'s buckets; `all_keys` adds zero-count buckets (`min_doc_count: 0`).
@@ -687,6 +795,7 @@ impl Common {
                 doc_count: self.counts.get(*ord as usize).copied().unwrap_or(0),
                 doc_count_error: 0,
                 subs: self.subs.build(*ord)?,
+                first_seen: self.first_seen(*ord),
             });
         }
         if self.min_doc_count_zero {
@@ -697,12 +806,14 @@ impl Common {
                     doc_count: 0,
                     doc_count_error: 0,
                     subs: self.subs.build(u32::MAX)?,
+                    first_seen: u64::MAX,
                 });
             }
         }
         Ok(InternalAgg::Terms(InternalTerms {
             buckets,
             format: self.format.clone(),
+            formats: Vec::new(),
             doc_count_error_upper_bound: 0,
             sum_other_doc_count: 0,
         }))
@@ -786,7 +897,7 @@ impl Collector for DictionaryTerms {
                 self.term_id(&missing);
             }
         }
-        self.common.subs.set_segment(segment)
+        self.common.set_segment(segment)
     }
 
     fn collect(&mut self, docs: &[DocId], parents: &[u32]) {
@@ -891,6 +1002,7 @@ impl NumericTerms {
                     TermKey::Long(n) => n.to_string(),
                     TermKey::Double(f) => f.to_string(),
                     TermKey::Str(s) => s,
+                    TermKey::Ip(_) | TermKey::Multi(_) => String::new(),
                 };
                 let text = self.common.format.as_string(value).unwrap_or(text);
                 filter.accepts_number(value, &text)
@@ -919,7 +1031,7 @@ impl Collector for NumericTerms {
             self.all_keys.dedup();
         }
         self.values = Some(values);
-        self.common.subs.set_segment(segment)
+        self.common.set_segment(segment)
     }
 
     fn collect(&mut self, docs: &[DocId], parents: &[u32]) {
@@ -998,6 +1110,7 @@ mod tests {
             doc_count,
             doc_count_error: 0,
             subs: InternalAggregations::default(),
+            first_seen: u64::MAX,
         }
     }
 
@@ -1110,6 +1223,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.doc_count_error_upper_bound, 0);
+    }
+
+    #[test]
+    fn terms_under_shard_min_doc_count_count_as_other() {
+        let r = request(json!({"terms": {"field": "k", "size": 5, "shard_min_doc_count": 2}}));
+        let mut t = part(vec![bucket("a", 1), bucket("b", 5), bucket("c", 3)]);
+        t.finish_shard(
+            &r,
+            &ShardFinish {
+                shards_in_request: 1,
+                searcher: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(t.buckets.len(), 2);
+        assert_eq!(t.sum_other_doc_count, 1);
     }
 
     #[test]

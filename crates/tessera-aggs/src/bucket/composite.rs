@@ -1,0 +1,1505 @@
+//! `composite`: buckets keyed by a combination of sources (`terms`, `histogram`,
+//! `date_histogram`), returned in key order one page at a time: `size` buckets after the
+//! `after` key, with `after_key` naming the last bucket of the page.
+//!
+//! The order of keys is total (each source ascending or descending, missing values first or
+//! last), so every level keeps exactly what the final page can need: a slice keeps its
+//! `size` smallest keys after `after` in a sorted map (a new key larger than a full map's
+//! largest is dropped at once, so memory stays at `size` buckets whatever the cardinality),
+//! and [`InternalComposite::reduce`] merges parts by key and keeps the first `size` again.
+//! Any grouping of slices and shards therefore gives the same page. A key evicted from a
+//! slice's map can never come back (all later keys it would compete with are smaller), so
+//! sub-aggregations collected for it are simply never built.
+//!
+//! Keys print as OpenSearch prints them: raw numbers (a `terms` source on a date gives epoch
+//! millis, a `date_histogram` source too unless it has a `format`), booleans as JSON
+//! booleans, ips and keywords as strings, `null` for the missing bucket; `after_key` is the
+//! last bucket's key and is absent when the page is empty. A composite aggregation must be
+//! at the top level (OpenSearch's error names the parent's factory class).
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv6Addr};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use tantivy::DocId;
+use tessera_common::{Error, Result};
+use tessera_date::{CalendarUnit, DateFormat, TimeZone};
+
+use crate::bucket::auto_date_histogram::zone_error;
+use crate::bucket::date_histogram::{parse_date_value, parse_offset, DateInterval, Rounding};
+use crate::collector::{Collector, SegmentContext, SubCollectors};
+use crate::format::{Formatter, ValueFormat};
+use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext, ShardFinish};
+use crate::prepare::{AggContext, Factory};
+use crate::request::{int_param, string_param, unknown_field, AggKind, AggRequest};
+use crate::values::{
+    ip_to_string, Accepts, IpValues, KeywordValues, NumericKind, NumericValues, ValueSource,
+};
+
+const AGG: &str = "composite";
+
+/// Where the missing bucket sorts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissingOrder {
+    /// First when ascending, last when descending.
+    Default,
+    First,
+    Last,
+}
+
+/// How a source turns values into key parts.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SourceKind {
+    Terms,
+    Histogram {
+        interval: f64,
+    },
+    DateHistogram {
+        interval: Option<DateInterval>,
+        time_zone: Option<String>,
+        offset: i64,
+        format: Option<String>,
+    },
+}
+
+impl SourceKind {
+    fn type_name(&self) -> &'static str {
+        match self {
+            SourceKind::Terms => "terms",
+            SourceKind::Histogram { .. } => "histogram",
+            SourceKind::DateHistogram { .. } => "date_histogram",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompositeSource {
+    pub name: String,
+    pub kind: SourceKind,
+    pub field: Option<String>,
+    pub missing_bucket: bool,
+    pub missing_order: MissingOrder,
+    pub asc: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompositeRequest {
+    pub sources: Vec<CompositeSource>,
+    pub size: usize,
+    pub after: Option<Map<String, Value>>,
+}
+
+fn failed_sources(cause: Error) -> Error {
+    Error::x_content_parse(format!("[{AGG}] failed to parse field [sources]")).caused_by(cause)
+}
+
+fn failed(agg: &str, key: &str, cause: Error) -> Error {
+    failed_sources(
+        Error::x_content_parse(format!("[{agg}] failed to parse field [{key}]")).caused_by(cause),
+    )
+}
+
+fn source_bool(agg: &str, key: &str, value: &Value) -> Result<bool> {
+    match value {
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) if s == "true" || s == "false" => Ok(s == "true"),
+        other => {
+            let text = match other {
+                Value::String(s) => s.clone(),
+                v => v.to_string(),
+            };
+            Err(failed(
+                agg,
+                key,
+                Error::illegal_argument(format!(
+                    "Failed to parse value [{text}] as only [true] or [false] are allowed."
+                )),
+            ))
+        }
+    }
+}
+
+fn parse_source(name: &str, type_name: &str, body: &Value) -> Result<CompositeSource> {
+    let Value::Object(params) = body else {
+        return Err(failed_sources(Error::parsing(format!(
+            "Failed to parse object: expecting token of type [START_OBJECT] but found [{}]",
+            crate::bucket::token(body)
+        ))));
+    };
+    let mut kind = match type_name {
+        "terms" => SourceKind::Terms,
+        "histogram" => SourceKind::Histogram { interval: 0.0 },
+        "date_histogram" => SourceKind::DateHistogram {
+            interval: None,
+            time_zone: None,
+            offset: 0,
+            format: None,
+        },
+        other => {
+            return Err(failed_sources(Error::parsing(format!(
+                "invalid source type: {other}"
+            ))))
+        }
+    };
+    let mut source = CompositeSource {
+        name: name.to_string(),
+        kind: SourceKind::Terms,
+        field: None,
+        missing_bucket: false,
+        missing_order: MissingOrder::Default,
+        asc: true,
+    };
+    let mut calendar = false;
+    let mut fixed = false;
+    for (key, value) in params {
+        let wrap = |e: Error| failed_sources(e);
+        match (key.as_str(), &mut kind) {
+            ("field", _) => source.field = Some(string_param(type_name, key, value).map_err(wrap)?),
+            ("script", _) => {
+                return Err(wrap(Error::not_supported(&format!(
+                    "[script] in a [{type_name}] source of the [composite] aggregation"
+                ))))
+            }
+            ("value_type" | "valueType", _) => {
+                string_param(type_name, key, value).map_err(wrap)?;
+            }
+            ("missing_bucket", _) => source.missing_bucket = source_bool(type_name, key, value)?,
+            ("missing_order", _) => {
+                let text = string_param(type_name, key, value).map_err(wrap)?;
+                source.missing_order = match text.to_ascii_lowercase().as_str() {
+                    "first" => MissingOrder::First,
+                    "last" => MissingOrder::Last,
+                    "default" => MissingOrder::Default,
+                    _ => {
+                        return Err(failed(
+                            type_name,
+                            key,
+                            Error::illegal_argument(format!(
+                                "No enum constant org.opensearch.search.aggregations.bucket.missing.MissingOrder.{}",
+                                text.to_ascii_uppercase()
+                            )),
+                        ))
+                    }
+                };
+            }
+            ("order", _) => {
+                let text = string_param(type_name, key, value).map_err(wrap)?;
+                source.asc = match text.to_ascii_lowercase().as_str() {
+                    "asc" => true,
+                    "desc" => false,
+                    _ => {
+                        return Err(failed(
+                            type_name,
+                            key,
+                            Error::illegal_argument(format!(
+                                "No enum constant org.opensearch.search.sort.SortOrder.{}",
+                                text.to_ascii_uppercase()
+                            )),
+                        ))
+                    }
+                };
+            }
+            ("interval", SourceKind::Histogram { interval }) => {
+                let n = crate::request::f64_param(type_name, key, value).map_err(wrap)?;
+                if n.is_nan() || n <= 0.0 {
+                    return Err(failed(
+                        type_name,
+                        key,
+                        Error::illegal_argument(
+                            "[interval] must be greater than 0 for [histogram] source",
+                        ),
+                    ));
+                }
+                *interval = n;
+            }
+            (
+                "calendar_interval" | "fixed_interval" | "interval" | "time_zone" | "offset"
+                | "format",
+                SourceKind::DateHistogram {
+                    interval,
+                    time_zone,
+                    offset,
+                    format,
+                },
+            ) => match key.as_str() {
+                "calendar_interval" => {
+                    let text = string_param(type_name, key, value).map_err(wrap)?;
+                    let unit = CalendarUnit::parse(&text).ok_or_else(|| {
+                        failed(
+                            type_name,
+                            key,
+                            Error::illegal_argument(format!(
+                                "The supplied interval [{text}] could not be parsed as a calendar interval."
+                            )),
+                        )
+                    })?;
+                    calendar = true;
+                    *interval = Some(DateInterval::Calendar(unit));
+                }
+                "fixed_interval" => {
+                    let text = string_param(type_name, key, value).map_err(wrap)?;
+                    let ms = tessera_date::parse_fixed_interval(&text).ok_or_else(|| {
+                        failed(
+                            type_name,
+                            key,
+                            Error::illegal_argument(format!(
+                                "failed to parse setting [date_histogram.fixedInterval] with value [{text}] as a time value: unit is missing or unrecognized"
+                            )),
+                        )
+                    })?;
+                    fixed = true;
+                    *interval = Some(DateInterval::Fixed(ms));
+                }
+                "interval" => {
+                    *interval = Some(match value {
+                        Value::Number(n) => DateInterval::Fixed(
+                            n.as_i64().filter(|n| *n > 0).ok_or_else(|| {
+                                failed(
+                                    type_name,
+                                    key,
+                                    Error::illegal_argument(
+                                        "[interval] must be 1 or greater for aggregation [date_histogram]",
+                                    ),
+                                )
+                            })?,
+                        ),
+                        _ => {
+                            let text = string_param(type_name, key, value).map_err(wrap)?;
+                            match CalendarUnit::parse(&text) {
+                                Some(unit) => DateInterval::Calendar(unit),
+                                None => DateInterval::Fixed(
+                                    tessera_date::parse_fixed_interval(&text).ok_or_else(|| {
+                                        failed(
+                                            type_name,
+                                            key,
+                                            Error::illegal_argument(format!(
+                                                "failed to parse setting [date_histogram.interval] with value [{text}] as a time value: unit is missing or unrecognized"
+                                            )),
+                                        )
+                                    })?,
+                                ),
+                            }
+                        }
+                    })
+                }
+                "time_zone" => {
+                    let zone = string_param(type_name, key, value).map_err(wrap)?;
+                    TimeZone::parse(&zone)
+                        .map_err(|e| failed_sources(zone_error(type_name, key, e.message)))?;
+                    *time_zone = Some(zone);
+                }
+                "offset" => *offset = parse_offset(type_name, value).map_err(wrap)?,
+                _ => *format = Some(string_param(type_name, key, value).map_err(wrap)?),
+            },
+            _ => {
+                let hint = if key == "missing" {
+                    " did you mean [missing_order]?"
+                } else {
+                    ""
+                };
+                return Err(wrap(Error::x_content_parse(format!(
+                    "[{type_name}] unknown field [{key}]{hint}"
+                ))));
+            }
+        }
+        if calendar && fixed {
+            return Err(wrap(Error::illegal_argument(
+                "Cannot use [fixed_interval] with [calendar_interval] configuration option.",
+            )));
+        }
+    }
+    source.kind = kind;
+    Ok(source)
+}
+
+/// One `{"name": {"type": {...}}}` entry of `sources`.
+fn parse_entry(entry: &Value) -> Result<CompositeSource> {
+    let Value::Object(named) = entry else {
+        return Err(failed_sources(Error::parsing(format!(
+            "Failed to parse object: expecting token of type [START_OBJECT] but found [{}]",
+            crate::bucket::token(entry)
+        ))));
+    };
+    let mut iter = named.iter();
+    let Some((name, typed)) = iter.next() else {
+        return Err(failed_sources(Error::parsing(
+            "Failed to parse object: expecting token of type [FIELD_NAME] but found [END_OBJECT]",
+        )));
+    };
+    if iter.next().is_some() {
+        return Err(failed_sources(Error::parsing(
+            "Failed to parse object: expecting token of type [START_OBJECT] but found [VALUE_STRING]",
+        )));
+    }
+    let Value::Object(typed) = typed else {
+        return Err(failed_sources(Error::parsing(format!(
+            "Failed to parse object: expecting token of type [START_OBJECT] but found [{}]",
+            crate::bucket::token(typed)
+        ))));
+    };
+    let mut types = typed.iter();
+    let Some((type_name, body)) = types.next() else {
+        return Err(failed_sources(Error::parsing(
+            "Failed to parse object: expecting token of type [FIELD_NAME] but found [END_OBJECT]",
+        )));
+    };
+    if types.next().is_some() {
+        return Err(
+            failed_sources(Error::illegal_state("expected value but got [FIELD_NAME]"))
+                .with_reason(format!("[{AGG}] failed to parse field [sources]")),
+        );
+    }
+    parse_source(name, type_name, body)
+}
+
+impl CompositeRequest {
+    pub fn parse(body: &Map<String, Value>) -> Result<CompositeRequest> {
+        let mut sources = None;
+        let mut size = 10usize;
+        let mut after = None;
+        for (key, value) in body {
+            match key.as_str() {
+                "sources" => {
+                    let list = match value {
+                        Value::Array(items) => items.iter().map(parse_entry).collect(),
+                        object @ Value::Object(_) => parse_entry(object).map(|s| vec![s]),
+                        other => Err(Error::x_content_parse(format!(
+                            "[{AGG}] sources doesn't support values of type: {}",
+                            crate::bucket::token(other)
+                        ))),
+                    }?;
+                    let built = |reason: String| {
+                        failed_sources(
+                            Error::x_content_parse(format!(
+                                "Failed to build [{AGG}] after last required field arrived"
+                            ))
+                            .caused_by(Error::illegal_argument(reason)),
+                        )
+                    };
+                    if list.is_empty() {
+                        return Err(built("Composite [sources] cannot be null or empty".into()));
+                    }
+                    let mut duplicates: Vec<&str> = Vec::new();
+                    for (i, s) in list.iter().enumerate() {
+                        if list[..i].iter().any(|o| o.name == s.name)
+                            && !duplicates.contains(&s.name.as_str())
+                        {
+                            duplicates.push(&s.name);
+                        }
+                    }
+                    if !duplicates.is_empty() {
+                        return Err(built(format!(
+                            "Composite source names must be unique, found duplicates: [{}]",
+                            duplicates.join(", ")
+                        )));
+                    }
+                    sources = Some(list);
+                }
+                "size" => {
+                    let n = int_param(AGG, key, value)?;
+                    if n <= 0 {
+                        return Err(Error::x_content_parse(format!(
+                            "[{AGG}] failed to parse field [size]"
+                        ))
+                        .caused_by(Error::illegal_argument(format!(
+                            "[size] must be greater than 0. Found [{n}]"
+                        ))));
+                    }
+                    size = n.min(i32::MAX as i64) as usize;
+                }
+                "after" => match value {
+                    Value::Object(map) => after = Some(map.clone()),
+                    other => {
+                        return Err(Error::x_content_parse(format!(
+                            "[{AGG}] after doesn't support values of type: {}",
+                            crate::bucket::token(other)
+                        )))
+                    }
+                },
+                _ => return Err(unknown_field(AGG, key)),
+            }
+        }
+        let Some(sources) = sources else {
+            return Err(Error::illegal_argument("Required [sources]"));
+        };
+        Ok(CompositeRequest {
+            sources,
+            size,
+            after,
+        })
+    }
+
+    /// How each source orders its part of the key.
+    fn orders(&self) -> Vec<PartOrder> {
+        self.sources
+            .iter()
+            .map(|s| PartOrder {
+                asc: s.asc,
+                missing_first: match s.missing_order {
+                    MissingOrder::First => true,
+                    MissingOrder::Last => false,
+                    MissingOrder::Default => s.asc,
+                },
+            })
+            .collect()
+    }
+}
+
+/// OpenSearch's error for a composite aggregation under another aggregation.
+pub(crate) fn parent_error(parent: &AggKind) -> Error {
+    let factory = match parent {
+        AggKind::Terms(_) => "TermsAggregatorFactory".to_string(),
+        AggKind::SignificantTerms(_) => "SignificantTermsAggregatorFactory".to_string(),
+        AggKind::MultiTerms(_) => "MultiTermsAggregationFactory".to_string(),
+        AggKind::Histogram(_) => "HistogramAggregatorFactory".to_string(),
+        AggKind::DateHistogram(_) => "DateHistogramAggregatorFactory".to_string(),
+        AggKind::AutoDateHistogram(_) => "AutoDateHistogramAggregatorFactory".to_string(),
+        AggKind::Range(_) => "RangeAggregatorFactory".to_string(),
+        AggKind::DateRange(_) => "DateRangeAggregatorFactory".to_string(),
+        AggKind::Filter(_) => "FilterAggregatorFactory".to_string(),
+        AggKind::Filters(_) => "FiltersAggregatorFactory".to_string(),
+        AggKind::Missing(_) => "MissingAggregatorFactory".to_string(),
+        AggKind::Global => "GlobalAggregatorFactory".to_string(),
+        AggKind::Composite(_) => "CompositeAggregationFactory".to_string(),
+        other => format!("{}AggregatorFactory", other.type_name()),
+    };
+    Error::illegal_argument(format!(
+        "[composite] aggregation cannot be used with a parent aggregation of type: [{factory}]"
+    ))
+}
+
+// ---- keys and their order ----
+
+/// One source's value in a bucket key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum CompositeValue {
+    /// The missing bucket.
+    Null,
+    Long(i64),
+    Double(f64),
+    Str(String),
+    Ip(u128),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct PartOrder {
+    asc: bool,
+    missing_first: bool,
+}
+
+/// A totally ordered f64 (Java's `Double.compareTo`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct OrdF64(f64);
+
+impl Eq for OrdF64 {}
+
+impl PartialOrd for OrdF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrdF64 {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Val {
+    Nil,
+    I(i64),
+    F(OrdF64),
+    S(Arc<str>),
+    P(u128),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Directed {
+    Asc(Val),
+    Desc(Reverse<Val>),
+}
+
+/// One source's part of a sort key: the missing bucket first (rank 0) or last (rank 2).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Part(u8, Directed);
+
+type SortKey = Vec<Part>;
+
+fn part(value: &CompositeValue, order: PartOrder) -> Part {
+    let (rank, val) = match value {
+        CompositeValue::Null => (if order.missing_first { 0 } else { 2 }, Val::Nil),
+        CompositeValue::Long(n) => (1, Val::I(*n)),
+        CompositeValue::Double(f) => (1, Val::F(OrdF64(*f))),
+        CompositeValue::Str(s) => (1, Val::S(Arc::from(s.as_str()))),
+        CompositeValue::Ip(bits) => (1, Val::P(*bits)),
+    };
+    Part(
+        rank,
+        if order.asc {
+            Directed::Asc(val)
+        } else {
+            Directed::Desc(Reverse(val))
+        },
+    )
+}
+
+fn sort_key(values: &[CompositeValue], orders: &[PartOrder]) -> SortKey {
+    values
+        .iter()
+        .zip(orders)
+        .map(|(v, o)| part(v, *o))
+        .collect()
+}
+
+fn value_of(part: &Part) -> CompositeValue {
+    let val = match &part.1 {
+        Directed::Asc(v) => v,
+        Directed::Desc(Reverse(v)) => v,
+    };
+    match val {
+        Val::Nil => CompositeValue::Null,
+        Val::I(n) => CompositeValue::Long(*n),
+        Val::F(f) => CompositeValue::Double(f.0),
+        Val::S(s) => CompositeValue::Str(s.to_string()),
+        Val::P(bits) => CompositeValue::Ip(*bits),
+    }
+}
+
+// ---- collection ----
+
+/// How a source's values are read and keyed in a shard.
+#[derive(Clone, Debug, PartialEq)]
+enum ValueKind {
+    Keyword,
+    Ip,
+    Long,
+    Double,
+    Unmapped,
+}
+
+#[derive(Clone)]
+struct SourceSpec {
+    source: ValueSource,
+    kind: ValueKind,
+    /// Histogram interval, or the date rounding.
+    histogram: Option<f64>,
+    rounding: Option<Rounding>,
+    missing_bucket: bool,
+    format: ValueFormat,
+    /// Count a document once per distinct key of this source.
+    dedupe: bool,
+}
+
+struct CompositeFactory {
+    specs: Vec<SourceSpec>,
+    orders: Vec<PartOrder>,
+    size: usize,
+    after: Option<SortKey>,
+}
+
+fn not_comparable(name: &str, value: &Value) -> Error {
+    let class = match value {
+        Value::Null => "null",
+        Value::Array(_) => "ArrayList",
+        Value::Object(_) => "LinkedHashMap",
+        _ => "Object",
+    };
+    Error::illegal_argument(format!(
+        "Invalid value for [after.{name}], expected comparable, got [{class}]"
+    ))
+}
+
+fn number_format(text: &str) -> Error {
+    Error::new(
+        "number_format_exception",
+        400,
+        format!("For input string: \"{text}\""),
+    )
+}
+
+/// The `after` value of one source, as that source's key part.
+fn after_value(
+    source: &CompositeSource,
+    spec: &SourceSpec,
+    value: &Value,
+    ctx: &AggContext,
+) -> Result<CompositeValue> {
+    match value {
+        Value::Null if source.missing_bucket => return Ok(CompositeValue::Null),
+        Value::Null | Value::Array(_) | Value::Object(_) => {
+            return Err(not_comparable(&source.name, value))
+        }
+        _ => {}
+    }
+    let text = match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if let SourceKind::DateHistogram {
+        format: Some(spec_format),
+        time_zone,
+        ..
+    } = &source.kind
+    {
+        if let Value::String(_) = value {
+            let format = DateFormat::parse(spec_format).map_err(|e| {
+                Error::illegal_argument(format!("Invalid format: [{spec_format}]: {}", e.message))
+            })?;
+            let zone = time_zone
+                .as_deref()
+                .map(TimeZone::parse)
+                .transpose()
+                .map_err(|e| Error::illegal_argument(e.message))?;
+            return parse_date_value(value, &format, ctx.now_millis, zone.as_ref())
+                .map(CompositeValue::Long);
+        }
+    }
+    let long = || -> Result<i64> {
+        match value {
+            Value::Number(n) => n
+                .as_i64()
+                .or_else(|| n.as_f64().map(|f| f as i64))
+                .ok_or_else(|| number_format(&text)),
+            _ => text.trim().parse::<i64>().map_err(|_| number_format(&text)),
+        }
+    };
+    let double = || -> Result<f64> {
+        match value {
+            Value::Number(n) => n.as_f64().ok_or_else(|| number_format(&text)),
+            _ => text.trim().parse::<f64>().map_err(|_| number_format(&text)),
+        }
+    };
+    Ok(match (&source.kind, &spec.kind) {
+        (SourceKind::Histogram { .. }, _) => CompositeValue::Double(double()?),
+        (SourceKind::DateHistogram { .. }, _) => CompositeValue::Long(long()?),
+        (SourceKind::Terms, ValueKind::Keyword | ValueKind::Unmapped) => CompositeValue::Str(text),
+        (SourceKind::Terms, ValueKind::Ip) => {
+            let ip: IpAddr = text.parse().map_err(|_| {
+                Error::illegal_argument(format!("'{text}' is not an IP string literal."))
+            })?;
+            CompositeValue::Ip(u128::from(match ip {
+                IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+                IpAddr::V6(v6) => v6,
+            }))
+        }
+        (SourceKind::Terms, ValueKind::Double) => CompositeValue::Double(double()?),
+        (SourceKind::Terms, ValueKind::Long) => {
+            if matches!(spec.source.numeric_kind(), Some(NumericKind::Boolean)) {
+                match value {
+                    Value::Bool(b) => CompositeValue::Long(*b as i64),
+                    _ if text == "true" || text == "false" => {
+                        CompositeValue::Long((text == "true") as i64)
+                    }
+                    _ => CompositeValue::Long(long()?),
+                }
+            } else {
+                CompositeValue::Long(long()?)
+            }
+        }
+    })
+}
+
+pub fn factory(
+    _request: &AggRequest,
+    composite: &CompositeRequest,
+    ctx: &AggContext,
+) -> Result<Box<dyn Factory>> {
+    let mut specs = Vec::with_capacity(composite.sources.len());
+    for source in &composite.sources {
+        let Some(field) = &source.field else {
+            return Err(Error::illegal_state(
+                "value source config is invalid; must have either a field or a script",
+            ));
+        };
+        let accepts = match source.kind {
+            SourceKind::Terms => Accepts::Any,
+            _ => Accepts::Numeric,
+        };
+        let resolved = ValueSource::resolve(ctx.table, field, source.kind.type_name(), accepts)?;
+        if source.missing_order != MissingOrder::Default && !source.missing_bucket {
+            return Err(Error::illegal_argument(
+                "missing_order require missing_bucket is true",
+            ));
+        }
+        let kind = match (&resolved, resolved.numeric_kind()) {
+            (ValueSource::Keyword { .. }, _) => ValueKind::Keyword,
+            (ValueSource::Ip { .. }, _) => ValueKind::Ip,
+            (ValueSource::Unmapped, _) => ValueKind::Unmapped,
+            (_, Some(NumericKind::Double | NumericKind::Scaled(_))) => ValueKind::Double,
+            _ => ValueKind::Long,
+        };
+        let (histogram, rounding, format) = match &source.kind {
+            SourceKind::Terms => {
+                let format = match resolved.numeric_kind() {
+                    Some(NumericKind::Boolean) => ValueFormat::Boolean,
+                    _ => ValueFormat::Raw,
+                };
+                (None, None, format)
+            }
+            SourceKind::Histogram { interval } => (Some(*interval), None, ValueFormat::Raw),
+            SourceKind::DateHistogram {
+                interval,
+                time_zone,
+                offset,
+                format,
+            } => {
+                let interval = interval.clone().ok_or_else(|| {
+                    Error::illegal_argument(
+                        "Invalid interval specified, must be non-null and non-empty",
+                    )
+                })?;
+                let zone = match time_zone {
+                    None => TimeZone::utc(),
+                    Some(z) => {
+                        TimeZone::parse(z).map_err(|e| Error::illegal_argument(e.message))?
+                    }
+                };
+                let display = match format {
+                    None => ValueFormat::Raw,
+                    Some(spec) => {
+                        DateFormat::parse(spec).map_err(|e| {
+                            Error::illegal_argument(format!(
+                                "Invalid format: [{spec}]: {}",
+                                e.message
+                            ))
+                        })?;
+                        ValueFormat::Date {
+                            format: spec.clone(),
+                            zone: time_zone.clone(),
+                        }
+                    }
+                };
+                (None, Some(Rounding::new(interval, zone, *offset)), display)
+            }
+        };
+        // OpenSearch reads a leading long/date source without a missing bucket through its
+        // points, in key order, collecting each document once per key; other numeric sources
+        // count a document once per value
+        let points_leading = specs.is_empty()
+            && !source.missing_bucket
+            && matches!(
+                (&source.kind, resolved.numeric_kind()),
+                (
+                    SourceKind::Terms | SourceKind::DateHistogram { .. },
+                    Some(NumericKind::Long | NumericKind::Date(_))
+                )
+            )
+            && ctx.table.leaf(field).is_some_and(|l| l.indexed);
+        let dedupe = matches!(kind, ValueKind::Keyword | ValueKind::Ip) || points_leading;
+        specs.push(SourceSpec {
+            source: resolved,
+            kind,
+            histogram,
+            rounding,
+            missing_bucket: source.missing_bucket,
+            format,
+            dedupe,
+        });
+    }
+    let orders = composite.orders();
+    let after = match &composite.after {
+        None => None,
+        Some(after) => {
+            if after.len() != composite.sources.len() {
+                return Err(Error::illegal_argument(format!(
+                    "[after] has {} value(s) but [sources] has {}",
+                    after.len(),
+                    composite.sources.len()
+                )));
+            }
+            let mut values = Vec::with_capacity(specs.len());
+            for (source, spec) in composite.sources.iter().zip(&specs) {
+                let Some(value) = after.get(&source.name) else {
+                    return Err(Error::illegal_argument(format!(
+                        "Missing value for [after.{}]",
+                        source.name
+                    )));
+                };
+                values.push(after_value(source, spec, value, ctx)?);
+            }
+            Some(sort_key(&values, &orders))
+        }
+    };
+    Ok(Box::new(CompositeFactory {
+        specs,
+        orders,
+        size: composite.size,
+        after,
+    }))
+}
+
+impl Factory for CompositeFactory {
+    fn collector(&self, subs: SubCollectors, _single_parent: bool) -> Result<Box<dyn Collector>> {
+        Ok(Box::new(CompositeCollector {
+            sources: self.specs.iter().cloned().map(SourceState::new).collect(),
+            orders: self.orders.clone(),
+            size: self.size,
+            after: self.after.clone(),
+            queue: BTreeMap::new(),
+            counts: Vec::new(),
+            subs,
+            doc_parts: Vec::new(),
+            formats: self.specs.iter().map(|s| s.format.clone()).collect(),
+        }))
+    }
+}
+
+/// One source's readers in one slice.
+struct SourceState {
+    spec: SourceSpec,
+    keyword: Option<KeywordValues>,
+    numeric: Option<NumericValues>,
+    ip: Option<IpValues>,
+    /// Segment ordinal → the term (keyword fields), resolved on first use.
+    segment_terms: Vec<Option<Arc<str>>>,
+    text: String,
+    /// The block's `(position, part)` values.
+    pairs: Vec<(u32, Val)>,
+    ords: Vec<(u32, u64)>,
+}
+
+impl SourceState {
+    fn new(spec: SourceSpec) -> SourceState {
+        SourceState {
+            spec,
+            keyword: None,
+            numeric: None,
+            ip: None,
+            segment_terms: Vec::new(),
+            text: String::new(),
+            pairs: Vec::new(),
+            ords: Vec::new(),
+        }
+    }
+
+    fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
+        match &self.spec.source {
+            ValueSource::Keyword { .. } => {
+                let values = KeywordValues::open(&self.spec.source, segment.reader)?;
+                self.segment_terms.clear();
+                self.segment_terms.resize(values.num_terms(), None);
+                self.keyword = Some(values);
+            }
+            ValueSource::Ip { .. } => {
+                self.ip = Some(IpValues::open(&self.spec.source, segment.reader)?)
+            }
+            ValueSource::Numeric { .. } => {
+                self.numeric = Some(NumericValues::open(&self.spec.source, segment.reader)?)
+            }
+            ValueSource::Unmapped => {}
+        }
+        Ok(())
+    }
+
+    /// Reads the block's values, keyed by the source (rounded for histograms), grouped by
+    /// document.
+    fn read(&mut self, docs: &[DocId]) {
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.clear();
+        match self.spec.kind {
+            ValueKind::Keyword => {
+                let mut ords = std::mem::take(&mut self.ords);
+                ords.clear();
+                if let Some(values) = &mut self.keyword {
+                    values.for_each_ord(docs, |p, ord| ords.push((p as u32, ord)));
+                }
+                for &(p, ord) in &ords {
+                    let slot = &mut self.segment_terms[ord as usize];
+                    if slot.is_none() {
+                        if let Some(values) = &self.keyword {
+                            let _ = values.term(ord, &mut self.text);
+                        }
+                        *slot = Some(Arc::from(self.text.as_str()));
+                    }
+                    if let Some(term) = slot {
+                        pairs.push((p, Val::S(term.clone())));
+                    }
+                }
+                self.ords = ords;
+            }
+            ValueKind::Ip => {
+                if let Some(values) = &mut self.ip {
+                    values.for_each(docs, |p, ip| pairs.push((p as u32, Val::P(u128::from(ip)))));
+                }
+            }
+            ValueKind::Long => {
+                if let Some(values) = &mut self.numeric {
+                    match (&mut self.spec.rounding, self.spec.histogram) {
+                        (Some(rounding), _) => values.for_each_i64(docs, |p, v| {
+                            pairs.push((p as u32, Val::I(rounding.round(v))))
+                        }),
+                        (None, Some(interval)) => values.for_each_f64(docs, |p, v| {
+                            pairs
+                                .push((p as u32, Val::F(OrdF64((v / interval).floor() * interval))))
+                        }),
+                        (None, None) => {
+                            values.for_each_i64(docs, |p, v| pairs.push((p as u32, Val::I(v))))
+                        }
+                    }
+                }
+            }
+            ValueKind::Double => {
+                if let Some(values) = &mut self.numeric {
+                    match (&mut self.spec.rounding, self.spec.histogram) {
+                        (Some(rounding), _) => values.for_each_f64(docs, |p, v| {
+                            pairs.push((p as u32, Val::I(rounding.round(v as i64))))
+                        }),
+                        (None, Some(interval)) => values.for_each_f64(docs, |p, v| {
+                            pairs
+                                .push((p as u32, Val::F(OrdF64((v / interval).floor() * interval))))
+                        }),
+                        (None, None) => values
+                            .for_each_f64(docs, |p, v| pairs.push((p as u32, Val::F(OrdF64(v))))),
+                    }
+                }
+            }
+            ValueKind::Unmapped => {}
+        }
+        // keyword and ip values are distinct per document; numbers (and their rounded keys)
+        // count once per value, as OpenSearch's sorted-numeric sources do, except where
+        // OpenSearch walks a leading source's points (see `factory`)
+        if self.spec.dedupe {
+            pairs.sort();
+            pairs.dedup();
+        } else {
+            pairs.sort_by_key(|(p, _)| *p);
+        }
+        self.pairs = pairs;
+    }
+}
+
+struct CompositeCollector {
+    sources: Vec<SourceState>,
+    orders: Vec<PartOrder>,
+    size: usize,
+    after: Option<SortKey>,
+    /// The slice's smallest keys after `after`, at most `size`, with their ordinals.
+    queue: BTreeMap<SortKey, u32>,
+    counts: Vec<u64>,
+    subs: SubCollectors,
+    /// Per source, the current document's parts.
+    doc_parts: Vec<Vec<Part>>,
+    formats: Vec<ValueFormat>,
+}
+
+impl CompositeCollector {
+    fn offer(&mut self, doc: DocId, key: SortKey) {
+        if let Some(after) = &self.after {
+            if key <= *after {
+                return;
+            }
+        }
+        let ord = match self.queue.get(&key) {
+            Some(ord) => *ord,
+            None => {
+                if self.queue.len() >= self.size {
+                    match self.queue.last_key_value() {
+                        Some((largest, _)) if key > *largest => return,
+                        _ => {}
+                    }
+                    self.queue.pop_last();
+                }
+                let ord = self.counts.len() as u32;
+                self.counts.push(0);
+                self.queue.insert(key, ord);
+                ord
+            }
+        };
+        self.counts[ord as usize] += 1;
+        if !self.subs.is_empty() {
+            self.subs.push(doc, ord);
+        }
+    }
+}
+
+impl Collector for CompositeCollector {
+    fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
+        for source in &mut self.sources {
+            source.set_segment(segment)?;
+        }
+        self.subs.set_segment(segment)
+    }
+
+    fn collect(&mut self, docs: &[DocId], _parents: &[u32]) {
+        for source in &mut self.sources {
+            source.read(docs);
+        }
+        let n = self.sources.len();
+        let mut cursors = vec![0usize; n];
+        self.doc_parts.resize_with(n, Vec::new);
+        for (position, &doc) in docs.iter().enumerate() {
+            let mut complete = true;
+            let per_source = self
+                .doc_parts
+                .iter_mut()
+                .zip(&self.sources)
+                .zip(&self.orders)
+                .zip(cursors.iter_mut());
+            for (((parts, source), &order), cursor) in per_source {
+                parts.clear();
+                while *cursor < source.pairs.len() && source.pairs[*cursor].0 as usize == position {
+                    let val = source.pairs[*cursor].1.clone();
+                    parts.push(Part(
+                        1,
+                        if order.asc {
+                            Directed::Asc(val)
+                        } else {
+                            Directed::Desc(Reverse(val))
+                        },
+                    ));
+                    *cursor += 1;
+                }
+                if parts.is_empty() {
+                    if source.spec.missing_bucket {
+                        parts.push(part(&CompositeValue::Null, order));
+                    } else {
+                        complete = false;
+                    }
+                }
+            }
+            if !complete {
+                continue;
+            }
+            // every combination of the sources' values (odometer order)
+            let mut index = vec![0usize; n];
+            loop {
+                let key: SortKey = (0..n)
+                    .map(|s| self.doc_parts[s][index[s]].clone())
+                    .collect();
+                self.offer(doc, key);
+                let mut s = n;
+                let done = loop {
+                    if s == 0 {
+                        break true;
+                    }
+                    s -= 1;
+                    index[s] += 1;
+                    if index[s] < self.doc_parts[s].len() {
+                        break false;
+                    }
+                    index[s] = 0;
+                };
+                if done {
+                    break;
+                }
+            }
+        }
+        self.subs.flush();
+    }
+
+    fn finish_segment(&mut self) -> Result<()> {
+        self.subs.finish_segment()
+    }
+
+    fn build(&mut self, parent: u32) -> Result<InternalAgg> {
+        let mut buckets = Vec::with_capacity(self.queue.len());
+        if parent == 0 {
+            for (key, ord) in &self.queue {
+                buckets.push(CompositeBucket {
+                    key: key.iter().map(value_of).collect(),
+                    doc_count: self.counts[*ord as usize],
+                    subs: self.subs.build(*ord)?,
+                });
+            }
+        }
+        Ok(InternalAgg::Composite(InternalComposite {
+            buckets,
+            formats: self.formats.clone(),
+        }))
+    }
+}
+
+// ---- intermediate result ----
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompositeBucket {
+    pub key: Vec<CompositeValue>,
+    pub doc_count: u64,
+    pub subs: InternalAggregations,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InternalComposite {
+    /// In key order, at most `size`.
+    pub buckets: Vec<CompositeBucket>,
+    /// The display format of each source.
+    pub formats: Vec<ValueFormat>,
+}
+
+fn composite_request(request: &AggRequest) -> Result<&CompositeRequest> {
+    match &request.kind {
+        AggKind::Composite(c) => Ok(c),
+        _ => Err(Error::illegal_state("composite result for another request")),
+    }
+}
+
+/// A key part as OpenSearch's `formatObject` prints it.
+fn render_value(value: &CompositeValue, formatter: &Formatter) -> Value {
+    match (value, formatter) {
+        (CompositeValue::Null, _) => Value::Null,
+        (CompositeValue::Str(s), _) => json!(s),
+        (CompositeValue::Ip(bits), _) => json!(ip_to_string(Ipv6Addr::from(*bits))),
+        (CompositeValue::Long(n), Formatter::Raw) => json!(n),
+        (CompositeValue::Long(n), Formatter::Boolean) => json!(*n != 0),
+        (CompositeValue::Long(n), f) => f
+            .as_string(*n as f64)
+            .map(Value::String)
+            .unwrap_or_else(|| json!(n)),
+        (CompositeValue::Double(f), _) if f.is_nan() => json!("NaN"),
+        (CompositeValue::Double(f), _) if f.is_infinite() => {
+            json!(if *f > 0.0 { "Infinity" } else { "-Infinity" })
+        }
+        (CompositeValue::Double(f), Formatter::Raw) => json!(f),
+        (CompositeValue::Double(f), formatter) => formatter
+            .as_string(*f)
+            .map(Value::String)
+            .unwrap_or_else(|| json!(f)),
+    }
+}
+
+impl InternalComposite {
+    pub fn reduce(
+        parts: Vec<InternalComposite>,
+        request: &AggRequest,
+    ) -> Result<InternalComposite> {
+        let composite = composite_request(request)?;
+        let orders = composite.orders();
+        let width = parts.iter().map(|p| p.formats.len()).max().unwrap_or(0);
+        let formats = (0..width)
+            .map(|i| ValueFormat::merge(parts.iter().filter_map(|p| p.formats.get(i))))
+            .collect();
+        let mut merged: BTreeMap<SortKey, (Vec<CompositeValue>, u64, Vec<InternalAggregations>)> =
+            BTreeMap::new();
+        for part in parts {
+            for bucket in part.buckets {
+                let key = sort_key(&bucket.key, &orders);
+                let entry = merged
+                    .entry(key)
+                    .or_insert_with(|| (bucket.key, 0, Vec::new()));
+                entry.1 += bucket.doc_count;
+                entry.2.push(bucket.subs);
+            }
+        }
+        let buckets = merged
+            .into_values()
+            .take(composite.size)
+            .map(|(key, doc_count, subs)| {
+                Ok(CompositeBucket {
+                    key,
+                    doc_count,
+                    subs: InternalAggregations::reduce(subs, &request.subs)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(InternalComposite { buckets, formats })
+    }
+
+    pub fn finish_shard(&mut self, request: &AggRequest, ctx: &ShardFinish) -> Result<()> {
+        for bucket in &mut self.buckets {
+            bucket.subs.finish_shard(&request.subs, ctx)?;
+        }
+        Ok(())
+    }
+
+    pub fn render(
+        self,
+        request: &AggRequest,
+        ctx: &mut RenderContext,
+    ) -> Result<Map<String, Value>> {
+        let composite = composite_request(request)?;
+        let formatters: Vec<Formatter> = (0..composite.sources.len())
+            .map(|i| {
+                self.formats
+                    .get(i)
+                    .map_or(Formatter::Raw, |f| f.formatter())
+            })
+            .collect();
+        let key_map = |key: &[CompositeValue]| -> Value {
+            let mut map = Map::new();
+            for ((source, value), formatter) in composite.sources.iter().zip(key).zip(&formatters) {
+                map.insert(source.name.clone(), render_value(value, formatter));
+            }
+            Value::Object(map)
+        };
+        ctx.add_buckets(self.buckets.len())?;
+        let mut out = Map::new();
+        if let Some(last) = self.buckets.last() {
+            out.insert("after_key".into(), key_map(&last.key));
+        }
+        let mut buckets = Vec::with_capacity(self.buckets.len());
+        for bucket in self.buckets {
+            let mut b = Map::new();
+            b.insert("key".into(), key_map(&bucket.key));
+            b.insert("doc_count".into(), json!(bucket.doc_count));
+            render_subs(&mut b, bucket.subs, &request.subs, ctx)?;
+            buckets.push(Value::Object(b));
+        }
+        out.insert("buckets".into(), Value::Array(buckets));
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::parse_aggregations;
+    use crate::test_util::{json_diff, render_shards, split_docs, Rng, TestShard};
+
+    fn parse_err(body: Value) -> (String, Option<String>) {
+        let e = parse_aggregations(&json!({"c": {"composite": body}})).unwrap_err();
+        let mut inner = e.cause();
+        while let Some(c) = inner.and_then(|c| c.cause()) {
+            inner = Some(c);
+        }
+        (
+            e.reason().to_string(),
+            inner.map(|c| format!("{}: {}", c.kind(), c.reason())),
+        )
+    }
+
+    #[test]
+    fn parse_errors_match_opensearch() {
+        let terms = |extra: Value| {
+            let mut t = json!({"field": "k"});
+            t.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            json!({"sources": [{"k": {"terms": t}}]})
+        };
+        assert_eq!(
+            parse_err(json!({"sources": [{"k": {"terms": {"field": "k"}}}, {"k": {"terms": {"field": "j"}}}]})),
+            (
+                "[composite] failed to parse field [sources]".into(),
+                Some("illegal_argument_exception: Composite source names must be unique, found duplicates: [k]".into())
+            )
+        );
+        assert_eq!(
+            parse_err(json!({"sources": []})).1.unwrap(),
+            "illegal_argument_exception: Composite [sources] cannot be null or empty"
+        );
+        assert_eq!(parse_err(json!({"size": 2})).0, "Required [sources]");
+        assert_eq!(
+            parse_err(json!({"sources": [{"k": {"bogus": {"field": "k"}}}]}))
+                .1
+                .unwrap(),
+            "parsing_exception: invalid source type: bogus"
+        );
+        assert_eq!(
+            parse_err(terms(json!({"missing": "x"}))).1.unwrap(),
+            "x_content_parse_exception: [terms] unknown field [missing] did you mean [missing_order]?"
+        );
+        assert_eq!(
+            parse_err(terms(json!({"order": "up"}))).1.unwrap(),
+            "illegal_argument_exception: No enum constant org.opensearch.search.sort.SortOrder.UP"
+        );
+        assert_eq!(
+            parse_err(terms(json!({"missing_bucket": "yes"}))).1.unwrap(),
+            "illegal_argument_exception: Failed to parse value [yes] as only [true] or [false] are allowed."
+        );
+        assert_eq!(
+            parse_err(json!({"sources": [{"h": {"histogram": {"field": "f", "interval": 0}}}]}))
+                .1
+                .unwrap(),
+            "illegal_argument_exception: [interval] must be greater than 0 for [histogram] source"
+        );
+        assert_eq!(
+            parse_err(json!({"sources": [{"h": {"date_histogram": {"field": "d", "calendar_interval": "2d"}}}]}))
+                .1
+                .unwrap(),
+            "illegal_argument_exception: The supplied interval [2d] could not be parsed as a calendar interval."
+        );
+        assert_eq!(
+            parse_err(json!({"sources": [{"k": {"terms": {"field": "k"}}}], "after": "x"})).0,
+            "[composite] after doesn't support values of type: VALUE_STRING"
+        );
+        assert_eq!(
+            parse_err(json!({"sources": [{"k": {"terms": {"field": "k"}}}], "bogus": 1})).0,
+            "[composite] unknown field [bogus]"
+        );
+    }
+
+    /// The shape OpenSearch 2.19 gives for a histogram source on a double and a terms source
+    /// on a boolean: doubles as doubles, booleans as JSON booleans, `after_key` = last key.
+    #[test]
+    fn renders_keys_and_after_key_like_opensearch() {
+        let aggs = parse_aggregations(&json!({"c": {"composite": {"size": 4, "sources": [
+            {"h": {"histogram": {"field": "f", "interval": 25}}},
+            {"b": {"terms": {"field": "b"}}}]}}}))
+        .unwrap();
+        let bucket = |h: f64, b: i64, doc_count: u64| CompositeBucket {
+            key: vec![CompositeValue::Double(h), CompositeValue::Long(b)],
+            doc_count,
+            subs: InternalAggregations::default(),
+        };
+        let result = InternalComposite {
+            buckets: vec![
+                bucket(-25.0, 0, 27),
+                bucket(-25.0, 1, 19),
+                bucket(0.0, 0, 68),
+                bucket(0.0, 1, 21),
+            ],
+            formats: vec![ValueFormat::Raw, ValueFormat::Boolean],
+        };
+        let out = result
+            .render(&aggs[0], &mut RenderContext::new(100))
+            .unwrap();
+        assert_eq!(
+            Value::Object(out),
+            json!({"after_key": {"h": 0.0, "b": true}, "buckets": [
+                {"key": {"h": -25.0, "b": false}, "doc_count": 27},
+                {"key": {"h": -25.0, "b": true}, "doc_count": 19},
+                {"key": {"h": 0.0, "b": false}, "doc_count": 68},
+                {"key": {"h": 0.0, "b": true}, "doc_count": 21}
+            ]})
+        );
+        let empty = InternalComposite::default()
+            .render(&aggs[0], &mut RenderContext::new(100))
+            .unwrap();
+        assert_eq!(Value::Object(empty), json!({"buckets": []}));
+        assert_eq!(
+            render_value(&CompositeValue::Double(f64::NAN), &Formatter::Raw),
+            json!("NaN")
+        );
+        assert_eq!(
+            render_value(&CompositeValue::Null, &Formatter::Raw),
+            Value::Null
+        );
+    }
+
+    fn docs(seed: u64, n: usize) -> Vec<Value> {
+        let mut rng = Rng::new(seed);
+        (0..n)
+            .map(|i| {
+                let k = ["a", "b", "c", "d", "e"][rng.below(5) as usize];
+                let d = 1_420_070_400_000i64 + rng.below(10 * 86_400_000) as i64;
+                match i % 7 {
+                    0 => json!({"n": rng.below(20)}),
+                    1 => json!({"k": [k, "z"], "n": [rng.below(20), rng.below(20)], "d": d}),
+                    _ => json!({"k": k, "n": rng.below(20), "d": d, "ip": format!("10.0.0.{}", i % 13)}),
+                }
+            })
+            .collect()
+    }
+
+    fn shard(docs: &[Value], segments: usize) -> TestShard {
+        TestShard::new(
+            json!({"properties": {"k": {"type": "keyword"}, "n": {"type": "long"},
+                   "d": {"type": "date"}, "ip": {"type": "ip"}}}),
+            docs,
+            segments,
+        )
+    }
+
+    /// Pages through every bucket with `after_key`; returns all buckets.
+    fn pages(shards: &[&TestShard], sources: &Value, size: usize, seed: u64) -> Vec<Value> {
+        let mut all = Vec::new();
+        let mut after: Option<Value> = None;
+        for page in 0..1000 {
+            let mut body = json!({"sources": sources, "size": size});
+            if let Some(after) = &after {
+                body["after"] = after.clone();
+            }
+            let aggs = json!({"c": {"composite": body}, });
+            let out = render_shards(
+                shards,
+                &aggs,
+                1 + (page + seed as usize) % 5,
+                seed + page as u64,
+            )
+            .unwrap();
+            let buckets = out["c"]["buckets"].as_array().unwrap().clone();
+            if buckets.is_empty() {
+                assert!(out["c"].get("after_key").is_none());
+                break;
+            }
+            assert_eq!(out["c"]["after_key"], buckets.last().unwrap()["key"]);
+            after = Some(out["c"]["after_key"].clone());
+            all.extend(buckets);
+        }
+        all
+    }
+
+    #[test]
+    fn pagination_is_exact_for_any_slicing_and_sharding() {
+        let docs = docs(4, 500);
+        let sources = json!([
+            {"k": {"terms": {"field": "k", "missing_bucket": true, "order": "desc"}}},
+            {"d": {"date_histogram": {"field": "d", "calendar_interval": "1d", "format": "yyyy-MM-dd"}}},
+            {"n": {"histogram": {"field": "n", "interval": 5, "missing_bucket": true, "missing_order": "last"}}}
+        ]);
+        let one = shard(&docs, 4);
+        let everything = render_shards(
+            &[&one],
+            &json!({"c": {"composite": {"sources": sources, "size": 10000}}}),
+            1,
+            0,
+        )
+        .unwrap()["c"]["buckets"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert!(everything.len() > 50);
+        let paged = pages(&[&one], &sources, 7, 1);
+        assert_eq!(json_diff(&json!(paged), &json!(everything), 0.0, ""), None);
+        let parts = split_docs(&docs, 3, 9);
+        let shards: Vec<TestShard> = parts.iter().map(|p| shard(p, 2)).collect();
+        let refs: Vec<&TestShard> = shards.iter().collect();
+        let paged = pages(&refs, &sources, 13, 2);
+        assert_eq!(json_diff(&json!(paged), &json!(everything), 0.0, ""), None);
+        // keys come in the requested order: k descending (documents without `d` have no
+        // bucket, so neither has the missing `k`)
+        let ks: Vec<&str> = everything
+            .iter()
+            .map(|b| b["key"]["k"].as_str().unwrap())
+            .collect();
+        assert_eq!(ks[0], "z");
+        assert!(ks.windows(2).all(|w| w[0] >= w[1]));
+    }
+
+    #[test]
+    fn shard_errors_match_opensearch() {
+        let shard = shard(&docs(1, 30), 1);
+        let run = |body: Value| {
+            shard
+                .try_run(&json!({"c": {"composite": body}}), 1, 0)
+                .unwrap_err()
+        };
+        let src = json!([{"k": {"terms": {"field": "k"}}}, {"n": {"terms": {"field": "n"}}}]);
+        assert_eq!(
+            run(json!({"sources": src, "after": {"k": "a"}})).reason(),
+            "[after] has 1 value(s) but [sources] has 2"
+        );
+        assert_eq!(
+            run(json!({"sources": src, "after": {"k": "a", "x": 1}})).reason(),
+            "Missing value for [after.n]"
+        );
+        assert_eq!(
+            run(json!({"sources": src, "after": {"k": "a", "n": null}})).reason(),
+            "Invalid value for [after.n], expected comparable, got [null]"
+        );
+        assert_eq!(
+            run(json!({"sources": src, "after": {"k": "a", "n": "abc"}})).kind(),
+            "number_format_exception"
+        );
+        assert_eq!(
+            run(json!({"sources": [{"k": {"terms": {"field": "k", "missing_order": "last"}}}]}))
+                .reason(),
+            "missing_order require missing_bucket is true"
+        );
+        let e = shard
+            .try_run(
+                &json!({"t": {"terms": {"field": "k"}, "aggs": {"c": {"composite": {"sources": src}}}}}),
+                1,
+                0,
+            )
+            .unwrap_err();
+        assert_eq!(
+            e.reason(),
+            "[composite] aggregation cannot be used with a parent aggregation of type: [TermsAggregatorFactory]"
+        );
+    }
+}
