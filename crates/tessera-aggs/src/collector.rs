@@ -21,6 +21,29 @@ pub struct SegmentContext<'a> {
     pub docs: Range<DocId>,
 }
 
+/// A whole segment's live values of one single-valued integer field, sorted, with the
+/// query's inclusive bounds on that field: aggregations that only count values of that field
+/// can count buckets with binary searches instead of being fed every matching document.
+pub struct SortedSegment<'a> {
+    pub field: &'a str,
+    /// Ascending, one per live document with a value.
+    pub values: &'a [i64],
+    pub low: i64,
+    pub high: i64,
+}
+
+impl SortedSegment<'_> {
+    /// The index range of the values inside the bounds.
+    pub fn matching(&self) -> std::ops::Range<usize> {
+        if self.low > self.high {
+            return 0..0;
+        }
+        let start = self.values.partition_point(|v| *v < self.low);
+        let end = self.values.partition_point(|v| *v <= self.high);
+        start..end.max(start)
+    }
+}
+
 /// One aggregation's collector for one slice.
 pub trait Collector: Send {
     /// Prepares to read the given segment's columns.
@@ -28,6 +51,17 @@ pub trait Collector: Send {
 
     /// Collects `docs` (strictly ascending), `parents[i]` being the parent bucket of `docs[i]`.
     fn collect(&mut self, docs: &[DocId], parents: &[u32]);
+
+    /// The field whose sorted values can stand in for the matching documents: `Some` only for
+    /// collectors that need nothing but that field's values (no sub-aggregations, no
+    /// `missing`, one parent bucket).
+    fn sorted_field(&self) -> Option<&str> {
+        None
+    }
+
+    /// Counts a segment from its sorted values (only when [`Collector::sorted_field`] named
+    /// `segment.field`).
+    fn collect_sorted(&mut self, _segment: &SortedSegment) {}
 
     /// Called after the last document of a segment.
     fn finish_segment(&mut self) -> Result<()> {
@@ -69,6 +103,26 @@ impl SubCollectors {
         self.collectors
             .iter_mut()
             .try_for_each(|(_, c)| c.set_segment(segment))
+    }
+
+    /// The fields every collector can count from sorted values, or `None` when one cannot.
+    pub fn sorted_fields(&self) -> Option<Vec<String>> {
+        if self.collectors.is_empty() {
+            return None;
+        }
+        self.collectors
+            .iter()
+            .map(|(_, c)| c.sorted_field().map(String::from))
+            .collect()
+    }
+
+    /// Counts the segment in every collector whose field it is.
+    pub fn collect_sorted(&mut self, segment: &SortedSegment) {
+        for (_, collector) in &mut self.collectors {
+            if collector.sorted_field() == Some(segment.field) {
+                collector.collect_sorted(segment);
+            }
+        }
     }
 
     pub fn finish_segment(&mut self) -> Result<()> {

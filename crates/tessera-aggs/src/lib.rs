@@ -15,6 +15,7 @@
 
 pub mod bucket;
 mod collector;
+pub use collector::SortedSegment;
 pub mod format;
 mod internal;
 pub mod metric;

@@ -13,7 +13,9 @@ use tessera_common::Result;
 use tessera_mapping::FieldTable;
 
 use crate::bucket;
-use crate::collector::{Collector, SegmentContext, SubCollectors, ZERO_PARENTS, ZERO_PARENTS_LEN};
+use crate::collector::{
+    Collector, SegmentContext, SortedSegment, SubCollectors, ZERO_PARENTS, ZERO_PARENTS_LEN,
+};
 use crate::internal::{InternalAggregations, ShardFinish};
 use crate::metric;
 use crate::request::{AggKind, AggRequest};
@@ -145,6 +147,12 @@ impl PreparedAggs {
         &self.requests
     }
 
+    /// The fields whose sorted values every top-level aggregation could count from (so that
+    /// a query filtering on one of them needs no document visits); `None` otherwise.
+    pub fn sorted_fields(&self) -> Option<Vec<String>> {
+        self.slice_aggregator().ok()?.sorted_fields()
+    }
+
     /// A fresh set of collectors for one slice.
     pub fn slice_aggregator(&self) -> Result<SliceAggregator> {
         let collectors = self
@@ -199,6 +207,17 @@ impl SliceAggregator {
         for chunk in docs.chunks(ZERO_PARENTS_LEN) {
             self.top.collect(chunk, &ZERO_PARENTS[..chunk.len()]);
         }
+    }
+
+    /// The fields whose sorted values can stand in for matching documents in every top-level
+    /// aggregation; `None` when some aggregation needs documents.
+    pub fn sorted_fields(&self) -> Option<Vec<String>> {
+        self.top.sorted_fields()
+    }
+
+    /// Counts the current segment from sorted values (see [`SliceAggregator::sorted_fields`]).
+    pub fn collect_sorted(&mut self, segment: &SortedSegment) {
+        self.top.collect_sorted(segment)
     }
 
     /// Ends the current segment.

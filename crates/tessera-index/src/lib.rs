@@ -5,6 +5,7 @@ pub mod index_service;
 pub mod index_settings;
 pub mod schema_change;
 pub mod shard;
+pub mod sorted_columns;
 pub mod stats;
 pub mod translog;
 

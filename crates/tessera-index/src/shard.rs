@@ -6,6 +6,7 @@
 //! Writes between refreshes are tracked in the live version map, which answers version checks
 //! and realtime gets for documents that searches cannot see yet.
 
+use crate::sorted_columns::SortedColumns;
 use std::collections::HashMap;
 use std::net::Ipv6Addr;
 use std::path::{Path, PathBuf};
@@ -106,10 +107,18 @@ pub struct ShardSnapshot {
     pub segments_in_order: Vec<u32>,
     /// The rank of each segment ordinal in `segments_in_order`.
     pub segment_ranks: Vec<u32>,
+    /// Sorted copies of integer columns, shared by the shard's snapshots.
+    pub sorted: Arc<SortedColumns>,
 }
 
 impl ShardSnapshot {
-    pub fn new(searcher: Searcher, table: Arc<FieldTable>, generation: u64) -> ShardSnapshot {
+    pub fn new(
+        searcher: Searcher,
+        table: Arc<FieldTable>,
+        generation: u64,
+        sorted: Arc<SortedColumns>,
+    ) -> ShardSnapshot {
+        sorted.retain(searcher.segment_readers());
         let first_seq_no: Vec<u64> = searcher
             .segment_readers()
             .iter()
@@ -135,6 +144,7 @@ impl ShardSnapshot {
             generation,
             segments_in_order,
             segment_ranks,
+            sorted,
         }
     }
 }
@@ -273,7 +283,12 @@ impl Shard {
                 dirty: false,
                 generation: 0,
             }),
-            snapshot: RwLock::new(Arc::new(ShardSnapshot::new(searcher, table, 0))),
+            snapshot: RwLock::new(Arc::new(ShardSnapshot::new(
+                searcher,
+                table,
+                0,
+                Arc::default(),
+            ))),
             translog,
             stats: ShardStats::default(),
             primary_term: 1,
@@ -428,10 +443,12 @@ impl Shard {
 
     fn publish(&self, state: &mut WriteState) {
         state.generation += 1;
+        let sorted = self.snapshot.read().unwrap().sorted.clone();
         let snapshot = Arc::new(ShardSnapshot::new(
             state.reader.searcher(),
             state.table.clone(),
             state.generation,
+            sorted,
         ));
         *self.snapshot.write().unwrap() = snapshot;
     }

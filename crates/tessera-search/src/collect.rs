@@ -16,9 +16,10 @@ use std::time::Instant;
 
 use tantivy::query::{Scorer, Weight};
 use tantivy::{DocId, DocSet, SegmentReader, COLLECT_BLOCK_BUFFER_LEN, TERMINATED};
-use tessera_aggs::SliceAggregator;
+use tessera_aggs::{SliceAggregator, SortedSegment};
 use tessera_common::{Error, Result};
 use tessera_index::ShardSnapshot;
+use tessera_query::compile::ColumnFilter;
 
 use crate::hits::{HitSort, QueryResult, ShardHit, TopK};
 use crate::slice::{SegmentPart, Slice};
@@ -43,6 +44,10 @@ pub struct CollectParams<'a> {
     pub shard_index: u32,
     /// `post_filter`: limits hits and the total, not the aggregations.
     pub post_filter: Option<&'a dyn Weight>,
+    /// The query as a range on one integer column (or match-all), when it is that simple and
+    /// nothing but aggregations is collected: aggregations that can count from the column's
+    /// sorted values then skip the documents (see [`tessera_aggs::SortedSegment`]).
+    pub column_filter: Option<&'a ColumnFilter>,
 }
 
 const DEADLINE_CHECK_INTERVAL: u32 = 4096;
@@ -189,6 +194,9 @@ impl SliceCollector<'_, '_> {
     fn collect_part(&mut self, reader: &SegmentReader, part: &SegmentPart) -> Result<Flow> {
         let params = self.params;
         let whole_segment = part.docs.start == 0 && part.docs.end >= reader.max_doc();
+        if whole_segment && self.collect_sorted(reader)? {
+            return Ok(Flow::Continue);
+        }
         let plain = params.min_score.is_none() && !params.scoring && params.post_filter.is_none();
         if params.k == 0 && plain {
             if self.feed.aggs.is_none() && whole_segment {
@@ -199,6 +207,48 @@ impl SliceCollector<'_, '_> {
             }
         }
         self.collect_docs(reader, part)
+    }
+
+    /// A whole segment answered from sorted column values, when the query is a column filter
+    /// and every aggregation counts from that column; false when documents must be visited.
+    fn collect_sorted(&mut self, reader: &SegmentReader) -> Result<bool> {
+        let (Some(filter), Some(aggs)) = (self.params.column_filter, self.feed.aggs.as_deref_mut())
+        else {
+            return Ok(false);
+        };
+        let Some(fields) = aggs.sorted_fields() else {
+            return Ok(false);
+        };
+        let sorted = &self.snapshot.sorted;
+        let (low, high, matched) = match filter {
+            ColumnFilter::All => (i64::MIN, i64::MAX, reader.num_docs() as u64),
+            ColumnFilter::Range { field, low, high } => {
+                if fields.iter().any(|f| f != field) {
+                    return Ok(false);
+                }
+                let Some(values) = sorted.get(reader, field)? else {
+                    return Ok(false);
+                };
+                (*low, *high, values.count_in(*low, *high))
+            }
+        };
+        let mut columns = Vec::with_capacity(fields.len());
+        for field in &fields {
+            match sorted.get(reader, field)? {
+                Some(values) => columns.push((field, values)),
+                None => return Ok(false),
+            }
+        }
+        for (field, values) in &columns {
+            aggs.collect_sorted(&SortedSegment {
+                field,
+                values: &values.values,
+                low,
+                high,
+            });
+        }
+        self.result.total += matched;
+        Ok(true)
     }
 
     /// Counts a whole segment's matches without visiting them.

@@ -12,6 +12,7 @@ use tantivy::query::Weight;
 use tessera_aggs::{InternalAggregations, PreparedAggs};
 use tessera_common::Result;
 use tessera_index::ShardSnapshot;
+use tessera_query::compile::ColumnFilter;
 
 use crate::collect::{collect_slice, CollectParams};
 use crate::concurrent::{cancelled_error, SliceExecutor, Work};
@@ -35,6 +36,8 @@ pub struct QueryPhase {
     pub shard_index: u32,
     pub aggs: Option<Arc<PreparedAggs>>,
     pub cancelled: Arc<AtomicBool>,
+    /// The query as a column filter, when only aggregations are collected (see `collect`).
+    pub column_filter: Option<ColumnFilter>,
 }
 
 /// What one slice produced, and how long it took.
@@ -67,6 +70,7 @@ impl QueryPhase {
             scoring: self.scoring,
             shard_index: self.shard_index,
             post_filter: self.post_filter.as_deref(),
+            column_filter: self.column_filter.as_ref(),
         }
     }
 
@@ -74,8 +78,15 @@ impl QueryPhase {
     /// pays, however many documents match.
     fn is_cheap(&self) -> bool {
         let plain = self.min_score.is_none() && !self.scoring && self.post_filter.is_none();
-        if self.aggs.is_some() {
-            return false;
+        if let Some(aggs) = &self.aggs {
+            // aggregations counted from sorted columns visit no documents
+            return match (&self.column_filter, aggs.sorted_fields()) {
+                (Some(ColumnFilter::All), Some(_)) => true,
+                (Some(ColumnFilter::Range { field, .. }), Some(fields)) => {
+                    fields.iter().all(|f| f == field)
+                }
+                _ => false,
+            };
         }
         let counts_in_bulk = self.k == 0 && plain;
         let first_hits = self.constant_score

@@ -361,6 +361,18 @@ impl ShardSearcher for LocalShard {
             )?)),
             None => None,
         };
+        // only aggregations collected, from a query this simple: they may count from columns
+        let column_filter = if prepared.is_some()
+            && k == 0
+            && !scoring
+            && search.post_filter.is_none()
+            && search.min_score.is_none()
+            && search.terminate_after.is_none()
+        {
+            tessera_query::compile::column_filter(&search.query, &ctx)?
+        } else {
+            None
+        };
         let phase = Arc::new(QueryPhase {
             snapshot: snapshot.clone(),
             weight: weight.clone(),
@@ -377,6 +389,7 @@ impl ShardSearcher for LocalShard {
             shard_index: request.shard_index,
             aggs: prepared.clone(),
             cancelled: request.cancelled.clone(),
+            column_filter,
         });
         let slice_count = self.slice_count(&phase, &meta, search);
         let slices = plan_shard_slices(&snapshot, slice_count);

@@ -48,7 +48,7 @@ use tessera_date::{CalendarUnit, DateFormat, TimeZone};
 
 use crate::bucket::date_histogram::{parse_date_value, DateInterval, Rounding};
 use crate::bucket::histogram::Bucket;
-use crate::collector::{Collector, SegmentContext, SubCollectors};
+use crate::collector::{Collector, SegmentContext, SortedSegment, SubCollectors};
 use crate::format::ValueFormat;
 use crate::internal::{
     render_subs, too_many_buckets, InternalAgg, InternalAggregations, RenderContext, ShardFinish,
@@ -483,7 +483,7 @@ pub fn factory(
 }
 
 impl Factory for AutoFactory {
-    fn collector(&self, subs: SubCollectors, _single_parent: bool) -> Result<Box<dyn Collector>> {
+    fn collector(&self, subs: SubCollectors, single_parent: bool) -> Result<Box<dyn Collector>> {
         Ok(Box::new(AutoCollector {
             source: self.source.clone(),
             format: self.format.clone(),
@@ -499,6 +499,7 @@ impl Factory for AutoFactory {
             pairs: Vec::new(),
             seen: Vec::new(),
             doc_keys: Vec::new(),
+            single_parent,
         }))
     }
 }
@@ -575,9 +576,32 @@ struct AutoCollector {
     pairs: Vec<(u32, i64)>,
     seen: Vec<bool>,
     doc_keys: Vec<i64>,
+    single_parent: bool,
 }
 
 impl AutoCollector {
+    /// Counts `count` documents of parent 0 whose values, from `first` to `last`, all fall in
+    /// the bucket of `first` at the current rung (as `add` would, one by one).
+    fn add_run(&mut self, first: i64, last: i64, count: u64) {
+        let state = slot(&mut self.states, 0);
+        state.min = state.min.min(first);
+        state.max = state.max.max(last);
+        let key = self.ladder.round(state.level, first);
+        let ord = match state.keys.get(&key) {
+            Some(ord) => *ord,
+            None => {
+                let ord = self.ord_keys.len() as u32;
+                self.ord_keys.push(key);
+                self.counts.push(0);
+                state.keys.insert(key, ord);
+                state.ords.push(ord);
+                promote_if_needed(state, &mut self.ladder, self.target);
+                ord
+            }
+        };
+        self.counts[ord as usize] += count;
+    }
+
     /// Counts `doc` (of `parent`) in the bucket of `value`.
     #[inline]
     fn add(&mut self, doc: DocId, parent: u32, value: i64) {
@@ -647,6 +671,38 @@ fn promote_if_needed(state: &mut ParentState, ladder: &mut Ladder, target: usize
 }
 
 impl Collector for AutoCollector {
+    fn sorted_field(&self) -> Option<&str> {
+        let ValueSource::Numeric { path, kind } = &self.source else {
+            return None;
+        };
+        let integers = matches!(kind, NumericKind::Date(_) | NumericKind::Long);
+        (integers && self.subs.is_empty() && self.single_parent && self.missing.is_none())
+            .then_some(path.as_str())
+    }
+
+    fn collect_sorted(&mut self, segment: &SortedSegment) {
+        let values = segment.values;
+        let range = segment.matching();
+        let (mut i, end) = (range.start, range.end);
+        while i < end {
+            // the run of values in the bucket of values[i] at the current rung (the rung may
+            // move up as buckets are added; each run is rounded at the rung of its time)
+            let level = self.states.first().map_or(0, |s| s.level);
+            let key = self.ladder.round(level, values[i]);
+            let (mut lo, mut hi) = (i + 1, end);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if self.ladder.round(level, values[mid]) <= key {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            self.add_run(values[i], values[lo - 1], (lo - i) as u64);
+            i = lo;
+        }
+    }
+
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
         self.values = Some(NumericValues::open(&self.source, segment.reader)?);
         self.subs.set_segment(segment)

@@ -12,7 +12,7 @@ use tessera_common::{Error, Result};
 
 use crate::bucket::date_histogram::Rounding;
 use crate::bucket::order::BucketOrder;
-use crate::collector::{Collector, SegmentContext, SubCollectors};
+use crate::collector::{Collector, SegmentContext, SortedSegment, SubCollectors};
 use crate::format::ValueFormat;
 use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext};
 use crate::ords::{slot, BucketOrds};
@@ -20,7 +20,7 @@ use crate::prepare::{AggContext, Factory};
 use crate::request::{
     bool_param, count_param, f64_param, unknown_field, AggKind, AggRequest, ValuesSourceParams,
 };
-use crate::values::{Accepts, NumericValues, ValueSource};
+use crate::values::{Accepts, NumericKind, NumericValues, ValueSource};
 
 /// `{min, max}` of `extended_bounds` / `hard_bounds`.
 #[derive(Clone, Debug, PartialEq)]
@@ -184,6 +184,7 @@ impl Factory for HistogramFactory {
             counts: Vec::new(),
             subs,
             doc_keys: Vec::new(),
+            single_parent,
         }))
     }
 }
@@ -199,9 +200,88 @@ struct HistogramCollector {
     counts: Vec<u64>,
     subs: SubCollectors,
     doc_keys: Vec<u64>,
+    single_parent: bool,
+}
+
+impl HistogramCollector {
+    /// The raw scaling factor of integer sources (for sorted counting).
+    fn integer_factor(&self) -> Option<f64> {
+        match self.source.numeric_kind()? {
+            NumericKind::Long | NumericKind::Date(_) => Some(1.0),
+            NumericKind::Scaled(factor) => Some(*factor),
+            NumericKind::Double | NumericKind::Boolean => None,
+        }
+    }
+
+    /// Adds `count` documents to the bucket `key` of the only parent.
+    fn add_count(&mut self, key: u64, count: u64) {
+        if count > 0 {
+            let ord = self.ords.ord(0, key);
+            *slot(&mut self.counts, ord) += count;
+        }
+    }
 }
 
 impl Collector for HistogramCollector {
+    fn sorted_field(&self) -> Option<&str> {
+        let ValueSource::Numeric { path, .. } = &self.source else {
+            return None;
+        };
+        if !self.subs.is_empty() || !self.single_parent || self.missing.is_some() {
+            return None;
+        }
+        let factor = self.integer_factor()?;
+        let usable = match &self.key_fn {
+            KeyFn::Date { .. } => true,
+            KeyFn::Numeric {
+                interval, offset, ..
+            } => integer_steps(Some(factor), *interval, *offset, None).is_some(),
+        };
+        usable.then_some(path.as_str())
+    }
+
+    fn collect_sorted(&mut self, segment: &SortedSegment) {
+        let values = segment.values;
+        let range = segment.matching();
+        let (mut i, end) = (range.start, range.end);
+        let factor = self.integer_factor().unwrap_or(1.0);
+        while i < end {
+            // one bucket at a time: its key from the first value, its end by binary search
+            let (key, next, in_bounds) = match &mut self.key_fn {
+                KeyFn::Date {
+                    rounding,
+                    hard_min,
+                    hard_max,
+                } => {
+                    let key = rounding.round(values[i]);
+                    let next = rounding.next(key);
+                    (key as u64, next, key >= *hard_min && key <= *hard_max)
+                }
+                KeyFn::Numeric {
+                    interval,
+                    offset,
+                    hard_min,
+                    hard_max,
+                } => {
+                    let Some((step, start)) = integer_steps(Some(factor), *interval, *offset, None)
+                    else {
+                        return;
+                    };
+                    let index = values[i].saturating_sub(start).div_euclid(step);
+                    let key = index as f64 * *interval + *offset;
+                    let next = start.saturating_add((index + 1).saturating_mul(step));
+                    (key.to_bits(), next, key >= *hard_min && key <= *hard_max)
+                }
+            };
+            let j = i + values[i..end].partition_point(|v| *v < next);
+            let j = j.max(i + 1);
+            if in_bounds {
+                self.add_count(key, (j - i) as u64);
+            }
+            i = j;
+        }
+    }
+
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
         self.values = Some(NumericValues::open(&self.source, segment.reader)?);
         self.subs.set_segment(segment)

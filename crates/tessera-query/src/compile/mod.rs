@@ -6,6 +6,7 @@
 //! numeric, date, ip, range, prefix and wildcard queries score a constant 1.0 × boost.
 
 mod boosting;
+mod column_filter;
 mod column_set;
 mod covering_range;
 mod field_stats;
@@ -25,6 +26,7 @@ use tessera_mapping::FieldTable;
 use crate::ast::{BoolQuery, QueryAst};
 use crate::dsl::resolve_msm;
 
+pub use column_filter::{column_filter, ColumnFilter};
 pub(crate) use full_text::resolve_fields;
 pub use term_level::i64_bounds;
 
