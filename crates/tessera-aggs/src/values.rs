@@ -194,8 +194,8 @@ enum NumericColumn {
 /// A numeric field's values in one segment.
 pub struct NumericValues {
     column: Option<NumericColumn>,
-    /// Raw values divided by this are the field's values (the scaling factor of scaled
-    /// floats, 1 otherwise).
+    /// The scaling factor of scaled floats (1 otherwise): a value is `raw × (1 / factor)`, the
+    /// multiplication by the inverse OpenSearch's scaled_float field data does.
     factor: f64,
     /// Which positions of the current block had at least one value (for `missing`).
     seen: Vec<bool>,
@@ -249,7 +249,8 @@ impl NumericValues {
         self.column.is_some()
     }
 
-    /// Every value of the block's docs as `f64` (scaled floats divided by their factor).
+    /// Every value of the block's docs as `f64` (scaled floats times the inverse of their
+    /// factor).
     pub fn for_each_f64(&mut self, docs: &[DocId], mut f: impl FnMut(usize, f64)) {
         let factor = self.factor;
         match &mut self.column {
@@ -258,7 +259,8 @@ impl NumericValues {
                 if factor == 1.0 {
                     for_each_in_column(column, docs, scratch, |p, v| f(p, v as f64));
                 } else {
-                    for_each_in_column(column, docs, scratch, |p, v| f(p, v as f64 / factor));
+                    let inverse = 1.0 / factor;
+                    for_each_in_column(column, docs, scratch, |p, v| f(p, v as f64 * inverse));
                 }
             }
             Some(NumericColumn::F64(column, scratch)) => {
@@ -326,7 +328,7 @@ impl NumericValues {
                     for_each_in_column(column, docs, scratch, f);
                 } else {
                     for_each_in_column(column, docs, scratch, |p, v| {
-                        f(p, (v as f64 / factor) as i64)
+                        f(p, (v as f64 * (1.0 / factor)) as i64)
                     });
                 }
             }

@@ -633,7 +633,7 @@ fn floor(x: f64) -> f64 {
     }
 }
 
-/// For columns of integers worth `raw / factor`, with a whole interval and offset: the
+/// For columns of integers worth `raw × (1 / factor)`, with a whole interval and offset: the
 /// interval and offset in raw units, so that buckets come from integer division (which gives
 /// the same buckets as the floating formula for whole intervals).
 fn integer_steps(
@@ -644,6 +644,11 @@ fn integer_steps(
 ) -> Option<(i64, i64)> {
     let factor = factor?;
     if missing.is_some() || interval.fract() != 0.0 || offset.fract() != 0.0 {
+        return None;
+    }
+    // values are `raw × (1 / factor)`: when that inverse is not below the exact one (true of
+    // 10, 100, 1000, ...), no value lands below the integer its raw form says it reaches
+    if (1.0 / factor).mul_add(factor, -1.0) < 0.0 {
         return None;
     }
     let step = interval * factor;
@@ -934,6 +939,8 @@ mod tests {
             assert_eq!(index as f64, floating, "{raw}");
         }
         assert!(integer_steps(Some(100.0), 0.1, 0.0, None).is_none());
+        // 1/3 rounds down: 3 × (1/3) could fall below 1, so no integer shortcut
+        assert!(integer_steps(Some(3.0), 1.0, 0.0, None).is_none());
         assert!(integer_steps(None, 1.0, 0.0, None).is_none());
         assert!(integer_steps(Some(1.0), 1.0, 0.0, Some(3.0)).is_none());
     }

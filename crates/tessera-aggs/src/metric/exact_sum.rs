@@ -24,7 +24,7 @@ pub struct ExactSum {
     partials: Vec<f64>,
     /// The sum of the non-finite values added (0.0 when there were none).
     special: f64,
-    /// The sum of the raw integers added; worth `raw / factor`.
+    /// The sum of the raw integers added; worth `raw × (1 / factor)`.
     raw: i128,
     factor: f64,
 }
@@ -36,7 +36,7 @@ impl Default for ExactSum {
 }
 
 impl ExactSum {
-    /// A sum whose raw integers are worth `raw / factor` (the scaling factor of scaled
+    /// A sum whose raw integers are worth `raw × (1 / factor)` (the scaling factor of scaled
     /// floats, 1 for longs and dates).
     pub fn integers(factor: f64) -> ExactSum {
         ExactSum {
@@ -58,7 +58,7 @@ impl ExactSum {
         if self.factor == 1.0 {
             self.raw as f64
         } else {
-            self.raw as f64 / self.factor
+            self.raw as f64 * (1.0 / self.factor)
         }
     }
 

@@ -118,7 +118,7 @@ impl StatsState {
         self.max = self.max.max(value);
     }
 
-    /// Adds a stored integer whose value is `raw / factor`.
+    /// Adds a stored integer whose value is `raw × (1 / factor)` (OpenSearch's scaling).
     #[inline]
     fn add_raw(&mut self, raw: i64, factor: f64) {
         self.count += 1;
@@ -126,7 +126,7 @@ impl StatsState {
         let value = if factor == 1.0 {
             raw as f64
         } else {
-            raw as f64 / factor
+            raw as f64 * (1.0 / factor)
         };
         self.min = self.min.min(value);
         self.max = self.max.max(value);
