@@ -743,29 +743,11 @@ impl TestIndex {
     }
 }
 
-/// Force merges that failed because a background merge raced with them (see
-/// `force_merge_right_after_the_eighth_refresh` in `layouts.rs`) and were retried.
-pub static FORCE_MERGE_RETRIES: std::sync::atomic::AtomicUsize =
-    std::sync::atomic::AtomicUsize::new(0);
-
-/// `IndexService::force_merge`, retried when it fails because a background merge took its
-/// segments first (a known engine bug; reported, not hidden: each retry is printed).
+/// `IndexService::force_merge`; a failure fails the test (force merges wait for background
+/// merges, so nothing may race with them).
 fn force_merge(index: &IndexService, segments: usize, plan: &LayoutPlan) {
-    for attempt in 1.. {
-        match index.force_merge(segments) {
-            Ok(()) => return,
-            // the race shows as "could not be found in the SegmentManager" (the background
-            // merge finished first) or "not all uncommitted or committed" (it was running)
-            Err(e) if attempt < 50 && e.reason().starts_with("failed to merge segments") => {
-                FORCE_MERGE_RETRIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                eprintln!(
-                    "force merge attempt {attempt} failed ({plan:?}), retrying: {}",
-                    e.reason()
-                );
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-            Err(e) => panic!("force merge ({plan:?}): {e:?}"),
-        }
+    if let Err(e) = index.force_merge(segments) {
+        panic!("force merge to {segments} segments ({plan:?}): {e:?}");
     }
 }
 
