@@ -580,6 +580,12 @@ impl Shard {
             .map_err(tantivy_err("list segments"))?;
         let needs_merge = metas.len() > max_segments || metas.iter().any(|m| m.has_deletes());
         if !needs_merge {
+            // background merges may have done the work: searches must see their result
+            state
+                .reader
+                .reload()
+                .map_err(tantivy_err("reload the shard reader"))?;
+            self.publish(state);
             return Ok(());
         }
         let groups = plan_merge_groups(

@@ -601,6 +601,8 @@ pub fn shard_size(terms: &TermsRequest, shards_in_request: usize) -> usize {
 // ---- collection ----
 
 struct TermsFactory {
+    /// The shard's searcher, when zero-count buckets need every term of the shard.
+    shard: Option<tantivy::Searcher>,
     source: ValueSource,
     format: ValueFormat,
     filter: Option<Arc<TermFilter>>,
@@ -650,6 +652,7 @@ fn make_factory(
         filter: TermFilter::compile(&terms.filter)?.map(Arc::new),
         missing: terms.source.missing.clone(),
         min_doc_count_zero: terms.min_doc_count == 0,
+        shard: (terms.min_doc_count == 0).then(|| ctx.searcher.clone()),
         track_first_seen,
     }))
 }
@@ -683,6 +686,7 @@ impl Factory for TermsFactory {
                     pairs: Vec::new(),
                     seen_keys: Vec::new(),
                     all_keys: Vec::new(),
+                    shard: self.shard.clone(),
                 })
             }
             ValueSource::Keyword { .. } | ValueSource::Ip { .. } | ValueSource::Unmapped => {
@@ -701,6 +705,7 @@ impl Factory for TermsFactory {
                     pairs: Vec::new(),
                     doc_terms: Vec::new(),
                     text: String::new(),
+                    shard: self.shard.clone(),
                 })
             }
         })
@@ -838,9 +843,35 @@ struct DictionaryTerms {
     pairs: Vec<(u32, u32)>,
     doc_terms: Vec<u32>,
     text: String,
+    /// The shard, whose every term gets a zero-count bucket (`min_doc_count: 0`); taken
+    /// once registered.
+    shard: Option<tantivy::Searcher>,
 }
 
 impl DictionaryTerms {
+    /// Registers every term of every segment of the shard (not only the slice's), so that
+    /// each parent bucket a slice builds gets the shard's full set of zero-count buckets, as
+    /// OpenSearch's does, whatever the slicing.
+    fn register_shard_terms(&mut self) -> Result<()> {
+        let Some(shard) = self.shard.take() else {
+            return Ok(());
+        };
+        if let ValueSource::Keyword { .. } = &self.source {
+            let mut text = String::new();
+            for reader in shard.segment_readers() {
+                let values = KeywordValues::open(&self.source, reader)?;
+                for ord in 0..values.num_terms() as u64 {
+                    values.term(ord, &mut text)?;
+                    self.term_id(&text);
+                }
+            }
+        }
+        if let Some(missing) = self.missing.clone() {
+            self.term_id(&missing);
+        }
+        Ok(())
+    }
+
     fn term_id(&mut self, term: &str) -> u32 {
         if let Some(id) = self.term_ids.get(term) {
             return *id;
@@ -883,20 +914,11 @@ impl Collector for DictionaryTerms {
                 self.segment_map.clear();
                 self.segment_map.resize(values.num_terms(), UNRESOLVED);
                 self.keyword = Some(values);
-                if self.common.min_doc_count_zero {
-                    for ord in 0..self.segment_map.len() as u64 {
-                        self.segment_term_id(ord);
-                    }
-                }
             }
             ValueSource::Ip { .. } => self.ip = Some(IpValues::open(&self.source, segment.reader)?),
             _ => {}
         }
-        if self.common.min_doc_count_zero {
-            if let Some(missing) = self.missing.clone() {
-                self.term_id(&missing);
-            }
-        }
+        self.register_shard_terms()?;
         self.common.set_segment(segment)
     }
 
@@ -968,8 +990,10 @@ struct NumericTerms {
     missing: Option<f64>,
     pairs: Vec<(u32, u64)>,
     seen_keys: Vec<u64>,
-    /// Every key of the field (only for `min_doc_count: 0`).
+    /// Every key of the field in the shard (only for `min_doc_count: 0`).
     all_keys: Vec<u64>,
+    /// The shard whose keys `all_keys` gathers (taken once gathered).
+    shard: Option<tantivy::Searcher>,
 }
 
 impl NumericTerms {
@@ -1013,23 +1037,28 @@ impl NumericTerms {
 
 impl Collector for NumericTerms {
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
-        let mut values = NumericValues::open(&self.source, segment.reader)?;
-        if self.common.min_doc_count_zero {
-            let docs: Vec<DocId> = (0..segment.reader.max_doc()).collect();
+        // every key of every segment of the shard, once: each parent bucket a slice builds
+        // gets the shard's full set of zero-count buckets, whatever the slicing
+        if let Some(shard) = self.shard.take() {
             let mut keys = Vec::new();
             let exact = self.exact;
-            for chunk in docs.chunks(1024) {
-                if exact {
-                    values.for_each_i64(chunk, |_, v| keys.push(v as u64));
-                } else {
-                    values.for_each_f64(chunk, |_, v| keys.push(v.to_bits()));
+            for reader in shard.segment_readers() {
+                let mut values = NumericValues::open(&self.source, reader)?;
+                let docs: Vec<DocId> = (0..reader.max_doc()).collect();
+                for chunk in docs.chunks(1024) {
+                    if exact {
+                        values.for_each_i64(chunk, |_, v| keys.push(v as u64));
+                    } else {
+                        values.for_each_f64(chunk, |_, v| keys.push(v.to_bits()));
+                    }
                 }
             }
             keys.retain(|k| self.accepted(*k));
-            self.all_keys.extend(keys);
+            self.all_keys = keys;
             self.all_keys.sort_unstable();
             self.all_keys.dedup();
         }
+        let values = NumericValues::open(&self.source, segment.reader)?;
         self.values = Some(values);
         self.common.set_segment(segment)
     }

@@ -114,7 +114,8 @@ pub fn seeds(salt: u64, default_cases: usize) -> Vec<u64> {
 
 pub const DAY_MS: i64 = 86_400_000;
 
-/// Relative tolerance for floats whose value depends on summation order.
+/// Relative tolerance for values the model computes by another formula than the engine's
+/// (a two-pass variance, a weighted average's quotient of compensated sums).
 pub const FLOAT_REL: f64 = 1e-9;
 
 pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
@@ -287,9 +288,15 @@ impl Doc {
         }
     }
 
-    /// `price` as the value a scaled_float with factor 100 holds.
+    /// `price` as the document sends it (cents as a decimal number).
     pub fn price_value(&self) -> Option<f64> {
         self.price.map(|c| c as f64 / 100.0)
+    }
+
+    /// `price` as aggregations see it: the stored integer times the factor's inverse, as
+    /// OpenSearch's (and Tessera's) scaled_float field data compute it.
+    pub fn price_field_value(&self) -> Option<f64> {
+        self.price.map(|c| c as f64 * (1.0 / 100.0))
     }
 
     /// The JSON of one field, `Null` when missing.
@@ -361,7 +368,7 @@ impl Doc {
             "n" => self.n.map(|v| v as f64).into_iter().collect(),
             "nums" => self.nums.iter().map(|&v| v as f64).collect(),
             "x" => self.x.into_iter().collect(),
-            "price" => self.price_value().into_iter().collect(),
+            "price" => self.price_field_value().into_iter().collect(),
             "ts" => self.ts.map(|v| v as f64).into_iter().collect(),
             "flag" => self.flag.map(|b| b as i64 as f64).into_iter().collect(),
             other => panic!("{other} is not numeric"),
@@ -743,29 +750,11 @@ impl TestIndex {
     }
 }
 
-/// Force merges that failed because a background merge raced with them (see
-/// `force_merge_right_after_the_eighth_refresh` in `layouts.rs`) and were retried.
-pub static FORCE_MERGE_RETRIES: std::sync::atomic::AtomicUsize =
-    std::sync::atomic::AtomicUsize::new(0);
-
-/// `IndexService::force_merge`, retried when it fails because a background merge took its
-/// segments first (a known engine bug; reported, not hidden: each retry is printed).
+/// `IndexService::force_merge`; a failure fails the test (force merges wait for background
+/// merges, so nothing may race with them).
 fn force_merge(index: &IndexService, segments: usize, plan: &LayoutPlan) {
-    for attempt in 1.. {
-        match index.force_merge(segments) {
-            Ok(()) => return,
-            // the race shows as "could not be found in the SegmentManager" (the background
-            // merge finished first) or "not all uncommitted or committed" (it was running)
-            Err(e) if attempt < 50 && e.reason().starts_with("failed to merge segments") => {
-                FORCE_MERGE_RETRIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                eprintln!(
-                    "force merge attempt {attempt} failed ({plan:?}), retrying: {}",
-                    e.reason()
-                );
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-            Err(e) => panic!("force merge ({plan:?}): {e:?}"),
-        }
+    if let Err(e) = index.force_merge(segments) {
+        panic!("force merge to {segments} segments ({plan:?}): {e:?}");
     }
 }
 
@@ -915,24 +904,6 @@ pub fn first_diff(expected: &Value, actual: &Value) -> Option<String> {
     diff_at(expected, actual, "$", &|_| 0.0, false)
 }
 
-/// Like [`first_diff`], but floats equal within `rel` relative (or `rel` absolute near zero).
-pub fn first_diff_approx(expected: &Value, actual: &Value, rel: f64) -> Option<String> {
-    diff_at(expected, actual, "$", &|_| rel, false)
-}
-
-/// Like [`first_diff`], but floats under `$.aggregations` equal within `rel`: sums (and what
-/// is computed from them: averages, orders by them) depend on the order values are added in.
-pub fn first_diff_aggs_approx(expected: &Value, actual: &Value, rel: f64) -> Option<String> {
-    let tolerance = move |path: &str| {
-        if path.starts_with("$.aggregations") {
-            rel
-        } else {
-            0.0
-        }
-    };
-    diff_at(expected, actual, "$", &tolerance, false)
-}
-
 /// Expected ⊆ actual: objects of `expected` may omit keys of `actual`; arrays must have the
 /// same length; floats equal within `rel`.
 pub fn subset_diff_approx(expected: &Value, actual: &Value, rel: f64) -> Option<String> {
@@ -1020,20 +991,6 @@ fn diff_at(
     }
 }
 
-/// The signature of a known engine bug (see
-/// `aggregations_with_multi_bucket_parents_and_big_segments_equal_the_model` in
-/// `aggs_oracle.rs`): aggregations reading an optional or multi-valued column more than once
-/// per segment panic with an index out of bounds. Property tests count responses failing with
-/// it instead of failing, unless `TESSERA_PROP_STRICT=1`.
-pub fn is_known_bug(response: &Value) -> bool {
-    if std::env::var("TESSERA_PROP_STRICT").is_ok_and(|v| v == "1") {
-        return false;
-    }
-    // the whole request failed, or some shards did (`_shards.failures`)
-    let text = response.to_string();
-    text.contains("the task panicked: index out of bounds")
-}
-
 // ---------------------------------------------------------------------------------------------
 // random requests
 
@@ -1098,18 +1055,12 @@ pub fn random_sort(rng: &mut Rng) -> Value {
 const NUMERIC: &[&str] = &["n", "nums", "x", "price", "ts"];
 
 /// A random aggregation tree (1..=3 top-level aggregations, sub-aggregations up to
-/// `depth` levels), covering every implemented type. With `avoid_scratch_bug`, it avoids the
-/// shapes that trip the known aggregation bug (a column read twice per segment; see
-/// `aggregations_with_multi_bucket_parents_and_big_segments_equal_the_model` in
-/// `aggs_oracle.rs`): sub-aggregations under bucket aggregations that can put one doc in
-/// several buckets (terms and histograms of multi-valued fields, ranges, filters), and terms
-/// with `min_doc_count: 0`.
-pub fn random_aggs(rng: &mut Rng, users: u64, depth: u32, avoid_scratch_bug: bool) -> Value {
-    let mut gen = AggGen {
-        users,
-        avoid_scratch_bug,
-        counter: 0,
-    };
+/// `depth` levels), covering every implemented type: terms, histogram, date_histogram, range,
+/// filter(s), missing, global; min, max, sum, avg, stats, value_count, extended_stats,
+/// cardinality, percentiles, percentile_ranks, weighted_avg and top_hits; bucket orders by
+/// sub-aggregations (single-value metrics and any value of multi-value ones).
+pub fn random_aggs(rng: &mut Rng, users: u64, depth: u32) -> Value {
+    let mut gen = AggGen { users, counter: 0 };
     let mut aggs = Map::new();
     for _ in 0..rng.usize(1, 3) {
         let (name, body) = gen.agg(rng, depth, true);
@@ -1118,24 +1069,233 @@ pub fn random_aggs(rng: &mut Rng, users: u64, depth: u32, avoid_scratch_bug: boo
     Value::Object(aggs)
 }
 
-/// A metric aggregation body and whether it has a single value.
-fn random_metric(rng: &mut Rng) -> (Value, &'static str) {
-    let kind = *rng.pick(&["min", "max", "sum", "avg", "stats", "value_count"]);
-    let field = if kind == "value_count" && rng.chance(0.4) {
-        *rng.pick(&["color", "user"])
+/// How a bucket aggregation can be ordered by a metric sub-aggregation.
+enum OrderKeys {
+    /// By the metric's name.
+    Single,
+    /// By `name.key`, one of these keys.
+    Multi(Vec<String>),
+    /// Not at all (top_hits).
+    NotNumeric,
+}
+
+/// Percents a `percentiles` request picks from; integral ones can be bucket order keys.
+const PERCENTS: &[f64] = &[
+    0.0, 0.5, 1.0, 5.0, 10.0, 25.0, 33.3, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0,
+];
+
+/// Values a `percentile_ranks` request on `field` could ask about: around its values.
+fn rank_values(rng: &mut Rng, field: &str) -> Vec<f64> {
+    let mut values: Vec<f64> = (0..rng.usize(1, 4))
+        .map(|_| match field {
+            "n" => rng.range(-1100, 1100) as f64,
+            "nums" => rng.range(-5, 65) as f64,
+            "x" => rng.range(-11_000, 11_000) as f64 / *rng.pick(&[1.0, 4.0]),
+            "price" => rng.range(0, 2100) as f64,
+            "ts" => (base_millis() + rng.range(-5, DATE_SPAN_DAYS + 5) * DAY_MS) as f64,
+            other => panic!("no ranks for {other}"),
+        })
+        .collect();
+    values.sort_by(f64::total_cmp);
+    values.dedup();
+    values
+}
+
+/// The keys OpenSearch names percentiles and ranks with (Java's `Double.toString` of numbers
+/// written here: integral or with few decimals, below 10^7, or dates' millis).
+pub fn percent_key(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e7 {
+        format!("{value:.1}")
+    } else if value.abs() < 1e7 {
+        format!("{value}")
     } else {
-        *rng.pick(NUMERIC)
-    };
-    let mut body = json!({"field": field});
-    if rng.chance(0.15) && field != "ts" && kind != "value_count" {
+        // 1.7040672E12
+        let text = format!("{value:e}");
+        let (mantissa, exponent) = text.split_once('e').expect("scientific");
+        let mantissa = if mantissa.contains('.') {
+            mantissa.to_string()
+        } else {
+            format!("{mantissa}.0")
+        };
+        format!("{mantissa}E{exponent}")
+    }
+}
+
+/// A random `missing` for a numeric metric on `field` (none for dates), sometimes.
+fn numeric_missing(rng: &mut Rng, field: &str, body: &mut Value) {
+    if rng.chance(0.15) && field != "ts" {
         body["missing"] = json!(rng.range(-5, 5));
     }
-    (json!({ kind: body }), kind)
+}
+
+/// A random metric aggregation body and how buckets can be ordered by it.
+fn random_metric(rng: &mut Rng) -> (Value, OrderKeys) {
+    let kind = *rng.pick(&[
+        "min",
+        "max",
+        "sum",
+        "avg",
+        "stats",
+        "value_count",
+        "extended_stats",
+        "cardinality",
+        "percentiles",
+        "percentile_ranks",
+        "weighted_avg",
+        "top_hits",
+    ]);
+    match kind {
+        "extended_stats" => {
+            let field = *rng.pick(NUMERIC);
+            let mut body = json!({"field": field});
+            numeric_missing(rng, field, &mut body);
+            if rng.chance(0.3) {
+                body["sigma"] = json!(*rng.pick(&[0.0, 1.0, 2.5, 3.0]));
+            }
+            let keys = [
+                "count",
+                "min",
+                "max",
+                "avg",
+                "sum",
+                "sum_of_squares",
+                "variance",
+                "variance_sampling",
+                "std_deviation",
+                "std_upper",
+                "std_lower_sampling",
+            ];
+            let keys = keys.iter().map(|k| k.to_string()).collect();
+            (json!({ kind: body }), OrderKeys::Multi(keys))
+        }
+        "cardinality" => {
+            let field = *rng.pick(&["color", "user", "n", "nums", "x", "price", "ts", "flag"]);
+            let mut body = json!({"field": field});
+            if rng.chance(0.5) {
+                body["precision_threshold"] = json!(*rng.pick(&[0, 1, 10, 100, 1000, 3000, 40000]));
+            }
+            if rng.chance(0.15) {
+                match field {
+                    "color" | "user" => body["missing"] = json!("none"),
+                    "ts" | "flag" => {}
+                    _ => body["missing"] = json!(rng.range(-5, 5)),
+                }
+            }
+            (json!({ kind: body }), OrderKeys::Single)
+        }
+        "percentiles" | "percentile_ranks" => {
+            let field = *rng.pick(NUMERIC);
+            let mut body = json!({"field": field});
+            numeric_missing(rng, field, &mut body);
+            let keys: Vec<f64> = if kind == "percentiles" {
+                if rng.chance(0.3) {
+                    default_percents()
+                } else {
+                    let mut p = rng.subset(PERCENTS, 1, 4);
+                    p.sort_by(f64::total_cmp);
+                    body["percents"] = json!(p);
+                    p
+                }
+            } else {
+                let values = rank_values(rng, field);
+                body["values"] = json!(values);
+                values
+            };
+            if rng.chance(0.3) {
+                body["keyed"] = json!(false);
+            }
+            if rng.chance(0.25) {
+                // capacity 50 × compression (at least 16): small ones quantise
+                body["tdigest"] = json!({"compression": *rng.pick(&[0.1, 1.0, 5.0, 20.0, 100.0])});
+            }
+            let order_keys = keys
+                .iter()
+                .filter(|k| k.fract() == 0.0 && k.abs() < 1e15)
+                .map(|k| format!("{}", *k as i64))
+                .collect::<Vec<_>>();
+            let order = if order_keys.is_empty() {
+                OrderKeys::NotNumeric
+            } else {
+                OrderKeys::Multi(order_keys)
+            };
+            (json!({ kind: body }), order)
+        }
+        "weighted_avg" => {
+            let value_field = *rng.pick(NUMERIC);
+            let weight_field = *rng.pick(&["n", "x", "price", "flag"]);
+            let mut value = json!({"field": value_field});
+            let mut weight = json!({"field": weight_field});
+            numeric_missing(rng, value_field, &mut value);
+            if rng.chance(0.2) {
+                weight["missing"] = json!(rng.range(0, 3));
+            }
+            (
+                json!({ kind: {"value": value, "weight": weight} }),
+                OrderKeys::Single,
+            )
+        }
+        "top_hits" => (json!({ kind: random_top_hits(rng) }), OrderKeys::NotNumeric),
+        "stats" | "min" | "max" | "sum" | "avg" | "value_count" => {
+            let field = if kind == "value_count" && rng.chance(0.4) {
+                *rng.pick(&["color", "user"])
+            } else {
+                *rng.pick(NUMERIC)
+            };
+            let mut body = json!({"field": field});
+            if kind != "value_count" {
+                numeric_missing(rng, field, &mut body);
+            }
+            let order = if kind == "stats" {
+                OrderKeys::Multi(
+                    ["min", "max", "avg", "sum", "count"]
+                        .iter()
+                        .map(|k| k.to_string())
+                        .collect(),
+                )
+            } else {
+                OrderKeys::Single
+            };
+            (json!({ kind: body }), order)
+        }
+        other => unreachable!("{other}"),
+    }
+}
+
+/// OpenSearch's default percents.
+fn default_percents() -> Vec<f64> {
+    vec![1.0, 5.0, 25.0, 50.0, 75.0, 95.0, 99.0]
+}
+
+/// A random `top_hits` body: size, from, sorts of every kind, `_source` filtering, version and
+/// sequence numbers, track_scores.
+pub fn random_top_hits(rng: &mut Rng) -> Value {
+    let mut body = json!({"size": rng.range(1, 4)});
+    if rng.chance(0.2) {
+        body["from"] = json!(rng.range(0, 2));
+    }
+    if rng.chance(0.7) {
+        body["sort"] = random_sort(rng);
+    }
+    match rng.below(5) {
+        0 => body["_source"] = json!(false),
+        1 => body["_source"] = json!(["n", "color"]),
+        2 => body["_source"] = json!({"excludes": ["body", "user"]}),
+        _ => {}
+    }
+    if rng.chance(0.2) {
+        body["version"] = json!(true);
+    }
+    if rng.chance(0.2) {
+        body["seq_no_primary_term"] = json!(true);
+    }
+    if rng.chance(0.2) {
+        body["track_scores"] = json!(true);
+    }
+    body
 }
 
 struct AggGen {
     users: u64,
-    avoid_scratch_bug: bool,
     counter: u32,
 }
 
@@ -1150,15 +1310,17 @@ impl AggGen {
         }
         // bucket aggregations, with sub-aggregations
         let mut subs = Map::new();
-        let mut metric_sub: Option<(String, &'static str)> = None;
+        let mut metric_sub: Option<(String, OrderKeys)> = None;
         if rng.chance(0.7) {
             for _ in 0..rng.usize(1, 2) {
                 if rng.chance(0.6) {
                     self.counter += 1;
                     let sub_name = format!("a{}", self.counter);
-                    let (body, kind) = random_metric(rng);
+                    let (body, keys) = random_metric(rng);
                     subs.insert(sub_name.clone(), body);
-                    metric_sub = Some((sub_name, kind));
+                    if !matches!(keys, OrderKeys::NotNumeric) {
+                        metric_sub = Some((sub_name, keys));
+                    }
                 } else {
                     let (sub_name, body) = self.agg(rng, depth - 1, false);
                     subs.insert(sub_name, body);
@@ -1166,21 +1328,18 @@ impl AggGen {
             }
         }
         let sub_order = |rng: &mut Rng| -> Option<Value> {
-            let (sub, kind) = metric_sub.as_ref()?;
-            let path = if *kind == "stats" {
-                format!("{sub}.{}", rng.pick(&["min", "max", "avg", "sum", "count"]))
-            } else {
-                sub.clone()
+            let (sub, keys) = metric_sub.as_ref()?;
+            let path = match keys {
+                OrderKeys::Multi(keys) => format!("{sub}.{}", rng.pick(keys)),
+                _ => sub.clone(),
             };
             Some(json!([{ path: order(rng) }, {"_key": "asc"}]))
         };
-        let mut multi_bucket = false;
         let mut body = match pick - 2 + if top { 0 } else { 1 } {
             // `global` only at the top
             0 if rng.chance(0.3) => json!({"global": {}}),
             0..=2 => {
                 let field = *rng.pick(&["color", "user", "n", "flag", "nums", "ts", "x", "price"]);
-                multi_bucket = matches!(field, "color" | "nums");
                 let mut terms = json!({"field": field, "size": *rng.pick(&[1, 3, 10, 50, 500])});
                 if rng.chance(0.3) {
                     terms["shard_size"] = json!(rng.range(1, 20));
@@ -1196,8 +1355,7 @@ impl AggGen {
                     _ => {}
                 }
                 if rng.chance(0.2) {
-                    let min = if self.avoid_scratch_bug { 1 } else { 0 };
-                    terms["min_doc_count"] = json!(rng.range(min, 3));
+                    terms["min_doc_count"] = json!(rng.range(0, 3));
                 }
                 if rng.chance(0.3) {
                     terms["show_term_doc_count_error"] = json!(true);
@@ -1215,7 +1373,6 @@ impl AggGen {
             }
             3 => {
                 let field = *rng.pick(&["n", "nums", "x", "price"]);
-                multi_bucket = field == "nums";
                 let mut h = json!({"field": field, "interval": *rng.pick(&[50.0, 100.0, 333.3, 1000.0, 2500.0])});
                 if rng.chance(0.2) {
                     h["offset"] = json!(rng.range(0, 40));
@@ -1259,7 +1416,6 @@ impl AggGen {
             }
             5 => {
                 let field = *rng.pick(&["n", "x", "price", "nums"]);
-                multi_bucket = true;
                 let mut ranges = Vec::new();
                 for _ in 0..rng.usize(1, 4) {
                     let mut r = Map::new();
@@ -1279,7 +1435,6 @@ impl AggGen {
             }
             6 => json!({ "filter": Filter::random(rng, users, 1).to_json() }),
             7 => {
-                multi_bucket = true;
                 let mut filters = Map::new();
                 for i in 0..rng.usize(1, 3) {
                     filters.insert(format!("f{i}"), Filter::random(rng, users, 1).to_json());
@@ -1288,14 +1443,7 @@ impl AggGen {
             }
             _ => json!({"missing": {"field": *rng.pick(&FIELDS[..8])}}),
         };
-        if multi_bucket && self.avoid_scratch_bug {
-            // no subs, so no order by one
-            for kind in ["terms", "histogram"] {
-                if let Some(inner) = body.get_mut(kind).and_then(Value::as_object_mut) {
-                    inner.remove("order");
-                }
-            }
-        } else if !subs.is_empty() {
+        if !subs.is_empty() {
             body["aggs"] = Value::Object(subs);
         }
         (name, body)
