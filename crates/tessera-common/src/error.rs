@@ -36,8 +36,16 @@ const JAVA_EXCEPTIONS: &[&str] = &[
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// An OpenSearch-style exception: a type name, an HTTP status, a reason and metadata.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Boxed, so that `Result<T>` stays the size of `T` plus a pointer on the hot paths.
+#[derive(Clone, PartialEq)]
 pub struct Error {
+    inner: Box<ErrorInner>,
+}
+
+/// The fields of an [`Error`] (reached through its accessors).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ErrorInner {
     kind: Cow<'static, str>,
     status: u16,
     reason: String,
@@ -53,13 +61,15 @@ impl Error {
     /// A new error of OpenSearch type `kind` (e.g. `illegal_argument_exception`).
     pub fn new(kind: impl Into<Cow<'static, str>>, status: u16, reason: impl Into<String>) -> Self {
         Error {
-            kind: kind.into(),
-            status,
-            reason: reason.into(),
-            metadata: Vec::new(),
-            caused_by: None,
-            root_causes: None,
-            body_key: None,
+            inner: Box::new(ErrorInner {
+                kind: kind.into(),
+                status,
+                reason: reason.into(),
+                metadata: Vec::new(),
+                caused_by: None,
+                root_causes: None,
+                body_key: None,
+            }),
         }
     }
 
@@ -312,6 +322,26 @@ impl Error {
     /// A failure of the engine itself (I/O, corrupt data, a bug): status 500.
     pub fn internal(context: impl fmt::Display, cause: impl fmt::Display) -> Self {
         Error::new("exception", 500, format!("failed to {context}: {cause}"))
+    }
+}
+
+impl std::ops::Deref for Error {
+    type Target = ErrorInner;
+
+    fn deref(&self) -> &ErrorInner {
+        &self.inner
+    }
+}
+
+impl std::ops::DerefMut for Error {
+    fn deref_mut(&mut self) -> &mut ErrorInner {
+        &mut self.inner
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
     }
 }
 

@@ -269,7 +269,7 @@ impl IndexService {
             .get_str("index.number_of_routing_shards")
             .and_then(|s| s.parse().ok())
             .unwrap_or_else(|| default_routing_shards(number_of_shards));
-        if routing_shards % number_of_shards != 0 || routing_shards < number_of_shards {
+        if !routing_shards.is_multiple_of(number_of_shards) || routing_shards < number_of_shards {
             return Err(Error::illegal_argument(format!(
                 "the number of source shards [{number_of_shards}] must be a factor of [{routing_shards}]"
             )));

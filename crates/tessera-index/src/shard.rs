@@ -768,7 +768,7 @@ pub fn plan_merge_groups(
     mut segments: Vec<(SegmentId, u64)>,
     target: usize,
 ) -> Vec<Vec<SegmentId>> {
-    segments.sort_by(|a, b| b.1.cmp(&a.1));
+    segments.sort_by_key(|s| std::cmp::Reverse(s.1));
     let mut groups: Vec<(u64, Vec<SegmentId>)> = (0..target.min(segments.len()).max(1))
         .map(|_| (0, Vec::new()))
         .collect();

@@ -382,7 +382,7 @@ mod tests {
             primary_term: 1,
             version: 1,
             id: id.to_string(),
-            routing: (seq_no % 2 == 0).then(|| "r".to_string()),
+            routing: seq_no.is_multiple_of(2).then(|| "r".to_string()),
             source: Arc::from(format!("{{\"n\":{seq_no}}}").into_bytes()),
         }
     }

@@ -370,7 +370,8 @@ impl TokenStream for LetterTokenStream<'_> {
         self.token.position = self.token.position.wrapping_add(1);
         while let Some((from, c)) = self.chars.next() {
             if c.is_alphabetic() {
-                let to = (&mut self.chars)
+                let to = self
+                    .chars
                     .find(|(_, c)| !c.is_alphabetic())
                     .map(|(i, _)| i)
                     .unwrap_or(self.text.len());

@@ -403,24 +403,25 @@ fn resolve_leaf(schema: &Schema, path: &str, mapping: &FieldMapping) -> Result<L
 }
 
 fn check_compatible(path: &str, mapping: &FieldMapping, entry: &FieldEntry) -> Result<()> {
-    let ok = match (mapping.field_type, entry.field_type()) {
-        (FieldType::Text | FieldType::MatchOnlyText | FieldType::Keyword, TantivyType::Str(_)) => {
-            true
-        }
+    let ok = matches!(
+        (mapping.field_type, entry.field_type()),
         (
+            FieldType::Text | FieldType::MatchOnlyText | FieldType::Keyword,
+            TantivyType::Str(_)
+        ) | (
             FieldType::Long
-            | FieldType::Integer
-            | FieldType::Short
-            | FieldType::Byte
-            | FieldType::ScaledFloat
-            | FieldType::Date,
-            TantivyType::I64(_),
-        ) => true,
-        (FieldType::Double | FieldType::Float | FieldType::HalfFloat, TantivyType::F64(_)) => true,
-        (FieldType::Boolean, TantivyType::Bool(_)) => true,
-        (FieldType::Ip, TantivyType::IpAddr(_)) => true,
-        _ => false,
-    };
+                | FieldType::Integer
+                | FieldType::Short
+                | FieldType::Byte
+                | FieldType::ScaledFloat
+                | FieldType::Date,
+            TantivyType::I64(_)
+        ) | (
+            FieldType::Double | FieldType::Float | FieldType::HalfFloat,
+            TantivyType::F64(_)
+        ) | (FieldType::Boolean, TantivyType::Bool(_))
+            | (FieldType::Ip, TantivyType::IpAddr(_))
+    );
     if ok {
         Ok(())
     } else {

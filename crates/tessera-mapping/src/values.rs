@@ -120,7 +120,7 @@ pub fn to_integer(value: &Value, field_type: FieldType, coerce: bool) -> Result<
 }
 
 fn float_to_integer(f: f64, shown: &str, name: &str) -> Result<i64> {
-    if !f.is_finite() || f >= 9.223_372_036_854_776e18 || f < -9.223_372_036_854_776e18 {
+    if !f.is_finite() || !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
         return Err(Error::illegal_argument(format!(
             "Value [{shown}] is out of range for {} {name}",
             article(name)
@@ -175,7 +175,7 @@ pub fn to_float(value: &Value, field_type: FieldType, coerce: bool) -> Result<f6
             "[{name}] supports only finite values, but got [{f}]"
         )));
     }
-    Ok(round_to_type(f, field_type)?)
+    round_to_type(f, field_type)
 }
 
 /// Rounds to what the type stores: f32 for `float`, IEEE half precision for `half_float`.

@@ -73,7 +73,7 @@ pub fn human_bytes(bytes: u64) -> String {
     for (suffix, size) in UNITS {
         if bytes >= size {
             let tenths = bytes * 10 / size;
-            return if tenths % 10 == 0 {
+            return if tenths.is_multiple_of(10) {
                 format!("{}{suffix}", tenths / 10)
             } else {
                 format!("{}.{}{suffix}", tenths / 10, tenths % 10)
@@ -144,7 +144,7 @@ pub const CAT_PARAMS: &[&str] = &[
     "ignore_unavailable",
 ];
 
-fn find<'a>(columns: &'a [Column], name: &str) -> Option<usize> {
+fn find(columns: &[Column], name: &str) -> Option<usize> {
     columns
         .iter()
         .position(|c| c.name == name || c.aliases.split(',').any(|a| a == name))

@@ -234,9 +234,7 @@ pub fn with_position(error: Error, body: &[u8]) -> Error {
 /// (`[1:33] [bool] unknown field [bogus]`) instead of `line`/`col` keys.
 fn object_parser_position(error: Error, body: &[u8]) -> Error {
     let reason = error.reason();
-    if reason.starts_with(|c: char| c == '[')
-        && reason[1..].starts_with(|c: char| c.is_ascii_digit())
-    {
+    if reason.starts_with('[') && reason[1..].starts_with(|c: char| c.is_ascii_digit()) {
         return error;
     }
     let named = reason

@@ -268,6 +268,11 @@ mod tests {
             executor.run(tasks, &cancelled).unwrap(),
             vec![0, 10, 20, 30, 40]
         );
+        // a worker counts its task completed just after handing the result over
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while pool.stats().completed < 4 && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
         assert_eq!(pool.stats().completed, 4);
         cancelled.store(true, Ordering::Relaxed);
         let tasks: Vec<_> = (0..3).map(|i| move || Ok(i)).collect();

@@ -387,9 +387,9 @@ impl SearchRequest {
         }
         if let Some(after) = &self.search_after {
             if self.sort.is_empty() {
-                return Err(Error::illegal_argument(format!(
-                    "Sort must contain at least one field."
-                )));
+                return Err(Error::illegal_argument(
+                    "Sort must contain at least one field.".to_string(),
+                ));
             }
             if !self.sort.is_empty() && after.len() != self.sort.len() {
                 return Err(Error::illegal_argument(format!(

@@ -283,7 +283,7 @@ fn pick_numeric(values: impl Iterator<Item = f64>, mode: SortMode) -> Option<f64
         SortMode::Median => {
             all.sort_by(|a, b| a.total_cmp(b));
             let mid = all.len() / 2;
-            if all.len() % 2 == 0 {
+            if all.len().is_multiple_of(2) {
                 (all[mid - 1] + all[mid]) / 2.0
             } else {
                 all[mid]

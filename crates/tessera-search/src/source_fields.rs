@@ -24,7 +24,6 @@ pub fn values_at<'a>(source: &'a Value, path: &str, out: &mut Vec<&'a Value>) {
             // a key may itself contain dots: try every split point
             for (i, _) in path
                 .match_indices('.')
-                .map(|(i, s)| (i, s))
                 .chain(std::iter::once((path.len(), "")))
             {
                 let (head, rest) = (&path[..i], path.get(i + 1..).unwrap_or(""));

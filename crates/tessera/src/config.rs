@@ -31,7 +31,7 @@ pub struct ServeArgs {
 }
 
 fn parse_size(value: &str) -> anyhow::Result<usize> {
-    Ok(tessera_common_size(value)?)
+    tessera_common_size(value)
 }
 
 fn tessera_common_size(value: &str) -> anyhow::Result<usize> {

@@ -26,7 +26,7 @@ enum Command {
     Serve(config::ServeArgs),
     /// Benchmark Tessera or any OpenSearch-compatible endpoint.
     #[command(subcommand)]
-    Bench(tessera_bench::BenchCommand),
+    Bench(Box<tessera_bench::BenchCommand>),
 }
 
 fn main() {
@@ -39,7 +39,7 @@ fn main() {
                 1
             }
         },
-        Command::Bench(command) => match tessera_bench::run(command) {
+        Command::Bench(command) => match tessera_bench::run(*command) {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("error: {e:#}");

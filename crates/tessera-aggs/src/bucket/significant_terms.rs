@@ -474,7 +474,8 @@ pub fn factory(
     let field = significant.source.require_field(&request.name)?;
     let source = ValueSource::resolve(ctx.table, field, AGG, Accepts::Any)?;
     if let Some(leaf) = ctx.table.leaf(field) {
-        if !leaf.indexed && !(leaf.fast && leaf.mapping.index()) {
+        let searchable = leaf.indexed || (leaf.fast && leaf.mapping.index());
+        if !searchable {
             return Err(Error::illegal_argument(format!(
                 "SignificantText aggregation requires fields to be searchable, but [{field}] is not"
             )));

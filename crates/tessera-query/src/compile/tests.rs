@@ -80,7 +80,7 @@ impl Fixture {
             default_fields: &["*".to_string()],
             now_millis: NOW,
         };
-        compile(&ast, &ctx).err().expect("expected an error")
+        compile(&ast, &ctx).expect_err("expected an error")
     }
 }
 

@@ -43,8 +43,7 @@ fn with_uuid(error: Error, index: &IndexService) -> Error {
 pub async fn execute(node: &Arc<Node>, items: Vec<Item>, refresh: Refresh) -> Vec<ItemResult> {
     let mut results: Vec<Option<ItemResult>> = (0..items.len()).map(|_| None).collect();
     // grouped by (index, shard); the index key is the service's address (unique while held)
-    let mut groups: BTreeMap<(usize, u32), (Arc<IndexService>, Vec<(usize, DocWrite)>)> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<(usize, u32), ShardWrites> = BTreeMap::new();
     let mut last: Option<(String, Arc<IndexService>)> = None;
     for (position, item) in items.into_iter().enumerate() {
         let cached = last
@@ -287,12 +286,18 @@ fn string_meta(line: usize, key: &str, value: &Value) -> Result<String> {
     }
 }
 
+/// The writes of a bulk request bound for one shard, with their positions in the request.
+type ShardWrites = (Arc<IndexService>, Vec<(usize, DocWrite)>);
+
+/// One parsed bulk item: its index, the write (or its parse error), the action name and id.
+pub type ParsedItem = (String, Result<DocWrite>, &'static str, Option<String>);
+
 /// Parses a bulk body into items (or per-item parse errors, which fail only their item).
 pub fn parse_bulk(
     body: &[u8],
     default_index: Option<&str>,
     default_routing: Option<&str>,
-) -> Result<Vec<(String, Result<DocWrite>, &'static str, Option<String>)>> {
+) -> Result<Vec<ParsedItem>> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(Error::new(
             "parse_exception",

@@ -535,7 +535,7 @@ static NODES: &[Column] = &[
 pub async fn nodes(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let (resident, _) = process_stats::process_memory();
     let (total, available) = process_stats::os_memory();
-    let percent = |part: u64| if total == 0 { 0 } else { part * 100 / total };
+    let percent = |part: u64| (part * 100).checked_div(total).unwrap_or(0);
     let (_, os_cpu) = node.cpu.sample();
     let load = process_stats::load_average();
     let row = vec![

@@ -155,8 +155,8 @@ fn node_stats(node: &Node, metrics: &[&str], index_metrics: &[&str]) -> Value {
             "cpu": {"percent": os_cpu, "load_average": {"1m": load[0], "5m": load[1], "15m": load[2]}},
             "mem": {
                 "total_in_bytes": total, "free_in_bytes": available, "used_in_bytes": used,
-                "free_percent": if total == 0 { 0 } else { available * 100 / total },
-                "used_percent": if total == 0 { 0 } else { used * 100 / total }
+                "free_percent": (available * 100).checked_div(total).unwrap_or(0),
+                "used_percent": (used * 100).checked_div(total).unwrap_or(0)
             }
         }));
     }
