@@ -7,6 +7,22 @@ use crate::handler;
 use crate::handlers::{bulk, cat, cluster, documents, indices, nodes, root, search, stats};
 use crate::router::Route;
 
+/// The URL parameters of `_stats`.
+const STATS_PARAMS: &[&str] = &[
+    "level",
+    "expand_wildcards",
+    "ignore_unavailable",
+    "allow_no_indices",
+    "forbid_closed_indices",
+    "groups",
+    "types",
+    "completion_fields",
+    "fielddata_fields",
+    "fields",
+    "include_segment_file_sizes",
+    "include_unloaded_segments",
+];
+
 const GET: Method = Method::GET;
 const POST: Method = Method::POST;
 const PUT: Method = Method::PUT;
@@ -224,77 +240,25 @@ pub fn all() -> Vec<Route> {
         Route {
             methods: &[GET],
             pattern: "/_stats",
-            params: &[
-                "level",
-                "expand_wildcards",
-                "ignore_unavailable",
-                "allow_no_indices",
-                "forbid_closed_indices",
-                "groups",
-                "types",
-                "completion_fields",
-                "fielddata_fields",
-                "fields",
-                "include_segment_file_sizes",
-                "include_unloaded_segments",
-            ],
+            params: STATS_PARAMS,
             handler: handler!(stats::stats),
         },
         Route {
             methods: &[GET],
             pattern: "/_stats/{metric}",
-            params: &[
-                "level",
-                "expand_wildcards",
-                "ignore_unavailable",
-                "allow_no_indices",
-                "forbid_closed_indices",
-                "groups",
-                "types",
-                "completion_fields",
-                "fielddata_fields",
-                "fields",
-                "include_segment_file_sizes",
-                "include_unloaded_segments",
-            ],
+            params: STATS_PARAMS,
             handler: handler!(stats::stats),
         },
         Route {
             methods: &[GET],
             pattern: "/{index}/_stats",
-            params: &[
-                "level",
-                "expand_wildcards",
-                "ignore_unavailable",
-                "allow_no_indices",
-                "forbid_closed_indices",
-                "groups",
-                "types",
-                "completion_fields",
-                "fielddata_fields",
-                "fields",
-                "include_segment_file_sizes",
-                "include_unloaded_segments",
-            ],
+            params: STATS_PARAMS,
             handler: handler!(stats::stats),
         },
         Route {
             methods: &[GET],
             pattern: "/{index}/_stats/{metric}",
-            params: &[
-                "level",
-                "expand_wildcards",
-                "ignore_unavailable",
-                "allow_no_indices",
-                "forbid_closed_indices",
-                "groups",
-                "types",
-                "completion_fields",
-                "fielddata_fields",
-                "fields",
-                "include_segment_file_sizes",
-                "include_unloaded_segments",
-            ],
+            params: STATS_PARAMS,
             handler: handler!(stats::stats),
         },
         // nodes
