@@ -250,7 +250,10 @@ impl FieldMapping {
     /// Renders the definition as `GET _mapping` shows it.
     pub fn to_json(&self) -> Value {
         let mut out = Map::new();
-        if self.field_type != FieldType::Object {
+        // An object shows its type only when it has no properties, as OpenSearch's
+        // `ObjectMapper` renders it: `{"type": "object"}` rather than `{}`, which would not parse
+        // again ("No type specified for field") when the saved mapping is read back.
+        if self.field_type != FieldType::Object || self.properties.is_empty() {
             out.insert("type".into(), Value::String(self.field_type.name().into()));
         }
         for (key, value) in &self.params {
@@ -968,6 +971,43 @@ mod tests {
             ["amount", "station.id", "title", "title.raw", "when"]
         );
         assert_eq!(mapping.total_fields(), 6);
+    }
+
+    #[test]
+    fn objects_without_properties_round_trip() {
+        // big5's `"host": {"type": "object"}`: rendered as `{}`, the saved mapping would not parse
+        let body = json!({"properties": {
+            "host": {"type": "object"},
+            "quiet": {"type": "object", "enabled": false},
+            "strict": {"dynamic": "strict"},
+            "agent": {"type": "object", "properties": {"name": {"type": "keyword"}}}
+        }});
+        let mapping = Mapping::parse(&body).unwrap();
+        let rendered = mapping.to_json();
+        assert_eq!(
+            rendered,
+            json!({"properties": {
+                "agent": {"properties": {"name": {"type": "keyword"}}},
+                "host": {"type": "object"},
+                "quiet": {"type": "object", "enabled": false},
+                "strict": {"type": "object", "dynamic": "strict"}
+            }}),
+            "the type shows only when there are no properties, as in OpenSearch"
+        );
+        let reparsed = Mapping::parse(&rendered).unwrap();
+        assert_eq!(reparsed, mapping);
+        assert_eq!(reparsed.to_json(), rendered);
+        // an object that gains properties later renders without the type
+        let mut grown = reparsed;
+        grown
+            .merge_json(
+                &json!({"properties": {"host": {"properties": {"name": {"type": "keyword"}}}}}),
+            )
+            .unwrap();
+        assert_eq!(
+            grown.to_json()["properties"]["host"],
+            json!({"properties": {"name": {"type": "keyword"}}})
+        );
     }
 
     #[test]
