@@ -71,6 +71,9 @@ pub fn parse_json_document(
     if !walker.updates.is_empty() {
         return Ok(ParseOutcome::MappingUpdate(walker.updates));
     }
+    if let Some(timestamp) = &mapping.data_stream_timestamp {
+        check_data_stream_timestamp(table, &walker.doc, timestamp)?;
+    }
     let meta_field_names = table.meta.field_names;
     let mut doc = walker.doc;
     walker.field_names.sort_unstable();
@@ -79,6 +82,35 @@ pub fn parse_json_document(
         doc.add_text(meta_field_names, name);
     }
     Ok(ParseOutcome::Document(doc))
+}
+
+/// `_data_stream_timestamp`: a document must hold exactly one doc value of the timestamp
+/// field, as OpenSearch's `DataStreamFieldMapper.postParse` checks (it counts the field's
+/// sorted-numeric doc values, which dates, numbers and booleans with doc values have).
+fn check_data_stream_timestamp(
+    table: &FieldTable,
+    doc: &TantivyDocument,
+    timestamp: &str,
+) -> Result<()> {
+    let values = match table.leaf(timestamp) {
+        Some(leaf)
+            if leaf.fast
+                && (leaf.field_type.is_numeric()
+                    || matches!(leaf.field_type, FieldType::Date | FieldType::Boolean)) =>
+        {
+            leaf.field.map_or(0, |field| doc.get_all(field).count())
+        }
+        _ => 0,
+    };
+    if values == 1 {
+        Ok(())
+    } else {
+        Err(
+            Error::mapper_parsing("failed to parse").caused_by(Error::illegal_argument(format!(
+                "documents must contain a single-valued timestamp field '{timestamp}' of date type"
+            ))),
+        )
+    }
 }
 
 struct Walker<'a> {
@@ -510,6 +542,38 @@ mod tests {
             .filter_map(|v| v.as_str())
             .collect();
         assert_eq!(names, ["station.id", "title"]);
+    }
+
+    #[test]
+    fn data_stream_timestamp_needs_exactly_one_date() {
+        let m = Mapping::parse(&json!({
+            "_data_stream_timestamp": {"enabled": true},
+            "properties": {"@timestamp": {"type": "date"}, "k": {"type": "keyword"}}
+        }))
+        .unwrap();
+        doc(&m, json!({"@timestamp": "2023-01-01T00:00:00Z", "k": "a"}));
+        for bad in [
+            json!({"k": "a"}),
+            json!({"@timestamp": ["2020-01-01", "2020-01-02"]}),
+            json!({"@timestamp": null}),
+        ] {
+            let Err(e) = parse(&m, bad.clone()) else {
+                panic!("{bad} was accepted")
+            };
+            assert_eq!(e.kind(), "mapper_parsing_exception", "{bad}");
+            assert_eq!(e.reason(), "failed to parse");
+            assert_eq!(
+                e.cause().unwrap().reason(),
+                "documents must contain a single-valued timestamp field '@timestamp' of date type"
+            );
+        }
+        // a keyword timestamp has no numeric doc values: every document is rejected
+        let m = Mapping::parse(&json!({
+            "_data_stream_timestamp": {"enabled": true},
+            "properties": {"@timestamp": {"type": "keyword"}}
+        }))
+        .unwrap();
+        assert!(parse(&m, json!({"@timestamp": "2020-01-01"})).is_err());
     }
 
     #[test]
