@@ -195,6 +195,9 @@ impl FieldMapping {
                 )))
             }
         };
+        if field_type.is_range() {
+            check_range_definition(path, field_type, definition)?;
+        }
         let allowed = field_type.allowed_params();
         let mut mapping = FieldMapping::leaf(field_type);
         for (key, value) in definition {
@@ -339,6 +342,29 @@ impl FieldMapping {
         }
         merge_properties(path, &mut self.properties, &update.properties)
     }
+}
+
+/// What a range type's definition may not hold, with OpenSearch's message where it refuses it
+/// too.
+fn check_range_definition(
+    path: &str,
+    field_type: FieldType,
+    definition: &Map<String, Value>,
+) -> Result<()> {
+    if field_type != FieldType::DateRange && definition.contains_key("format") {
+        return Err(Error::illegal_argument(format!(
+            "field [{path}] of type [range] should not define a dateTimeFormatter unless it is a DATE type"
+        )));
+    }
+    for key in ["fields", "copy_to"] {
+        if definition.contains_key(key) {
+            return Err(Error::mapper_parsing(format!(
+                "[{key}] on the range field [{path}] of type [{}] is not supported by Tessera",
+                field_type.name()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn default_param_text(mapping: &FieldMapping, key: &str) -> String {
@@ -793,10 +819,12 @@ impl Mapping {
                 }
                 "timestamp_field" => match param.get("name") {
                     Some(Value::String(name)) if param.is_object() => field = name.clone(),
-                    _ => return Err(Error::mapper_parsing(format!(
+                    _ => {
+                        return Err(Error::mapper_parsing(format!(
                         "[timestamp_field] of [{NAME}] must be an object with a [name], got [{}]",
                         plain(param)
-                    ))),
+                    )))
+                    }
                 },
                 other => {
                     return Err(Error::mapper_parsing(format!(
@@ -1133,6 +1161,43 @@ mod tests {
             &json!({"_data_stream_timestamp": {"timestamp_field": {"nome": "ts"}}})
         )
         .is_err());
+    }
+
+    #[test]
+    fn range_types_parse_with_their_parameters() {
+        let body = json!({"properties": {
+            "i": {"type": "integer_range", "coerce": false, "index": false, "boost": 2},
+            "t": {"type": "date_range", "format": "yyyy-MM-dd", "locale": "en"},
+            "d": {"type": "double_range"},
+            "ip": {"type": "ip_range", "ignore_malformed": true}
+        }});
+        let mapping = Mapping::parse(&body).unwrap();
+        assert_eq!(mapping.field("t").unwrap().field_type, FieldType::DateRange);
+        assert_eq!(mapping.field("t").unwrap().format(), "yyyy-MM-dd");
+        assert_eq!(Mapping::parse(&mapping.to_json()).unwrap(), mapping);
+        let e = Mapping::parse(
+            &json!({"properties": {"f": {"type": "integer_range", "format": "yyyy"}}}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.reason(),
+            "field [f] of type [range] should not define a dateTimeFormatter unless it is a DATE type"
+        );
+        let e =
+            Mapping::parse(&json!({"properties": {"f": {"type": "long_range", "null_value": 1}}}))
+                .unwrap_err();
+        assert_eq!(
+            e.reason(),
+            "unknown parameter [null_value] on mapper [f] of type [long_range]"
+        );
+        let e =
+            Mapping::parse(&json!({"properties": {"f": {"type": "long_range", "copy_to": "x"}}}))
+                .unwrap_err();
+        assert!(
+            e.reason().contains("not supported by Tessera"),
+            "{}",
+            e.reason()
+        );
     }
 
     #[test]
