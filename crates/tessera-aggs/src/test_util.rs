@@ -89,6 +89,10 @@ impl TestShard {
         &self.docs
     }
 
+    pub fn searcher(&self) -> &Searcher {
+        &self.searcher
+    }
+
     /// The shard's result (slices reduced and finished for a request on `shards` shards),
     /// collected with `slices` slices laid out by `seed`.
     pub fn shard_result(

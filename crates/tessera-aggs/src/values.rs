@@ -11,6 +11,7 @@ use tantivy::columnar::{Column, ColumnIndex, StrColumn};
 use tantivy::{DocId, SegmentReader};
 use tessera_common::{Error, Result};
 use tessera_date::DateFormat;
+use tessera_mapping::range::RangeKind;
 use tessera_mapping::{FieldTable, FieldType, LeafKind};
 
 /// How numbers of a field are stored and shown.
@@ -43,6 +44,47 @@ pub enum ValueSource {
     Ip {
         path: String,
     },
+    /// A range field: only counted (value_count, missing) or bucketed by the histograms.
+    Range(RangeSource),
+}
+
+/// A range field resolved for an aggregation: its kind and bound columns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RangeSource {
+    pub path: String,
+    pub kind: RangeKind,
+    pub from: String,
+    pub to: String,
+}
+
+impl RangeSource {
+    /// The range field at `field` with doc values; `None` when `field` is not a range field
+    /// here. The histograms take range fields, which `ValueSource::resolve` refuses.
+    pub fn resolve(table: &FieldTable, field: &str) -> Result<Option<RangeSource>> {
+        let Some(leaf) = table.leaf(field) else {
+            return Ok(None);
+        };
+        let LeafKind::Range { kind, from, to } = &leaf.kind else {
+            return Ok(None);
+        };
+        let (Some(from), Some(to), true) = (from, to, leaf.fast) else {
+            return Err(no_doc_values(field, leaf.field_type));
+        };
+        let schema = table.schema();
+        Ok(Some(RangeSource {
+            path: field.to_string(),
+            kind: kind.clone(),
+            from: schema.get_field_name(*from).to_string(),
+            to: schema.get_field_name(*to).to_string(),
+        }))
+    }
+}
+
+fn no_doc_values(field: &str, field_type: FieldType) -> Error {
+    Error::illegal_argument(format!(
+        "Can't load fielddata on [{field}] because fielddata is unsupported on fields of type [{}]. Use doc values instead.",
+        field_type.name()
+    ))
 }
 
 /// What kinds of values an aggregation type can work on.
@@ -50,8 +92,11 @@ pub enum ValueSource {
 pub enum Accepts {
     /// Numbers, dates and booleans (histogram, range, min, avg, ...).
     Numeric,
-    /// Anything with doc values (terms, value_count, missing).
+    /// Anything with doc values but range fields (terms, cardinality, ...).
     Any,
+    /// Anything with doc values, range fields included: aggregations that only count the
+    /// documents with a value (value_count, missing).
+    Counted,
 }
 
 impl ValueSource {
@@ -80,11 +125,15 @@ impl ValueSource {
         if let LeafKind::GeoPoint { .. } = leaf.kind {
             return Err(unsupported());
         }
+        if let LeafKind::Range { .. } = leaf.kind {
+            if accepts != Accepts::Counted {
+                return Err(unsupported());
+            }
+            let range = RangeSource::resolve(table, field)?.ok_or_else(unsupported)?;
+            return Ok(ValueSource::Range(range));
+        }
         if !leaf.fast {
-            return Err(Error::illegal_argument(format!(
-                "Can't load fielddata on [{field}] because fielddata is unsupported on fields of type [{}]. Use doc values instead.",
-                leaf.field_type.name()
-            )));
+            return Err(no_doc_values(field, leaf.field_type));
         }
         let path = field.to_string();
         let source = match &leaf.kind {
@@ -110,7 +159,9 @@ impl ValueSource {
             },
             LeafKind::Keyword { .. } => ValueSource::Keyword { path },
             LeafKind::Ip => ValueSource::Ip { path },
-            LeafKind::Text { .. } | LeafKind::GeoPoint { .. } => return Err(unsupported()),
+            LeafKind::Text { .. } | LeafKind::GeoPoint { .. } | LeafKind::Range { .. } => {
+                return Err(unsupported())
+            }
         };
         let numeric = matches!(source, ValueSource::Numeric { .. });
         if accepts == Accepts::Numeric && !numeric {
@@ -451,11 +502,55 @@ impl IpValues {
     }
 }
 
+/// A range field's ranges in one segment, for counting: OpenSearch keeps a document's ranges
+/// as one binary doc value, so a document with ranges is one value.
+pub struct RangeValues {
+    /// The lower-bound column (a range has exactly one value in each column).
+    column: Option<RangeColumn>,
+}
+
+enum RangeColumn {
+    I64(Column<i64>),
+    F64(Column<f64>),
+    Ip(Column<Ipv6Addr>),
+}
+
+impl RangeValues {
+    pub fn open(source: &RangeSource, segment: &SegmentReader) -> Result<RangeValues> {
+        let fast = segment.fast_fields();
+        let column = match source.kind {
+            RangeKind::Float | RangeKind::Double => fast
+                .column_opt::<f64>(&source.from)
+                .map_err(open_error)?
+                .map(RangeColumn::F64),
+            RangeKind::Ip => fast
+                .column_opt::<Ipv6Addr>(&source.from)
+                .map_err(open_error)?
+                .map(RangeColumn::Ip),
+            _ => fast
+                .column_opt::<i64>(&source.from)
+                .map_err(open_error)?
+                .map(RangeColumn::I64),
+        };
+        Ok(RangeValues { column })
+    }
+
+    pub fn has_value(&self, doc: DocId) -> bool {
+        match &self.column {
+            None => false,
+            Some(RangeColumn::I64(c)) => c.values_for_doc(doc).next().is_some(),
+            Some(RangeColumn::F64(c)) => c.values_for_doc(doc).next().is_some(),
+            Some(RangeColumn::Ip(c)) => c.values_for_doc(doc).next().is_some(),
+        }
+    }
+}
+
 /// Any field's values, for aggregations that only count values (value_count, missing).
 pub enum AnyValues {
     Numeric(NumericValues),
     Keyword(KeywordValues),
     Ip(IpValues),
+    Range(RangeValues),
     Unmapped,
 }
 
@@ -469,16 +564,24 @@ impl AnyValues {
                 AnyValues::Keyword(KeywordValues::open(source, segment)?)
             }
             ValueSource::Ip { .. } => AnyValues::Ip(IpValues::open(source, segment)?),
+            ValueSource::Range(range) => AnyValues::Range(RangeValues::open(range, segment)?),
             ValueSource::Unmapped => AnyValues::Unmapped,
         })
     }
 
-    /// Calls `f(position)` once per value.
+    /// Calls `f(position)` once per value (once per document with ranges, for a range field).
     pub fn for_each_value(&mut self, docs: &[DocId], mut f: impl FnMut(usize)) {
         match self {
             AnyValues::Numeric(v) => v.for_each_f64(docs, |p, _| f(p)),
             AnyValues::Keyword(v) => v.for_each_ord(docs, |p, _| f(p)),
             AnyValues::Ip(v) => v.for_each(docs, |p, _| f(p)),
+            AnyValues::Range(v) => {
+                for (position, &doc) in docs.iter().enumerate() {
+                    if v.has_value(doc) {
+                        f(position);
+                    }
+                }
+            }
             AnyValues::Unmapped => {}
         }
     }
@@ -488,6 +591,7 @@ impl AnyValues {
             AnyValues::Numeric(v) => v.has_value(doc),
             AnyValues::Keyword(v) => v.has_value(doc),
             AnyValues::Ip(v) => v.has_value(doc),
+            AnyValues::Range(v) => v.has_value(doc),
             AnyValues::Unmapped => false,
         }
     }

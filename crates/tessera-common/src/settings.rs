@@ -237,6 +237,11 @@ pub enum Kind {
         min: i64,
         max: i64,
     },
+    /// A Java double with inclusive bounds (`Setting.doubleSetting`).
+    Double {
+        min: f64,
+        max: f64,
+    },
     Bool,
     Time,
     ByteSize,
@@ -246,6 +251,9 @@ pub enum Kind {
     OneOf(&'static [&'static str]),
     Str,
     List,
+    /// Checked by a function of (key, value) that returns OpenSearch's own error, for settings
+    /// whose validation is specific to them (`index.codec`, `index.merge.policy`, …).
+    Check(fn(&str, &str) -> Result<()>),
 }
 
 /// Where a setting lives.
@@ -304,6 +312,31 @@ impl SettingDef {
                     )));
                 }
             }
+            Kind::Double { min, max } => {
+                let n: f64 = text.trim().parse().map_err(|_| {
+                    Error::illegal_argument(format!(
+                        "Failed to parse value [{text}] for setting [{key}]"
+                    ))
+                    .caused_by(Error::new(
+                        "number_format_exception",
+                        400,
+                        format!("For input string: \"{text}\""),
+                    ))
+                })?;
+                if n < min {
+                    return Err(Error::illegal_argument(format!(
+                        "Failed to parse value [{text}] for setting [{key}] must be >= {}",
+                        java_double(min)
+                    )));
+                }
+                if n > max {
+                    return Err(Error::illegal_argument(format!(
+                        "Failed to parse value [{text}] for setting [{key}] must be <= {}",
+                        java_double(max)
+                    )));
+                }
+            }
+            Kind::Check(check) => check(key, text)?,
             Kind::Bool => {
                 if text != "true" && text != "false" {
                     return Err(Error::illegal_argument(format!(
@@ -337,6 +370,33 @@ impl SettingDef {
         }
         Ok(())
     }
+}
+
+/// A double as Java's `Double.toString` writes it in OpenSearch's messages: `2.0`, `0.5`,
+/// `-9.5367431640625E-7`, `1.0E7`.
+pub fn java_double(value: f64) -> String {
+    if value == 0.0 || value.is_nan() || value.is_infinite() {
+        return match value {
+            v if v.is_nan() => "NaN".to_string(),
+            v if v == f64::INFINITY => "Infinity".to_string(),
+            v if v == f64::NEG_INFINITY => "-Infinity".to_string(),
+            v if v.is_sign_negative() => "-0.0".to_string(),
+            _ => "0.0".to_string(),
+        };
+    }
+    let magnitude = value.abs();
+    if (1e-3..1e7).contains(&magnitude) {
+        // `{:?}` is the shortest representation that reads back, with a `.0` for integers
+        return format!("{value:?}");
+    }
+    let text = format!("{value:e}");
+    let (mantissa, exponent) = text.split_once('e').expect("exponent form");
+    let mantissa = if mantissa.contains('.') {
+        mantissa.to_string()
+    } else {
+        format!("{mantissa}.0")
+    };
+    format!("{mantissa}E{exponent}")
 }
 
 /// Parses a byte size (`100mb`, `1gb`, `512b`, a bare number of bytes).
@@ -532,5 +592,62 @@ mod tests {
         assert_eq!(parse_byte_size("100mb", "x").unwrap(), 100 << 20);
         assert_eq!(parse_byte_size("512", "x").unwrap(), 512);
         assert!(parse_byte_size("lots", "x").is_err());
+    }
+
+    #[test]
+    fn doubles_and_checks() {
+        let def = SettingDef {
+            key: "index.merge.policy.deletes_pct_allowed",
+            scope: Scope::Index,
+            dynamic: true,
+            kind: Kind::Double {
+                min: 5.0,
+                max: 50.0,
+            },
+            default: "20.0",
+        };
+        def.validate(&SettingValue::Str("33.5".into())).unwrap();
+        assert_eq!(
+            def.validate(&SettingValue::Str("60".into()))
+                .unwrap_err()
+                .reason(),
+            "Failed to parse value [60] for setting [index.merge.policy.deletes_pct_allowed] must be <= 50.0"
+        );
+        let e = def.validate(&SettingValue::Str("abc".into())).unwrap_err();
+        assert_eq!(
+            e.reason(),
+            "Failed to parse value [abc] for setting [index.merge.policy.deletes_pct_allowed]"
+        );
+        fn only_x(key: &str, value: &str) -> Result<()> {
+            if value == "x" {
+                Ok(())
+            } else {
+                Err(Error::illegal_argument(format!(
+                    "{key} wants x, not {value}"
+                )))
+            }
+        }
+        let def = SettingDef {
+            kind: Kind::Check(only_x),
+            ..def
+        };
+        def.validate(&SettingValue::Str("x".into())).unwrap();
+        assert_eq!(
+            def.validate(&SettingValue::Str("y".into()))
+                .unwrap_err()
+                .reason(),
+            "index.merge.policy.deletes_pct_allowed wants x, not y"
+        );
+    }
+
+    #[test]
+    fn doubles_render_like_java() {
+        assert_eq!(java_double(2.0), "2.0");
+        assert_eq!(java_double(0.0), "0.0");
+        assert_eq!(java_double(0.5), "0.5");
+        assert_eq!(java_double(50.0), "50.0");
+        assert_eq!(java_double(-1.0 / 1048576.0), "-9.5367431640625E-7");
+        assert_eq!(java_double(1e7), "1.0E7");
+        assert_eq!(java_double(0.0009765625), "9.765625E-4");
     }
 }

@@ -17,6 +17,7 @@ use crate::field_table::{FieldTable, LeafField, LeafKind};
 use crate::field_type::{Dynamic, FieldType};
 use crate::json::Json;
 use crate::mapping::{plain, FieldMapping, Mapping};
+use crate::range::{self, RangeBounds};
 use crate::values;
 
 /// What parsing a document produced.
@@ -71,6 +72,9 @@ pub fn parse_json_document(
     if !walker.updates.is_empty() {
         return Ok(ParseOutcome::MappingUpdate(walker.updates));
     }
+    if let Some(timestamp) = &mapping.data_stream_timestamp {
+        check_data_stream_timestamp(table, &walker.doc, timestamp)?;
+    }
     let meta_field_names = table.meta.field_names;
     let mut doc = walker.doc;
     walker.field_names.sort_unstable();
@@ -79,6 +83,35 @@ pub fn parse_json_document(
         doc.add_text(meta_field_names, name);
     }
     Ok(ParseOutcome::Document(doc))
+}
+
+/// `_data_stream_timestamp`: a document must hold exactly one doc value of the timestamp
+/// field, as OpenSearch's `DataStreamFieldMapper.postParse` checks (it counts the field's
+/// sorted-numeric doc values, which dates, numbers and booleans with doc values have).
+fn check_data_stream_timestamp(
+    table: &FieldTable,
+    doc: &TantivyDocument,
+    timestamp: &str,
+) -> Result<()> {
+    let values = match table.leaf(timestamp) {
+        Some(leaf)
+            if leaf.fast
+                && (leaf.field_type.is_numeric()
+                    || matches!(leaf.field_type, FieldType::Date | FieldType::Boolean)) =>
+        {
+            leaf.field.map_or(0, |field| doc.get_all(field).count())
+        }
+        _ => 0,
+    };
+    if values == 1 {
+        Ok(())
+    } else {
+        Err(
+            Error::mapper_parsing("failed to parse").caused_by(Error::illegal_argument(format!(
+                "documents must contain a single-valued timestamp field '{timestamp}' of date type"
+            ))),
+        )
+    }
 }
 
 struct Walker<'a> {
@@ -229,6 +262,9 @@ impl<'a> Walker<'a> {
         if field.field_type == FieldType::GeoPoint {
             return self.geo_points(path, field, value);
         }
+        if field.field_type.is_range() {
+            return self.ranges(path, field, value);
+        }
         match value {
             Json::Array(items) => {
                 for item in items {
@@ -275,6 +311,58 @@ impl<'a> Walker<'a> {
                     return Err(self.field_error(path, field.field_type, &point, cause));
                 }
                 Err(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A range field's value: one range, an array of ranges, or null.
+    fn ranges(&mut self, path: &str, field: &FieldMapping, value: &Json) -> Result<()> {
+        let items: Vec<&Json> = match value {
+            Json::Array(items) => items.iter().collect(),
+            Json::Null => return Ok(()),
+            other => vec![other],
+        };
+        let Some(leaf) = self.table.leaf(path) else {
+            return Err(Error::illegal_state(format!(
+                "field [{path}] is mapped but has no shard field"
+            )));
+        };
+        let LeafKind::Range { kind, from, to } = &leaf.kind else {
+            return Err(Error::illegal_state(format!(
+                "field [{path}] is not a range in the shard schema"
+            )));
+        };
+        let name = path.rsplit('.').next().unwrap_or(path);
+        for item in items {
+            if matches!(item, Json::Null) {
+                continue;
+            }
+            let item = item.to_value();
+            match range::parse_range(kind, path, name, &item, field.coerce()) {
+                Ok(bounds) => {
+                    let (Some(from), Some(to)) = (*from, *to) else {
+                        continue;
+                    };
+                    match bounds {
+                        RangeBounds::I64(low, high) => {
+                            self.doc.add_i64(from, low);
+                            self.doc.add_i64(to, high);
+                        }
+                        RangeBounds::F64(low, high) => {
+                            self.doc.add_f64(from, low);
+                            self.doc.add_f64(to, high);
+                        }
+                        RangeBounds::Ip(low, high) => {
+                            self.doc.add_ip_addr(from, low);
+                            self.doc.add_ip_addr(to, high);
+                        }
+                    }
+                }
+                Err(_) if field.ignore_malformed() => {}
+                Err(e) => {
+                    return Err(self.field_error(path, field.field_type, &e.preview, e.cause))
+                }
             }
         }
         Ok(())
@@ -397,6 +485,12 @@ impl<'a> Walker<'a> {
             LeafKind::GeoPoint { .. } => {
                 crate::geo::parse_point(&value.to_value())?;
             }
+            LeafKind::Range { .. } => {
+                return Err(Error::illegal_state(format!(
+                    "range field [{}] takes its values through its columns",
+                    leaf.path
+                )))
+            }
         }
         Ok(())
     }
@@ -510,6 +604,94 @@ mod tests {
             .filter_map(|v| v.as_str())
             .collect();
         assert_eq!(names, ["station.id", "title"]);
+    }
+
+    #[test]
+    fn data_stream_timestamp_needs_exactly_one_date() {
+        let m = Mapping::parse(&json!({
+            "_data_stream_timestamp": {"enabled": true},
+            "properties": {"@timestamp": {"type": "date"}, "k": {"type": "keyword"}}
+        }))
+        .unwrap();
+        doc(&m, json!({"@timestamp": "2023-01-01T00:00:00Z", "k": "a"}));
+        for bad in [
+            json!({"k": "a"}),
+            json!({"@timestamp": ["2020-01-01", "2020-01-02"]}),
+            json!({"@timestamp": null}),
+        ] {
+            let Err(e) = parse(&m, bad.clone()) else {
+                panic!("{bad} was accepted")
+            };
+            assert_eq!(e.kind(), "mapper_parsing_exception", "{bad}");
+            assert_eq!(e.reason(), "failed to parse");
+            assert_eq!(
+                e.cause().unwrap().reason(),
+                "documents must contain a single-valued timestamp field '@timestamp' of date type"
+            );
+        }
+        // a keyword timestamp has no numeric doc values: every document is rejected
+        let m = Mapping::parse(&json!({
+            "_data_stream_timestamp": {"enabled": true},
+            "properties": {"@timestamp": {"type": "keyword"}}
+        }))
+        .unwrap();
+        assert!(parse(&m, json!({"@timestamp": "2020-01-01"})).is_err());
+    }
+
+    #[test]
+    fn ranges_fill_their_bound_columns() {
+        let m = Mapping::parse(&json!({"dynamic": "strict", "properties": {
+            "i": {"type": "integer_range"},
+            "d": {"type": "double_range", "ignore_malformed": true},
+            "o": {"properties": {"ip": {"type": "ip_range"}}}
+        }}))
+        .unwrap();
+        let t = table(&m);
+        let d = doc(
+            &m,
+            json!({"i": [{"gte": 10, "lte": 20}, {"gt": 1, "lt": 5}, null],
+                   "d": {"gte": "x"}, "o": {"ip": "10.0.0.0/8"}}),
+        );
+        let column = |path: &str, bound: usize| {
+            let LeafKind::Range { from, to, .. } = &t.leaf(path).unwrap().kind else {
+                panic!()
+            };
+            [from, to][bound].unwrap()
+        };
+        let from: Vec<i64> = d
+            .get_all(column("i", 0))
+            .filter_map(|v| v.as_i64())
+            .collect();
+        let to: Vec<i64> = d
+            .get_all(column("i", 1))
+            .filter_map(|v| v.as_i64())
+            .collect();
+        assert_eq!((from, to), (vec![10, 2], vec![20, 4]));
+        assert_eq!(
+            d.get_all(column("d", 0)).count(),
+            0,
+            "malformed and ignored"
+        );
+        assert_eq!(d.get_all(column("o.ip", 0)).count(), 1);
+        let Err(e) = parse(&m, json!({"o": {"ip": "10.0.0.1"}})) else {
+            panic!("a plain address is not an ip range")
+        };
+        assert_eq!(
+            e.reason(),
+            "failed to parse field [o.ip] of type [ip_range] in document with id '1'. Preview of field's value: '10.0.0.1'"
+        );
+        assert_eq!(
+            e.cause().unwrap().reason(),
+            "Expected [ip/prefix] but was [10.0.0.1]"
+        );
+        let Err(e) = parse(&m, json!({"i": {"gte": 5, "lte": 1}})) else {
+            panic!("a reversed range is rejected")
+        };
+        assert!(
+            e.reason().ends_with("Preview of field's value: 'null'"),
+            "{}",
+            e.reason()
+        );
     }
 
     #[test]

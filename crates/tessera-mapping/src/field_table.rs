@@ -18,6 +18,7 @@ use tessera_date::DateFormat;
 
 use crate::field_type::FieldType;
 use crate::mapping::{FieldMapping, Mapping};
+use crate::range::{range_column, RangeKind};
 
 pub const ID_FIELD: &str = "_id";
 pub const SOURCE_FIELD: &str = "_source";
@@ -63,6 +64,13 @@ pub enum LeafKind {
         lat: Option<Field>,
         lon: Option<Field>,
     },
+    /// A range type: the columns of the inclusive lower and upper bounds (see
+    /// [`crate::range`]), absent when the field is neither indexed nor has doc values.
+    Range {
+        kind: RangeKind,
+        from: Option<Field>,
+        to: Option<Field>,
+    },
 }
 
 /// One mapped leaf of one shard.
@@ -70,7 +78,7 @@ pub enum LeafKind {
 pub struct LeafField {
     pub path: String,
     pub field_type: FieldType,
-    /// `None` for fields with no tantivy field (geo_point).
+    /// `None` for fields with no tantivy field of their own (geo_point, ranges).
     pub field: Option<Field>,
     pub kind: LeafKind,
     pub indexed: bool,
@@ -85,6 +93,11 @@ impl LeafField {
             && (self.indexed || self.fast)
             && self.mapping.index()
             && !matches!(self.kind, LeafKind::GeoPoint { .. })
+    }
+
+    /// Whether the field is searchable at all: indexed, or searched through its doc values.
+    pub fn is_searchable(&self) -> bool {
+        self.indexed || self.fast
     }
 }
 
@@ -140,6 +153,29 @@ impl FieldTable {
                         ));
                         names.insert(name, ());
                         grew = true;
+                    }
+                }
+                continue;
+            }
+            if field.field_type.is_range() {
+                // a range is two columns, the lower and the upper bounds
+                if field.index() || field.doc_values() {
+                    for name in [range_column(path, "from"), range_column(path, "to")] {
+                        if !names.contains_key(name.as_str()) {
+                            let options = NumericOptions::default().set_fast();
+                            builder.add_field(match field.field_type {
+                                FieldType::FloatRange | FieldType::DoubleRange => {
+                                    FieldEntry::new_f64(name.clone(), options)
+                                }
+                                FieldType::IpRange => FieldEntry::new_ip_addr(
+                                    name.clone(),
+                                    IpAddrOptions::default().set_fast(),
+                                ),
+                                _ => FieldEntry::new_i64(name.clone(), options),
+                            });
+                            names.insert(name, ());
+                            grew = true;
+                        }
                     }
                 }
                 continue;
@@ -331,7 +367,14 @@ fn leaf_entry(path: &str, mapping: &FieldMapping) -> Option<FieldEntry> {
             };
             FieldEntry::new_ip_addr(name, options)
         }
-        FieldType::GeoPoint | FieldType::Object => return None,
+        FieldType::GeoPoint
+        | FieldType::IntegerRange
+        | FieldType::LongRange
+        | FieldType::FloatRange
+        | FieldType::DoubleRange
+        | FieldType::DateRange
+        | FieldType::IpRange
+        | FieldType::Object => return None,
     };
     Some(entry)
 }
@@ -355,13 +398,7 @@ fn resolve_leaf(schema: &Schema, path: &str, mapping: &FieldMapping) -> Result<L
             factor: mapping.scaling_factor(),
         },
         FieldType::Date => LeafKind::Date {
-            format: DateFormat::parse(mapping.format()).map_err(|e| {
-                Error::mapper_parsing(format!(
-                    "Invalid format: [{}]: {}",
-                    mapping.format(),
-                    e.message
-                ))
-            })?,
+            format: date_format(mapping)?,
         },
         FieldType::Boolean => LeafKind::Boolean,
         FieldType::Ip => LeafKind::Ip,
@@ -369,6 +406,50 @@ fn resolve_leaf(schema: &Schema, path: &str, mapping: &FieldMapping) -> Result<L
             lat: schema.get_field(&geo_column(path, "lat")).ok(),
             lon: schema.get_field(&geo_column(path, "lon")).ok(),
         },
+        FieldType::IntegerRange
+        | FieldType::LongRange
+        | FieldType::FloatRange
+        | FieldType::DoubleRange
+        | FieldType::DateRange
+        | FieldType::IpRange => {
+            let kind = match mapping.field_type {
+                FieldType::IntegerRange => RangeKind::Integer,
+                FieldType::LongRange => RangeKind::Long,
+                FieldType::FloatRange => RangeKind::Float,
+                FieldType::DoubleRange => RangeKind::Double,
+                FieldType::DateRange => RangeKind::Date(date_format(mapping)?),
+                _ => RangeKind::Ip,
+            };
+            let column = |bound: &str| -> Result<Option<Field>> {
+                let Ok(field) = schema.get_field(&range_column(path, bound)) else {
+                    return Ok(None);
+                };
+                let ok = match (kind.is_i64(), schema.get_field_entry(field).field_type()) {
+                    (true, TantivyType::I64(_)) => true,
+                    (false, TantivyType::F64(_)) => kind != RangeKind::Ip,
+                    (false, TantivyType::IpAddr(_)) => kind == RangeKind::Ip,
+                    _ => false,
+                };
+                if !ok {
+                    return Err(Error::illegal_state(format!(
+                        "field [{path}] of type [{}] does not match the shard schema",
+                        mapping.field_type.name()
+                    )));
+                }
+                Ok(Some(field))
+            };
+            let (from, to) = (column("from")?, column("to")?);
+            let present = from.is_some() && to.is_some();
+            return Ok(LeafField {
+                path: path.to_string(),
+                field_type: mapping.field_type,
+                field: None,
+                kind: LeafKind::Range { kind, from, to },
+                indexed: present && mapping.index(),
+                fast: present && mapping.doc_values(),
+                mapping: mapping.clone(),
+            });
+        }
         FieldType::Object => {
             return Err(Error::illegal_state(format!(
                 "object [{path}] is not a leaf"
@@ -399,6 +480,16 @@ fn resolve_leaf(schema: &Schema, path: &str, mapping: &FieldMapping) -> Result<L
         indexed,
         fast,
         mapping: mapping.clone(),
+    })
+}
+
+fn date_format(mapping: &FieldMapping) -> Result<DateFormat> {
+    DateFormat::parse(mapping.format()).map_err(|e| {
+        Error::mapper_parsing(format!(
+            "Invalid format: [{}]: {}",
+            mapping.format(),
+            e.message
+        ))
     })
 }
 
@@ -472,6 +563,46 @@ mod tests {
             }
         ));
         assert_eq!(table.expand("t*"), ["title", "title.keyword"]);
+    }
+
+    #[test]
+    fn ranges_are_two_columns() {
+        let mapping = Mapping::parse(&json!({"properties": {
+            "d": {"type": "double_range"},
+            "t": {"type": "date_range", "doc_values": false},
+            "ip": {"type": "ip_range"},
+            "off": {"type": "long_range", "index": false, "doc_values": false}
+        }}))
+        .unwrap();
+        let (table, _) = FieldTable::build(&mapping, None).unwrap();
+        let d = table.leaf("d").unwrap();
+        assert!(d.field.is_none() && d.indexed && d.fast);
+        let LeafKind::Range {
+            kind: RangeKind::Double,
+            from: Some(from),
+            to: Some(to),
+        } = &d.kind
+        else {
+            panic!("{:?}", d.kind)
+        };
+        assert_eq!(table.schema().get_field_name(*from), "d#from");
+        assert_eq!(table.schema().get_field_name(*to), "d#to");
+        let t = table.leaf("t").unwrap();
+        assert!(t.indexed && !t.fast, "searchable without doc values");
+        assert!(matches!(
+            t.kind,
+            LeafKind::Range {
+                kind: RangeKind::Date(_),
+                ..
+            }
+        ));
+        let off = table.leaf("off").unwrap();
+        assert!(!off.is_searchable());
+        assert!(matches!(off.kind, LeafKind::Range { from: None, .. }));
+        // the schema is stable across rebuilds
+        let (again, grew) = FieldTable::build(&mapping, Some(table.schema())).unwrap();
+        assert!(!grew);
+        assert!(again.leaf("ip").unwrap().fast);
     }
 
     #[test]

@@ -25,6 +25,12 @@ pub enum FieldType {
     Boolean,
     Ip,
     GeoPoint,
+    IntegerRange,
+    LongRange,
+    FloatRange,
+    DoubleRange,
+    DateRange,
+    IpRange,
     Object,
 }
 
@@ -40,12 +46,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "geo_shape",
     "unsigned_long",
     "date_nanos",
-    "integer_range",
-    "long_range",
-    "float_range",
-    "double_range",
-    "date_range",
-    "ip_range",
     "rank_feature",
     "rank_features",
     "percolator",
@@ -87,6 +87,12 @@ impl FieldType {
             "boolean" => FieldType::Boolean,
             "ip" => FieldType::Ip,
             "geo_point" => FieldType::GeoPoint,
+            "integer_range" => FieldType::IntegerRange,
+            "long_range" => FieldType::LongRange,
+            "float_range" => FieldType::FloatRange,
+            "double_range" => FieldType::DoubleRange,
+            "date_range" => FieldType::DateRange,
+            "ip_range" => FieldType::IpRange,
             "object" => FieldType::Object,
             other if UNSUPPORTED_TYPES.contains(&other) => {
                 return Err(Error::mapper_parsing(format!(
@@ -118,6 +124,12 @@ impl FieldType {
             FieldType::Boolean => "boolean",
             FieldType::Ip => "ip",
             FieldType::GeoPoint => "geo_point",
+            FieldType::IntegerRange => "integer_range",
+            FieldType::LongRange => "long_range",
+            FieldType::FloatRange => "float_range",
+            FieldType::DoubleRange => "double_range",
+            FieldType::DateRange => "date_range",
+            FieldType::IpRange => "ip_range",
             FieldType::Object => "object",
         }
     }
@@ -142,6 +154,19 @@ impl FieldType {
 
     pub fn is_numeric(self) -> bool {
         self.is_integer() || self.is_float()
+    }
+
+    /// The range types (`integer_range`, …, `ip_range`).
+    pub fn is_range(self) -> bool {
+        matches!(
+            self,
+            FieldType::IntegerRange
+                | FieldType::LongRange
+                | FieldType::FloatRange
+                | FieldType::DoubleRange
+                | FieldType::DateRange
+                | FieldType::IpRange
+        )
     }
 
     /// The parameters this type accepts besides `type`.
@@ -232,6 +257,23 @@ impl FieldType {
                 "doc_values",
                 "index",
             ],
+            // `fields` and `copy_to` are refused by `FieldMapping::parse` with their own
+            // message: a range value is an object that other fields could not take
+            FieldType::IntegerRange
+            | FieldType::LongRange
+            | FieldType::FloatRange
+            | FieldType::DoubleRange
+            | FieldType::DateRange
+            | FieldType::IpRange => &[
+                "boost",
+                "coerce",
+                "doc_values",
+                "format",
+                "ignore_malformed",
+                "index",
+                "locale",
+                "store",
+            ],
             FieldType::Object => return vec!["properties", "dynamic", "enabled"],
         };
         let mut all: Vec<&'static str> = specific.to_vec();
@@ -295,6 +337,11 @@ mod tests {
         );
         let e = FieldType::parse("nested", "f").unwrap_err();
         assert!(e.reason().contains("not supported by Tessera"));
+        assert_eq!(
+            FieldType::parse("double_range", "f").unwrap(),
+            FieldType::DoubleRange
+        );
+        assert!(FieldType::DateRange.is_range() && !FieldType::Date.is_range());
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod field_type;
 pub mod geo;
 pub mod json;
 pub mod mapping;
+pub mod range;
 pub mod source_filter;
 pub mod values;
 

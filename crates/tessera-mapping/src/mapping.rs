@@ -195,6 +195,9 @@ impl FieldMapping {
                 )))
             }
         };
+        if field_type.is_range() {
+            check_range_definition(path, field_type, definition)?;
+        }
         let allowed = field_type.allowed_params();
         let mut mapping = FieldMapping::leaf(field_type);
         for (key, value) in definition {
@@ -250,7 +253,10 @@ impl FieldMapping {
     /// Renders the definition as `GET _mapping` shows it.
     pub fn to_json(&self) -> Value {
         let mut out = Map::new();
-        if self.field_type != FieldType::Object {
+        // An object shows its type only when it has no properties, as OpenSearch's
+        // `ObjectMapper` renders it: `{"type": "object"}` rather than `{}`, which would not parse
+        // again ("No type specified for field") when the saved mapping is read back.
+        if self.field_type != FieldType::Object || self.properties.is_empty() {
             out.insert("type".into(), Value::String(self.field_type.name().into()));
         }
         for (key, value) in &self.params {
@@ -336,6 +342,29 @@ impl FieldMapping {
         }
         merge_properties(path, &mut self.properties, &update.properties)
     }
+}
+
+/// What a range type's definition may not hold, with OpenSearch's message where it refuses it
+/// too.
+fn check_range_definition(
+    path: &str,
+    field_type: FieldType,
+    definition: &Map<String, Value>,
+) -> Result<()> {
+    if field_type != FieldType::DateRange && definition.contains_key("format") {
+        return Err(Error::illegal_argument(format!(
+            "field [{path}] of type [range] should not define a dateTimeFormatter unless it is a DATE type"
+        )));
+    }
+    for key in ["fields", "copy_to"] {
+        if definition.contains_key(key) {
+            return Err(Error::mapper_parsing(format!(
+                "[{key}] on the range field [{path}] of type [{}] is not supported by Tessera",
+                field_type.name()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn default_param_text(mapping: &FieldMapping, key: &str) -> String {
@@ -642,8 +671,14 @@ pub struct Mapping {
     pub source_includes: Vec<String>,
     pub source_excludes: Vec<String>,
     pub routing_required: bool,
+    /// `_data_stream_timestamp`: when enabled, the field every document must hold exactly one
+    /// date of (OpenSearch's `DataStreamFieldMapper`).
+    pub data_stream_timestamp: Option<String>,
     pub properties: BTreeMap<String, FieldMapping>,
 }
+
+/// The default `_data_stream_timestamp.timestamp_field.name`.
+pub const DEFAULT_TIMESTAMP_FIELD: &str = "@timestamp";
 
 impl Default for Mapping {
     fn default() -> Self {
@@ -661,12 +696,14 @@ impl Default for Mapping {
             source_includes: Vec::new(),
             source_excludes: Vec::new(),
             routing_required: false,
+            data_stream_timestamp: None,
             properties: BTreeMap::new(),
         }
     }
 }
 
 const ROOT_PARAMS: &[&str] = &[
+    "_data_stream_timestamp",
     "_meta",
     "_routing",
     "_source",
@@ -720,6 +757,14 @@ impl Mapping {
                 unsupported.push(format!("{key} : {}", plain(value)));
                 continue;
             }
+            if key == "_data_stream_timestamp" {
+                // rendered from the parsed form: only what differs from the defaults
+                match self.apply_data_stream_timestamp(value)? {
+                    Some(rendered) => self.root.insert(key.clone(), rendered),
+                    None => self.root.remove(key),
+                };
+                continue;
+            }
             self.apply_root_param(key, value)?;
             let rendered = match (key.as_str(), value) {
                 ("dynamic", Value::Bool(b)) => Value::String(b.to_string()),
@@ -734,6 +779,72 @@ impl Mapping {
             )));
         }
         Ok(())
+    }
+
+    /// Parses `_data_stream_timestamp` (`enabled`, `timestamp_field.name`) and returns what
+    /// `GET _mapping` shows of it (`None` when everything is the default).
+    fn apply_data_stream_timestamp(&mut self, value: &Value) -> Result<Option<Value>> {
+        const NAME: &str = "_data_stream_timestamp";
+        let Value::Object(params) = value else {
+            return Err(Error::mapper_parsing(format!(
+                "[{NAME}] must be an object, got [{}]",
+                plain(value)
+            )));
+        };
+        // an update that omits a parameter keeps its current value, as OpenSearch merges it
+        let (mut enabled, mut field) = match &self.root.get(NAME) {
+            Some(current) => (
+                current["enabled"].as_bool().unwrap_or(false),
+                current["timestamp_field"]["name"]
+                    .as_str()
+                    .unwrap_or(DEFAULT_TIMESTAMP_FIELD)
+                    .to_string(),
+            ),
+            None => (false, DEFAULT_TIMESTAMP_FIELD.to_string()),
+        };
+        for (key, param) in params {
+            match key.as_str() {
+                "enabled" => {
+                    enabled = match param {
+                        Value::Bool(b) => *b,
+                        Value::String(s) if s == "true" => true,
+                        Value::String(s) if s == "false" => false,
+                        other => {
+                            return Err(Error::illegal_argument(format!(
+                                "Failed to parse value [{}] as only [true] or [false] are allowed.",
+                                plain(other)
+                            )))
+                        }
+                    }
+                }
+                "timestamp_field" => match param.get("name") {
+                    Some(Value::String(name)) if param.is_object() => field = name.clone(),
+                    _ => {
+                        return Err(Error::mapper_parsing(format!(
+                        "[timestamp_field] of [{NAME}] must be an object with a [name], got [{}]",
+                        plain(param)
+                    )))
+                    }
+                },
+                other => {
+                    return Err(Error::mapper_parsing(format!(
+                        "unknown parameter [{other}] on mapper [{NAME}] of type [null]"
+                    )))
+                }
+            }
+        }
+        self.data_stream_timestamp = enabled.then(|| field.clone());
+        let mut rendered = Map::new();
+        if enabled {
+            rendered.insert("enabled".into(), Value::Bool(true));
+        }
+        if field != DEFAULT_TIMESTAMP_FIELD {
+            rendered.insert(
+                "timestamp_field".into(),
+                serde_json::json!({ "name": field }),
+            );
+        }
+        Ok((!rendered.is_empty()).then_some(Value::Object(rendered)))
     }
 
     fn apply_root_param(&mut self, key: &str, value: &Value) -> Result<()> {
@@ -968,6 +1079,125 @@ mod tests {
             ["amount", "station.id", "title", "title.raw", "when"]
         );
         assert_eq!(mapping.total_fields(), 6);
+    }
+
+    #[test]
+    fn objects_without_properties_round_trip() {
+        // big5's `"host": {"type": "object"}`: rendered as `{}`, the saved mapping would not parse
+        let body = json!({"properties": {
+            "host": {"type": "object"},
+            "quiet": {"type": "object", "enabled": false},
+            "strict": {"dynamic": "strict"},
+            "agent": {"type": "object", "properties": {"name": {"type": "keyword"}}}
+        }});
+        let mapping = Mapping::parse(&body).unwrap();
+        let rendered = mapping.to_json();
+        assert_eq!(
+            rendered,
+            json!({"properties": {
+                "agent": {"properties": {"name": {"type": "keyword"}}},
+                "host": {"type": "object"},
+                "quiet": {"type": "object", "enabled": false},
+                "strict": {"type": "object", "dynamic": "strict"}
+            }}),
+            "the type shows only when there are no properties, as in OpenSearch"
+        );
+        let reparsed = Mapping::parse(&rendered).unwrap();
+        assert_eq!(reparsed, mapping);
+        assert_eq!(reparsed.to_json(), rendered);
+        // an object that gains properties later renders without the type
+        let mut grown = reparsed;
+        grown
+            .merge_json(
+                &json!({"properties": {"host": {"properties": {"name": {"type": "keyword"}}}}}),
+            )
+            .unwrap();
+        assert_eq!(
+            grown.to_json()["properties"]["host"],
+            json!({"properties": {"name": {"type": "keyword"}}})
+        );
+    }
+
+    #[test]
+    fn data_stream_timestamp_is_parsed_validated_and_rendered() {
+        let mapping =
+            Mapping::parse(&json!({"_data_stream_timestamp": {"enabled": true}})).unwrap();
+        assert_eq!(mapping.data_stream_timestamp.as_deref(), Some("@timestamp"));
+        assert_eq!(
+            mapping.to_json(),
+            json!({"_data_stream_timestamp": {"enabled": true}})
+        );
+        assert_eq!(Mapping::parse(&mapping.to_json()).unwrap(), mapping);
+        let custom = Mapping::parse(&json!({"_data_stream_timestamp": {
+            "enabled": "true", "timestamp_field": {"name": "ts"}
+        }}))
+        .unwrap();
+        assert_eq!(custom.data_stream_timestamp.as_deref(), Some("ts"));
+        assert_eq!(
+            custom.to_json(),
+            json!({"_data_stream_timestamp": {"enabled": true, "timestamp_field": {"name": "ts"}}})
+        );
+        assert_eq!(Mapping::parse(&custom.to_json()).unwrap(), custom);
+        // disabled with the default field: nothing to show, as in OpenSearch
+        let off = Mapping::parse(&json!({"_data_stream_timestamp": {"enabled": false}})).unwrap();
+        assert_eq!(off.data_stream_timestamp, None);
+        assert_eq!(off.to_json(), json!({}));
+        let e = Mapping::parse(&json!({"_data_stream_timestamp": {"enabled": 1}})).unwrap_err();
+        assert_eq!(e.kind(), "illegal_argument_exception");
+        assert_eq!(
+            e.reason(),
+            "Failed to parse value [1] as only [true] or [false] are allowed."
+        );
+        let e = Mapping::parse(&json!({"_data_stream_timestamp": {"foo": 1}})).unwrap_err();
+        assert_eq!(
+            e.reason(),
+            "unknown parameter [foo] on mapper [_data_stream_timestamp] of type [null]"
+        );
+        assert!(Mapping::parse(&json!({"_data_stream_timestamp": true})).is_err());
+        assert!(
+            Mapping::parse(&json!({"_data_stream_timestamp": {"timestamp_field": "ts"}})).is_err()
+        );
+        assert!(Mapping::parse(
+            &json!({"_data_stream_timestamp": {"timestamp_field": {"nome": "ts"}}})
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn range_types_parse_with_their_parameters() {
+        let body = json!({"properties": {
+            "i": {"type": "integer_range", "coerce": false, "index": false, "boost": 2},
+            "t": {"type": "date_range", "format": "yyyy-MM-dd", "locale": "en"},
+            "d": {"type": "double_range"},
+            "ip": {"type": "ip_range", "ignore_malformed": true}
+        }});
+        let mapping = Mapping::parse(&body).unwrap();
+        assert_eq!(mapping.field("t").unwrap().field_type, FieldType::DateRange);
+        assert_eq!(mapping.field("t").unwrap().format(), "yyyy-MM-dd");
+        assert_eq!(Mapping::parse(&mapping.to_json()).unwrap(), mapping);
+        let e = Mapping::parse(
+            &json!({"properties": {"f": {"type": "integer_range", "format": "yyyy"}}}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.reason(),
+            "field [f] of type [range] should not define a dateTimeFormatter unless it is a DATE type"
+        );
+        let e =
+            Mapping::parse(&json!({"properties": {"f": {"type": "long_range", "null_value": 1}}}))
+                .unwrap_err();
+        assert_eq!(
+            e.reason(),
+            "unknown parameter [null_value] on mapper [f] of type [long_range]"
+        );
+        let e =
+            Mapping::parse(&json!({"properties": {"f": {"type": "long_range", "copy_to": "x"}}}))
+                .unwrap_err();
+        assert!(
+            e.reason().contains("not supported by Tessera"),
+            "{}",
+            e.reason()
+        );
     }
 
     #[test]

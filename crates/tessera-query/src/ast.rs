@@ -187,7 +187,20 @@ pub struct RangeQuery {
     pub format: Option<String>,
     /// Time zone for date bounds without an explicit offset (`+01:00`, `UTC`).
     pub time_zone: Option<String>,
+    /// How a range field's ranges must relate to the query's (other fields ignore it).
+    #[serde(default)]
+    pub relation: RangeRelation,
     pub boost: f32,
+}
+
+/// `relation` of a `range` query on a range field: the document's range intersects, lies
+/// within, or contains the query's range.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RangeRelation {
+    #[default]
+    Intersects,
+    Within,
+    Contains,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

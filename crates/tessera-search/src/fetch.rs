@@ -10,6 +10,7 @@ use tantivy::{DocAddress, TantivyDocument};
 use tessera_common::{Error, Result};
 use tessera_date::DateFormat;
 use tessera_index::ShardSnapshot;
+use tessera_mapping::range::RangeKind;
 use tessera_mapping::{LeafKind, SourceFilter};
 
 use crate::request::{DocValueField, SourceSpec, StoredFields};
@@ -175,6 +176,81 @@ fn render_source(bytes: &[u8], filter: &SourceFilter) -> Result<Box<RawValue>> {
     serde_json::value::to_raw_value(&filtered).map_err(|e| Error::internal("render _source", e))
 }
 
+/// A document's ranges as `{"gte": from, "lte": to}` objects (inclusive bounds, as stored).
+fn range_doc_values(
+    fast: &tantivy::fastfield::FastFieldReaders,
+    snapshot: &ShardSnapshot,
+    from: tantivy::schema::Field,
+    to: tantivy::schema::Field,
+    kind: &RangeKind,
+    date_format: Option<DateFormat>,
+    doc: tantivy::DocId,
+) -> Result<Vec<Value>> {
+    let open_err = |e: tantivy::TantivyError| Error::internal("open a doc-value column", e);
+    let schema = snapshot.table.schema();
+    let (from, to) = (schema.get_field_name(from), schema.get_field_name(to));
+    let pair = |low: Value, high: Value| {
+        let mut range = Map::new();
+        range.insert("gte".into(), low);
+        range.insert("lte".into(), high);
+        Value::Object(range)
+    };
+    Ok(match kind {
+        RangeKind::Float | RangeKind::Double => {
+            match (
+                fast.column_opt::<f64>(from).map_err(open_err)?,
+                fast.column_opt::<f64>(to).map_err(open_err)?,
+            ) {
+                (Some(lows), Some(highs)) => lows
+                    .values_for_doc(doc)
+                    .zip(highs.values_for_doc(doc))
+                    .map(|(low, high)| match kind {
+                        RangeKind::Float => pair(
+                            crate::source_fields::float_value(low as f32),
+                            crate::source_fields::float_value(high as f32),
+                        ),
+                        _ => pair(Value::from(low), Value::from(high)),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            }
+        }
+        RangeKind::Ip => {
+            match (
+                fast.column_opt::<std::net::Ipv6Addr>(from)
+                    .map_err(open_err)?,
+                fast.column_opt::<std::net::Ipv6Addr>(to)
+                    .map_err(open_err)?,
+            ) {
+                (Some(lows), Some(highs)) => {
+                    let ip = |v| Value::String(tessera_mapping::values::format_ip(v));
+                    lows.values_for_doc(doc)
+                        .zip(highs.values_for_doc(doc))
+                        .map(|(low, high)| pair(ip(low), ip(high)))
+                        .collect()
+                }
+                _ => Vec::new(),
+            }
+        }
+        _ => match (
+            fast.column_opt::<i64>(from).map_err(open_err)?,
+            fast.column_opt::<i64>(to).map_err(open_err)?,
+        ) {
+            (Some(lows), Some(highs)) => {
+                let show = |v: i64| match &date_format {
+                    Some(format) => Value::String(format.format_millis(v, None)),
+                    None => Value::from(v),
+                };
+                lows.values_for_doc(doc)
+                    .zip(highs.values_for_doc(doc))
+                    .map(|(low, high)| pair(show(low), show(high)))
+                    .collect()
+            }
+            _ => Vec::new(),
+        },
+    })
+}
+
 fn docvalue_fields(
     snapshot: &ShardSnapshot,
     address: DocAddress,
@@ -283,7 +359,28 @@ fn docvalue_fields(
                         _ => Vec::new(),
                     }
                 }
-                LeafKind::Text { .. } | LeafKind::GeoPoint { .. } => Vec::new(),
+                LeafKind::Range {
+                    kind,
+                    from: Some(from),
+                    to: Some(to),
+                } => {
+                    let date_format = match (kind, &request.format) {
+                        (RangeKind::Date(_), Some(spec)) => {
+                            Some(DateFormat::parse(spec).map_err(|e| {
+                                Error::illegal_argument(format!(
+                                    "Invalid format: [{spec}]: {}",
+                                    e.message
+                                ))
+                            })?)
+                        }
+                        (RangeKind::Date(field_format), None) => Some(field_format.clone()),
+                        _ => None,
+                    };
+                    range_doc_values(fast, snapshot, *from, *to, kind, date_format, doc)?
+                }
+                LeafKind::Text { .. } | LeafKind::GeoPoint { .. } | LeafKind::Range { .. } => {
+                    Vec::new()
+                }
             };
             if !values.is_empty() {
                 // asking for a field twice (say, with two formats) appends both renderings

@@ -104,6 +104,12 @@ fn check_sortable(leaf: &LeafField) -> Result<()> {
             "can't sort on geo_point field without using specific sorting feature, like geo_distance: [{}]",
             leaf.path
         ))),
+        // OpenSearch sorts by the bytes of its range encoding, an order of no use
+        LeafKind::Range { .. } => Err(Error::illegal_argument(format!(
+            "sorting on the range field [{}] of type [{}] is not supported by Tessera",
+            leaf.path,
+            leaf.field_type.name()
+        ))),
         _ if !leaf.fast => Err(Error::illegal_argument(format!(
             "Can't load fielddata on [{}] because fielddata is unsupported on fields of type [{}]. Use doc values instead.",
             leaf.path,
@@ -246,7 +252,10 @@ impl SegmentSortKeys {
                                 column: fast.str(path).map_err(open_err)?,
                                 buffer: String::new(),
                             },
-                            LeafKind::Text { .. } | LeafKind::GeoPoint { .. } => Reader::Unmapped,
+                            // refused by `check_sortable`
+                            LeafKind::Text { .. }
+                            | LeafKind::GeoPoint { .. }
+                            | LeafKind::Range { .. } => Reader::Unmapped,
                         },
                     };
                     (reader, mode, missing)

@@ -4,8 +4,9 @@
 
 use serde_json::{json, Map, Value};
 use tessera_date::DateFormat;
+use tessera_mapping::range::RangeKind;
 use tessera_mapping::values as coerce;
-use tessera_mapping::{FieldTable, LeafField, LeafKind};
+use tessera_mapping::{FieldTable, FieldType, LeafField, LeafKind};
 
 use crate::request::DocValueField;
 
@@ -46,7 +47,7 @@ pub fn values_at<'a>(source: &'a Value, path: &str, out: &mut Vec<&'a Value>) {
     }
 }
 
-fn float_value(f: f32) -> Value {
+pub(crate) fn float_value(f: f32) -> Value {
     // Java prints a float with its shortest representation (0.1, not 0.100000001…)
     format!("{f}")
         .parse::<f64>()
@@ -95,7 +96,48 @@ fn render(leaf: &LeafField, value: &Value, format: Option<&DateFormat>) -> Optio
             let point = tessera_mapping::geo::parse_point(value).ok()?;
             json!({"type": "Point", "coordinates": [point.lon, point.lat]})
         }
+        LeafKind::Range { kind, .. } => render_range(kind, value, format)?,
     })
+}
+
+/// A range of `_source` as the fields API shows it: each bound typed (dates formatted), an
+/// `ip_range` CIDR string normalized.
+fn render_range(kind: &RangeKind, value: &Value, format: Option<&DateFormat>) -> Option<Value> {
+    let object = match value {
+        Value::Object(object) => object,
+        Value::String(cidr) if *kind == RangeKind::Ip => {
+            let (address, prefix) = cidr.split_once('/')?;
+            let address = coerce::format_ip(coerce::parse_ip(address).ok()?);
+            return Some(Value::String(format!("{address}/{prefix}")));
+        }
+        _ => return None,
+    };
+    let mut out = Map::new();
+    for (key, bound) in object {
+        if bound.is_null() {
+            continue;
+        }
+        let rendered = match kind {
+            RangeKind::Integer => {
+                Value::from(coerce::to_integer(bound, FieldType::Integer, true).ok()?)
+            }
+            RangeKind::Long => Value::from(coerce::to_integer(bound, FieldType::Long, true).ok()?),
+            RangeKind::Float => {
+                float_value(coerce::to_float(bound, FieldType::Float, true).ok()? as f32)
+            }
+            RangeKind::Double => json!(coerce::to_float(bound, FieldType::Double, true).ok()?),
+            RangeKind::Date(field_format) => {
+                let text = coerce::to_text(bound)?;
+                let millis = tessera_mapping::range::parse_date(field_format, &text).ok()?;
+                Value::String(format.unwrap_or(field_format).format_millis(millis, None))
+            }
+            RangeKind::Ip => Value::String(coerce::format_ip(
+                coerce::parse_ip(&coerce::to_text(bound)?).ok()?,
+            )),
+        };
+        out.insert(key.clone(), rendered);
+    }
+    Some(Value::Object(out))
 }
 
 /// Adds the requested `fields` of one document to `out`.

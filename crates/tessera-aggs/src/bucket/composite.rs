@@ -890,7 +890,8 @@ impl SourceState {
             ValueSource::Numeric { .. } => {
                 self.numeric = Some(NumericValues::open(&self.spec.source, segment.reader)?)
             }
-            ValueSource::Unmapped => {}
+            // range fields are refused by `ValueSource::resolve` for this aggregation
+            ValueSource::Unmapped | ValueSource::Range(_) => {}
         }
         Ok(())
     }

@@ -12,14 +12,16 @@ use tessera_date::{parse_date_math, parse_fixed_interval, CalendarUnit, DateForm
 
 use crate::bucket::histogram::{Bounds, HistogramFactory, KeyFn};
 use crate::bucket::order::BucketOrder;
+use crate::bucket::range_histogram;
 use crate::format::ValueFormat;
 use crate::prepare::{AggContext, Factory};
 use crate::request::{
     bool_param, count_param, string_param, unknown_field, AggRequest, ValuesSourceParams,
 };
-use crate::values::{Accepts, NumericKind, ValueSource};
+use crate::values::{Accepts, NumericKind, RangeSource, ValueSource};
+use tessera_mapping::range::RangeKind;
 
-const MILLIS_PER_DAY: i64 = 86_400_000;
+pub(crate) const MILLIS_PER_DAY: i64 = 86_400_000;
 
 /// The interval of a date histogram.
 #[derive(Clone, Debug, PartialEq)]
@@ -340,7 +342,21 @@ pub fn factory(
     histogram.order.validate(&request.subs)?;
     let rounding = histogram.rounding()?;
     let field = histogram.source.require_field(&request.name)?;
-    let source = ValueSource::resolve(ctx.table, field, "date_histogram", Accepts::Numeric)?;
+    let ranges = RangeSource::resolve(ctx.table, field)?;
+    let source = match &ranges {
+        Some(range) => {
+            range_histogram::check_source(range, true, histogram.source.missing.is_some())?;
+            let RangeKind::Date(format) = &range.kind else {
+                unreachable!("checked to be a date range")
+            };
+            // keys read and shown like those of a date field with the range's format
+            ValueSource::Numeric {
+                path: range.path.clone(),
+                kind: NumericKind::Date(format.clone()),
+            }
+        }
+        None => ValueSource::resolve(ctx.table, field, "date_histogram", Accepts::Numeric)?,
+    };
     let parse_format = date_format(&source, histogram.source.format.as_deref())?;
     let zone = histogram.zone()?;
     let format = ValueFormat::Date {
@@ -376,6 +392,7 @@ pub fn factory(
         },
         missing,
         date_bounds: histogram.extended_bounds.as_ref().map(|_| extended),
+        ranges,
     }))
 }
 

@@ -12,6 +12,7 @@ use tessera_common::{Error, Result};
 
 use crate::bucket::date_histogram::Rounding;
 use crate::bucket::order::BucketOrder;
+use crate::bucket::range_histogram::{self, RangeHistogramCollector};
 use crate::collector::{Collector, SegmentContext, SortedSegment, SubCollectors};
 use crate::format::ValueFormat;
 use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext};
@@ -20,7 +21,8 @@ use crate::prepare::{AggContext, Factory};
 use crate::request::{
     bool_param, count_param, f64_param, unknown_field, AggKind, AggRequest, ValuesSourceParams,
 };
-use crate::values::{Accepts, NumericKind, NumericValues, ValueSource};
+use crate::values::{Accepts, NumericKind, NumericValues, RangeSource, ValueSource};
+use tessera_mapping::range::RangeKind;
 
 /// `{min, max}` of `extended_bounds` / `hard_bounds`.
 #[derive(Clone, Debug, PartialEq)]
@@ -133,6 +135,8 @@ pub(crate) struct HistogramFactory {
     pub missing: Option<f64>,
     /// Extended bounds resolved on the shard (dates need the field's format).
     pub date_bounds: Option<(Option<i64>, Option<i64>)>,
+    /// Set when the field is a range field: its ranges are bucketed instead of values.
+    pub ranges: Option<RangeSource>,
 }
 
 pub fn histogram_factory(
@@ -148,7 +152,22 @@ pub fn histogram_factory(
         )));
     }
     let field = histogram.source.require_field(&request.name)?;
-    let source = ValueSource::resolve(ctx.table, field, "histogram", Accepts::Numeric)?;
+    let ranges = RangeSource::resolve(ctx.table, field)?;
+    let source = match &ranges {
+        Some(range) => {
+            range_histogram::check_source(range, false, histogram.source.missing.is_some())?;
+            // keys shown like those of a field of the range's element type
+            ValueSource::Numeric {
+                path: range.path.clone(),
+                kind: match &range.kind {
+                    RangeKind::Date(format) => NumericKind::Date(format.clone()),
+                    RangeKind::Integer | RangeKind::Long => NumericKind::Long,
+                    _ => NumericKind::Double,
+                },
+            }
+        }
+        None => ValueSource::resolve(ctx.table, field, "histogram", Accepts::Numeric)?,
+    };
     let format = ValueFormat::for_source(&source, histogram.source.format.as_deref(), None)?;
     let hard = histogram.hard_bounds.clone().unwrap_or(Bounds {
         min: None,
@@ -168,11 +187,22 @@ pub fn histogram_factory(
             Some(v) => Some(f64_param("histogram", "missing", v)?),
         },
         date_bounds: None,
+        ranges,
     }))
 }
 
 impl Factory for HistogramFactory {
     fn collector(&self, subs: SubCollectors, single_parent: bool) -> Result<Box<dyn Collector>> {
+        if let Some(range) = &self.ranges {
+            return Ok(Box::new(RangeHistogramCollector::new(
+                range.clone(),
+                self.key_fn.clone(),
+                self.format.clone(),
+                self.date_bounds,
+                subs,
+                single_parent,
+            )));
+        }
         Ok(Box::new(HistogramCollector {
             source: self.source.clone(),
             key_fn: self.key_fn.clone(),

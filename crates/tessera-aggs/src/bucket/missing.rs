@@ -41,7 +41,7 @@ pub fn factory(
 ) -> Result<Box<dyn Factory>> {
     let field = missing.source.require_field(&request.name)?;
     Ok(Box::new(MissingFactory {
-        source: ValueSource::resolve(ctx.table, field, "missing", Accepts::Any)?,
+        source: ValueSource::resolve(ctx.table, field, "missing", Accepts::Counted)?,
     }))
 }
 

@@ -12,6 +12,7 @@ pub mod missing;
 pub mod multi_terms;
 pub mod order;
 pub mod range;
+pub mod range_histogram;
 pub mod significant_terms;
 pub mod terms;
 

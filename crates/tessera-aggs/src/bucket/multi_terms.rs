@@ -522,7 +522,8 @@ impl FieldState {
             ValueSource::Numeric { .. } => {
                 self.numeric = Some(NumericValues::open(&self.spec.source, segment.reader)?)
             }
-            ValueSource::Unmapped => {}
+            // range fields are refused by `ValueSource::resolve` for this aggregation
+            ValueSource::Unmapped | ValueSource::Range(_) => {}
         }
         Ok(())
     }

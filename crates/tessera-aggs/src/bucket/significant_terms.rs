@@ -9,7 +9,8 @@
 //! (deleted documents included), a keyword term's superset frequency is its document
 //! frequency in the inverted index (deleted documents included, like Lucene's `docFreq`),
 //! and a number's, date's or ip's is the count of live documents holding that value (a point
-//! query). The shard scores its terms with the heuristic on its own statistics and keeps the
+//! query; these fields have no postings, so all the shard's lookups are answered together in
+//! one pass over each segment's column). The shard scores its terms with the heuristic on its own statistics and keeps the
 //! best `shard_size`; the coordinator sums subset and superset counts, rescores with the
 //! global sizes, drops terms with a score ≤ 0 or fewer than `min_doc_count` documents and
 //! keeps the best `size`.
@@ -28,7 +29,7 @@
 //! `script_heuristic` and `background_filter` are not supported (a 400 error).
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::ops::Bound;
 
 use serde::{Deserialize, Serialize};
@@ -762,11 +763,11 @@ impl InternalSignificantTerms {
                     _ => None,
                 });
             }
-            for mut bucket in buckets {
-                if bucket.subset_df < min {
-                    continue;
-                }
-                bucket.superset_df = background.frequency(&bucket.key)?;
+            buckets.retain(|b| b.subset_df >= min);
+            let keys: Vec<&TermKey> = buckets.iter().map(|b| &b.key).collect();
+            let frequencies = background.frequencies(&keys)?;
+            for (mut bucket, superset_df) in buckets.into_iter().zip(frequencies) {
+                bucket.superset_df = superset_df;
                 bucket.score = significant.heuristic.score(
                     bucket.subset_df,
                     self.subset_size,
@@ -945,6 +946,57 @@ impl<'a> Background<'a> {
         matches!(self.field, Some((_, TantivyType::IpAddr(_))))
     }
 
+    /// The background frequencies of `keys`, in order. Numbers, dates and ips searched through
+    /// their columns are counted together in one pass over each segment's column (what one
+    /// point or range query per key would count); other fields look each key up.
+    fn frequencies(&self, keys: &[&TermKey]) -> Result<Vec<u64>> {
+        let Some((field, field_type)) = &self.field else {
+            return Ok(vec![0; keys.len()]);
+        };
+        let schema = self.searcher.schema();
+        let entry = schema.get_field_entry(*field);
+        if !entry.is_fast() || entry.is_indexed() {
+            return keys.iter().map(|key| self.frequency(key)).collect();
+        }
+        let name = entry.name();
+        match field_type {
+            TantivyType::I64(_) => {
+                let intervals: Vec<Option<(i64, i64)>> = keys
+                    .iter()
+                    .map(|key| match key {
+                        TermKey::Long(n) => Some(self.date_interval(*n).unwrap_or((*n, *n))),
+                        _ => None,
+                    })
+                    .collect();
+                count_in_intervals::<i64>(self.searcher, name, &intervals)
+            }
+            TantivyType::IpAddr(_) => {
+                let intervals: Vec<Option<(Ipv6Addr, Ipv6Addr)>> = keys
+                    .iter()
+                    .map(|key| match key {
+                        TermKey::Str(s) => s.parse::<IpAddr>().ok().map(|ip| {
+                            let v6 = ipv6(ip);
+                            (v6, v6)
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                count_in_intervals::<Ipv6Addr>(self.searcher, name, &intervals)
+            }
+            _ => keys.iter().map(|key| self.frequency(key)).collect(),
+        }
+    }
+
+    /// For a date looked up through its printed form: every millisecond that form covers,
+    /// when that is more than the millisecond itself.
+    fn date_interval(&self, millis: i64) -> Option<(i64, i64)> {
+        let (format, zone) = self.date.as_ref()?;
+        let text = format.format_millis(millis, zone.as_ref());
+        let lo = parse_date_math(&text, format, 0, zone.as_ref(), false).ok()?;
+        let hi = parse_date_math(&text, format, 0, zone.as_ref(), true).ok()?;
+        ((lo, hi) != (millis, millis)).then_some((lo, hi))
+    }
+
     /// The background frequency of `key`: Lucene's `docFreq` for keyword and boolean terms,
     /// the live documents holding the value for numbers, dates and ips.
     fn frequency(&self, key: &TermKey) -> Result<u64> {
@@ -963,36 +1015,23 @@ impl<'a> Background<'a> {
                 .doc_freq(&Term::from_field_bool(field, *n != 0))
                 .map_err(io),
             (TantivyType::I64(_), TermKey::Long(n)) => {
-                if let Some((format, zone)) = &self.date {
+                if let Some((lo, hi)) = self.date_interval(*n) {
                     // the term printed with the aggregation's format and read back as a
                     // date query: every millisecond the printed form covers
-                    let text = format.format_millis(*n, zone.as_ref());
-                    let lo = parse_date_math(&text, format, 0, zone.as_ref(), false);
-                    let hi = parse_date_math(&text, format, 0, zone.as_ref(), true);
-                    if let (Ok(lo), Ok(hi)) = (lo, hi) {
-                        if (lo, hi) != (*n, *n) {
-                            let query = RangeQuery::new(
-                                Bound::Included(Term::from_field_i64(field, lo)),
-                                Bound::Included(Term::from_field_i64(field, hi)),
-                            );
-                            return self
-                                .searcher
-                                .search(&query, &Count)
-                                .map(|c| c as u64)
-                                .map_err(io);
-                        }
-                    }
+                    let query = RangeQuery::new(
+                        Bound::Included(Term::from_field_i64(field, lo)),
+                        Bound::Included(Term::from_field_i64(field, hi)),
+                    );
+                    return self
+                        .searcher
+                        .search(&query, &Count)
+                        .map(|c| c as u64)
+                        .map_err(io);
                 }
                 self.live_frequency(&Term::from_field_i64(field, *n))
             }
             (TantivyType::IpAddr(_), TermKey::Str(s)) => match s.parse::<IpAddr>() {
-                Ok(ip) => {
-                    let v6 = match ip {
-                        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
-                        IpAddr::V6(v6) => v6,
-                    };
-                    self.live_frequency(&Term::from_field_ip_addr(field, v6))
-                }
+                Ok(ip) => self.live_frequency(&Term::from_field_ip_addr(field, ipv6(ip))),
                 Err(_) => Ok(0),
             },
             _ => Ok(0),
@@ -1038,6 +1077,103 @@ impl<'a> Background<'a> {
         }
         Ok(total)
     }
+}
+
+fn ipv6(ip: IpAddr) -> Ipv6Addr {
+    match ip {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        IpAddr::V6(v6) => v6,
+    }
+}
+
+/// For each inclusive interval (`None`: a key that cannot occur, counted 0), the live
+/// documents of the searcher with at least one value of column `column` inside it — what a
+/// range query per interval would count — in one pass over each segment's column.
+///
+/// The interval bounds cut the value line into elementary pieces (each bound itself and the
+/// open gap after it); every interval covers a run of pieces, so a value finds the intervals
+/// holding it with one binary search. A document counts once per interval, whatever number
+/// of its values fall inside.
+fn count_in_intervals<T>(
+    searcher: &Searcher,
+    column: &str,
+    intervals: &[Option<(T, T)>],
+) -> Result<Vec<u64>>
+where
+    T: Ord + Copy + Send + Sync + std::fmt::Debug + PartialOrd + 'static,
+    T: tantivy::columnar::HasAssociatedColumnType,
+    tantivy::columnar::DynamicColumn: Into<Option<tantivy::columnar::Column<T>>>,
+{
+    // identical intervals (date keys printing alike) are counted once
+    let mut unique: Vec<(T, T)> = intervals.iter().flatten().copied().collect();
+    unique.sort_unstable();
+    unique.dedup();
+    let index_of = |interval: &(T, T)| unique.binary_search(interval).ok();
+    let mut counts = vec![0u64; unique.len()];
+    if !unique.is_empty() {
+        let mut bounds: Vec<T> = unique.iter().flat_map(|&(lo, hi)| [lo, hi]).collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        // piece 2j is bounds[j]; piece 2j + 1 the gap between bounds[j] and bounds[j + 1]
+        let pieces = 2 * bounds.len() - 1;
+        let mut covering: Vec<Vec<u32>> = vec![Vec::new(); pieces];
+        for (id, (lo, hi)) in unique.iter().enumerate() {
+            if lo > hi {
+                continue;
+            }
+            let first = bounds.binary_search(lo).expect("a bound") * 2;
+            let last = bounds.binary_search(hi).expect("a bound") * 2;
+            for piece in &mut covering[first..=last] {
+                piece.push(id as u32);
+            }
+        }
+        let piece_of = |value: T| -> Option<usize> {
+            match bounds.binary_search(&value) {
+                Ok(j) => Some(2 * j),
+                Err(0) => None,
+                Err(j) if j == bounds.len() => None,
+                Err(j) => Some(2 * j - 1),
+            }
+        };
+        let mut last_doc = vec![DocId::MAX; unique.len()];
+        for reader in searcher.segment_readers() {
+            let Some(values) = reader
+                .fast_fields()
+                .column_opt::<T>(column)
+                .map_err(|e| Error::internal("open a column for background frequencies", e))?
+            else {
+                continue;
+            };
+            last_doc.fill(DocId::MAX);
+            let alive = reader.alive_bitset();
+            for doc in 0..reader.max_doc() {
+                if alive.is_some_and(|a| !a.is_alive(doc)) {
+                    continue;
+                }
+                for value in values.values_for_doc(doc) {
+                    let Some(piece) = piece_of(value) else {
+                        continue;
+                    };
+                    for &id in &covering[piece] {
+                        let id = id as usize;
+                        if last_doc[id] != doc {
+                            last_doc[id] = doc;
+                            counts[id] += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(intervals
+        .iter()
+        .map(|interval| {
+            interval
+                .as_ref()
+                .and_then(index_of)
+                .map_or(0, |id| counts[id])
+        })
+        .collect())
 }
 
 // ---- OpenSearch's tie-breaking machinery ----
@@ -1434,6 +1570,145 @@ mod tests {
         let bg = docs.iter().filter(|d| d["n"] == n0).count() as u64;
         assert_eq!(x["n"]["buckets"][0]["bg_count"], bg);
         assert!(x["d"]["buckets"][0]["key_as_string"].is_string());
+    }
+
+    #[test]
+    fn one_pass_counts_equal_a_range_query_per_interval() {
+        use tantivy::schema::{Schema, FAST};
+        use tantivy::{doc, Index, IndexWriter};
+        let mut builder = Schema::builder();
+        let id = builder.add_u64_field("id", tantivy::schema::INDEXED);
+        let n = builder.add_i64_field("n", FAST);
+        let ip = builder.add_ip_addr_field("ip", FAST);
+        let index = Index::create_in_ram(builder.build());
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
+        let mut rng = Rng::new(3);
+        for i in 0..3000u64 {
+            let mut d = doc!(id => i);
+            // zero to three values, repeats included
+            for _ in 0..rng.below(4) {
+                let v = rng.below(40) as i64 - 20;
+                d.add_i64(n, v);
+                d.add_ip_addr(
+                    ip,
+                    Ipv6Addr::from(0xffff_0a00_0000u128 + v.unsigned_abs() as u128),
+                );
+            }
+            writer.add_document(d).unwrap();
+            if i % 700 == 699 {
+                writer.commit().unwrap();
+            }
+        }
+        writer.commit().unwrap();
+        for i in (0..3000u64).step_by(7) {
+            writer.delete_term(Term::from_field_u64(id, i));
+        }
+        writer.commit().unwrap();
+        let searcher = index.reader().unwrap().searcher();
+        assert!(searcher.segment_readers().len() > 1);
+        let range_count = |lo: i64, hi: i64| {
+            let q = RangeQuery::new(
+                Bound::Included(Term::from_field_i64(n, lo)),
+                Bound::Included(Term::from_field_i64(n, hi)),
+            );
+            searcher.search(&q, &Count).unwrap() as u64
+        };
+        // points, overlapping and nested ranges, duplicates, empty and out-of-range intervals
+        let intervals = vec![
+            Some((3, 3)),
+            Some((-20, -20)),
+            Some((0, 10)),
+            Some((5, 15)),
+            Some((7, 7)),
+            Some((0, 10)),
+            Some((-100, 100)),
+            None,
+            Some((50, 60)),
+            Some((19, 19)),
+            Some((12, 11)),
+        ];
+        let counts = count_in_intervals::<i64>(&searcher, "n", &intervals).unwrap();
+        for (interval, count) in intervals.iter().zip(&counts) {
+            let expected = match interval {
+                Some((lo, hi)) if lo <= hi => range_count(*lo, *hi),
+                _ => 0,
+            };
+            assert_eq!(*count, expected, "{interval:?}");
+        }
+        assert!(counts[0] > 0 && counts[6] > counts[2]);
+        let ip_of = |v: u128| Ipv6Addr::from(0xffff_0a00_0000u128 + v);
+        let ips: Vec<Option<(Ipv6Addr, Ipv6Addr)>> =
+            (0..25).map(|v| Some((ip_of(v), ip_of(v)))).collect();
+        let ip_counts = count_in_intervals::<Ipv6Addr>(&searcher, "ip", &ips).unwrap();
+        for (v, count) in ip_counts.iter().enumerate() {
+            let q = RangeQuery::new(
+                Bound::Included(Term::from_field_ip_addr(ip, ip_of(v as u128))),
+                Bound::Included(Term::from_field_ip_addr(ip, ip_of(v as u128))),
+            );
+            assert_eq!(
+                *count,
+                searcher.search(&q, &Count).unwrap() as u64,
+                "ip {v}"
+            );
+        }
+        assert_eq!(
+            count_in_intervals::<i64>(&searcher, "missing", &intervals[..2]).unwrap(),
+            [0, 0]
+        );
+    }
+
+    #[test]
+    fn batched_backgrounds_equal_one_lookup_per_key() {
+        // dates spread over a few days, some documents with two dates, some deleted by nothing
+        // but present in several segments; a coarse format makes a key cover a whole day
+        let docs: Vec<Value> = (0..400)
+            .map(|i| {
+                let d = 1_420_070_400_000i64 + (i % 23) as i64 * 7_200_000;
+                if i % 5 == 0 {
+                    json!({"d": [d, d + 86_400_000], "n": [i % 9, i % 4]})
+                } else {
+                    json!({"d": d, "n": i % 9})
+                }
+            })
+            .collect();
+        let shard = TestShard::new(
+            json!({"properties": {"n": {"type": "long"}, "d": {"type": "date"}}}),
+            &docs,
+            3,
+        );
+        let searcher = shard.searcher();
+        let keys: Vec<TermKey> = (-2..12)
+            .map(TermKey::Long)
+            .chain((0..30).map(|h| TermKey::Long(1_420_070_400_000 + h * 3_600_000)))
+            .chain([TermKey::Str("x".into())])
+            .collect();
+        let refs: Vec<&TermKey> = keys.iter().collect();
+        for (field, format) in [
+            ("n", ValueFormat::Raw),
+            (
+                "d",
+                ValueFormat::Date {
+                    format: "strict_date_optional_time||epoch_millis".into(),
+                    zone: None,
+                },
+            ),
+            (
+                "d",
+                ValueFormat::Date {
+                    format: "yyyy-MM-dd".into(),
+                    zone: Some("+05:00".into()),
+                },
+            ),
+        ] {
+            let background = Background::new(searcher, field, &format);
+            let batched = background.frequencies(&refs).unwrap();
+            let one_by_one: Vec<u64> = refs
+                .iter()
+                .map(|k| background.frequency(k).unwrap())
+                .collect();
+            assert_eq!(batched, one_by_one, "{field} {format:?}");
+            assert!(batched.iter().any(|&c| c > 0), "{field} {format:?}");
+        }
     }
 
     #[test]

@@ -689,25 +689,27 @@ impl Factory for TermsFactory {
                     shard: self.shard.clone(),
                 })
             }
-            ValueSource::Keyword { .. } | ValueSource::Ip { .. } | ValueSource::Unmapped => {
-                Box::new(DictionaryTerms {
-                    common,
-                    source: self.source.clone(),
-                    keyword: None,
-                    ip: None,
-                    missing: self.missing.as_ref().map(|v| match v {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    }),
-                    terms: Vec::new(),
-                    term_ids: HashMap::new(),
-                    segment_map: Vec::new(),
-                    pairs: Vec::new(),
-                    doc_terms: Vec::new(),
-                    text: String::new(),
-                    shard: self.shard.clone(),
-                })
-            }
+            // range fields are refused by `ValueSource::resolve` for terms
+            ValueSource::Keyword { .. }
+            | ValueSource::Ip { .. }
+            | ValueSource::Unmapped
+            | ValueSource::Range(_) => Box::new(DictionaryTerms {
+                common,
+                source: self.source.clone(),
+                keyword: None,
+                ip: None,
+                missing: self.missing.as_ref().map(|v| match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                }),
+                terms: Vec::new(),
+                term_ids: HashMap::new(),
+                segment_map: Vec::new(),
+                pairs: Vec::new(),
+                doc_terms: Vec::new(),
+                text: String::new(),
+                shard: self.shard.clone(),
+            }),
         })
     }
 }

@@ -480,7 +480,8 @@ fn missing_hash(missing: Option<&Value>, source: &ValueSource) -> Result<Option<
             };
             bytes_hash(&v6.octets())
         }
-        ValueSource::Keyword { .. } | ValueSource::Unmapped => {
+        // range fields are refused by the factory
+        ValueSource::Keyword { .. } | ValueSource::Unmapped | ValueSource::Range(_) => {
             let text = match value {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
@@ -502,6 +503,13 @@ pub fn factory(
     ctx: &AggContext,
 ) -> Result<Box<dyn Factory>> {
     let field = cardinality.source.require_field(&request.name)?;
+    if ValueSource::field_type_of(ctx.table, field).is_some_and(|t| t.is_range()) {
+        // OpenSearch counts distinct encodings of a document's set of ranges; Tessera does
+        // not reproduce that encoding
+        return Err(Error::illegal_argument(format!(
+            "the [{AGG}] aggregation on the range field [{field}] is not supported by Tessera"
+        )));
+    }
     let source = ValueSource::resolve(ctx.table, field, AGG, Accepts::Any)?;
     if let Some(hint) = &cardinality.execution_hint {
         if !matches!(hint.as_str(), "direct" | "ordinals") {
@@ -587,7 +595,7 @@ impl Collector for CardinalityCollector {
             ValueSource::Ip { .. } => {
                 SegmentValues::Ip(IpValues::open(&self.source, segment.reader)?)
             }
-            ValueSource::Unmapped => SegmentValues::None,
+            ValueSource::Unmapped | ValueSource::Range(_) => SegmentValues::None,
         };
         Ok(())
     }

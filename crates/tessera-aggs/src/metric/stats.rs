@@ -157,7 +157,7 @@ pub fn factory(
     let field = metric.source.require_field(&request.name)?;
     let count_only = metric.kind == StatsKind::ValueCount;
     let accepts = if count_only {
-        Accepts::Any
+        Accepts::Counted
     } else {
         Accepts::Numeric
     };

@@ -188,7 +188,7 @@ impl Noaa {
                 let country = r.pick_cumulative(&country_weights);
                 let (code, _, lat0, lon0, spread, _) = COUNTRIES[country];
                 let lat = (lat0 + r.normal() * spread * 0.6).clamp(-89.0, 89.0);
-                let lon = lon0 + r.normal() * spread;
+                let lon = wrap_longitude(lon0 + r.normal() * spread);
                 let elevation = if r.chance(0.05) {
                     r.range_f64(1500.0, 4000.0)
                 } else {
@@ -248,6 +248,12 @@ impl Noaa {
             stations,
         }
     }
+}
+
+/// A longitude brought into [-180, 180): stations scattered around a country near the
+/// antimeridian (New Zealand) would otherwise get longitudes OpenSearch rejects.
+fn wrap_longitude(lon: f64) -> f64 {
+    (lon + 180.0).rem_euclid(360.0) - 180.0
 }
 
 fn float_kv(out: &mut Vec<u8>, key: &str, v: f64) {
@@ -381,6 +387,15 @@ mod tests {
     use std::collections::{HashMap, HashSet};
 
     #[test]
+    fn longitudes_wrap_around_the_antimeridian() {
+        assert_eq!(wrap_longitude(174.0), 174.0);
+        assert_eq!(wrap_longitude(181.5), -178.5);
+        assert_eq!(wrap_longitude(-181.0), 179.0);
+        assert_eq!(wrap_longitude(-180.0), -180.0);
+        assert_eq!(wrap_longitude(180.0), -180.0);
+    }
+
+    #[test]
     fn documents_are_sparse_mapped_and_spread() {
         let w = workload();
         let props = w.index_json()["mappings"]["properties"].clone();
@@ -423,6 +438,15 @@ mod tests {
                 buckets.get(&b).copied().unwrap_or(0) > 50,
                 "TMAX bucket {b}: {buckets:?}"
             );
+        }
+        for d in &docs {
+            let location = &d["station"]["location"];
+            let (lat, lon) = (
+                location["lat"].as_f64().unwrap(),
+                location["lon"].as_f64().unwrap(),
+            );
+            assert!((-90.0..=90.0).contains(&lat), "latitude {lat}");
+            assert!((-180.0..=180.0).contains(&lon), "longitude {lon}");
         }
         let us = share(&docs, |d| d["station"]["country_code"] == "US");
         assert!((0.45..0.65).contains(&us), "US share {us}");

@@ -12,6 +12,7 @@ mod covering_range;
 mod field_stats;
 mod full_text;
 mod geo;
+mod range_field;
 pub mod sloppy_phrase;
 mod term_level;
 mod values;

@@ -22,9 +22,16 @@ use super::{boosted, constant, match_none, CompileContext};
 use crate::ast::{Fuzziness, RangeQuery as RangeAst};
 
 /// The searchable tantivy field of `path`, or `None` when the path is unmapped here.
+///
+/// A range field has no field of its own: its lower-bound column stands for it here, and
+/// [`exact_query`] builds its queries from the leaf.
 pub(crate) fn lookup<'a>(ctx: &'a CompileContext, path: &str) -> Option<(&'a LeafField, Field)> {
     let leaf = ctx.table.leaf(path)?;
-    leaf.field.map(|f| (leaf.as_ref(), f))
+    let field = match &leaf.kind {
+        LeafKind::Range { from, .. } => *from,
+        _ => leaf.field,
+    };
+    field.map(|f| (leaf.as_ref(), f))
 }
 
 fn require_indexed(ctx: &CompileContext, leaf: &LeafField) -> Result<()> {
@@ -67,6 +74,9 @@ pub(crate) fn exact_query(leaf: &LeafField, field: Field, value: Exact) -> Box<d
             Term::from_field_ip_addr(field, low),
             Term::from_field_ip_addr(field, high),
         ),
+        Exact::Range(bounds) => {
+            super::range_field::leaf_query(leaf, bounds, crate::ast::RangeRelation::Intersects)
+        }
         Exact::Impossible => match_none(),
     }
 }
@@ -171,6 +181,10 @@ pub(crate) fn range(ctx: &CompileContext, range: &RangeAst) -> Result<Box<dyn Qu
         return Ok(match_none());
     };
     require_indexed(ctx, leaf)?;
+    if let LeafKind::Range { .. } = leaf.kind {
+        // no bounds is the whole type's range, which every range intersects
+        return super::range_field::range(ctx, leaf, range);
+    }
     let lower = range.lower.as_ref().map(|b| (&b.value, b.inclusive));
     let upper = range.upper.as_ref().map(|b| (&b.value, b.inclusive));
     if lower.is_none() && upper.is_none() {
@@ -279,6 +293,7 @@ pub(crate) fn range(ctx: &CompileContext, range: &RangeAst) -> Result<Box<dyn Qu
         LeafKind::Integer | LeafKind::ScaledFloat { .. } | LeafKind::Date { .. } => {
             unreachable!("handled as i64 bounds")
         }
+        LeafKind::Range { .. } => unreachable!("handled as a range field"),
     };
     Ok(constant(query, range.boost))
 }
@@ -336,7 +351,12 @@ pub(crate) fn exists(ctx: &CompileContext, path: &str, boost: f32) -> Result<Box
     leaves.sort_by(|a, b| a.path.cmp(&b.path));
     let mut queries: Vec<Box<dyn Query>> = Vec::new();
     for leaf in leaves {
-        if let LeafKind::GeoPoint { lat: Some(lat), .. } = &leaf.kind {
+        if let LeafKind::GeoPoint { lat: Some(lat), .. }
+        | LeafKind::Range {
+            from: Some(lat), ..
+        } = &leaf.kind
+        {
+            // the first column of a geo point or a range holds a value for every one
             let column = ctx.table.schema().get_field_name(*lat).to_string();
             queries.push(Box::new(ExistsQuery::new(column, false)));
             continue;

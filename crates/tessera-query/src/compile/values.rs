@@ -22,6 +22,8 @@ pub(crate) enum Exact {
     I64Range(i64, i64),
     /// An IP prefix (`10.0.0.0/8`).
     IpRange(Ipv6Addr, Ipv6Addr),
+    /// For a range field: the ranges holding the value (the bounds of a date's precision).
+    Range(tessera_mapping::range::RangeBounds),
     /// The value cannot occur in this field (e.g. `5.5` for a `long`).
     Impossible,
 }
@@ -111,6 +113,7 @@ pub(crate) fn exact(ctx: &CompileContext, leaf: &LeafField, value: &Value) -> Re
             leaf.path
         )))
         }
+        LeafKind::Range { .. } => Exact::Range(super::range_field::value_bounds(ctx, leaf, value)?),
     })
 }
 

@@ -4,7 +4,7 @@ use serde_json::Value;
 use tessera_common::{Error, Result};
 
 use super::{as_bool, as_f32, as_string, object, single_field, unknown};
-use crate::ast::{QueryAst, RangeBound, RangeQuery};
+use crate::ast::{QueryAst, RangeBound, RangeQuery, RangeRelation};
 
 pub fn parse(body: &Value) -> Result<QueryAst> {
     let (field, spec, outer_boost) = single_field("range", body)?;
@@ -15,6 +15,7 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
         upper: None,
         format: None,
         time_zone: None,
+        relation: RangeRelation::Intersects,
         boost: outer_boost.unwrap_or(1.0),
     };
     // legacy from/to with include_lower/include_upper
@@ -49,12 +50,23 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
             "time_zone" => range.time_zone = Some(as_string("range", key, value)?),
             "boost" => range.boost = as_f32("range", key, value)?,
             "relation" => {
-                let relation = as_string("range", key, value)?.to_ascii_lowercase();
-                if relation != "intersects" && relation != "within" {
-                    return Err(Error::parsing(format!(
-                        "[range] query does not support relation [{relation}] on non-range fields"
-                    )));
-                }
+                // OpenSearch's ShapeRelation names; only range fields look at it
+                let relation = as_string("range", key, value)?;
+                range.relation = match relation.to_lowercase().as_str() {
+                    "intersects" => RangeRelation::Intersects,
+                    "within" => RangeRelation::Within,
+                    "contains" => RangeRelation::Contains,
+                    "disjoint" => {
+                        return Err(Error::illegal_argument(
+                            "[range] query does not support relation [disjoint]",
+                        ))
+                    }
+                    _ => {
+                        return Err(Error::illegal_argument(format!(
+                            "{relation} is not a valid relation"
+                        )))
+                    }
+                };
             }
             "_name" => {}
             _ => return Err(unknown("range", key)),
@@ -120,5 +132,40 @@ mod tests {
             "[range] query does not support [bogus]"
         );
         assert!(parse(&json!({"n": 5})).is_err());
+    }
+
+    #[test]
+    fn relations() {
+        let relation = |body: Value| match parse(&body) {
+            Ok(QueryAst::Range(r)) => Ok(r.relation),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err((e.kind().to_string(), e.reason().to_string())),
+        };
+        assert_eq!(
+            relation(json!({"r": {"gte": 1}})),
+            Ok(RangeRelation::Intersects)
+        );
+        assert_eq!(
+            relation(json!({"r": {"gte": 1, "relation": "WITHIN"}})),
+            Ok(RangeRelation::Within)
+        );
+        assert_eq!(
+            relation(json!({"r": {"gte": 1, "relation": "contains"}})),
+            Ok(RangeRelation::Contains)
+        );
+        assert_eq!(
+            relation(json!({"r": {"gte": 1, "relation": "disjoint"}})),
+            Err((
+                "illegal_argument_exception".into(),
+                "[range] query does not support relation [disjoint]".into()
+            ))
+        );
+        assert_eq!(
+            relation(json!({"r": {"gte": 1, "relation": "bogus"}})),
+            Err((
+                "illegal_argument_exception".into(),
+                "bogus is not a valid relation".into()
+            ))
+        );
     }
 }

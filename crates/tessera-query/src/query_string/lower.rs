@@ -48,7 +48,7 @@ use super::{
 };
 use crate::ast::{
     BoolQuery, FieldPattern, Fuzziness, MatchQuery, MultiMatchQuery, MultiMatchType, Operator,
-    QueryAst, QueryStringQuery, RangeBound, RangeQuery, ZeroTermsQuery,
+    QueryAst, QueryStringQuery, RangeBound, RangeQuery, RangeRelation, ZeroTermsQuery,
 };
 
 /// The field OpenSearch uses to spell an exists query inside query text (`_exists_:title`).
@@ -583,6 +583,7 @@ impl<'a> Lowerer<'a> {
                 upper: upper.map(|v| bound(v, upper_inclusive)),
                 format: None,
                 time_zone: self.q.time_zone.clone(),
+                relation: RangeRelation::Intersects,
                 boost: 1.0,
             })
         })
@@ -777,6 +778,7 @@ mod tests {
             upper: upper.map(bound),
             format: None,
             time_zone: None,
+            relation: RangeRelation::Intersects,
             boost: 1.0,
         })
     }
