@@ -111,6 +111,10 @@ pub struct LoadArgs {
     /// index.number_of_shards [default: the workload's]
     #[arg(long)]
     pub shards: Option<u32>,
+    /// Another index setting, `KEY=VALUE` (e.g. `index.merge.enabled=false` on Tessera to
+    /// keep every flushed segment); repeat for several
+    #[arg(long = "setting", value_name = "KEY=VALUE", value_parser = parse_setting)]
+    pub settings: Vec<(String, String)>,
     /// Delete the index first if it exists
     #[arg(long)]
     pub recreate: bool,
@@ -366,6 +370,16 @@ fn cmd_generate(a: GenerateArgs) -> Result<i32> {
 }
 
 /// Parses `[LABEL=]URL`.
+/// `KEY=VALUE` of `--setting`.
+fn parse_setting(spec: &str) -> std::result::Result<(String, String), String> {
+    match spec.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_string(), value.trim().to_string()))
+        }
+        _ => Err(format!("expected KEY=VALUE, got [{spec}]")),
+    }
+}
+
 fn parse_target(spec: &str) -> (Option<String>, String) {
     match spec.split_once('=') {
         Some((l, u)) if !l.contains("://") && !l.is_empty() => (Some(l.to_string()), u.to_string()),
@@ -449,6 +463,7 @@ fn cmd_load(a: LoadArgs) -> Result<i32> {
         batch_size: a.batch_size,
         replicas: Some(a.replicas),
         shards: a.shards,
+        settings: a.settings.clone(),
         force_merge: a.force_merge,
         force_merge_timeout: Duration::from_secs_f64(a.force_merge_timeout.max(1.0)),
         recreate: a.recreate,
@@ -496,6 +511,7 @@ fn ensure_corpus(
                 batch_size: e.batch_size,
                 replicas: Some(0),
                 shards: e.shards,
+                settings: Vec::new(),
                 force_merge: e.force_merge,
                 force_merge_timeout: Duration::from_secs_f64(3600f64.max(timeout)),
                 recreate: true,
@@ -746,6 +762,31 @@ mod tests {
     struct Cli {
         #[command(subcommand)]
         cmd: BenchCommand,
+    }
+
+    #[test]
+    fn load_takes_index_settings() {
+        let c = Cli::try_parse_from([
+            "x",
+            "load",
+            "nyc_taxis",
+            "--setting",
+            "index.merge.enabled=false",
+            "--setting",
+            "refresh_interval = 30s",
+        ])
+        .unwrap();
+        let BenchCommand::Load(l) = c.cmd else {
+            panic!()
+        };
+        assert_eq!(
+            l.settings,
+            vec![
+                ("index.merge.enabled".to_string(), "false".to_string()),
+                ("refresh_interval".to_string(), "30s".to_string())
+            ]
+        );
+        assert!(Cli::try_parse_from(["x", "load", "nyc_taxis", "--setting", "oops"]).is_err());
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub struct LoadOptions {
     /// `index.number_of_replicas` override (a single node cannot allocate replicas).
     pub replicas: Option<u32>,
     pub shards: Option<u32>,
+    /// Further index settings, `(key, value)`; the value is JSON when it parses as JSON.
+    pub settings: Vec<(String, String)>,
     pub force_merge: Option<u32>,
     pub force_merge_timeout: Duration,
     pub recreate: bool,
@@ -68,6 +70,10 @@ pub fn index_body(w: &Workload, opts: &LoadOptions) -> Value {
     }
     if let Some(s) = opts.shards {
         set("number_of_shards", json!(s));
+    }
+    for (key, value) in &opts.settings {
+        let value = serde_json::from_str(value).unwrap_or_else(|_| json!(value));
+        set(key.strip_prefix("index.").unwrap_or(key), value);
     }
     let meta = json!({"tessera_bench": {
         "workload": w.name,
@@ -547,6 +553,10 @@ mod tests {
             batch_size: 5,
             replicas: Some(0),
             shards: Some(2),
+            settings: vec![
+                ("index.merge.enabled".into(), "false".into()),
+                ("refresh_interval".into(), "30s".into()),
+            ],
             force_merge: None,
             force_merge_timeout: Duration::from_secs(1),
             recreate: false,
@@ -560,6 +570,8 @@ mod tests {
         let b = index_body(&w, &opts());
         assert_eq!(b["settings"]["index.number_of_replicas"], 0);
         assert_eq!(b["settings"]["index.number_of_shards"], 2);
+        assert_eq!(b["settings"]["index.merge.enabled"], false);
+        assert_eq!(b["settings"]["index.refresh_interval"], "30s");
         assert_eq!(b["mappings"]["_meta"]["tessera_bench"]["seed"], 3);
         assert_eq!(b["mappings"]["_meta"]["tessera_bench"]["workload"], "big5");
         assert!(b["mappings"]["properties"]["message"].is_object());

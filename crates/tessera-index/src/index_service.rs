@@ -248,6 +248,7 @@ fn shard_config(metadata: &IndexMetadata, resources: &NodeResources) -> ShardCon
         indexing_threads: threads,
         memory_budget_per_thread: (per_shard / threads).max(16 << 20),
         merge_threads: resources.merge_threads,
+        merges: metadata.setting("index.merge.enabled") != "false",
     }
 }
 

@@ -10,7 +10,8 @@
 //! knobs, `index.compound_format` — have no effect in Tessera: tantivy has its own document
 //! store compression and merge policy. They are validated exactly as OpenSearch validates them
 //! (same accepted values, same messages), so an index body is accepted here if and only if it
-//! is accepted there.
+//! is accepted there. `index.merge.enabled: false` (OpenSearch's test switch) does take effect:
+//! it turns background merges off, for benchmarks that need many segments.
 
 use tessera_common::settings::{
     java_double, parse_byte_size, Kind, Registry, Scope, SettingDef, Settings,
@@ -123,6 +124,8 @@ static DEFS: &[SettingDef] = &[
         Kind::Int { min: 1, max: 6 },
         "",
     ),
+    // OpenSearch's test-only switch (registered by its test framework), a real one here
+    def("index.merge.enabled", false, Kind::Bool, "true"),
     def(
         "index.merge.policy",
         false,

@@ -56,6 +56,9 @@ pub struct ShardConfig {
     pub indexing_threads: usize,
     pub memory_budget_per_thread: usize,
     pub merge_threads: usize,
+    /// `index.merge.enabled`: false keeps every flushed segment (benchmarks that need many
+    /// segments, tests); only `_forcemerge` merges then.
+    pub merges: bool,
 }
 
 impl Default for ShardConfig {
@@ -65,6 +68,7 @@ impl Default for ShardConfig {
             indexing_threads: 1,
             memory_budget_per_thread: 64 << 20,
             merge_threads: 1,
+            merges: true,
         }
     }
 }
@@ -168,8 +172,12 @@ struct WriteState {
     generation: u64,
 }
 
-/// Background merges: tantivy's log merge policy, waiting for 8 segments of a level.
-fn default_merge_policy() -> Box<dyn tantivy::indexer::MergePolicy> {
+/// Background merges: tantivy's log merge policy, waiting for 8 segments of a level; none
+/// when `index.merge.enabled` is false.
+fn background_merge_policy(config: &ShardConfig) -> Box<dyn tantivy::indexer::MergePolicy> {
+    if !config.merges {
+        return Box::new(tantivy::indexer::NoMergePolicy);
+    }
     let mut policy = LogMergePolicy::default();
     policy.set_min_num_segments(8);
     Box::new(policy)
@@ -318,7 +326,7 @@ impl Shard {
         let writer: IndexWriter = index
             .writer_with_options(options)
             .map_err(tantivy_err("open shard writer"))?;
-        writer.set_merge_policy(default_merge_policy());
+        writer.set_merge_policy(background_merge_policy(config));
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -565,7 +573,7 @@ impl Shard {
         state.reader = reader;
         let outcome = self.merge_to(&mut state, max_segments);
         if let Some(writer) = state.writer.as_ref() {
-            writer.set_merge_policy(default_merge_policy());
+            writer.set_merge_policy(background_merge_policy(&self.config));
         }
         outcome?;
         self.stats.record_merge(started.elapsed());
@@ -1396,6 +1404,38 @@ mod tests {
         drop(shard);
         let reopened = Shard::open("idx", 0, dir.path(), &m, 2, ShardConfig::default()).unwrap();
         assert_eq!(reopened.doc_counts().0, 6);
+    }
+
+    #[test]
+    fn with_merges_disabled_every_refresh_keeps_its_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = mapping();
+        let config = ShardConfig {
+            merges: false,
+            ..ShardConfig::default()
+        };
+        let shard = Shard::open("idx", 0, dir.path(), &m, 1, config).unwrap();
+        // the default policy would merge once 8 segments of a level exist
+        for i in 0..10 {
+            let doc = prepared(&shard, &m, &format!("d{i}"), json!({"n": i}));
+            let mut batch = shard.write_batch();
+            batch.index(doc, &Conditions::default()).unwrap();
+            batch.finish().unwrap();
+            shard.refresh().unwrap();
+        }
+        assert_eq!(shard.segments().unwrap().len(), 10);
+        // an explicit force merge still merges, and merges stay off after it
+        shard.force_merge(3).unwrap();
+        assert_eq!(shard.segments().unwrap().len(), 3);
+        for i in 10..20 {
+            let doc = prepared(&shard, &m, &format!("d{i}"), json!({"n": i}));
+            let mut batch = shard.write_batch();
+            batch.index(doc, &Conditions::default()).unwrap();
+            batch.finish().unwrap();
+            shard.refresh().unwrap();
+        }
+        assert_eq!(shard.segments().unwrap().len(), 13);
+        assert_eq!(shard.doc_counts().0, 20);
     }
 
     #[test]
