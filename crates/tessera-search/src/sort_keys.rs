@@ -8,7 +8,8 @@ use tantivy::SegmentReader;
 use tessera_common::{Error, Result};
 use tessera_mapping::{FieldTable, LeafField, LeafKind};
 
-use crate::sort::{Missing, Order, SortField, SortMode, SortValue};
+use crate::hits::{HitSort, ShardHit};
+use crate::sort::{Missing, Order, SortField, SortMode, SortSpec, SortValue};
 
 enum Reader {
     Score,
@@ -279,26 +280,122 @@ impl SegmentSortKeys {
     }
 }
 
-fn pick_numeric(values: impl Iterator<Item = f64>, mode: SortMode) -> Option<f64> {
-    let mut all: Vec<f64> = values.collect();
-    if all.is_empty() {
-        return None;
+/// The first sort field of a request, read as a number without allocating, to skip documents
+/// that cannot enter a full top-k before their whole key is built. Sorting a large segment by
+/// one numeric field otherwise builds a key and a hit for every match; with this check almost
+/// every document costs one column read and one comparison.
+///
+/// Only single-valued numeric columns qualify (then every sort mode picks the one value); a
+/// document without a value takes the full path.
+pub struct LeadKey {
+    column: LeadColumn,
+    spec: SortSpec,
+    /// The only sort field: a tie with the worst kept hit cannot win either, since a slice
+    /// visits documents in index order, the tie-breaker.
+    sole: bool,
+}
+
+enum LeadColumn {
+    I64(Column<i64>),
+    Scaled(Column<i64>, f64),
+    F64(Column<f64>),
+}
+
+impl LeadKey {
+    /// `None` when the first sort field is not a single-valued numeric column in `segment`.
+    pub fn new(table: &FieldTable, sort: &HitSort, segment: &SegmentReader) -> Option<LeadKey> {
+        let HitSort::Fields { fields, specs } = sort else {
+            return None;
+        };
+        let SortField::Field {
+            field: path, mode, ..
+        } = fields.first()?
+        else {
+            return None;
+        };
+        if !matches!(mode, None | Some(SortMode::Min) | Some(SortMode::Max)) {
+            return None;
+        }
+        let fast = segment.fast_fields();
+        let column = match &table.leaf(path)?.kind {
+            LeafKind::Integer | LeafKind::Date { .. } => {
+                LeadColumn::I64(fast.column_opt::<i64>(path).ok()??)
+            }
+            LeafKind::ScaledFloat { factor } => {
+                LeadColumn::Scaled(fast.column_opt::<i64>(path).ok()??, *factor)
+            }
+            LeafKind::Float => LeadColumn::F64(fast.column_opt::<f64>(path).ok()??),
+            _ => return None,
+        };
+        let single = |c: tantivy::columnar::Cardinality| {
+            !matches!(c, tantivy::columnar::Cardinality::Multivalued)
+        };
+        let is_single = match &column {
+            LeadColumn::I64(c) | LeadColumn::Scaled(c, _) => single(c.get_cardinality()),
+            LeadColumn::F64(c) => single(c.get_cardinality()),
+        };
+        is_single.then(|| LeadKey {
+            column,
+            spec: specs[0].clone(),
+            sole: fields.len() == 1,
+        })
     }
-    Some(match mode {
-        SortMode::Min => all.iter().cloned().fold(f64::INFINITY, f64::min),
-        SortMode::Max => all.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
-        SortMode::Sum => all.iter().sum(),
-        SortMode::Avg => all.iter().sum::<f64>() / all.len() as f64,
+
+    /// True when `doc` surely sorts after `worst` (so it cannot enter the top-k); false when
+    /// unsure (no value, or a tie that later sort fields decide).
+    #[inline]
+    pub fn cannot_beat(&self, doc: u32, worst: &ShardHit) -> bool {
+        // the same values `SegmentSortKeys` produces, so comparisons agree exactly
+        let value = match &self.column {
+            LeadColumn::I64(c) => c.first(doc).map(SortValue::I64),
+            LeadColumn::Scaled(c, factor) => {
+                c.first(doc).map(|v| SortValue::F64(scaled(v, *factor)))
+            }
+            LeadColumn::F64(c) => c.first(doc).map(SortValue::F64),
+        };
+        let (Some(value), Some(lead)) = (value, worst.sort.first()) else {
+            return false;
+        };
+        match self.spec.compare(&value, lead) {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Equal => self.sole,
+            std::cmp::Ordering::Less => false,
+        }
+    }
+}
+
+/// A scaled_float's value as OpenSearch's field data computes it: the stored integer times the
+/// factor's inverse (so 280 with factor 100 sorts as 2.8000000000000003, as aggregations see it).
+#[inline]
+fn scaled(raw: i64, factor: f64) -> f64 {
+    raw as f64 * (1.0 / factor)
+}
+
+fn pick_numeric(values: impl Iterator<Item = f64>, mode: SortMode) -> Option<f64> {
+    // every visited document pays for this: only the median keeps the values
+    let mut count = 0usize;
+    let counted = values.inspect(|_| count += 1);
+    let picked = match mode {
+        SortMode::Min => counted.fold(f64::INFINITY, f64::min),
+        SortMode::Max => counted.fold(f64::NEG_INFINITY, f64::max),
+        SortMode::Sum => counted.sum(),
+        SortMode::Avg => counted.sum::<f64>(),
         SortMode::Median => {
+            let mut all: Vec<f64> = counted.collect();
             all.sort_by(|a, b| a.total_cmp(b));
             let mid = all.len() / 2;
-            if all.len().is_multiple_of(2) {
-                (all[mid - 1] + all[mid]) / 2.0
-            } else {
-                all[mid]
+            match all.len() {
+                0 => 0.0,
+                n if n.is_multiple_of(2) => (all[mid - 1] + all[mid]) / 2.0,
+                _ => all[mid],
             }
         }
-    })
+    };
+    match (count, mode) {
+        (0, _) => None,
+        (n, SortMode::Avg) => Some(picked / n as f64),
+        _ => Some(picked),
+    }
 }
 
 fn pick_ord<T: Ord + Copy>(mut values: impl Iterator<Item = T>, mode: SortMode) -> Option<T> {
@@ -331,7 +428,7 @@ impl KeyReader {
                 column: Some(column),
                 scale: Some(factor),
             } => pick_numeric(
-                column.values_for_doc(doc).map(|v| v as f64 / *factor),
+                column.values_for_doc(doc).map(|v| scaled(v, *factor)),
                 self.mode,
             )
             .map(SortValue::F64),
