@@ -450,6 +450,13 @@ impl KeywordValues {
             .is_some_and(|c| c.ords().values_for_doc(doc).next().is_some())
     }
 
+    /// Whether some document has several terms in this segment.
+    pub fn is_multivalued(&self) -> bool {
+        self.column.as_ref().is_some_and(|c| {
+            c.ords().get_cardinality() == tantivy::columnar::Cardinality::Multivalued
+        })
+    }
+
     /// Calls `f(ordinal, term bytes)` for every term of the segment, in order: one sequential
     /// pass over the dictionary, much cheaper per term than [`KeywordValues::term`] lookups
     /// when most terms are needed.

@@ -659,6 +659,7 @@ fn make_factory(
 
 impl Factory for TermsFactory {
     fn collector(&self, subs: SubCollectors, single_parent: bool) -> Result<Box<dyn Collector>> {
+        let subs_empty = subs.is_empty();
         let common = Common {
             ords: BucketOrds::new(single_parent),
             counts: Vec::new(),
@@ -709,6 +710,12 @@ impl Factory for TermsFactory {
                 doc_terms: Vec::new(),
                 text: String::new(),
                 shard: self.shard.clone(),
+                dense: (single_parent
+                    && subs_empty
+                    && self.missing.is_none()
+                    && !self.track_first_seen)
+                    .then(Vec::new),
+                dense_segment: false,
             }),
         })
     }
@@ -767,6 +774,13 @@ impl Common {
             let earliest = slot(&mut first.earliest, ord);
             *earliest = (*earliest).max(u64::MAX - seq);
         }
+    }
+
+    /// Adds `count` documents to the bucket of `key` at once (documents no sub-aggregation and
+    /// no first-seen order needs to see).
+    fn add_count(&mut self, parent: u32, key: u64, count: u64) {
+        let ord = self.ords.ord(parent, key);
+        *slot(&mut self.counts, ord) += count;
     }
 
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
@@ -848,9 +862,32 @@ struct DictionaryTerms {
     /// The shard, whose every term gets a zero-count bucket (`min_doc_count: 0`); taken
     /// once registered.
     shard: Option<tantivy::Searcher>,
+    /// Counts by segment ordinal, when documents only need counting (one parent, no
+    /// sub-aggregations, no `missing`, no first-seen order): a single-valued segment's
+    /// documents then cost one ordinal read each, and terms are resolved once per segment.
+    dense: Option<Vec<u64>>,
+    /// Whether `dense` counts the current segment (its documents have one term at most).
+    dense_segment: bool,
 }
 
 impl DictionaryTerms {
+    /// Moves the current segment's dense counts into the buckets.
+    fn flush_dense(&mut self) {
+        let Some(mut counts) = self.dense.take() else {
+            return;
+        };
+        for (ord, count) in counts.iter_mut().enumerate() {
+            if *count > 0 {
+                let id = self.segment_term_id(ord as u64);
+                if id != EXCLUDED {
+                    self.common.add_count(0, id as u64, *count);
+                }
+                *count = 0;
+            }
+        }
+        self.dense = Some(counts);
+    }
+
     /// Registers every term of every segment of the shard (not only the slice's), so that
     /// each parent bucket a slice builds gets the shard's full set of zero-count buckets, as
     /// OpenSearch's does, whatever the slicing.
@@ -915,6 +952,11 @@ impl Collector for DictionaryTerms {
                 let values = KeywordValues::open(&self.source, segment.reader)?;
                 self.segment_map.clear();
                 self.segment_map.resize(values.num_terms(), UNRESOLVED);
+                self.dense_segment = self.dense.is_some() && !values.is_multivalued();
+                if let (true, Some(counts)) = (self.dense_segment, self.dense.as_mut()) {
+                    counts.clear();
+                    counts.resize(values.num_terms(), 0);
+                }
                 self.keyword = Some(values);
             }
             ValueSource::Ip { .. } => self.ip = Some(IpValues::open(&self.source, segment.reader)?),
@@ -925,6 +967,12 @@ impl Collector for DictionaryTerms {
     }
 
     fn collect(&mut self, docs: &[DocId], parents: &[u32]) {
+        if self.dense_segment {
+            if let (Some(values), Some(counts)) = (&mut self.keyword, &mut self.dense) {
+                values.for_each_ord(docs, |_, ord| counts[ord as usize] += 1);
+                return;
+            }
+        }
         let mut pairs = std::mem::take(&mut self.pairs);
         pairs.clear();
         if let Some(values) = &mut self.keyword {
@@ -965,6 +1013,9 @@ impl Collector for DictionaryTerms {
     }
 
     fn finish_segment(&mut self) -> Result<()> {
+        if self.dense_segment {
+            self.flush_dense();
+        }
         self.common.subs.finish_segment()
     }
 
