@@ -141,6 +141,10 @@ impl SliceExecutor {
     /// The slice count of an `auto` request (see the module docs); `cap` = `max_slice_count`
     /// (0 = none).
     pub fn auto_slices(&self, work: Work, cap: usize) -> usize {
+        // a cheap request does not even look at the node's load (sampling it reads /proc)
+        if work == Work::Cheap {
+            return 1;
+        }
         auto_slice_count(work, self.idle_cores(), cap)
     }
 
