@@ -131,8 +131,16 @@ fn match_on_field(
             )),
         }
     };
-    let mut clauses: Vec<Box<dyn Query>> =
-        tokens.iter().map(|(_, text)| term_query(text)).collect();
+    // match_only_text scores each matching term 1.0 (OpenSearch wraps every term query of the
+    // field in a constant score), so a document matching three terms scores 3.0
+    let match_only = leaf.field_type == tessera_mapping::FieldType::MatchOnlyText;
+    let mut clauses: Vec<Box<dyn Query>> = tokens
+        .iter()
+        .map(|(_, text)| match match_only {
+            true => per_field(ctx, leaf, term_query(text)),
+            false => term_query(text),
+        })
+        .collect();
     let combined: Box<dyn Query> = if clauses.len() == 1 {
         clauses.pop().expect("one clause")
     } else {
@@ -159,6 +167,9 @@ fn match_on_field(
             Box::new(BooleanQuery::new(clauses))
         }
     };
+    if match_only {
+        return Ok(boosted(combined, boost));
+    }
     Ok(boosted(per_field(ctx, leaf, combined), boost))
 }
 

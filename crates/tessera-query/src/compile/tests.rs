@@ -351,3 +351,30 @@ fn bm25_scores_match_opensearch() {
     assert_eq!(tag.len(), 1);
     assert!((tag[0].1 - 1.6375021).abs() < 1e-5, "{tag:?}");
 }
+
+#[test]
+fn match_only_text_scores_one_per_matching_term() {
+    let f = fixture(
+        json!({"properties": {"message": {"type": "match_only_text"}}}),
+        &[
+            ("three", json!({"message": "monkey jackal bear"})),
+            ("two", json!({"message": "monkey jackal jackal jackal"})),
+            ("one", json!({"message": "bear"})),
+        ],
+    );
+    let hits = f.search(json!({"match": {"message": "monkey jackal bear"}}));
+    assert_eq!(
+        hits,
+        vec![
+            ("three".to_string(), 3.0),
+            ("two".to_string(), 2.0),
+            ("one".to_string(), 1.0)
+        ]
+    );
+    // query_string's bare terms on a match_only_text default field add up the same way
+    let hits = f.search(json!({"query_string": {"query": "message: monkey jackal bear"}}));
+    assert_eq!(hits[0], ("three".to_string(), 3.0));
+    // a phrase is one constant-score clause
+    let hits = f.search(json!({"match_phrase": {"message": "monkey jackal"}}));
+    assert_eq!(hits[0].1, 1.0);
+}
