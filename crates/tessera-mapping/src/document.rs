@@ -124,11 +124,13 @@ struct Walker<'a> {
     field_names: Vec<&'a str>,
 }
 
-fn join(prefix: &str, name: &str) -> String {
+/// The dotted path of `name` under `prefix`; top-level names (most fields of most documents)
+/// are borrowed, not copied.
+fn join<'n>(prefix: &str, name: &'n str) -> Cow<'n, str> {
     if prefix.is_empty() {
-        name.to_string()
+        Cow::Borrowed(name)
     } else {
-        format!("{prefix}.{name}")
+        Cow::Owned(format!("{prefix}.{name}"))
     }
 }
 
@@ -385,9 +387,9 @@ impl<'a> Walker<'a> {
             self.leaf_value(&sub_path, sub, value)?;
         }
         for target in field.copy_to() {
-            match self.mapping.field(&target) {
+            match self.mapping.field(target) {
                 Some(target_field) if target_field.field_type != FieldType::Object => {
-                    self.leaf_value(&target, target_field, value)?;
+                    self.leaf_value(target, target_field, value)?;
                 }
                 Some(_) => {
                     return Err(Error::mapper_parsing(format!(
@@ -395,8 +397,8 @@ impl<'a> Walker<'a> {
                     )))
                 }
                 None => {
-                    let name = target.rsplit('.').next().unwrap_or(&target).to_string();
-                    self.unmapped(&target, &name, value, self.mapping.dynamic)?;
+                    let name = target.rsplit('.').next().unwrap_or(target);
+                    self.unmapped(target, name, value, self.mapping.dynamic)?;
                 }
             }
         }

@@ -146,15 +146,14 @@ impl FieldMapping {
             .unwrap_or(default)
     }
 
-    pub fn copy_to(&self) -> Vec<String> {
-        match self.params.get("copy_to") {
-            Some(Value::Array(items)) => items
-                .iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect(),
-            Some(Value::String(s)) => vec![s.clone()],
-            _ => Vec::new(),
-        }
+    /// The `copy_to` targets (read for every indexed value: no allocation).
+    pub fn copy_to(&self) -> impl Iterator<Item = &str> {
+        let (list, single) = match self.params.get("copy_to") {
+            Some(Value::Array(items)) => (items.as_slice(), None),
+            Some(Value::String(s)) => (&[][..], Some(s.as_str())),
+            _ => (&[][..], None),
+        };
+        list.iter().filter_map(Value::as_str).chain(single)
     }
 
     pub fn dynamic(&self) -> Option<Dynamic> {
