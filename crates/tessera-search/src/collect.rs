@@ -23,7 +23,7 @@ use tessera_query::compile::ColumnFilter;
 
 use crate::hits::{HitSort, QueryResult, ShardHit, TopK};
 use crate::slice::{SegmentPart, Slice};
-use crate::sort_keys::{LeadKey, SegmentSortKeys};
+use crate::sort_keys::SegmentSortKeys;
 
 /// What a slice collector needs to know about the request.
 pub struct CollectParams<'a> {
@@ -329,10 +329,6 @@ impl SliceCollector<'_, '_> {
                 self.doc_bases[part.segment_ord as usize],
             )?),
         };
-        let lead = match params.k {
-            0 => None,
-            _ => LeadKey::new(&snapshot.table, params.sort, reader),
-        };
         let mut post_filter = match params.post_filter {
             Some(w) => Some(
                 w.scorer(reader, 1.0)
@@ -361,8 +357,8 @@ impl SliceCollector<'_, '_> {
                         if score > self.max_score {
                             self.max_score = score;
                         }
-                        let beaten = match (&lead, self.top.worst()) {
-                            (Some(lead), Some(worst)) => lead.cannot_beat(doc, worst),
+                        let beaten = match (&keys, self.top.worst()) {
+                            (Some(keys), Some(worst)) => keys.cannot_beat(doc, worst),
                             _ => false,
                         };
                         if params.k > 0 && !beaten {

@@ -8,7 +8,7 @@ use tantivy::SegmentReader;
 use tessera_common::{Error, Result};
 use tessera_mapping::{FieldTable, LeafField, LeafKind};
 
-use crate::hits::{HitSort, ShardHit};
+use crate::hits::ShardHit;
 use crate::sort::{Missing, Order, SortField, SortMode, SortSpec, SortValue};
 
 enum Reader {
@@ -50,6 +50,17 @@ struct KeyReader {
 /// The sort values of documents of one segment.
 pub struct SegmentSortKeys {
     readers: Vec<KeyReader>,
+    /// Set when the first sort field can be read as a number without allocating (see
+    /// [`SegmentSortKeys::cannot_beat`]).
+    lead: Option<Lead>,
+}
+
+/// How the first sort field's value of a document compares with the worst kept hit's.
+struct Lead {
+    spec: SortSpec,
+    /// The only sort field: a tie with the worst kept hit cannot win either, since a slice
+    /// visits documents in index order, the tie-breaker.
+    sole: bool,
 }
 
 /// Whether a sort field renders missing values as numbers (true) or null.
@@ -268,7 +279,34 @@ impl SegmentSortKeys {
                 missing,
             });
         }
-        Ok(SegmentSortKeys { readers })
+        let lead = readers
+            .first()
+            .filter(|first| first.is_single_number())
+            .map(|_| Lead {
+                spec: SortSpec::for_field(&fields[0]),
+                sole: fields.len() == 1,
+            });
+        Ok(SegmentSortKeys { readers, lead })
+    }
+
+    /// True when `doc` surely sorts after `worst` (so it cannot enter a full top-k); false
+    /// when unsure (no value, a lead field that is not one number per document, or a tie that
+    /// later sort fields decide). Sorting a large segment by one numeric field otherwise
+    /// builds a key and a hit for every match; with this check almost every document costs
+    /// one column read and one comparison.
+    #[inline]
+    pub fn cannot_beat(&self, doc: u32, worst: &ShardHit) -> bool {
+        let (Some(lead), Some(worst_lead)) = (&self.lead, worst.sort.first()) else {
+            return false;
+        };
+        let Some(value) = self.readers[0].single_number(doc) else {
+            return false;
+        };
+        match lead.spec.compare(&value, worst_lead) {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Equal => lead.sole,
+            std::cmp::Ordering::Less => false,
+        }
     }
 
     /// The sort values of `doc` (with `score`).
@@ -277,90 +315,6 @@ impl SegmentSortKeys {
             .iter_mut()
             .map(|r| r.value(doc, score))
             .collect()
-    }
-}
-
-/// The first sort field of a request, read as a number without allocating, to skip documents
-/// that cannot enter a full top-k before their whole key is built. Sorting a large segment by
-/// one numeric field otherwise builds a key and a hit for every match; with this check almost
-/// every document costs one column read and one comparison.
-///
-/// Only single-valued numeric columns qualify (then every sort mode picks the one value); a
-/// document without a value takes the full path.
-pub struct LeadKey {
-    column: LeadColumn,
-    spec: SortSpec,
-    /// The only sort field: a tie with the worst kept hit cannot win either, since a slice
-    /// visits documents in index order, the tie-breaker.
-    sole: bool,
-}
-
-enum LeadColumn {
-    I64(Column<i64>),
-    Scaled(Column<i64>, f64),
-    F64(Column<f64>),
-}
-
-impl LeadKey {
-    /// `None` when the first sort field is not a single-valued numeric column in `segment`.
-    pub fn new(table: &FieldTable, sort: &HitSort, segment: &SegmentReader) -> Option<LeadKey> {
-        let HitSort::Fields { fields, specs } = sort else {
-            return None;
-        };
-        let SortField::Field {
-            field: path, mode, ..
-        } = fields.first()?
-        else {
-            return None;
-        };
-        if !matches!(mode, None | Some(SortMode::Min) | Some(SortMode::Max)) {
-            return None;
-        }
-        let fast = segment.fast_fields();
-        let column = match &table.leaf(path)?.kind {
-            LeafKind::Integer | LeafKind::Date { .. } => {
-                LeadColumn::I64(fast.column_opt::<i64>(path).ok()??)
-            }
-            LeafKind::ScaledFloat { factor } => {
-                LeadColumn::Scaled(fast.column_opt::<i64>(path).ok()??, *factor)
-            }
-            LeafKind::Float => LeadColumn::F64(fast.column_opt::<f64>(path).ok()??),
-            _ => return None,
-        };
-        let single = |c: tantivy::columnar::Cardinality| {
-            !matches!(c, tantivy::columnar::Cardinality::Multivalued)
-        };
-        let is_single = match &column {
-            LeadColumn::I64(c) | LeadColumn::Scaled(c, _) => single(c.get_cardinality()),
-            LeadColumn::F64(c) => single(c.get_cardinality()),
-        };
-        is_single.then(|| LeadKey {
-            column,
-            spec: specs[0].clone(),
-            sole: fields.len() == 1,
-        })
-    }
-
-    /// True when `doc` surely sorts after `worst` (so it cannot enter the top-k); false when
-    /// unsure (no value, or a tie that later sort fields decide).
-    #[inline]
-    pub fn cannot_beat(&self, doc: u32, worst: &ShardHit) -> bool {
-        // the same values `SegmentSortKeys` produces, so comparisons agree exactly
-        let value = match &self.column {
-            LeadColumn::I64(c) => c.first(doc).map(SortValue::I64),
-            LeadColumn::Scaled(c, factor) => {
-                c.first(doc).map(|v| SortValue::F64(scaled(v, *factor)))
-            }
-            LeadColumn::F64(c) => c.first(doc).map(SortValue::F64),
-        };
-        let (Some(value), Some(lead)) = (value, worst.sort.first()) else {
-            return false;
-        };
-        match self.spec.compare(&value, lead) {
-            std::cmp::Ordering::Greater => true,
-            std::cmp::Ordering::Equal => self.sole,
-            std::cmp::Ordering::Less => false,
-        }
     }
 }
 
@@ -410,6 +364,41 @@ fn pick_ord<T: Ord + Copy>(mut values: impl Iterator<Item = T>, mode: SortMode) 
 }
 
 impl KeyReader {
+    /// A numeric column with one value per document at most, picked by min or max: then the
+    /// value is the document's one value, readable without allocating.
+    fn is_single_number(&self) -> bool {
+        let single =
+            |c: tantivy::columnar::Cardinality| c != tantivy::columnar::Cardinality::Multivalued;
+        let column = match &self.reader {
+            Reader::I64 {
+                column: Some(c), ..
+            } => single(c.get_cardinality()),
+            Reader::F64 { column: Some(c) } => single(c.get_cardinality()),
+            _ => false,
+        };
+        column && matches!(self.mode, SortMode::Min | SortMode::Max)
+    }
+
+    /// The value [`KeyReader::value`] gives a document of a [`KeyReader::is_single_number`]
+    /// column, or `None` when it has no value (or a NaN, which `value` would not keep).
+    #[inline]
+    fn single_number(&self, doc: u32) -> Option<SortValue> {
+        match &self.reader {
+            Reader::I64 {
+                column: Some(c),
+                scale: None,
+            } => c.first(doc).map(SortValue::I64),
+            Reader::I64 {
+                column: Some(c),
+                scale: Some(factor),
+            } => c.first(doc).map(|v| SortValue::F64(scaled(v, *factor))),
+            Reader::F64 { column: Some(c) } => {
+                c.first(doc).filter(|v| !v.is_nan()).map(SortValue::F64)
+            }
+            _ => None,
+        }
+    }
+
     fn value(&mut self, doc: u32, score: f32) -> SortValue {
         let value = match &mut self.reader {
             Reader::Score => Some(SortValue::F64(score as f64)),
