@@ -189,57 +189,70 @@ impl ValueSource {
     }
 }
 
-/// Reusable buffers for block reads.
+/// Reusable buffers for block reads: the row-id translation of sparse columns and where each
+/// value read belongs.
 #[derive(Default)]
-struct Scratch<T> {
+struct Rows {
     docs: Vec<DocId>,
     rows: Vec<u32>,
-    values: Vec<T>,
+    /// The position in the block of each value read (sparse columns only).
+    positions: Vec<u32>,
 }
 
-/// Calls `f(position, value)` for every value of every doc of `docs` (ascending), a doc's
-/// values in column order. Positions index into `docs`.
-fn for_each_in_column<T>(
-    column: &Column<T>,
-    docs: &[DocId],
-    scratch: &mut Scratch<T>,
-    mut f: impl FnMut(usize, T),
-) where
-    T: Copy + PartialOrd + Default + std::fmt::Debug + Send + Sync + 'static,
-{
-    match &column.index {
-        ColumnIndex::Empty { .. } => {}
-        ColumnIndex::Full => {
-            scratch.values.clear();
-            scratch.values.resize(docs.len(), T::default());
-            column.values.get_vals(docs, &mut scratch.values);
-            for (position, value) in scratch.values.iter().enumerate() {
-                f(position, *value);
+impl Rows {
+    /// Reads every value of the docs of `docs` (ascending) into `values`, a doc's values in
+    /// column order. Returns whether the column is full: value `i` belongs to position `i` of
+    /// `docs`; otherwise to position `self.positions[i]`.
+    fn read<T>(&mut self, column: &Column<T>, docs: &[DocId], values: &mut Vec<T>) -> bool
+    where
+        T: Copy + PartialOrd + Default + std::fmt::Debug + Send + Sync + 'static,
+    {
+        values.clear();
+        match &column.index {
+            ColumnIndex::Empty { .. } => {
+                self.positions.clear();
+                false
             }
-        }
-        _ => {
-            // tantivy appends to these buffers
-            scratch.docs.clear();
-            scratch.rows.clear();
-            column.row_ids_for_docs(docs, &mut scratch.docs, &mut scratch.rows);
-            scratch.values.clear();
-            scratch.values.resize(scratch.rows.len(), T::default());
-            column.values.get_vals(&scratch.rows, &mut scratch.values);
-            let mut position = 0;
-            for (doc, value) in scratch.docs.iter().zip(&scratch.values) {
-                while docs[position] != *doc {
-                    position += 1;
+            ColumnIndex::Full => {
+                values.resize(docs.len(), T::default());
+                column.values.get_vals(docs, values);
+                true
+            }
+            _ => {
+                // tantivy appends to these buffers
+                self.docs.clear();
+                self.rows.clear();
+                column.row_ids_for_docs(docs, &mut self.docs, &mut self.rows);
+                values.resize(self.rows.len(), T::default());
+                column.values.get_vals(&self.rows, values);
+                self.positions.clear();
+                let mut position = 0;
+                for doc in &self.docs {
+                    while docs[position] != *doc {
+                        position += 1;
+                    }
+                    self.positions.push(position as u32);
                 }
-                f(position, *value);
+                false
             }
         }
     }
 }
 
+/// Calls `f(position, value)` for every value of a [`Rows::read`], from one loop: with a single
+/// call site the compiler inlines `f`, which runs once per value of every matching document.
+#[inline]
+fn each<T: Copy>(full: bool, positions: &[u32], values: &[T], mut f: impl FnMut(usize, T)) {
+    for (i, value) in values.iter().enumerate() {
+        let position = if full { i } else { positions[i] as usize };
+        f(position, *value);
+    }
+}
+
 enum NumericColumn {
-    I64(Column<i64>, Scratch<i64>),
-    F64(Column<f64>, Scratch<f64>),
-    Bool(Column<bool>, Scratch<bool>),
+    I64(Column<i64>),
+    F64(Column<f64>),
+    Bool(Column<bool>),
 }
 
 /// A numeric field's values in one segment.
@@ -250,6 +263,11 @@ pub struct NumericValues {
     factor: f64,
     /// Which positions of the current block had at least one value (for `missing`).
     seen: Vec<bool>,
+    rows: Rows,
+    /// The block's values in the form last asked for.
+    raw: Vec<i64>,
+    floats: Vec<f64>,
+    bools: Vec<bool>,
 }
 
 fn open_error(e: tantivy::TantivyError) -> Error {
@@ -264,25 +282,25 @@ impl NumericValues {
                 NumericKind::Double => (
                     fast.column_opt::<f64>(path)
                         .map_err(open_error)?
-                        .map(|c| NumericColumn::F64(c, Scratch::default())),
+                        .map(NumericColumn::F64),
                     1.0,
                 ),
                 NumericKind::Boolean => (
                     fast.column_opt::<bool>(path)
                         .map_err(open_error)?
-                        .map(|c| NumericColumn::Bool(c, Scratch::default())),
+                        .map(NumericColumn::Bool),
                     1.0,
                 ),
                 NumericKind::Scaled(factor) => (
                     fast.column_opt::<i64>(path)
                         .map_err(open_error)?
-                        .map(|c| NumericColumn::I64(c, Scratch::default())),
+                        .map(NumericColumn::I64),
                     *factor,
                 ),
                 NumericKind::Long | NumericKind::Date(_) => (
                     fast.column_opt::<i64>(path)
                         .map_err(open_error)?
-                        .map(|c| NumericColumn::I64(c, Scratch::default())),
+                        .map(NumericColumn::I64),
                     1.0,
                 ),
             },
@@ -292,6 +310,10 @@ impl NumericValues {
             column,
             factor: scale,
             seen: Vec::new(),
+            rows: Rows::default(),
+            raw: Vec::new(),
+            floats: Vec::new(),
+            bools: Vec::new(),
         })
     }
 
@@ -300,27 +322,58 @@ impl NumericValues {
         self.column.is_some()
     }
 
-    /// Every value of the block's docs as `f64` (scaled floats times the inverse of their
-    /// factor).
-    pub fn for_each_f64(&mut self, docs: &[DocId], mut f: impl FnMut(usize, f64)) {
-        let factor = self.factor;
-        match &mut self.column {
-            None => {}
-            Some(NumericColumn::I64(column, scratch)) => {
-                if factor == 1.0 {
-                    for_each_in_column(column, docs, scratch, |p, v| f(p, v as f64));
-                } else {
-                    let inverse = 1.0 / factor;
-                    for_each_in_column(column, docs, scratch, |p, v| f(p, v as f64 * inverse));
-                }
+    /// Reads the block's stored integers (before any scaling) into `self.raw`; see
+    /// [`Rows::read`] for the result. Doubles read as nothing.
+    fn read_raw(&mut self, docs: &[DocId]) -> bool {
+        match &self.column {
+            Some(NumericColumn::I64(column)) => self.rows.read(column, docs, &mut self.raw),
+            Some(NumericColumn::Bool(column)) => {
+                let full = self.rows.read(column, docs, &mut self.bools);
+                self.raw.clear();
+                self.raw.extend(self.bools.iter().map(|b| *b as i64));
+                full
             }
-            Some(NumericColumn::F64(column, scratch)) => {
-                for_each_in_column(column, docs, scratch, f)
-            }
-            Some(NumericColumn::Bool(column, scratch)) => {
-                for_each_in_column(column, docs, scratch, |p, v| f(p, v as i64 as f64))
+            _ => {
+                self.raw.clear();
+                false
             }
         }
+    }
+
+    /// Reads the block's values as `f64` into `self.floats` (scaled floats times the inverse
+    /// of their factor); see [`Rows::read`] for the result.
+    fn read_f64(&mut self, docs: &[DocId]) -> bool {
+        if let Some(NumericColumn::F64(column)) = &self.column {
+            return self.rows.read(column, docs, &mut self.floats);
+        }
+        let full = self.read_raw(docs);
+        self.floats.clear();
+        if self.factor == 1.0 {
+            self.floats.extend(self.raw.iter().map(|v| *v as f64));
+        } else {
+            let inverse = 1.0 / self.factor;
+            self.floats.extend(self.raw.iter().map(|v| *v as f64 * inverse));
+        }
+        full
+    }
+
+    /// Every value of the block's docs as `f64` (scaled floats times the inverse of their
+    /// factor).
+    pub fn for_each_f64(&mut self, docs: &[DocId], f: impl FnMut(usize, f64)) {
+        let full = self.read_f64(docs);
+        each(full, &self.rows.positions, &self.floats, f);
+    }
+
+    /// Whether no document has more than one value in this segment (a missing column has
+    /// none at all).
+    pub fn is_single_valued(&self) -> bool {
+        let cardinality = match &self.column {
+            None => return true,
+            Some(NumericColumn::I64(c)) => c.get_cardinality(),
+            Some(NumericColumn::F64(c)) => c.get_cardinality(),
+            Some(NumericColumn::Bool(c)) => c.get_cardinality(),
+        };
+        cardinality != tantivy::columnar::Cardinality::Multivalued
     }
 
     /// The scaling factor when the column stores integers (long, date, boolean, scaled
@@ -333,16 +386,9 @@ impl NumericValues {
     }
 
     /// Every stored integer of the block's docs, before any scaling.
-    pub fn for_each_raw(&mut self, docs: &[DocId], mut f: impl FnMut(usize, i64)) {
-        match &mut self.column {
-            Some(NumericColumn::I64(column, scratch)) => {
-                for_each_in_column(column, docs, scratch, f)
-            }
-            Some(NumericColumn::Bool(column, scratch)) => {
-                for_each_in_column(column, docs, scratch, |p, v| f(p, v as i64))
-            }
-            _ => {}
-        }
+    pub fn for_each_raw(&mut self, docs: &[DocId], f: impl FnMut(usize, i64)) {
+        let full = self.read_raw(docs);
+        each(full, &self.rows.positions, &self.raw, f);
     }
 
     /// Like [`NumericValues::for_each_f64`], with `missing` standing in for docs without a
@@ -370,35 +416,26 @@ impl NumericValues {
     }
 
     /// Every value as an exact `i64` (long and date fields; other kinds are truncated).
-    pub fn for_each_i64(&mut self, docs: &[DocId], mut f: impl FnMut(usize, i64)) {
-        let factor = self.factor;
-        match &mut self.column {
-            None => {}
-            Some(NumericColumn::I64(column, scratch)) => {
-                if factor == 1.0 {
-                    for_each_in_column(column, docs, scratch, f);
-                } else {
-                    for_each_in_column(column, docs, scratch, |p, v| {
-                        f(p, (v as f64 * (1.0 / factor)) as i64)
-                    });
-                }
+    pub fn for_each_i64(&mut self, docs: &[DocId], f: impl FnMut(usize, i64)) {
+        let full = match &self.column {
+            Some(NumericColumn::I64(_)) if self.factor == 1.0 => self.read_raw(docs),
+            _ => {
+                let full = self.read_f64(docs);
+                self.raw.clear();
+                self.raw.extend(self.floats.iter().map(|v| *v as i64));
+                full
             }
-            Some(NumericColumn::F64(column, scratch)) => {
-                for_each_in_column(column, docs, scratch, |p, v| f(p, v as i64))
-            }
-            Some(NumericColumn::Bool(column, scratch)) => {
-                for_each_in_column(column, docs, scratch, |p, v| f(p, v as i64))
-            }
-        }
+        };
+        each(full, &self.rows.positions, &self.raw, f);
     }
 
     /// Whether a doc has at least one value (docs checked one by one; for `missing`/`exists`).
     pub fn has_value(&self, doc: DocId) -> bool {
         match &self.column {
             None => false,
-            Some(NumericColumn::I64(c, _)) => c.values_for_doc(doc).next().is_some(),
-            Some(NumericColumn::F64(c, _)) => c.values_for_doc(doc).next().is_some(),
-            Some(NumericColumn::Bool(c, _)) => c.values_for_doc(doc).next().is_some(),
+            Some(NumericColumn::I64(c)) => c.values_for_doc(doc).next().is_some(),
+            Some(NumericColumn::F64(c)) => c.values_for_doc(doc).next().is_some(),
+            Some(NumericColumn::Bool(c)) => c.values_for_doc(doc).next().is_some(),
         }
     }
 }
@@ -406,7 +443,8 @@ impl NumericValues {
 /// A keyword field's term ordinals in one segment.
 pub struct KeywordValues {
     column: Option<StrColumn>,
-    ords: Scratch<u64>,
+    rows: Rows,
+    ords: Vec<u64>,
 }
 
 impl KeywordValues {
@@ -417,7 +455,8 @@ impl KeywordValues {
         };
         Ok(KeywordValues {
             column,
-            ords: Scratch::default(),
+            rows: Rows::default(),
+            ords: Vec::new(),
         })
     }
 
@@ -429,7 +468,8 @@ impl KeywordValues {
     /// Every term ordinal of the block's docs.
     pub fn for_each_ord(&mut self, docs: &[DocId], f: impl FnMut(usize, u64)) {
         if let Some(column) = &self.column {
-            for_each_in_column(column.ords(), docs, &mut self.ords, f);
+            let full = self.rows.read(column.ords(), docs, &mut self.ords);
+            each(full, &self.rows.positions, &self.ords, f);
         }
     }
 
