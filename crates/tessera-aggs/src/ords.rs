@@ -100,6 +100,66 @@ impl BucketOrds {
     }
 }
 
+/// What [`IndexOrds::lookup`] answers for an index it has not been told about.
+pub const UNSEEN: u32 = u32::MAX;
+/// An ordinal value callers may store for "no bucket" (an index outside hard bounds).
+pub const NO_BUCKET: u32 = u32::MAX - 1;
+
+/// The most indexes [`IndexOrds`] keeps in its array (64K entries, 256 KiB).
+const MAX_SPAN: i64 = 1 << 16;
+
+/// Ordinals of the buckets of a single parent keyed by a small integer (a histogram's step
+/// number), in an array rather than a hash map: the lookup of the hot loop of a histogram with
+/// sub-aggregations becomes one bounds check and one load. [`BucketOrds`] still hands out the
+/// ordinals; this only remembers them. Indexes too far from the first ones seen are not
+/// remembered (the caller asks [`BucketOrds`] each time), so a sparse histogram cannot blow
+/// the array up.
+#[derive(Default)]
+pub struct IndexOrds {
+    /// The index of `ords[0]`.
+    base: i64,
+    ords: Vec<u32>,
+}
+
+impl IndexOrds {
+    /// The ordinal remembered for `index`, or [`UNSEEN`].
+    #[inline]
+    pub fn lookup(&self, index: i64) -> u32 {
+        let i = index.wrapping_sub(self.base) as u64;
+        if i < self.ords.len() as u64 {
+            self.ords[i as usize]
+        } else {
+            UNSEEN
+        }
+    }
+
+    /// Remembers `ord` for `index` when the array can cover it.
+    pub fn remember(&mut self, index: i64, ord: u32) {
+        if self.ords.is_empty() {
+            self.base = index;
+        }
+        let (low, high) = (self.base.min(index), self.top().max(index));
+        if high.saturating_sub(low) >= MAX_SPAN {
+            return;
+        }
+        if low < self.base {
+            let grow = (self.base - low) as usize;
+            self.ords.splice(0..0, std::iter::repeat_n(UNSEEN, grow));
+            self.base = low;
+        }
+        let i = (index - self.base) as usize;
+        if i >= self.ords.len() {
+            self.ords.resize(i + 1, UNSEEN);
+        }
+        self.ords[i] = ord;
+    }
+
+    /// The highest index the array covers (`base` when empty).
+    fn top(&self) -> i64 {
+        self.base + (self.ords.len() as i64 - 1).max(0)
+    }
+}
+
 /// A growable per-ordinal array of counters or states.
 pub fn slot<T: Default>(values: &mut Vec<T>, ord: u32) -> &mut T {
     let i = ord as usize;
@@ -139,6 +199,31 @@ mod tests {
         assert_eq!(ords.ord(0, 7), 0);
         assert_eq!(ords.ord(3, 7), 0);
         assert_eq!(ords.buckets_of(5), &[(7, 0)]);
+    }
+
+    #[test]
+    fn index_ords_remember_within_their_span_in_both_directions() {
+        let mut ords = IndexOrds::default();
+        assert_eq!(ords.lookup(5), UNSEEN);
+        ords.remember(5, 0);
+        ords.remember(2, 1);
+        ords.remember(9, NO_BUCKET);
+        assert_eq!(
+            (ords.lookup(2), ords.lookup(5), ords.lookup(9)),
+            (1, 0, NO_BUCKET)
+        );
+        assert_eq!(
+            (ords.lookup(3), ords.lookup(1), ords.lookup(10)),
+            (UNSEEN, UNSEEN, UNSEEN)
+        );
+        // too far from what it covers: not remembered, the caller keeps asking BucketOrds
+        ords.remember(2 + MAX_SPAN, 3);
+        ords.remember(9 - MAX_SPAN, 4);
+        assert_eq!(ords.lookup(2 + MAX_SPAN), UNSEEN);
+        assert_eq!(ords.lookup(9 - MAX_SPAN), UNSEEN);
+        ords.remember(i64::MIN, 5);
+        assert_eq!(ords.lookup(i64::MIN), UNSEEN);
+        assert_eq!(ords.lookup(5), 0);
     }
 
     #[test]

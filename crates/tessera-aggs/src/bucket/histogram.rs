@@ -16,7 +16,7 @@ use crate::bucket::range_histogram::{self, RangeHistogramCollector};
 use crate::collector::{Collector, SegmentContext, SortedSegment, SubCollectors};
 use crate::format::ValueFormat;
 use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext};
-use crate::ords::{slot, BucketOrds};
+use crate::ords::{slot, BucketOrds, IndexOrds, NO_BUCKET, UNSEEN};
 use crate::prepare::{AggContext, Factory};
 use crate::request::{
     bool_param, count_param, f64_param, unknown_field, AggKind, AggRequest, ValuesSourceParams,
@@ -214,6 +214,7 @@ impl Factory for HistogramFactory {
             counts: Vec::new(),
             subs,
             doc_keys: Vec::new(),
+            index_ords: IndexOrds::default(),
             single_parent,
         }))
     }
@@ -230,6 +231,8 @@ struct HistogramCollector {
     counts: Vec<u64>,
     subs: SubCollectors,
     doc_keys: Vec<u64>,
+    /// The ordinals of integer step numbers, for the single-valued, single-parent loop.
+    index_ords: IndexOrds,
     single_parent: bool,
 }
 
@@ -326,12 +329,55 @@ impl Collector for HistogramCollector {
             counts,
             subs,
             doc_keys,
+            index_ords,
+            single_parent,
             ..
         } = self;
         let Some(values) = values else {
             return;
         };
         let with_subs = !subs.is_empty();
+        if let (
+            true,
+            true,
+            KeyFn::Numeric {
+                interval,
+                offset,
+                hard_min,
+                hard_max,
+            },
+        ) = (*single_parent, values.is_single_valued(), &*key_fn)
+        {
+            if let Some((step, start)) =
+                integer_steps(values.raw_factor(), *interval, *offset, *missing)
+            {
+                // one value per doc and one parent: no doc can reach a bucket twice, and the
+                // ordinal of a step number comes from an array instead of a hash
+                let (interval, offset, lo, hi) = (*interval, *offset, *hard_min, *hard_max);
+                let divider = StepDivider::new(step, start);
+                values.for_each_raw(docs, |p, raw| {
+                    let index = divider.index(raw);
+                    let mut ord = index_ords.lookup(index);
+                    if ord == UNSEEN {
+                        let key = index as f64 * interval + offset;
+                        ord = if key >= lo && key <= hi {
+                            ords.ord(0, key.to_bits())
+                        } else {
+                            NO_BUCKET
+                        };
+                        index_ords.remember(index, ord);
+                    }
+                    if ord != NO_BUCKET {
+                        *slot(counts, ord) += 1;
+                        if with_subs {
+                            subs.push(docs[p], ord);
+                        }
+                    }
+                });
+                subs.flush();
+                return;
+            }
+        }
         // each (position, key) as it is read: a multi-valued doc counts once per bucket
         let mut previous = u32::MAX;
         let mut add = |position: usize, key: u64| {
@@ -663,6 +709,40 @@ fn floor(x: f64) -> f64 {
     }
 }
 
+/// Step numbers `(raw - start).div_euclid(step)` without a hardware division per value (the
+/// division was the longest link of the histogram's per-document chain). For offsets below
+/// 2^32 and steps in [2, 2^32), the high half of the product with `ceil(2^64 / step)` is the
+/// exact quotient (Lemire, Kaser and Kurz, "Faster remainder by direct computation", 2019);
+/// other values take the division.
+#[derive(Clone, Copy)]
+struct StepDivider {
+    start: i64,
+    step: i64,
+    /// `ceil(2^64 / step)`, or 0 when the multiplication does not apply.
+    magic: u64,
+}
+
+impl StepDivider {
+    fn new(step: i64, start: i64) -> StepDivider {
+        let magic = if (2..=u32::MAX as i64).contains(&step) {
+            (u64::MAX / step as u64) + 1
+        } else {
+            0
+        };
+        StepDivider { start, step, magic }
+    }
+
+    #[inline]
+    fn index(&self, raw: i64) -> i64 {
+        let offset = raw.saturating_sub(self.start);
+        if self.magic != 0 && (0..=u32::MAX as i64).contains(&offset) {
+            ((self.magic as u128 * offset as u128) >> 64) as i64
+        } else {
+            offset.div_euclid(self.step)
+        }
+    }
+}
+
 /// For columns of integers worth `raw × (1 / factor)`, with a whole interval and offset: the
 /// interval and offset in raw units, so that buckets come from integer division (which gives
 /// the same buckets as the floating formula for whole intervals).
@@ -860,6 +940,49 @@ impl InternalDateHistogram {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn step_divider_matches_the_euclidean_division() {
+        let raws = [
+            i64::MIN,
+            -1_000_001,
+            -7,
+            -1,
+            0,
+            1,
+            99,
+            100,
+            101,
+            4_294_967_295,
+            4_294_967_296,
+            u32::MAX as i64 + 17,
+            i64::MAX - 3,
+            i64::MAX,
+        ];
+        let steps = [1, 2, 3, 7, 100, 1000, 65_536, 1 << 31, u32::MAX as i64, 1 << 40];
+        for step in steps {
+            for start in [0, -5, 250, i64::MIN, i64::MAX] {
+                let divider = StepDivider::new(step, start);
+                let mut check = |raw: i64| {
+                    let expected = raw.saturating_sub(start).div_euclid(step);
+                    assert_eq!(divider.index(raw), expected, "raw {raw} step {step} start {start}");
+                };
+                raws.iter().for_each(|raw| check(*raw));
+                // every quotient boundary of the multiplication's range, and pseudo-random offsets
+                let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+                for _ in 0..2000 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let offset = (x % (u32::MAX as u64 + 1)) as i64;
+                    let q = offset / step;
+                    for around in [q * step - 1, q * step, q * step + step - 1, offset] {
+                        check(start.saturating_add(around));
+                    }
+                }
+            }
+        }
+    }
+
     use super::*;
     use crate::request::parse_aggregations;
     use serde_json::json;
