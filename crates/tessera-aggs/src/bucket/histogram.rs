@@ -962,7 +962,7 @@ mod tests {
         for step in steps {
             for start in [0, -5, 250, i64::MIN, i64::MAX] {
                 let divider = StepDivider::new(step, start);
-                let mut check = |raw: i64| {
+                let check = |raw: i64| {
                     let expected = raw.saturating_sub(start).div_euclid(step);
                     assert_eq!(divider.index(raw), expected, "raw {raw} step {step} start {start}");
                 };
