@@ -195,28 +195,27 @@ impl ValueSource {
 struct Rows {
     docs: Vec<DocId>,
     rows: Vec<u32>,
-    /// The position in the block of each value read (sparse columns only).
+    /// The position in the block of each value of the last read.
     positions: Vec<u32>,
+    /// Whether the last read was of a full column (value `i` belongs to position `i`).
+    full: bool,
 }
 
 impl Rows {
     /// Reads every value of the docs of `docs` (ascending) into `values`, a doc's values in
-    /// column order. Returns whether the column is full: value `i` belongs to position `i` of
-    /// `docs`; otherwise to position `self.positions[i]`.
-    fn read<T>(&mut self, column: &Column<T>, docs: &[DocId], values: &mut Vec<T>) -> bool
+    /// column order; [`Rows::positions`] then says which position of `docs` each belongs to.
+    fn read<T>(&mut self, column: &Column<T>, docs: &[DocId], values: &mut Vec<T>)
     where
         T: Copy + PartialOrd + Default + std::fmt::Debug + Send + Sync + 'static,
     {
         values.clear();
+        self.full = false;
         match &column.index {
-            ColumnIndex::Empty { .. } => {
-                self.positions.clear();
-                false
-            }
+            ColumnIndex::Empty { .. } => self.positions.clear(),
             ColumnIndex::Full => {
                 values.resize(docs.len(), T::default());
                 column.values.get_vals(docs, values);
-                true
+                self.full = true;
             }
             _ => {
                 // tantivy appends to these buffers
@@ -233,19 +232,31 @@ impl Rows {
                     }
                     self.positions.push(position as u32);
                 }
-                false
             }
         }
     }
+
+    /// The positions of the values of the last read; `None` for a full column.
+    fn positions(&self) -> Option<&[u32]> {
+        (!self.full).then_some(self.positions.as_slice())
+    }
 }
 
-/// Calls `f(position, value)` for every value of a [`Rows::read`], from one loop: with a single
-/// call site the compiler inlines `f`, which runs once per value of every matching document.
+/// Calls `f(position, value)` for every value of a [`Rows::read`] (`positions` is `None`
+/// after a full column's read: value `i` belongs to position `i`).
 #[inline]
-fn each<T: Copy>(full: bool, positions: &[u32], values: &[T], mut f: impl FnMut(usize, T)) {
-    for (i, value) in values.iter().enumerate() {
-        let position = if full { i } else { positions[i] as usize };
-        f(position, *value);
+fn each<T: Copy>(positions: Option<&[u32]>, values: &[T], mut f: impl FnMut(usize, T)) {
+    match positions {
+        None => {
+            for (position, value) in values.iter().enumerate() {
+                f(position, *value);
+            }
+        }
+        Some(positions) => {
+            for (position, value) in positions.iter().zip(values) {
+                f(*position as usize, *value);
+            }
+        }
     }
 }
 
@@ -322,46 +333,42 @@ impl NumericValues {
         self.column.is_some()
     }
 
-    /// Reads the block's stored integers (before any scaling) into `self.raw`; see
-    /// [`Rows::read`] for the result. Doubles read as nothing.
-    fn read_raw(&mut self, docs: &[DocId]) -> bool {
+    /// Reads the block's stored integers (before any scaling) into `self.raw`, their
+    /// positions into `self.rows`. Doubles read as nothing.
+    fn read_raw(&mut self, docs: &[DocId]) {
         match &self.column {
             Some(NumericColumn::I64(column)) => self.rows.read(column, docs, &mut self.raw),
             Some(NumericColumn::Bool(column)) => {
-                let full = self.rows.read(column, docs, &mut self.bools);
+                self.rows.read(column, docs, &mut self.bools);
                 self.raw.clear();
                 self.raw.extend(self.bools.iter().map(|b| *b as i64));
-                full
             }
-            _ => {
-                self.raw.clear();
-                false
-            }
+            _ => self.raw.clear(),
         }
     }
 
     /// Reads the block's values as `f64` into `self.floats` (scaled floats times the inverse
-    /// of their factor); see [`Rows::read`] for the result.
-    fn read_f64(&mut self, docs: &[DocId]) -> bool {
+    /// of their factor), their positions into `self.rows`.
+    fn read_f64(&mut self, docs: &[DocId]) {
         if let Some(NumericColumn::F64(column)) = &self.column {
             return self.rows.read(column, docs, &mut self.floats);
         }
-        let full = self.read_raw(docs);
+        self.read_raw(docs);
         self.floats.clear();
         if self.factor == 1.0 {
             self.floats.extend(self.raw.iter().map(|v| *v as f64));
         } else {
             let inverse = 1.0 / self.factor;
-            self.floats.extend(self.raw.iter().map(|v| *v as f64 * inverse));
+            self.floats
+                .extend(self.raw.iter().map(|v| *v as f64 * inverse));
         }
-        full
     }
 
     /// Every value of the block's docs as `f64` (scaled floats times the inverse of their
     /// factor).
     pub fn for_each_f64(&mut self, docs: &[DocId], f: impl FnMut(usize, f64)) {
-        let full = self.read_f64(docs);
-        each(full, &self.rows.positions, &self.floats, f);
+        self.read_f64(docs);
+        each(self.rows.positions(), &self.floats, f);
     }
 
     /// Whether no document has more than one value in this segment (a missing column has
@@ -387,8 +394,8 @@ impl NumericValues {
 
     /// Every stored integer of the block's docs, before any scaling.
     pub fn for_each_raw(&mut self, docs: &[DocId], f: impl FnMut(usize, i64)) {
-        let full = self.read_raw(docs);
-        each(full, &self.rows.positions, &self.raw, f);
+        self.read_raw(docs);
+        each(self.rows.positions(), &self.raw, f);
     }
 
     /// Like [`NumericValues::for_each_f64`], with `missing` standing in for docs without a
@@ -417,16 +424,15 @@ impl NumericValues {
 
     /// Every value as an exact `i64` (long and date fields; other kinds are truncated).
     pub fn for_each_i64(&mut self, docs: &[DocId], f: impl FnMut(usize, i64)) {
-        let full = match &self.column {
+        match &self.column {
             Some(NumericColumn::I64(_)) if self.factor == 1.0 => self.read_raw(docs),
             _ => {
-                let full = self.read_f64(docs);
+                self.read_f64(docs);
                 self.raw.clear();
                 self.raw.extend(self.floats.iter().map(|v| *v as i64));
-                full
             }
-        };
-        each(full, &self.rows.positions, &self.raw, f);
+        }
+        each(self.rows.positions(), &self.raw, f);
     }
 
     /// Whether a doc has at least one value (docs checked one by one; for `missing`/`exists`).
@@ -468,8 +474,8 @@ impl KeywordValues {
     /// Every term ordinal of the block's docs.
     pub fn for_each_ord(&mut self, docs: &[DocId], f: impl FnMut(usize, u64)) {
         if let Some(column) = &self.column {
-            let full = self.rows.read(column.ords(), docs, &mut self.ords);
-            each(full, &self.rows.positions, &self.ords, f);
+            self.rows.read(column.ords(), docs, &mut self.ords);
+            each(self.rows.positions(), &self.ords, f);
         }
     }
 
