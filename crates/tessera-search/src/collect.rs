@@ -91,6 +91,22 @@ impl AggFeed<'_> {
         }
     }
 
+    /// Queues ascending docs (following those already queued), a block at a time.
+    fn extend(&mut self, mut docs: &[DocId]) {
+        if self.aggs.is_none() {
+            return;
+        }
+        while !docs.is_empty() {
+            let room = AGG_BLOCK - self.block.len();
+            let (now, later) = docs.split_at(room.min(docs.len()));
+            self.block.extend_from_slice(now);
+            if self.block.len() == AGG_BLOCK {
+                self.flush();
+            }
+            docs = later;
+        }
+    }
+
     fn flush(&mut self) {
         if let Some(aggs) = self.aggs.as_deref_mut() {
             if !self.block.is_empty() {
@@ -284,22 +300,32 @@ impl SliceCollector<'_, '_> {
             if n == 0 {
                 return Ok(Flow::Continue);
             }
+            // the buffer is ascending: the docs of this part are a prefix
+            let within = buffer[..n].partition_point(|doc| *doc < part.docs.end);
+            let docs = &buffer[..within];
             let mut collected = 0u32;
-            for &doc in &buffer[..n] {
-                if doc >= part.docs.end {
-                    return Ok(Flow::Continue);
-                }
-                if alive.is_none_or(|a| a.is_alive(doc)) {
-                    self.result.total += 1;
-                    collected += 1;
-                    self.feed.push(doc);
-                    if let Some(limit) = self.params.terminate_after {
-                        if self.result.total >= limit {
-                            self.result.terminated_early = true;
-                            return Ok(Flow::Stop);
+            if alive.is_none() && self.params.terminate_after.is_none() {
+                // every doc counts: no per-doc checks
+                self.result.total += docs.len() as u64;
+                collected = docs.len() as u32;
+                self.feed.extend(docs);
+            } else {
+                for &doc in docs {
+                    if alive.is_none_or(|a| a.is_alive(doc)) {
+                        self.result.total += 1;
+                        collected += 1;
+                        self.feed.push(doc);
+                        if let Some(limit) = self.params.terminate_after {
+                            if self.result.total >= limit {
+                                self.result.terminated_early = true;
+                                return Ok(Flow::Stop);
+                            }
                         }
                     }
                 }
+            }
+            if within < n {
+                return Ok(Flow::Continue);
             }
             if self.deadline_passed(collected.max(n as u32)) {
                 return Ok(Flow::Stop);
