@@ -197,7 +197,9 @@ struct Rows {
     rows: Vec<u32>,
     /// The position in the block of each value of the last read.
     positions: Vec<u32>,
-    /// Whether the last read was of a full column (value `i` belongs to position `i`).
+    /// 0, 1, 2, ...: the positions of a full column's values, kept between reads.
+    identity: Vec<u32>,
+    /// Whether the last read was of a full column (its positions are `identity`).
     full: bool,
 }
 
@@ -215,6 +217,9 @@ impl Rows {
             ColumnIndex::Full => {
                 values.resize(docs.len(), T::default());
                 column.values.get_vals(docs, values);
+                if self.identity.len() < docs.len() {
+                    self.identity = (0..docs.len() as u32).collect();
+                }
                 self.full = true;
             }
             _ => {
@@ -236,27 +241,23 @@ impl Rows {
         }
     }
 
-    /// The positions of the values of the last read; `None` for a full column.
-    fn positions(&self) -> Option<&[u32]> {
-        (!self.full).then_some(self.positions.as_slice())
+    /// The positions of the values of the last read (at least as many as the values).
+    fn positions(&self) -> &[u32] {
+        if self.full {
+            &self.identity
+        } else {
+            &self.positions
+        }
     }
 }
 
-/// Calls `f(position, value)` for every value of a [`Rows::read`] (`positions` is `None`
-/// after a full column's read: value `i` belongs to position `i`).
+/// Calls `f(position, value)` for every value of a [`Rows::read`], from one loop without
+/// branches or bounds checks: with a single call site the compiler inlines `f`, which runs
+/// once per value of every matching document.
 #[inline]
-fn each<T: Copy>(positions: Option<&[u32]>, values: &[T], mut f: impl FnMut(usize, T)) {
-    match positions {
-        None => {
-            for (position, value) in values.iter().enumerate() {
-                f(position, *value);
-            }
-        }
-        Some(positions) => {
-            for (position, value) in positions.iter().zip(values) {
-                f(*position as usize, *value);
-            }
-        }
+fn each<T: Copy>(positions: &[u32], values: &[T], mut f: impl FnMut(usize, T)) {
+    for (position, value) in positions.iter().zip(values) {
+        f(*position as usize, *value);
     }
 }
 

@@ -958,13 +958,28 @@ mod tests {
             i64::MAX - 3,
             i64::MAX,
         ];
-        let steps = [1, 2, 3, 7, 100, 1000, 65_536, 1 << 31, u32::MAX as i64, 1 << 40];
+        let steps = [
+            1,
+            2,
+            3,
+            7,
+            100,
+            1000,
+            65_536,
+            1 << 31,
+            u32::MAX as i64,
+            1 << 40,
+        ];
         for step in steps {
             for start in [0, -5, 250, i64::MIN, i64::MAX] {
                 let divider = StepDivider::new(step, start);
                 let check = |raw: i64| {
                     let expected = raw.saturating_sub(start).div_euclid(step);
-                    assert_eq!(divider.index(raw), expected, "raw {raw} step {step} start {start}");
+                    assert_eq!(
+                        divider.index(raw),
+                        expected,
+                        "raw {raw} step {step} start {start}"
+                    );
                 };
                 raws.iter().for_each(|raw| check(*raw));
                 // every quotient boundary of the multiplication's range, and pseudo-random offsets
