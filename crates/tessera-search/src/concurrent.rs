@@ -12,12 +12,17 @@
 //!    they match.
 //! 2. A slice must be worth a task: at least [`MIN_WORK_PER_SLICE`] units of work each, so
 //!    cheap queries run on one slice and never pay for a hand-off.
-//! 3. Slices only help on idle cores: the cores not already busy with `search` or
+//! 3. Slices gain CPU only on idle cores: the cores not already busy with `search` or
 //!    `index_searcher` work (the calling thread counts as busy, and runs one slice itself), nor
 //!    with other processes on the machine (the host's CPU use minus Tessera's own, sampled
-//!    every 200 ms). A saturated node therefore degrades to one slice, and a lone heavy query
-//!    gets every idle core.
-//! 4. `max_slice_count` (index, else cluster setting), when set, caps the result.
+//!    every 200 ms). A lone heavy query gets every idle core.
+//! 4. A saturated node (no idle core) gains no CPU from slicing, but a heavy request still
+//!    splits into as many slices as the pool has threads: its slices then queue in arrival
+//!    order behind the earlier requests' instead of every request being time-sliced by the OS
+//!    scheduler at once, which evens out latencies. Measured on 2 cores with 4 clients: the
+//!    same throughput and CPU as one slice, and a p90 6–14% lower on the heavy operations
+//!    (see the README). Cheap and small requests stay on one slice, loaded or not.
+//! 5. `max_slice_count` (index, else cluster setting), when set, caps the result.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -145,7 +150,7 @@ impl SliceExecutor {
         if work == Work::Cheap {
             return 1;
         }
-        auto_slice_count(work, self.idle_cores(), cap)
+        auto_slice_count(work, self.idle_cores(), self.pool.size(), cap)
     }
 
     /// Runs `tasks` — the first on the calling thread, the others on the pool — and returns
@@ -193,11 +198,17 @@ impl SliceExecutor {
     }
 }
 
-/// The `auto` rule as a plain function (see the module docs).
-pub fn auto_slice_count(work: Work, idle_cores: usize, cap: usize) -> usize {
+/// The `auto` rule as a plain function (see the module docs): `pool_threads` is the size of the
+/// `index_searcher` pool, `cap` the `max_slice_count` (0 = none).
+pub fn auto_slice_count(work: Work, idle_cores: usize, pool_threads: usize, cap: usize) -> usize {
     let Work::Docs(docs) = work else { return 1 };
     let worth = (docs / MIN_WORK_PER_SLICE).max(1) as usize;
-    let mut slices = worth.min(idle_cores + 1);
+    let mut slices = if idle_cores == 0 {
+        // saturated: queue behind earlier requests on the pool rather than time-share
+        worth.min(pool_threads.max(1))
+    } else {
+        worth.min(idle_cores + 1)
+    };
     if cap > 0 {
         slices = slices.min(cap);
     }
@@ -236,17 +247,22 @@ mod tests {
     #[test]
     fn auto_rule() {
         // cheap requests and small work: one slice
-        assert_eq!(auto_slice_count(Work::Cheap, 15, 0), 1);
-        assert_eq!(auto_slice_count(Work::Docs(50_000), 15, 0), 1);
+        assert_eq!(auto_slice_count(Work::Cheap, 15, 32, 0), 1);
+        assert_eq!(auto_slice_count(Work::Docs(50_000), 15, 32, 0), 1);
         // a lone heavy query gets the idle cores (plus the caller's)
-        assert_eq!(auto_slice_count(Work::Docs(2_000_000), 15, 0), 16);
-        assert_eq!(auto_slice_count(Work::Docs(2_000_000), 1, 0), 2);
-        // a saturated node degrades to one slice
-        assert_eq!(auto_slice_count(Work::Docs(2_000_000), 0, 0), 1);
+        assert_eq!(auto_slice_count(Work::Docs(2_000_000), 15, 32, 0), 16);
+        assert_eq!(auto_slice_count(Work::Docs(2_000_000), 1, 32, 0), 2);
+        // a saturated node queues a heavy request's slices on the pool, one per thread...
+        assert_eq!(auto_slice_count(Work::Docs(2_000_000), 0, 4, 0), 4);
+        assert_eq!(auto_slice_count(Work::Docs(2_000_000), 0, 32, 0), 20);
+        // ...but cheap and small requests stay on one slice
+        assert_eq!(auto_slice_count(Work::Cheap, 0, 4, 0), 1);
+        assert_eq!(auto_slice_count(Work::Docs(150_000), 0, 4, 0), 1);
         // the cap wins
-        assert_eq!(auto_slice_count(Work::Docs(2_000_000), 15, 3), 3);
+        assert_eq!(auto_slice_count(Work::Docs(2_000_000), 15, 32, 3), 3);
+        assert_eq!(auto_slice_count(Work::Docs(2_000_000), 0, 4, 3), 3);
         // slices stay worth a task
-        assert_eq!(auto_slice_count(Work::Docs(250_000), 15, 0), 2);
+        assert_eq!(auto_slice_count(Work::Docs(250_000), 15, 32, 0), 2);
     }
 
     #[test]
