@@ -14,6 +14,7 @@
 
 use std::time::Instant;
 
+use tantivy::fastfield::AliveBitSet;
 use tantivy::query::{Scorer, Weight};
 use tantivy::{DocId, DocSet, SegmentReader, COLLECT_BLOCK_BUFFER_LEN, TERMINATED};
 use tessera_aggs::{SliceAggregator, SortedSegment};
@@ -333,6 +334,31 @@ impl SliceCollector<'_, '_> {
         }
     }
 
+    /// Counts the matches after the scorer's current doc, up to the total hits threshold.
+    fn count_on(
+        &mut self,
+        scorer: &mut dyn Scorer,
+        alive: Option<&AliveBitSet>,
+        part: &SegmentPart,
+    ) -> Flow {
+        let threshold = self.params.total_hits_threshold;
+        let mut doc = scorer.advance();
+        while doc != TERMINATED && doc < part.docs.end {
+            if alive.is_none_or(|a| a.is_alive(doc)) {
+                self.result.total += 1;
+                if self.result.total > threshold {
+                    self.result.total_is_lower_bound = true;
+                    return Flow::Stop;
+                }
+            }
+            if self.deadline_passed(1) {
+                return Flow::Stop;
+            }
+            doc = scorer.advance();
+        }
+        Flow::Continue
+    }
+
     /// Doc at a time: scores, `min_score`, `post_filter`, hits and aggregations.
     fn collect_docs(&mut self, reader: &SegmentReader, part: &SegmentPart) -> Result<Flow> {
         let params = self.params;
@@ -424,6 +450,9 @@ impl SliceCollector<'_, '_> {
                                 } as u64;
                                 return Ok(Flow::Continue);
                             }
+                            // the top hits are known (later docs only tie, and lose): count on
+                            // to the threshold without scoring or building hits
+                            return Ok(self.count_on(scorer.as_mut(), alive, part));
                         }
                     }
                 }
