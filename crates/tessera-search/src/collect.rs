@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use tantivy::fastfield::AliveBitSet;
-use tantivy::query::{Scorer, Weight};
+use tantivy::query::{ConstScorer, Scorer, Weight};
 use tantivy::{DocId, DocSet, SegmentReader, COLLECT_BLOCK_BUFFER_LEN, TERMINATED};
 use tessera_aggs::{SliceAggregator, SortedSegment};
 use tessera_common::{Error, Result};
@@ -24,6 +24,7 @@ use tessera_query::compile::ColumnFilter;
 
 use crate::hits::{HitSort, QueryResult, ShardHit, TopK};
 use crate::slice::{SegmentPart, Slice};
+use crate::sort::SortField;
 use crate::sort_keys::SegmentSortKeys;
 
 /// What a slice collector needs to know about the request.
@@ -49,6 +50,8 @@ pub struct CollectParams<'a> {
     /// nothing but aggregations is collected: aggregations that can count from the column's
     /// sorted values then skip the documents (see [`tessera_aggs::SortedSegment`]).
     pub column_filter: Option<&'a ColumnFilter>,
+    /// The query matches every live document (`match_all`).
+    pub matches_all: bool,
 }
 
 const DEADLINE_CHECK_INTERVAL: u32 = 4096;
@@ -66,6 +69,33 @@ pub fn doc_bases(snapshot: &ShardSnapshot) -> Vec<u64> {
         next += readers[ord as usize].max_doc() as u64;
     }
     bases
+}
+
+/// Ascending doc ids as a `DocSet` (the candidates of a narrowed sort).
+struct CandidateDocs {
+    docs: Vec<DocId>,
+    cursor: usize,
+}
+
+impl CandidateDocs {
+    fn new(docs: Vec<DocId>) -> CandidateDocs {
+        CandidateDocs { docs, cursor: 0 }
+    }
+}
+
+impl DocSet for CandidateDocs {
+    fn advance(&mut self) -> DocId {
+        self.cursor = (self.cursor + 1).min(self.docs.len());
+        self.doc()
+    }
+
+    fn doc(&self) -> DocId {
+        self.docs.get(self.cursor).copied().unwrap_or(TERMINATED)
+    }
+
+    fn size_hint(&self) -> u32 {
+        (self.docs.len() - self.cursor) as u32
+    }
 }
 
 /// Why a slice stopped before its last part.
@@ -388,7 +418,16 @@ impl SliceCollector<'_, '_> {
             ),
             None => None,
         };
-        let mut scorer = self.scorer(reader, part)?;
+        let candidates = match &keys {
+            Some(keys) if whole_segment && !aggregating => self.top_candidates(keys, reader)?,
+            _ => None,
+        };
+        let total_before = self.result.total;
+        let narrowed = candidates.is_some();
+        let mut scorer: Box<dyn Scorer> = match candidates {
+            Some(docs) => Box::new(ConstScorer::new(CandidateDocs::new(docs), 1.0)),
+            None => self.scorer(reader, part)?,
+        };
         let alive = reader.alive_bitset();
         let mut doc = scorer.doc();
         while doc != TERMINATED && doc < part.docs.end {
@@ -462,6 +501,66 @@ impl SliceCollector<'_, '_> {
             }
             doc = scorer.advance();
         }
+        if narrowed {
+            // every live document matched; only the candidates were visited
+            self.result.total = total_before + reader.num_docs() as u64;
+        }
         Ok(Flow::Continue)
+    }
+
+    /// The only documents of a whole segment that can make the top hits of a `match_all`
+    /// sorted by an integer field (see [`SegmentSortKeys::top_candidates`]), when nothing but
+    /// the hits and their count is asked for.
+    fn top_candidates(
+        &self,
+        keys: &SegmentSortKeys,
+        reader: &SegmentReader,
+    ) -> Result<Option<Vec<DocId>>> {
+        let params = self.params;
+        let HitSort::Fields { fields, .. } = params.sort else {
+            return Ok(None);
+        };
+        let Some(SortField::Field { field, .. }) = fields.first() else {
+            return Ok(None);
+        };
+        if !params.matches_all
+            || params.scoring
+            || params.search_after.is_some()
+            || params.post_filter.is_some()
+            || params.min_score.is_some()
+            || params.terminate_after.is_some()
+        {
+            return Ok(None);
+        }
+        let Some(sorted) = self.snapshot.sorted.get(reader, field)? else {
+            return Ok(None);
+        };
+        // documents without a value would sort by `missing`: only when every one has a value
+        if sorted.values.len() != reader.num_docs() as usize {
+            return Ok(None);
+        }
+        Ok(keys.top_candidates(
+            params.k,
+            &sorted.values,
+            reader.max_doc(),
+            reader.num_deleted_docs(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidate_docs_walk_their_ids_then_stay_terminated() {
+        let mut docs = CandidateDocs::new(vec![3, 7, 20]);
+        assert_eq!((docs.doc(), docs.size_hint()), (3, 3));
+        assert_eq!(docs.advance(), 7);
+        assert_eq!(docs.seek(15), 20);
+        assert_eq!(docs.advance(), TERMINATED);
+        assert_eq!(docs.advance(), TERMINATED);
+        assert_eq!(docs.size_hint(), 0);
+        assert_eq!(CandidateDocs::new(Vec::new()).doc(), TERMINATED);
     }
 }

@@ -38,6 +38,8 @@ pub struct QueryPhase {
     pub cancelled: Arc<AtomicBool>,
     /// The query as a column filter, when only aggregations are collected (see `collect`).
     pub column_filter: Option<ColumnFilter>,
+    /// The query matches every live document.
+    pub matches_all: bool,
 }
 
 /// What one slice produced, and how long it took.
@@ -71,6 +73,7 @@ impl QueryPhase {
             shard_index: self.shard_index,
             post_filter: self.post_filter.as_deref(),
             column_filter: self.column_filter.as_ref(),
+            matches_all: self.matches_all,
         }
     }
 

@@ -19,6 +19,7 @@ use crate::query_phase::{PhaseOutcome, QueryPhase};
 use tessera_common::{Error, Result};
 use tessera_index::shard::SEARCH_IDLE_AFTER_MILLIS;
 use tessera_index::{IndexService, ShardSnapshot};
+use tessera_query::compile::ColumnFilter;
 use tessera_query::{compile, CompileContext};
 
 use crate::fetch::{fetch_docs, FetchSpec, FetchedDoc};
@@ -361,6 +362,10 @@ impl ShardSearcher for LocalShard {
             )?)),
             None => None,
         };
+        let matches_all = matches!(
+            tessera_query::compile::column_filter(&search.query, &ctx),
+            Ok(Some(ColumnFilter::All))
+        );
         // only aggregations collected, from a query this simple: they may count from columns
         let column_filter = if prepared.is_some()
             && k == 0
@@ -390,6 +395,7 @@ impl ShardSearcher for LocalShard {
             aggs: prepared.clone(),
             cancelled: request.cancelled.clone(),
             column_filter,
+            matches_all,
         });
         let slice_count = self.slice_count(&phase, &meta, search);
         let slices = plan_shard_slices(&snapshot, slice_count);

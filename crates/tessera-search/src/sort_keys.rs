@@ -4,7 +4,7 @@ use std::net::Ipv6Addr;
 
 use serde_json::Value;
 use tantivy::columnar::{Column, StrColumn};
-use tantivy::SegmentReader;
+use tantivy::{DocId, SegmentReader};
 use tessera_common::{Error, Result};
 use tessera_mapping::{FieldTable, LeafField, LeafKind};
 
@@ -307,6 +307,67 @@ impl SegmentSortKeys {
             std::cmp::Ordering::Equal => lead.sole,
             std::cmp::Ordering::Less => false,
         }
+    }
+
+    /// The documents of the segment that can be among its `k` best by the lead sort field, in
+    /// doc order, when that field is an integer column (`sorted`: its values, one per live
+    /// document, ascending). The k-th best value bounds the top k, and the column's range scan
+    /// finds the documents at least that good without reading documents one by one, as
+    /// OpenSearch skips by its points index. `None` when that does not narrow anything.
+    pub fn top_candidates(
+        &self,
+        k: usize,
+        sorted: &[i64],
+        max_doc: u32,
+        deleted: u32,
+    ) -> Option<Vec<DocId>> {
+        let lead = self.lead.as_ref()?;
+        let Reader::I64 {
+            column: Some(column),
+            ..
+        } = &self.readers.first()?.reader
+        else {
+            return None;
+        };
+        if k == 0 || sorted.len() <= k {
+            return None;
+        }
+        let (better, kth) = match lead.spec.order {
+            Order::Asc => {
+                let kth = sorted[k - 1];
+                (kth.checked_sub(1).map(|below| i64::MIN..=below), kth)
+            }
+            Order::Desc => {
+                let kth = sorted[sorted.len() - k];
+                (kth.checked_add(1).map(|above| above..=i64::MAX), kth)
+            }
+        };
+        let mut docs = Vec::new();
+        if !lead.sole {
+            // later sort fields decide between documents tied with the k-th value: keep them all
+            let all = match lead.spec.order {
+                Order::Asc => i64::MIN..=kth,
+                Order::Desc => kth..=i64::MAX,
+            };
+            column.get_docids_for_value_range(all, 0..max_doc, &mut docs);
+            return Some(docs);
+        }
+        // the sole sort field: ties go to the first documents, so of those tied with the k-th
+        // value only the first few can make it (plus as many as there are deleted documents,
+        // which the range scan still returns)
+        if let Some(better) = better {
+            column.get_docids_for_value_range(better, 0..max_doc, &mut docs);
+        }
+        let better_live = match lead.spec.order {
+            Order::Asc => sorted.partition_point(|v| *v < kth),
+            Order::Desc => sorted.len() - sorted.partition_point(|v| *v <= kth),
+        };
+        let mut ties = Vec::new();
+        column.get_docids_for_value_range(kth..=kth, 0..max_doc, &mut ties);
+        ties.truncate(k - better_live + deleted as usize);
+        docs.extend(ties);
+        docs.sort_unstable();
+        Some(docs)
     }
 
     /// The sort values of `doc` (with `score`).

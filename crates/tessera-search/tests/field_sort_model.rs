@@ -5,6 +5,11 @@
 //! slices. A second sort field, where ties on the first decide nothing, is checked the same
 //! way on the pair of values.
 //!
+//! A `match_all` sorted by an integer field whose every live document has a value visits only
+//! the documents whose value can make the top (see `SegmentSortKeys::top_candidates`): checked
+//! against the model, and hit for hit (ids included, so ties keep index order) against the
+//! same request with a `post_filter`, which takes the visit-everything path.
+//!
 //! Reproduce a failure with `TESSERA_PROP_SEED=<seed> cargo test -p tessera-search --test
 //! field_sort_model`.
 
@@ -112,6 +117,58 @@ fn numeric_field_sorts_return_the_best_values() {
                     got, want,
                     "seed {seed}, {name}, layout {layout}, request {body}"
                 );
+            }
+        }
+    }
+}
+
+#[test]
+fn match_all_sorts_by_an_integer_column_visit_only_candidates() {
+    let engine = Engine::new();
+    for seed in seeds(0x50_28, 4) {
+        let mut rng = Rng::new(seed);
+        let docs = rng.usize(50, 400);
+        let shards = *rng.pick(&[1, 3]);
+        let plan = LayoutPlan::random(&mut rng, docs, shards);
+        let layout = format!("{plan:?}");
+        let mut t = TestIndex::build(&mut rng, plan);
+        let field = *rng.pick(&["n", "price", "ts"]);
+        // every live document keeps a value (the deleted ones stay in their segments)
+        t.delete_unless(|d| value(d, field).is_some());
+        let targets = engine.targets(&t.index);
+        for _ in 0..20 {
+            let asc = rng.chance(0.5);
+            let mut fields = vec![(field, asc)];
+            if rng.chance(0.3) {
+                fields.push(("x", rng.chance(0.5)));
+            }
+            let size = *rng.pick(&[1usize, 3, 10, 40, 1000]);
+            let sort: Vec<Value> = fields
+                .iter()
+                .map(|(f, asc)| json!({ *f: {"order": if *asc { "asc" } else { "desc" }, "missing": "_last"} }))
+                .collect();
+            let body = json!({"query": {"match_all": {}}, "sort": sort, "size": size});
+            let mut everything = body.clone();
+            everything["post_filter"] = json!({"match_all": {}});
+            let sole = fields.len() == 1;
+            for (name, concurrency) in [("none".to_string(), mode_none())]
+                .into_iter()
+                .chain(sliced_modes())
+            {
+                let got = engine.search(&targets, &body, concurrency);
+                let reference = engine.search(&targets, &everything, concurrency);
+                assert_eq!(
+                    got["hits"], reference["hits"],
+                    "seed {seed}, {name}, layout {layout}, request {body}"
+                );
+                if sole {
+                    let want = expected(&t, &Filter::All, &fields, size);
+                    assert_eq!(
+                        actual(&got),
+                        want,
+                        "seed {seed}, {name}, layout {layout}, request {body}"
+                    );
+                }
             }
         }
     }

@@ -232,6 +232,7 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                     shard_index,
                     post_filter: None,
                     column_filter: None,
+                    matches_all: false,
                 };
                 let mut aggregator = run.prepared.slice_aggregator().expect("slice aggregator");
                 let hits = collect_slice(

@@ -708,6 +708,18 @@ impl TestIndex {
         }
     }
 
+    /// Deletes every live document `keep` refuses, then refreshes.
+    pub fn delete_unless(&mut self, keep: impl Fn(&Doc) -> bool) {
+        let ops: Vec<Op> = self
+            .live
+            .values()
+            .filter(|d| !keep(d))
+            .map(|d| Op::Delete(d.id.clone()))
+            .collect();
+        self.apply(ops);
+        self.index.refresh().expect("refresh");
+    }
+
     /// The segment layout actually on disk: per shard, `max_doc(-deleted)` of each segment in
     /// index order.
     pub fn layout(&self) -> String {
