@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tantivy::columnar::ColumnIndex;
+use tantivy::columnar::{Column, ColumnIndex};
 use tantivy::index::SegmentId;
 use tantivy::{DocId, SegmentReader};
 use tessera_common::{Error, Result};
@@ -20,12 +20,31 @@ use tessera_common::{Error, Result};
 /// The sorted values of one field's live documents in one segment.
 #[derive(Debug)]
 pub struct SortedValues {
-    /// Ascending; one entry per live document that has a value.
+    /// Ascending; one entry per live document that has a value: the values of an integer
+    /// column, or the [`float_key`]s of a float column.
     pub values: Vec<i64>,
+    /// Whether `values` are float keys (read them with [`key_float`]).
+    pub floats: bool,
+}
+
+/// An `i64` that orders like `value` does (by IEEE total order: -0.0 before 0.0, NaNs at the
+/// ends), so float columns sort and search like integer ones.
+pub fn float_key(value: f64) -> i64 {
+    let bits = value.to_bits() as i64;
+    if bits < 0 {
+        bits ^ i64::MAX
+    } else {
+        bits
+    }
+}
+
+/// The float whose [`float_key`] is `key`.
+pub fn key_float(key: i64) -> f64 {
+    f64::from_bits((if key < 0 { key ^ i64::MAX } else { key }) as u64)
 }
 
 impl SortedValues {
-    /// How many values lie in `[low, high]`.
+    /// How many values lie in `[low, high]` (in the units of `values`).
     pub fn count_in(&self, low: i64, high: i64) -> u64 {
         if low > high {
             return 0;
@@ -79,20 +98,44 @@ impl SortedColumns {
 }
 
 fn build(segment: &SegmentReader, field: &str) -> Result<Option<SortedValues>> {
-    let column = segment
-        .fast_fields()
-        .column_opt::<i64>(field)
-        .map_err(|e| Error::internal("open a column to sort", e))?;
-    let Some(column) = column else {
-        return Ok(None);
-    };
+    let fast = segment.fast_fields();
+    let open = |e| Error::internal("open a column to sort", e);
+    if let Some(column) = fast.column_opt::<i64>(field).map_err(open)? {
+        return Ok(
+            live_sorted(segment, &column, |v| v).map(|values| SortedValues {
+                values,
+                floats: false,
+            }),
+        );
+    }
+    if let Some(column) = fast.column_opt::<f64>(field).map_err(open)? {
+        return Ok(
+            live_sorted(segment, &column, float_key).map(|values| SortedValues {
+                values,
+                floats: true,
+            }),
+        );
+    }
+    Ok(None)
+}
+
+/// The live documents' values of a single-valued column as keys, ascending; `None` for a
+/// multi-valued column.
+fn live_sorted<T>(
+    segment: &SegmentReader,
+    column: &Column<T>,
+    key: fn(T) -> i64,
+) -> Option<Vec<i64>>
+where
+    T: PartialOrd + Copy + Default + std::fmt::Debug + Send + Sync + 'static,
+{
     if matches!(column.index, ColumnIndex::Multivalued(_)) {
-        return Ok(None);
+        return None;
     }
     let alive = segment.alive_bitset();
     let max_doc = segment.max_doc();
     let mut values = Vec::with_capacity(segment.num_docs() as usize);
-    let mut block = vec![None; 4096];
+    let mut block = [None; 4096];
     let mut docs: Vec<DocId> = Vec::with_capacity(4096);
     let mut start = 0;
     while start < max_doc {
@@ -105,14 +148,14 @@ fn build(segment: &SegmentReader, field: &str) -> Result<Option<SortedValues>> {
         for (doc, value) in docs.iter().zip(block.iter()) {
             if let Some(value) = value {
                 if alive.is_none_or(|a| a.is_alive(*doc)) {
-                    values.push(*value);
+                    values.push(key(*value));
                 }
             }
         }
         start = end;
     }
     values.sort_unstable();
-    Ok(Some(SortedValues { values }))
+    Some(values)
 }
 
 #[cfg(test)]
@@ -120,6 +163,25 @@ mod tests {
     use super::*;
     use tantivy::schema::{Schema, FAST, STRING};
     use tantivy::{doc, Index, IndexWriter, Term};
+
+    #[test]
+    fn float_keys_order_like_the_floats_and_read_back() {
+        let floats = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -2.5,
+            -0.0,
+            0.0,
+            1e-300,
+            2.5,
+            f64::INFINITY,
+        ];
+        let keys: Vec<i64> = floats.iter().map(|f| float_key(*f)).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        for f in floats {
+            assert_eq!(key_float(float_key(f)).to_bits(), f.to_bits());
+        }
+    }
 
     #[test]
     fn sorted_live_values_answer_range_counts() {

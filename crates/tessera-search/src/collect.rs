@@ -273,7 +273,7 @@ impl SliceCollector<'_, '_> {
                 if fields.iter().any(|f| f != field) {
                     return Ok(false);
                 }
-                let Some(values) = sorted.get(reader, field)? else {
+                let Some(values) = sorted.get(reader, field)?.filter(|v| !v.floats) else {
                     return Ok(false);
                 };
                 (*low, *high, values.count_in(*low, *high))
@@ -281,7 +281,7 @@ impl SliceCollector<'_, '_> {
         };
         let mut columns = Vec::with_capacity(fields.len());
         for field in &fields {
-            match sorted.get(reader, field)? {
+            match sorted.get(reader, field)?.filter(|v| !v.floats) {
                 Some(values) => columns.push((field, values)),
                 None => return Ok(false),
             }
@@ -541,7 +541,7 @@ impl SliceCollector<'_, '_> {
         }
         Ok(keys.top_candidates(
             params.k,
-            &sorted.values,
+            &sorted,
             reader.max_doc(),
             reader.num_deleted_docs(),
         ))
