@@ -23,6 +23,16 @@ use crate::request::{SearchRequest, TrackTotalHits};
 use crate::shard::{ShardQueryResult, ShardRequest, ShardSearcher};
 use crate::sort::render_sort_value;
 
+/// The `(segment, doc)` of a shard's hits `from..k` (its sorted best `k`): with a single shard,
+/// the final page.
+fn page_docs(hits: &[crate::hits::ShardHit], from: usize, k: usize) -> Vec<(u32, u32)> {
+    hits.iter()
+        .take(k)
+        .skip(from)
+        .map(|h| (h.segment_ord, h.doc))
+        .collect()
+}
+
 /// Response options from URL parameters.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ResponseOptions {
@@ -194,14 +204,40 @@ pub async fn search(
     }
     let skipped = total_shards - active.len();
 
-    // query phase
+    let spec = Arc::new(FetchSpec {
+        source: request.source.clone(),
+        stored_fields: request.stored_fields,
+        docvalue_fields: request.docvalue_fields.clone(),
+        fields: request.fields.clone(),
+        version: request.version,
+        seq_no_primary_term: request.seq_no_primary_term,
+        explain: request.explain,
+        highlight: request.highlight.clone(),
+        query: request.highlight.as_ref().map(|_| request.query.clone()),
+    });
+    let k = request.from + request.size;
+
+    // query phase; with a single shard its page is the final one, so the same task fetches it
+    // right away (OpenSearch's single-shard "query and fetch"), sparing a round on the pool
+    let single = active.len() == 1 && request.size > 0;
     let mut pending = Vec::with_capacity(active.len());
     for (shard_index, shard) in &active {
         let shard = shard.clone();
         let req = shard_request(*shard_index);
-        pending.push(pool.submit(move || shard.query(&req)));
+        let spec = spec.clone();
+        let from = request.from;
+        pending.push(pool.submit(move || {
+            let result = shard.query(&req)?;
+            let prefetched = single.then(|| {
+                let docs = page_docs(&result.result.hits, from, k);
+                let fetched = shard.fetch(&result.context, &docs, &spec);
+                (docs, fetched)
+            });
+            Ok((result, prefetched))
+        }));
     }
     let mut results: Vec<(usize, Arc<dyn ShardSearcher>, ShardQueryResult)> = Vec::new();
+    let mut prefetched = None;
     let mut failures: Vec<(Arc<dyn ShardSearcher>, Error)> = Vec::new();
     for ((shard_index, shard), handle) in active.iter().zip(pending) {
         let outcome = match handle {
@@ -209,7 +245,10 @@ pub async fn search(
             Err(e) => Err(e),
         };
         match outcome {
-            Ok(result) => results.push((*shard_index, shard.clone(), result)),
+            Ok((result, fetched)) => {
+                results.push((*shard_index, shard.clone(), result));
+                prefetched = fetched.map(|f| (*shard_index, f));
+            }
             Err(error) => failures.push((shard.clone(), error)),
         }
     }
@@ -225,7 +264,6 @@ pub async fn search(
 
     // reduce
     let sort = HitSort::new(request.sort.clone());
-    let k = request.from + request.size;
     let numeric_sorts = results[0].2.numeric_sorts.clone();
     let contexts: BTreeMap<usize, (Arc<dyn ShardSearcher>, crate::shard::ReaderContext)> = results
         .iter()
@@ -259,23 +297,22 @@ pub async fn search(
     let page: Vec<_> = reduced.hits.iter().skip(request.from).cloned().collect();
 
     // fetch phase: only the final page
-    let spec = Arc::new(FetchSpec {
-        source: request.source.clone(),
-        stored_fields: request.stored_fields,
-        docvalue_fields: request.docvalue_fields.clone(),
-        fields: request.fields.clone(),
-        version: request.version,
-        seq_no_primary_term: request.seq_no_primary_term,
-        explain: request.explain,
-        highlight: request.highlight.clone(),
-        query: request.highlight.as_ref().map(|_| request.query.clone()),
-    });
     let mut by_shard: BTreeMap<usize, Vec<(u32, u32)>> = BTreeMap::new();
     for hit in &page {
         by_shard
             .entry(hit.shard_index as usize)
             .or_default()
             .push((hit.segment_ord, hit.doc));
+    }
+    let mut fetched: BTreeMap<usize, std::vec::IntoIter<crate::fetch::FetchedDoc>> =
+        BTreeMap::new();
+    // a single shard's page, already fetched with its query (when it is that page; a failed
+    // early fetch is done again here, to fail in this phase)
+    if let Some((shard_index, (docs, Ok(early)))) = prefetched {
+        if by_shard.get(&shard_index) == Some(&docs) {
+            by_shard.remove(&shard_index);
+            fetched.insert(shard_index, early.into_iter());
+        }
     }
     let mut fetches = Vec::new();
     for (shard_index, docs) in &by_shard {
@@ -287,8 +324,6 @@ pub async fn search(
             pool.submit(move || shard.fetch(&context, &docs, &spec))?,
         ));
     }
-    let mut fetched: BTreeMap<usize, std::vec::IntoIter<crate::fetch::FetchedDoc>> =
-        BTreeMap::new();
     for (shard_index, handle) in fetches {
         fetched.insert(shard_index, handle.await?.into_iter());
     }
