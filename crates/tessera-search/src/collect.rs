@@ -489,6 +489,15 @@ impl SliceCollector<'_, '_> {
                                 } as u64;
                                 return Ok(Flow::Continue);
                             }
+                            if params.matches_all && whole_segment {
+                                // every live document matches: the segment counts at once
+                                self.result.total = total_before + reader.num_docs() as u64;
+                                if self.result.total > params.total_hits_threshold {
+                                    self.result.total_is_lower_bound = true;
+                                    return Ok(Flow::Stop);
+                                }
+                                return Ok(Flow::Continue);
+                            }
                             // the top hits are known (later docs only tie, and lose): count on
                             // to the threshold without scoring or building hits
                             return Ok(self.count_on(scorer.as_mut(), alive, part));
