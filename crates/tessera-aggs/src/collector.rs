@@ -63,6 +63,13 @@ pub trait Collector: Send {
     /// `segment.field`).
     fn collect_sorted(&mut self, _segment: &SortedSegment) {}
 
+    /// Counts the current segment from its terms dictionary instead of its documents, when
+    /// every document of the segment matches and none is deleted (a term's document frequency
+    /// is then its bucket's count). False, with nothing counted, when the collector cannot.
+    fn collect_from_dictionary(&mut self, _segment: &SegmentReader) -> Result<bool> {
+        Ok(false)
+    }
+
     /// Called after the last document of a segment.
     fn finish_segment(&mut self) -> Result<()> {
         Ok(())
@@ -122,6 +129,15 @@ impl SubCollectors {
             if collector.sorted_field() == Some(segment.field) {
                 collector.collect_sorted(segment);
             }
+        }
+    }
+
+    /// Counts the segment from its terms dictionary (see [`Collector::collect_from_dictionary`])
+    /// when there is a single collector, which either counts all of it or nothing.
+    pub fn collect_from_dictionary(&mut self, segment: &SegmentReader) -> Result<bool> {
+        match self.collectors.as_mut_slice() {
+            [(_, only)] => only.collect_from_dictionary(segment),
+            _ => Ok(false),
         }
     }
 

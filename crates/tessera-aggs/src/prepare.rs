@@ -220,6 +220,12 @@ impl SliceAggregator {
         self.top.collect_sorted(segment)
     }
 
+    /// Counts the current segment from its terms dictionary, when every document of it
+    /// matches and none is deleted (see [`Collector::collect_from_dictionary`]).
+    pub fn collect_from_dictionary(&mut self, segment: &SegmentReader) -> Result<bool> {
+        self.top.collect_from_dictionary(segment)
+    }
+
     /// Ends the current segment.
     pub fn finish_segment(&mut self) -> Result<()> {
         self.top.finish_segment()

@@ -241,7 +241,7 @@ impl SliceCollector<'_, '_> {
     fn collect_part(&mut self, reader: &SegmentReader, part: &SegmentPart) -> Result<Flow> {
         let params = self.params;
         let whole_segment = part.docs.start == 0 && part.docs.end >= reader.max_doc();
-        if whole_segment && self.collect_sorted(reader)? {
+        if whole_segment && (self.collect_sorted(reader)? || self.count_from_dictionary(reader)?) {
             return Ok(Flow::Continue);
         }
         let plain = params.min_score.is_none() && !params.scoring && params.post_filter.is_none();
@@ -295,6 +295,22 @@ impl SliceCollector<'_, '_> {
             });
         }
         self.result.total += matched;
+        Ok(true)
+    }
+
+    /// A whole segment of a match-all without deletions, counted by the aggregation from the
+    /// field's terms dictionary (document frequencies), as OpenSearch counts a match-all
+    /// `terms` aggregation; false when documents must be visited.
+    fn count_from_dictionary(&mut self, reader: &SegmentReader) -> Result<bool> {
+        let (Some(ColumnFilter::All), Some(aggs)) =
+            (self.params.column_filter, self.feed.aggs.as_deref_mut())
+        else {
+            return Ok(false);
+        };
+        if reader.num_deleted_docs() > 0 || !aggs.collect_from_dictionary(reader)? {
+            return Ok(false);
+        }
+        self.result.total += reader.num_docs() as u64;
         Ok(true)
     }
 

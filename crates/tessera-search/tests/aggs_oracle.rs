@@ -30,6 +30,9 @@
 //!   of the bucket under the requested sort (ties may come in any order), with their model
 //!   `_source` (filtered as requested) and `sort` values.
 //!
+//! A lone `terms` aggregation under a `match_all` counts segments without deletions from the
+//! field's terms dictionary instead of its documents: checked on its own against the model.
+//!
 //! Reproduce with `TESSERA_PROP_SEED=<seed> cargo test -p tessera-search --test aggs_oracle`.
 
 mod common;
@@ -38,8 +41,9 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::{
-    base_millis, iso_millis, mode_all, mode_none, month_start, next_month, percent_key, seeds, Doc,
-    Engine, Filter, LayoutPlan, Rng, TestIndex, COLORS, DATE_SPAN_DAYS, DAY_MS, FLOAT_REL,
+    base_millis, iso_millis, mode_all, mode_none, month_start, next_month, percent_key, seeds,
+    sliced_modes, Doc, Engine, Filter, LayoutPlan, Rng, TestIndex, COLORS, DATE_SPAN_DAYS, DAY_MS,
+    FLOAT_REL,
 };
 use serde_json::{json, Map, Value};
 use tessera_aggs::metric::cardinality::{mix64, murmur3_x64_128};
@@ -1551,4 +1555,50 @@ fn aggregations_equal_the_model() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+#[test]
+fn match_all_terms_counted_from_the_dictionary_equal_the_model() {
+    let engine = Engine::new();
+    for seed in seeds(0xD1C7, 4) {
+        let mut rng = Rng::new(seed);
+        let shards = if rng.chance(0.5) { 1 } else { 3 };
+        let docs = rng.usize(100, 800);
+        let plan = LayoutPlan::random(&mut rng, docs, shards);
+        let t = TestIndex::build(&mut rng, plan);
+        let targets = engine.targets(&t.index);
+        for field in ["user", "color"] {
+            let mut want: BTreeMap<String, u64> = BTreeMap::new();
+            for doc in t.live.values() {
+                let distinct: BTreeSet<String> = doc.keywords(field).into_iter().collect();
+                for key in distinct {
+                    *want.entry(key).or_default() += 1;
+                }
+            }
+            let body =
+                json!({"size": 0, "aggs": {"t": {"terms": {"field": field, "size": 10000}}}});
+            for (name, settings) in [("none".to_string(), mode_none())]
+                .into_iter()
+                .chain(sliced_modes())
+            {
+                let response = engine.search(&targets, &body, settings);
+                let got: BTreeMap<String, u64> = response["aggregations"]["t"]["buckets"]
+                    .as_array()
+                    .expect("buckets")
+                    .iter()
+                    .map(|b| {
+                        let key = b["key"].as_str().expect("key").to_string();
+                        (key, b["doc_count"].as_u64().expect("doc_count"))
+                    })
+                    .collect();
+                let context = format!("seed {seed}, {name}, {}, field {field}", t.describe());
+                assert_eq!(got, want, "{context}");
+                assert_eq!(
+                    response["hits"]["total"]["value"],
+                    json!(t.live.len()),
+                    "{context}"
+                );
+            }
+        }
+    }
 }

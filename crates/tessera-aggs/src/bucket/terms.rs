@@ -13,7 +13,7 @@ use std::sync::Arc;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use tantivy::DocId;
+use tantivy::{DocId, SegmentReader};
 use tessera_common::murmur3::murmur3_x86_32;
 use tessera_common::{Error, Result};
 
@@ -964,6 +964,54 @@ impl Collector for DictionaryTerms {
         }
         self.register_shard_terms()?;
         self.common.set_segment(segment)
+    }
+
+    fn collect_from_dictionary(&mut self, segment: &SegmentReader) -> Result<bool> {
+        let (true, Some(values), Some(counts), ValueSource::Keyword { path }) = (
+            self.dense_segment,
+            &self.keyword,
+            self.dense.as_mut(),
+            &self.source,
+        ) else {
+            return Ok(false);
+        };
+        let schema = segment.schema();
+        let Ok(field) = schema.get_field(path) else {
+            return Ok(false);
+        };
+        if !schema.get_field_entry(field).is_indexed() {
+            return Ok(false);
+        }
+        let what = "read the terms of an aggregation field";
+        let postings = segment
+            .inverted_index(field)
+            .map_err(|e| Error::internal(what, e))?;
+        let mut terms = postings
+            .terms()
+            .stream()
+            .map_err(|e| Error::internal(what, e))?;
+        // both dictionaries are sorted: walk them together, each column term's count being
+        // its document frequency; a column term without postings leaves the documents to count
+        let mut found = vec![0u64; counts.len()];
+        let mut complete = true;
+        let mut more = terms.advance();
+        values.for_each_term(|ord, term| {
+            while more && terms.key() < term {
+                more = terms.advance();
+            }
+            match (more && terms.key() == term, found.get_mut(ord as usize)) {
+                (true, Some(count)) => *count = terms.value().doc_freq as u64,
+                _ => complete = false,
+            }
+        })?;
+        if !complete {
+            return Ok(false);
+        }
+        counts
+            .iter_mut()
+            .zip(found)
+            .for_each(|(count, n)| *count += n);
+        Ok(true)
     }
 
     fn collect(&mut self, docs: &[DocId], parents: &[u32]) {
