@@ -63,6 +63,12 @@ pub trait Collector: Send {
     /// `segment.field`).
     fn collect_sorted(&mut self, _segment: &SortedSegment) {}
 
+    /// The keyword field whose terms dictionary can count this collector's segments (see
+    /// [`Collector::collect_from_dictionary`]; single-valued segments without deletions).
+    fn dictionary_field(&self) -> Option<&str> {
+        None
+    }
+
     /// Counts the current segment from its terms dictionary instead of its documents, when
     /// every document of the segment matches and none is deleted (a term's document frequency
     /// is then its bucket's count). False, with nothing counted, when the collector cannot.
@@ -129,6 +135,14 @@ impl SubCollectors {
             if collector.sorted_field() == Some(segment.field) {
                 collector.collect_sorted(segment);
             }
+        }
+    }
+
+    /// The field a lone collector can count segments from by its terms dictionary.
+    pub fn dictionary_field(&self) -> Option<String> {
+        match self.collectors.as_slice() {
+            [(_, only)] => only.dictionary_field().map(String::from),
+            _ => None,
         }
     }
 

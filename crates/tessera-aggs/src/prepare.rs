@@ -153,6 +153,12 @@ impl PreparedAggs {
         self.slice_aggregator().ok()?.sorted_fields()
     }
 
+    /// The field whose terms dictionary can count every segment of a match-all (single-valued,
+    /// without deletions) for these aggregations, if any.
+    pub fn dictionary_field(&self) -> Option<String> {
+        self.slice_aggregator().ok()?.top.dictionary_field()
+    }
+
     /// A fresh set of collectors for one slice.
     pub fn slice_aggregator(&self) -> Result<SliceAggregator> {
         let collectors = self

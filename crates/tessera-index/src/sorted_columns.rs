@@ -23,6 +23,9 @@ pub struct SortedValues {
     /// Ascending; one entry per live document that has a value: the values of an integer
     /// column, or the [`float_key`]s of a float column.
     pub values: Vec<i64>,
+    /// The document of each value (ascending among equal values): the best `k` documents of
+    /// a sort by this field are then a slice away.
+    pub docs: Vec<DocId>,
     /// Whether `values` are float keys (read them with [`key_float`]).
     pub floats: bool,
 }
@@ -102,16 +105,18 @@ fn build(segment: &SegmentReader, field: &str) -> Result<Option<SortedValues>> {
     let open = |e| Error::internal("open a column to sort", e);
     if let Some(column) = fast.column_opt::<i64>(field).map_err(open)? {
         return Ok(
-            live_sorted(segment, &column, |v| v).map(|values| SortedValues {
+            live_sorted(segment, &column, |v| v).map(|(values, docs)| SortedValues {
                 values,
+                docs,
                 floats: false,
             }),
         );
     }
     if let Some(column) = fast.column_opt::<f64>(field).map_err(open)? {
         return Ok(
-            live_sorted(segment, &column, float_key).map(|values| SortedValues {
+            live_sorted(segment, &column, float_key).map(|(values, docs)| SortedValues {
                 values,
+                docs,
                 floats: true,
             }),
         );
@@ -119,13 +124,14 @@ fn build(segment: &SegmentReader, field: &str) -> Result<Option<SortedValues>> {
     Ok(None)
 }
 
-/// The live documents' values of a single-valued column as keys, ascending; `None` for a
-/// multi-valued column.
+/// The live documents' values of a single-valued column as keys, ascending, with their
+/// documents; `None` for a multi-valued column.
+#[allow(clippy::type_complexity)]
 fn live_sorted<T>(
     segment: &SegmentReader,
     column: &Column<T>,
     key: fn(T) -> i64,
-) -> Option<Vec<i64>>
+) -> Option<(Vec<i64>, Vec<DocId>)>
 where
     T: PartialOrd + Copy + Default + std::fmt::Debug + Send + Sync + 'static,
 {
@@ -134,7 +140,7 @@ where
     }
     let alive = segment.alive_bitset();
     let max_doc = segment.max_doc();
-    let mut values = Vec::with_capacity(segment.num_docs() as usize);
+    let mut pairs: Vec<(i64, DocId)> = Vec::with_capacity(segment.num_docs() as usize);
     let mut block = [None; 4096];
     let mut docs: Vec<DocId> = Vec::with_capacity(4096);
     let mut start = 0;
@@ -148,14 +154,14 @@ where
         for (doc, value) in docs.iter().zip(block.iter()) {
             if let Some(value) = value {
                 if alive.is_none_or(|a| a.is_alive(*doc)) {
-                    values.push(key(*value));
+                    pairs.push((key(*value), *doc));
                 }
             }
         }
         start = end;
     }
-    values.sort_unstable();
-    Some(values)
+    pairs.sort_unstable();
+    Some(pairs.into_iter().unzip())
 }
 
 #[cfg(test)]
@@ -206,6 +212,7 @@ mod tests {
         let columns = SortedColumns::default();
         let sorted = columns.get(segment, "n").unwrap().unwrap();
         assert_eq!(sorted.values, vec![3, 3, 9, 12]);
+        assert_eq!(sorted.docs, vec![1, 3, 0, 4]);
         assert_eq!(sorted.count_in(3, 9), 3);
         assert_eq!(sorted.count_in(10, 5), 0);
         assert!(columns.get(segment, "m").unwrap().is_none(), "multi-valued");

@@ -564,12 +564,7 @@ impl SliceCollector<'_, '_> {
         if sorted.values.len() != reader.num_docs() as usize {
             return Ok(None);
         }
-        Ok(keys.top_candidates(
-            params.k,
-            &sorted,
-            reader.max_doc(),
-            reader.num_deleted_docs(),
-        ))
+        Ok(keys.top_candidates(params.k, &sorted))
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
+use tantivy::columnar::{Cardinality, ColumnIndex};
 use tantivy::query::Weight;
 use tessera_aggs::{InternalAggregations, PreparedAggs};
 use tessera_common::Result;
@@ -18,6 +19,7 @@ use crate::collect::{collect_slice, CollectParams};
 use crate::concurrent::{cancelled_error, SliceExecutor, Work};
 use crate::hits::{reduce, HitSort, QueryResult, ShardHit};
 use crate::slice::Slice;
+use crate::sort::SortField;
 
 /// Everything a slice needs, owned so slices can run on pool threads.
 pub struct QueryPhase {
@@ -82,14 +84,22 @@ impl QueryPhase {
     fn is_cheap(&self) -> bool {
         let plain = self.min_score.is_none() && !self.scoring && self.post_filter.is_none();
         if let Some(aggs) = &self.aggs {
-            // aggregations counted from sorted columns visit no documents
+            // aggregations counted from sorted columns or a terms dictionary visit no documents
             return match (&self.column_filter, aggs.sorted_fields()) {
                 (Some(ColumnFilter::All), Some(_)) => true,
                 (Some(ColumnFilter::Range { field, .. }), Some(fields)) => {
                     fields.iter().all(|f| f == field)
                 }
+                (Some(ColumnFilter::All), None) => aggs
+                    .dictionary_field()
+                    .is_some_and(|field| self.every_segment_counts_from_dictionary(&field)),
                 _ => false,
             };
+        }
+
+        // a match-all sorted by a numeric column takes its top from the sorted copies
+        if self.sorts_from_candidates() {
+            return true;
         }
         let counts_in_bulk = self.k == 0 && plain;
         let first_hits = self.constant_score
@@ -99,6 +109,59 @@ impl QueryPhase {
             && self.terminate_after.is_none()
             && self.post_filter.is_none();
         counts_in_bulk || first_hits
+    }
+
+    /// Whether every segment is single-valued in `field` and has no deletions, so that
+    /// `collect` counts it from the terms dictionary.
+    fn every_segment_counts_from_dictionary(&self, field: &str) -> bool {
+        self.snapshot
+            .searcher
+            .segment_readers()
+            .iter()
+            .all(|reader| {
+                reader.num_deleted_docs() == 0
+                    && match reader.fast_fields().str(field) {
+                        Ok(Some(column)) => {
+                            column.ords().get_cardinality() != Cardinality::Multivalued
+                        }
+                        Ok(None) => true,
+                        Err(_) => false,
+                    }
+            })
+    }
+
+    /// Whether the hits are a `match_all` sorted by a numeric column that every document of
+    /// every segment has, whose top `collect` takes from the segments' sorted copies.
+    fn sorts_from_candidates(&self) -> bool {
+        let HitSort::Fields { fields, .. } = &self.sort else {
+            return false;
+        };
+        let Some(SortField::Field { field, .. }) = fields.first() else {
+            return false;
+        };
+        if !self.matches_all
+            || self.k == 0
+            || self.scoring
+            || self.search_after.is_some()
+            || self.post_filter.is_some()
+            || self.min_score.is_some()
+            || self.terminate_after.is_some()
+        {
+            return false;
+        }
+        self.snapshot
+            .searcher
+            .segment_readers()
+            .iter()
+            .all(|reader| {
+                let fast = reader.fast_fields();
+                let full = |index: &ColumnIndex| matches!(index, ColumnIndex::Full);
+                match (fast.column_opt::<i64>(field), fast.column_opt::<f64>(field)) {
+                    (Ok(Some(column)), _) => full(&column.index),
+                    (_, Ok(Some(column))) => full(&column.index),
+                    _ => false,
+                }
+            })
     }
 
     /// The work estimate `auto` decides with: tantivy's cost of driving the query over each

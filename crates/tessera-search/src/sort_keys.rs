@@ -1,6 +1,5 @@
 //! Reading a document's sort values in one segment (from fast-field columns).
 
-use std::fmt::Debug;
 use std::net::Ipv6Addr;
 
 use serde_json::Value;
@@ -312,92 +311,49 @@ impl SegmentSortKeys {
     }
 
     /// The documents of the segment that can be among its `k` best by the lead sort field, in
-    /// doc order, when that field is a numeric column (`sorted`: its values, one per live
-    /// document, ascending). The k-th best value bounds the top k, and the column's range scan
-    /// finds the documents at least that good without reading documents one by one, as
-    /// OpenSearch skips by its points index. `None` when that does not narrow anything.
-    pub fn top_candidates(
-        &self,
-        k: usize,
-        sorted: &SortedValues,
-        max_doc: u32,
-        deleted: u32,
-    ) -> Option<Vec<DocId>> {
+    /// doc order, when that field is a numeric column whose sorted values (with their
+    /// documents, ascending among equal values) are in `sorted`: those better than the k-th
+    /// value and, of those tied with it, the first few when the field is the only sort field
+    /// (ties go to the first documents), or all of them when later fields decide. OpenSearch
+    /// skips by its points index the same way. `None` when that does not narrow anything.
+    pub fn top_candidates(&self, k: usize, sorted: &SortedValues) -> Option<Vec<DocId>> {
         let lead = self.lead.as_ref()?;
+        let numeric = match &self.readers.first()?.reader {
+            Reader::I64 { column, .. } => column.is_some() && !sorted.floats,
+            Reader::F64 { column } => column.is_some() && sorted.floats,
+            _ => false,
+        };
         let values = &sorted.values;
-        if k == 0 || values.len() <= k {
+        if !numeric || k == 0 || values.len() <= k {
             return None;
         }
-        let (kth_key, better_live) = match lead.spec.order {
-            Order::Asc => {
-                let kth = values[k - 1];
-                (kth, values.partition_point(|v| *v < kth))
-            }
-            Order::Desc => {
-                let kth = values[values.len() - k];
-                (kth, values.len() - values.partition_point(|v| *v <= kth))
-            }
+        let kth = match lead.spec.order {
+            Order::Asc => values[k - 1],
+            Order::Desc => values[values.len() - k],
         };
-        // of the documents tied with the k-th value, with a sole sort field only the first
-        // few can make it (ties go to the first documents), plus as many as there are deleted
-        // documents, which the range scan still returns
-        let ties = lead.sole.then_some(k - better_live + deleted as usize);
-        let asc = lead.spec.order == Order::Asc;
-        match (&self.readers.first()?.reader, sorted.floats) {
-            (
-                Reader::I64 {
-                    column: Some(column),
-                    ..
-                },
-                false,
-            ) => {
-                let better = if asc {
-                    kth_key.checked_sub(1).map(|below| i64::MIN..=below)
-                } else {
-                    kth_key.checked_add(1).map(|above| above..=i64::MAX)
-                };
-                Some(candidates(
-                    column,
-                    kth_key,
-                    better,
-                    asc,
-                    ties,
-                    better_live,
-                    max_doc,
-                ))
+        if sorted.floats {
+            // float keys order -0.0 before 0.0 and NaNs at the ends; the sort may not
+            let (low, high) = (key_float(values[0]), key_float(values[values.len() - 1]));
+            let both_zeros = values.binary_search(&float_key(-0.0)).is_ok()
+                && values.binary_search(&float_key(0.0)).is_ok();
+            if low.is_nan() || high.is_nan() || (key_float(kth) == 0.0 && both_zeros) {
+                return None;
             }
-            (
-                Reader::F64 {
-                    column: Some(column),
-                },
-                true,
-            ) => {
-                let (low, high) = (key_float(values[0]), key_float(values[values.len() - 1]));
-                let kth = key_float(kth_key);
-                // the column's range scan cannot tell -0.0 from 0.0 (the sort can), nor
-                // compare NaNs
-                let both_zeros = values.binary_search(&float_key(-0.0)).is_ok()
-                    && values.binary_search(&float_key(0.0)).is_ok();
-                if low.is_nan() || high.is_nan() || (kth == 0.0 && both_zeros) {
-                    return None;
-                }
-                let better = if asc {
-                    f64::NEG_INFINITY..=kth.next_down()
-                } else {
-                    kth.next_up()..=f64::INFINITY
-                };
-                Some(candidates(
-                    column,
-                    kth,
-                    Some(better),
-                    asc,
-                    ties,
-                    better_live,
-                    max_doc,
-                ))
-            }
-            _ => None,
         }
+        let run = values.partition_point(|v| *v < kth)..values.partition_point(|v| *v <= kth);
+        let mut docs: Vec<DocId> = match lead.spec.order {
+            Order::Asc => sorted.docs[..run.start].to_vec(),
+            Order::Desc => sorted.docs[run.end..].to_vec(),
+        };
+        let tied = &sorted.docs[run];
+        let keep = if lead.sole {
+            (k - docs.len()).min(tied.len())
+        } else {
+            tied.len()
+        };
+        docs.extend_from_slice(&tied[..keep]);
+        docs.sort_unstable();
+        Some(docs)
     }
 
     /// The sort values of `doc` (with `score`).
@@ -407,51 +363,6 @@ impl SegmentSortKeys {
             .map(|r| r.value(doc, score))
             .collect()
     }
-}
-
-/// The documents of `column` with a value better than `kth` (`better`, skipped when no live
-/// document is better) and, of those tied with it, all or (`ties`) the first few, in doc order.
-fn candidates<T>(
-    column: &Column<T>,
-    kth: T,
-    better: Option<std::ops::RangeInclusive<T>>,
-    asc: bool,
-    ties: Option<usize>,
-    better_live: usize,
-    max_doc: u32,
-) -> Vec<DocId>
-where
-    T: PartialOrd + Copy + Debug + Send + Sync + 'static,
-{
-    let mut docs = Vec::new();
-    let Some(keep) = ties else {
-        // later sort fields decide between documents tied with the k-th value: keep them all
-        let (low, high) = match &better {
-            Some(better) if asc => (*better.start(), kth),
-            Some(better) => (kth, *better.end()),
-            None => (kth, kth),
-        };
-        column.get_docids_for_value_range(low..=high, 0..max_doc, &mut docs);
-        return docs;
-    };
-    if let Some(better) = better.filter(|_| better_live > 0) {
-        column.get_docids_for_value_range(better, 0..max_doc, &mut docs);
-    }
-    // the first `keep` ties, scanning doc ranges that double until they are found (a common
-    // value, such as a zero tip, is found in the first few thousand documents)
-    let (mut start, mut chunk, mut found) = (0u32, 4096u32, Vec::new());
-    let mut tied = 0;
-    while tied < keep && start < max_doc {
-        let end = start.saturating_add(chunk).min(max_doc);
-        column.get_docids_for_value_range(kth..=kth, start..end, &mut found);
-        let take = found.len().min(keep - tied);
-        docs.extend_from_slice(&found[..take]);
-        tied += take;
-        start = end;
-        chunk = chunk.saturating_mul(2);
-    }
-    docs.sort_unstable();
-    docs
 }
 
 /// A scaled_float's value as OpenSearch's field data computes it: the stored integer times the

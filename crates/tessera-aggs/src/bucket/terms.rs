@@ -966,6 +966,13 @@ impl Collector for DictionaryTerms {
         self.common.set_segment(segment)
     }
 
+    fn dictionary_field(&self) -> Option<&str> {
+        match (&self.source, &self.dense) {
+            (ValueSource::Keyword { path }, Some(_)) => Some(path),
+            _ => None,
+        }
+    }
+
     fn collect_from_dictionary(&mut self, segment: &SegmentReader) -> Result<bool> {
         let (true, Some(values), Some(counts), ValueSource::Keyword { path }) = (
             self.dense_segment,
