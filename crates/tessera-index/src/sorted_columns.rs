@@ -1,9 +1,12 @@
-//! Sorted copies of single-valued integer columns (dates, longs, scaled floats), per segment.
+//! Sorted copies of single-valued numeric columns (dates, longs, scaled floats, doubles), per
+//! segment.
 //!
 //! OpenSearch counts date histogram buckets under a range query without visiting documents,
 //! by asking its points tree how many values fall in each bucket. A segment's live values,
 //! sorted, answer the same question with two binary searches per bucket: such "how many values
 //! in [a, b)" questions then cost microseconds instead of a scan of every matching document.
+//! Each value keeps its document, so the best `k` documents of a sort by the field are a slice
+//! of the copy, as OpenSearch's points give them.
 //!
 //! The sorted copy of a field is built the first time a search asks for it (one read of the
 //! column and a sort) and kept while the segment and its deletions stay the same; refreshes
