@@ -557,6 +557,9 @@ impl SliceCollector<'_, '_> {
         {
             return Ok(None);
         }
+        if !keys.numeric_lead() {
+            return Ok(None);
+        }
         let Some(sorted) = self.snapshot.sorted.get(reader, field)? else {
             return Ok(None);
         };

@@ -310,6 +310,19 @@ impl SegmentSortKeys {
         }
     }
 
+    /// Whether the first sort field is one number per document read from a numeric column
+    /// (the sorts [`SegmentSortKeys::top_candidates`] can narrow).
+    pub fn numeric_lead(&self) -> bool {
+        self.lead.is_some()
+            && matches!(
+                self.readers.first().map(|r| &r.reader),
+                Some(Reader::I64 {
+                    column: Some(_),
+                    ..
+                }) | Some(Reader::F64 { column: Some(_) })
+            )
+    }
+
     /// The documents of the segment that can be among its `k` best by the lead sort field, in
     /// doc order, when that field is a numeric column whose sorted values (with their
     /// documents, ascending among equal values) are in `sorted`: those better than the k-th
