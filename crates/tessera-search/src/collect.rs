@@ -71,6 +71,28 @@ pub fn doc_bases(snapshot: &ShardSnapshot) -> Vec<u64> {
     bases
 }
 
+impl CollectParams<'_> {
+    /// The sort field when the hits are a `match_all` sorted first by a field and nothing but
+    /// the hits and their count is asked for: the requests whose top a segment's sorted copy
+    /// of that field can give (see [`SegmentSortKeys::top_candidates`]).
+    pub fn candidate_sort_field(&self) -> Option<&str> {
+        let HitSort::Fields { fields, .. } = self.sort else {
+            return None;
+        };
+        let Some(SortField::Field { field, .. }) = fields.first() else {
+            return None;
+        };
+        let plain = self.matches_all
+            && self.k > 0
+            && !self.scoring
+            && self.search_after.is_none()
+            && self.post_filter.is_none()
+            && self.min_score.is_none()
+            && self.terminate_after.is_none();
+        plain.then_some(field.as_str())
+    }
+}
+
 /// Ascending doc ids as a `DocSet` (the candidates of a narrowed sort).
 struct CandidateDocs {
     docs: Vec<DocId>,
@@ -534,7 +556,7 @@ impl SliceCollector<'_, '_> {
     }
 
     /// The only documents of a whole segment that can make the top hits of a `match_all`
-    /// sorted by an integer field (see [`SegmentSortKeys::top_candidates`]), when nothing but
+    /// sorted by a numeric field (see [`SegmentSortKeys::top_candidates`]), when nothing but
     /// the hits and their count is asked for.
     fn top_candidates(
         &self,
@@ -542,21 +564,9 @@ impl SliceCollector<'_, '_> {
         reader: &SegmentReader,
     ) -> Result<Option<Vec<DocId>>> {
         let params = self.params;
-        let HitSort::Fields { fields, .. } = params.sort else {
+        let Some(field) = params.candidate_sort_field() else {
             return Ok(None);
         };
-        let Some(SortField::Field { field, .. }) = fields.first() else {
-            return Ok(None);
-        };
-        if !params.matches_all
-            || params.scoring
-            || params.search_after.is_some()
-            || params.post_filter.is_some()
-            || params.min_score.is_some()
-            || params.terminate_after.is_some()
-        {
-            return Ok(None);
-        }
         if !keys.numeric_lead() {
             return Ok(None);
         }

@@ -19,7 +19,6 @@ use crate::collect::{collect_slice, CollectParams};
 use crate::concurrent::{cancelled_error, SliceExecutor, Work};
 use crate::hits::{reduce, HitSort, QueryResult, ShardHit};
 use crate::slice::Slice;
-use crate::sort::SortField;
 
 /// Everything a slice needs, owned so slices can run on pool threads.
 pub struct QueryPhase {
@@ -96,7 +95,6 @@ impl QueryPhase {
                 _ => false,
             };
         }
-
         // a match-all sorted by a numeric column takes its top from the sorted copies
         if self.sorts_from_candidates() {
             return true;
@@ -133,22 +131,10 @@ impl QueryPhase {
     /// Whether the hits are a `match_all` sorted by a numeric column that every document of
     /// every segment has, whose top `collect` takes from the segments' sorted copies.
     fn sorts_from_candidates(&self) -> bool {
-        let HitSort::Fields { fields, .. } = &self.sort else {
+        let params = self.params();
+        let Some(field) = params.candidate_sort_field() else {
             return false;
         };
-        let Some(SortField::Field { field, .. }) = fields.first() else {
-            return false;
-        };
-        if !self.matches_all
-            || self.k == 0
-            || self.scoring
-            || self.search_after.is_some()
-            || self.post_filter.is_some()
-            || self.min_score.is_some()
-            || self.terminate_after.is_some()
-        {
-            return false;
-        }
         self.snapshot
             .searcher
             .segment_readers()

@@ -331,13 +331,10 @@ impl SegmentSortKeys {
     /// skips by its points index the same way. `None` when that does not narrow anything.
     pub fn top_candidates(&self, k: usize, sorted: &SortedValues) -> Option<Vec<DocId>> {
         let lead = self.lead.as_ref()?;
-        let numeric = match &self.readers.first()?.reader {
-            Reader::I64 { column, .. } => column.is_some() && !sorted.floats,
-            Reader::F64 { column } => column.is_some() && sorted.floats,
-            _ => false,
-        };
+        // the copy's keys must be of the column's kind: floats for a double, else integers
+        let floats = matches!(self.readers.first()?.reader, Reader::F64 { .. });
         let values = &sorted.values;
-        if !numeric || k == 0 || values.len() <= k {
+        if !self.numeric_lead() || floats != sorted.floats || k == 0 || values.len() <= k {
             return None;
         }
         let kth = match lead.spec.order {
