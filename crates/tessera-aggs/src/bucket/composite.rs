@@ -35,9 +35,7 @@ use crate::format::{Formatter, ValueFormat};
 use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext, ShardFinish};
 use crate::prepare::{AggContext, Factory};
 use crate::request::{int_param, string_param, unknown_field, AggKind, AggRequest};
-use crate::values::{
-    ip_to_string, Accepts, IpValues, KeywordValues, NumericKind, NumericValues, ValueSource,
-};
+use crate::values::{ip_to_string, Accepts, AnyValues, NumericKind, ValueSource};
 
 const AGG: &str = "composite";
 
@@ -851,9 +849,8 @@ impl Factory for CompositeFactory {
 /// One source's readers in one slice.
 struct SourceState {
     spec: SourceSpec,
-    keyword: Option<KeywordValues>,
-    numeric: Option<NumericValues>,
-    ip: Option<IpValues>,
+    /// The source's values in the current segment.
+    values: AnyValues,
     /// Segment ordinal → the term (keyword fields), resolved on first use.
     segment_terms: Vec<Option<Arc<str>>>,
     text: String,
@@ -866,9 +863,7 @@ impl SourceState {
     fn new(spec: SourceSpec) -> SourceState {
         SourceState {
             spec,
-            keyword: None,
-            numeric: None,
-            ip: None,
+            values: AnyValues::Unmapped,
             segment_terms: Vec::new(),
             text: String::new(),
             pairs: Vec::new(),
@@ -877,21 +872,11 @@ impl SourceState {
     }
 
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
-        match &self.spec.source {
-            ValueSource::Keyword { .. } => {
-                let values = KeywordValues::open(&self.spec.source, segment.reader)?;
-                self.segment_terms.clear();
-                self.segment_terms.resize(values.num_terms(), None);
-                self.keyword = Some(values);
-            }
-            ValueSource::Ip { .. } => {
-                self.ip = Some(IpValues::open(&self.spec.source, segment.reader)?)
-            }
-            ValueSource::Numeric { .. } => {
-                self.numeric = Some(NumericValues::open(&self.spec.source, segment.reader)?)
-            }
-            // range fields are refused by `ValueSource::resolve` for this aggregation
-            ValueSource::Unmapped | ValueSource::Range(_) => {}
+        // range fields are refused by `ValueSource::resolve` for this aggregation
+        self.values = AnyValues::open(&self.spec.source, segment.reader)?;
+        if let AnyValues::Keyword(values) = &self.values {
+            self.segment_terms.clear();
+            self.segment_terms.resize(values.num_terms(), None);
         }
         Ok(())
     }
@@ -905,13 +890,13 @@ impl SourceState {
             ValueKind::Keyword => {
                 let mut ords = std::mem::take(&mut self.ords);
                 ords.clear();
-                if let Some(values) = &mut self.keyword {
+                if let AnyValues::Keyword(values) = &mut self.values {
                     values.for_each_ord(docs, |p, ord| ords.push((p as u32, ord)));
                 }
                 for &(p, ord) in &ords {
                     let slot = &mut self.segment_terms[ord as usize];
                     if slot.is_none() {
-                        if let Some(values) = &self.keyword {
+                        if let AnyValues::Keyword(values) = &self.values {
                             let _ = values.term(ord, &mut self.text);
                         }
                         *slot = Some(Arc::from(self.text.as_str()));
@@ -923,12 +908,12 @@ impl SourceState {
                 self.ords = ords;
             }
             ValueKind::Ip => {
-                if let Some(values) = &mut self.ip {
+                if let AnyValues::Ip(values) = &mut self.values {
                     values.for_each(docs, |p, ip| pairs.push((p as u32, Val::P(u128::from(ip)))));
                 }
             }
             ValueKind::Long => {
-                if let Some(values) = &mut self.numeric {
+                if let AnyValues::Numeric(values) = &mut self.values {
                     match (&mut self.spec.rounding, self.spec.histogram) {
                         (Some(rounding), _) => values.for_each_i64(docs, |p, v| {
                             pairs.push((p as u32, Val::I(rounding.round(v))))
@@ -944,7 +929,7 @@ impl SourceState {
                 }
             }
             ValueKind::Double => {
-                if let Some(values) = &mut self.numeric {
+                if let AnyValues::Numeric(values) = &mut self.values {
                     match (&mut self.spec.rounding, self.spec.histogram) {
                         (Some(rounding), _) => values.for_each_f64(docs, |p, v| {
                             pairs.push((p as u32, Val::I(rounding.round(v as i64))))

@@ -34,9 +34,7 @@ use crate::prepare::{AggContext, Factory};
 use crate::request::{
     bool_param, int_param, string_param, unknown_field, AggRequest, ValuesSourceParams,
 };
-use crate::values::{
-    ip_to_string, Accepts, IpValues, KeywordValues, NumericKind, NumericValues, ValueSource,
-};
+use crate::values::{ip_to_string, Accepts, AnyValues, NumericKind, ValueSource};
 
 const AGG: &str = "multi_terms";
 
@@ -417,9 +415,8 @@ const EXCLUDED: u32 = u32::MAX - 1;
 /// One field's readers and dictionary in one slice.
 struct FieldState {
     spec: SourceSpec,
-    keyword: Option<KeywordValues>,
-    numeric: Option<NumericValues>,
-    ip: Option<IpValues>,
+    /// The source's values in the current segment.
+    values: AnyValues,
     terms: Vec<String>,
     term_ids: HashMap<String, u32>,
     ips: Vec<u128>,
@@ -435,9 +432,7 @@ impl FieldState {
     fn new(spec: SourceSpec) -> FieldState {
         FieldState {
             spec,
-            keyword: None,
-            numeric: None,
-            ip: None,
+            values: AnyValues::Unmapped,
             terms: Vec::new(),
             term_ids: HashMap::new(),
             ips: Vec::new(),
@@ -481,7 +476,7 @@ impl FieldState {
             return mapped;
         }
         let mut text = std::mem::take(&mut self.text);
-        if let Some(k) = &self.keyword {
+        if let AnyValues::Keyword(k) = &self.values {
             let _ = k.term(ord, &mut text);
         }
         let id = self.term_id(&text);
@@ -509,21 +504,11 @@ impl FieldState {
     }
 
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
-        match &self.spec.source {
-            ValueSource::Keyword { .. } => {
-                let values = KeywordValues::open(&self.spec.source, segment.reader)?;
-                self.segment_map.clear();
-                self.segment_map.resize(values.num_terms(), UNRESOLVED);
-                self.keyword = Some(values);
-            }
-            ValueSource::Ip { .. } => {
-                self.ip = Some(IpValues::open(&self.spec.source, segment.reader)?)
-            }
-            ValueSource::Numeric { .. } => {
-                self.numeric = Some(NumericValues::open(&self.spec.source, segment.reader)?)
-            }
-            // range fields are refused by `ValueSource::resolve` for this aggregation
-            ValueSource::Unmapped | ValueSource::Range(_) => {}
+        // range fields are refused by `ValueSource::resolve` for this aggregation
+        self.values = AnyValues::open(&self.spec.source, segment.reader)?;
+        if let AnyValues::Keyword(values) = &self.values {
+            self.segment_map.clear();
+            self.segment_map.resize(values.num_terms(), UNRESOLVED);
         }
         Ok(())
     }
@@ -534,7 +519,7 @@ impl FieldState {
         pairs.clear();
         match self.spec.kind {
             Kind::Text => {
-                if let Some(values) = &mut self.keyword {
+                if let AnyValues::Keyword(values) = &mut self.values {
                     values.for_each_ord(docs, |p, ord| pairs.push((p as u32, ord)));
                     for pair in pairs.iter_mut() {
                         pair.1 = self.segment_term_id(pair.1) as u64;
@@ -543,7 +528,7 @@ impl FieldState {
                 pairs.retain(|(_, id)| *id != EXCLUDED as u64);
             }
             Kind::Ip => {
-                if let Some(values) = &mut self.ip {
+                if let AnyValues::Ip(values) = &mut self.values {
                     let mut ips = Vec::new();
                     values.for_each(docs, |p, ip| ips.push((p as u32, u128::from(ip))));
                     for (p, bits) in ips {
@@ -554,13 +539,13 @@ impl FieldState {
                 pairs.retain(|(_, id)| *id != EXCLUDED as u64);
             }
             Kind::Long => {
-                if let Some(values) = &mut self.numeric {
+                if let AnyValues::Numeric(values) = &mut self.values {
                     values.for_each_i64(docs, |p, v| pairs.push((p as u32, v as u64)));
                 }
                 pairs.retain(|(_, v)| self.number_accepted(*v));
             }
             Kind::Double => {
-                if let Some(values) = &mut self.numeric {
+                if let AnyValues::Numeric(values) = &mut self.values {
                     values.for_each_f64(docs, |p, v| pairs.push((p as u32, v.to_bits())));
                 }
                 pairs.retain(|(_, v)| self.number_accepted(*v));
