@@ -451,37 +451,57 @@ impl Collector for HistogramCollector {
 
     fn build(&mut self, parent: u32) -> Result<InternalAgg> {
         let pairs = self.ords.buckets_of(parent).to_vec();
-        let date = matches!(self.key_fn, KeyFn::Date { .. });
-        if date {
-            let mut buckets = Vec::with_capacity(pairs.len());
-            for (key, ord) in pairs {
-                buckets.push(Bucket {
-                    key: key as i64,
-                    doc_count: self.counts[ord as usize],
-                    subs: self.subs.build(ord)?,
-                });
-            }
-            buckets.sort_by_key(|b| b.key);
-            return Ok(InternalAgg::DateHistogram(InternalDateHistogram {
-                buckets,
-                format: self.format.clone(),
-                bounds: self.date_bounds,
-            }));
-        }
+        build_buckets(
+            &pairs,
+            &self.key_fn,
+            &self.counts,
+            &mut self.subs,
+            &self.format,
+            self.date_bounds,
+        )
+    }
+}
+
+/// The intermediate result of one parent's buckets (`(key, ordinal)` pairs, keys as
+/// [`KeyFn`] encodes them), sorted by key: shared by the histograms over numbers and over
+/// ranges.
+pub(crate) fn build_buckets(
+    pairs: &[(u64, u32)],
+    key_fn: &KeyFn,
+    counts: &[u64],
+    subs: &mut SubCollectors,
+    format: &ValueFormat,
+    date_bounds: Option<(Option<i64>, Option<i64>)>,
+) -> Result<InternalAgg> {
+    if matches!(key_fn, KeyFn::Date { .. }) {
         let mut buckets = Vec::with_capacity(pairs.len());
-        for (key, ord) in pairs {
+        for &(key, ord) in pairs {
             buckets.push(Bucket {
-                key: f64::from_bits(key),
-                doc_count: self.counts[ord as usize],
-                subs: self.subs.build(ord)?,
+                key: key as i64,
+                doc_count: counts[ord as usize],
+                subs: subs.build(ord)?,
             });
         }
-        buckets.sort_by(|a, b| a.key.total_cmp(&b.key));
-        Ok(InternalAgg::Histogram(InternalHistogram {
+        buckets.sort_by_key(|b| b.key);
+        return Ok(InternalAgg::DateHistogram(InternalDateHistogram {
             buckets,
-            format: self.format.clone(),
-        }))
+            format: format.clone(),
+            bounds: date_bounds,
+        }));
     }
+    let mut buckets = Vec::with_capacity(pairs.len());
+    for &(key, ord) in pairs {
+        buckets.push(Bucket {
+            key: f64::from_bits(key),
+            doc_count: counts[ord as usize],
+            subs: subs.build(ord)?,
+        });
+    }
+    buckets.sort_by(|a, b| a.key.total_cmp(&b.key));
+    Ok(InternalAgg::Histogram(InternalHistogram {
+        buckets,
+        format: format.clone(),
+    }))
 }
 
 // ---- intermediate results ----

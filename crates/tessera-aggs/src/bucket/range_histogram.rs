@@ -19,7 +19,7 @@ use tessera_common::{Error, Result};
 use tessera_mapping::range::RangeKind;
 
 use crate::bucket::date_histogram::{DateInterval, MILLIS_PER_DAY};
-use crate::bucket::histogram::{Bucket, InternalDateHistogram, InternalHistogram, KeyFn};
+use crate::bucket::histogram::{build_buckets, KeyFn};
 use crate::collector::{Collector, SegmentContext, SubCollectors};
 use crate::format::ValueFormat;
 use crate::internal::InternalAgg;
@@ -291,34 +291,13 @@ impl Collector for RangeHistogramCollector {
             ));
         }
         let pairs = self.ords.buckets_of(parent).to_vec();
-        if matches!(self.key_fn, KeyFn::Date { .. }) {
-            let mut buckets = Vec::with_capacity(pairs.len());
-            for (key, ord) in pairs {
-                buckets.push(Bucket {
-                    key: key as i64,
-                    doc_count: self.counts[ord as usize],
-                    subs: self.subs.build(ord)?,
-                });
-            }
-            buckets.sort_by_key(|b| b.key);
-            return Ok(InternalAgg::DateHistogram(InternalDateHistogram {
-                buckets,
-                format: self.format.clone(),
-                bounds: self.date_bounds,
-            }));
-        }
-        let mut buckets = Vec::with_capacity(pairs.len());
-        for (key, ord) in pairs {
-            buckets.push(Bucket {
-                key: f64::from_bits(key),
-                doc_count: self.counts[ord as usize],
-                subs: self.subs.build(ord)?,
-            });
-        }
-        buckets.sort_by(|a, b| a.key.total_cmp(&b.key));
-        Ok(InternalAgg::Histogram(InternalHistogram {
-            buckets,
-            format: self.format.clone(),
-        }))
+        build_buckets(
+            &pairs,
+            &self.key_fn,
+            &self.counts,
+            &mut self.subs,
+            &self.format,
+            self.date_bounds,
+        )
     }
 }
