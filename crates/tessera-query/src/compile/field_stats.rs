@@ -4,17 +4,31 @@
 //! average length; tantivy uses the number of all documents. The two agree on dense fields and
 //! drift apart on sparse ones (a `status` keyword on half the documents). Wrapping a field's
 //! scored query here gives it a statistics provider that answers with the field's document
-//! count, read from the `_field_names` index.
+//! count: for a field with a column (keywords with doc values), the documents that have a
+//! value in it, which each segment's column index knows; otherwise the `_field_names` index,
+//! which the document parser fills only for such fields (a term per document and field is
+//! indexing work the columns make unnecessary).
 
+use tantivy::columnar::column_index::MultiValueIndex;
+use tantivy::columnar::{Column, ColumnIndex};
 use tantivy::query::{Bm25StatisticsProvider, EnableScoring, Query, Weight};
 use tantivy::schema::Field;
-use tantivy::Term;
+use tantivy::{Searcher, Term};
+
+/// Where a field's document count comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum DocCountSource {
+    /// The field's string column (keywords with doc values).
+    Column,
+    /// Terms of the `_field_names` field.
+    FieldNames(Field),
+}
 
 /// A query on one field whose BM25 statistics use that field's document count.
 #[derive(Debug)]
 pub struct FieldScoped {
     inner: Box<dyn Query>,
-    field_names: Field,
+    source: DocCountSource,
     path: String,
 }
 
@@ -22,20 +36,56 @@ impl Clone for FieldScoped {
     fn clone(&self) -> Self {
         FieldScoped {
             inner: self.inner.box_clone(),
-            field_names: self.field_names,
+            source: self.source,
             path: self.path.clone(),
         }
     }
 }
 
 impl FieldScoped {
-    pub fn wrap(inner: Box<dyn Query>, field_names: Field, path: &str) -> Box<dyn Query> {
+    pub fn wrap(inner: Box<dyn Query>, source: DocCountSource, path: &str) -> Box<dyn Query> {
         Box::new(FieldScoped {
             inner,
-            field_names,
+            source,
             path: path.to_string(),
         })
     }
+
+    fn doc_count(
+        &self,
+        searcher: &Searcher,
+        statistics: &dyn Bm25StatisticsProvider,
+    ) -> tantivy::Result<u64> {
+        match self.source {
+            DocCountSource::FieldNames(field_names) => {
+                statistics.doc_freq(&Term::from_field_text(field_names, &self.path))
+            }
+            DocCountSource::Column => {
+                let mut count = 0;
+                for segment in searcher.segment_readers() {
+                    if let Some(column) = segment.fast_fields().str(&self.path)? {
+                        count += docs_with_values(column.ords());
+                    }
+                }
+                Ok(count)
+            }
+        }
+    }
+}
+
+/// Documents of a segment with at least one value in a column (deleted ones included, as in
+/// Lucene's statistics).
+fn docs_with_values(column: &Column<u64>) -> u64 {
+    let count = match &column.index {
+        ColumnIndex::Empty { .. } => 0,
+        ColumnIndex::Full => column.num_docs(),
+        ColumnIndex::Optional(optional) => optional.num_non_nulls(),
+        ColumnIndex::Multivalued(MultiValueIndex::MultiValueIndexV2(multi)) => {
+            multi.optional_index.num_non_nulls()
+        }
+        ColumnIndex::Multivalued(multi) => multi.iter_non_null_docs().count() as u32,
+    };
+    count as u64
 }
 
 struct FieldDocCount<'a> {
@@ -65,10 +115,9 @@ impl Query for FieldScoped {
                 searcher,
                 statistics_provider,
             } => {
-                let doc_count = statistics_provider
-                    .doc_freq(&Term::from_field_text(self.field_names, &self.path))?;
+                let doc_count = self.doc_count(searcher, statistics_provider)?;
                 if doc_count == 0 {
-                    // no `_field_names` data (older segments): fall back to all documents
+                    // no data (nothing matches either): tantivy's statistics will do
                     return self.inner.weight(enable_scoring);
                 }
                 let provider = FieldDocCount {

@@ -30,7 +30,12 @@ pub(crate) fn per_field(
     if leaf.field_type == tessera_mapping::FieldType::MatchOnlyText {
         return constant(query, 1.0);
     }
-    super::field_stats::FieldScoped::wrap(query, ctx.table.meta.field_names, &leaf.path)
+    use super::field_stats::{DocCountSource, FieldScoped};
+    let source = match leaf.kind {
+        LeafKind::Keyword { .. } if leaf.fast => DocCountSource::Column,
+        _ => DocCountSource::FieldNames(ctx.table.meta.field_names),
+    };
+    FieldScoped::wrap(query, source, &leaf.path)
 }
 
 fn zero_terms(zero: ZeroTermsQuery) -> Box<dyn Query> {

@@ -353,6 +353,26 @@ fn bm25_scores_match_opensearch() {
 }
 
 #[test]
+fn bm25_counts_documents_with_a_single_valued_keyword() {
+    // `kind` is on three of five documents, one value each: docCount 3, avgdl 1, so
+    // kind:b scores ln(1 + (3 - 1 + 0.5) / (1 + 0.5)) = 0.98083 (with all five documents
+    // counted it would be ln(1 + 4.5 / 1.5) × 2.2 / (1 + 1.2 × (0.25 + 0.75 / 0.6)) = 0.9704)
+    let f = fixture(
+        json!({"properties": {"kind": {"type": "keyword"}}}),
+        &[
+            ("1", json!({"kind": "a"})),
+            ("2", json!({"kind": "b"})),
+            ("3", json!({"kind": "a"})),
+            ("4", json!({})),
+            ("5", json!({"kind": []})),
+        ],
+    );
+    let hits = f.search(json!({"term": {"kind": "b"}}));
+    assert_eq!(hits.len(), 1);
+    assert!((hits[0].1 - 0.980_829_3).abs() < 1e-5, "{hits:?}");
+}
+
+#[test]
 fn match_only_text_scores_one_per_matching_term() {
     let f = fixture(
         json!({"properties": {"message": {"type": "match_only_text"}}}),
