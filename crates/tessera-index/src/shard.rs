@@ -17,7 +17,7 @@ use std::time::Instant;
 use serde_json::json;
 use tantivy::columnar::Column;
 use tantivy::index::SegmentId;
-use tantivy::indexer::IndexWriterOptions;
+use tantivy::indexer::{IndexWriterOptions, UserOperation};
 use tantivy::merge_policy::LogMergePolicy;
 use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::tokenizer::{LowerCaser, RawTokenizer, TextAnalyzer};
@@ -170,6 +170,37 @@ struct WriteState {
     next_seq_no: u64,
     dirty: bool,
     generation: u64,
+    /// Writes not yet handed to the writer, sent in groups of [`WRITER_BATCH`] (and before
+    /// any commit): one hand-over per document cost a channel send and often a thread wake-up.
+    pending: Vec<UserOperation>,
+}
+
+/// Writes handed to tantivy's indexing thread at a time. tantivy bounds its queue in groups,
+/// not documents (10,000 groups), so a group stays small to keep that bound near 10,000 × this
+/// many documents.
+const WRITER_BATCH: usize = 16;
+
+impl WriteState {
+    /// Queues a write; sends the group once it is full.
+    fn queue(&mut self, op: UserOperation) -> Result<()> {
+        self.pending.push(op);
+        if self.pending.len() >= WRITER_BATCH {
+            self.send_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Hands the queued writes to the writer, in order.
+    fn send_pending(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let writer = self.writer.as_ref().expect("writer is open");
+        writer
+            .run(self.pending.drain(..))
+            .map_err(tantivy_err("index documents"))?;
+        Ok(())
+    }
 }
 
 /// Background merges: tantivy's log merge policy, waiting for 8 segments of a level; none
@@ -290,6 +321,7 @@ impl Shard {
                 next_seq_no: committed_next,
                 dirty: false,
                 generation: 0,
+                pending: Vec::new(),
             }),
             snapshot: RwLock::new(Arc::new(ShardSnapshot::new(
                 searcher,
@@ -462,6 +494,7 @@ impl Shard {
     }
 
     fn commit_locked(&self, state: &mut WriteState) -> Result<()> {
+        state.send_pending()?;
         if !state.dirty {
             return Ok(());
         }
@@ -1082,13 +1115,11 @@ impl WriteBatch<'_> {
             prepared.routing.as_deref(),
             &prepared.source,
         );
-        let writer = self.state.writer.as_ref().expect("writer is open");
         if !prepared.auto_id {
-            writer.delete_term(Term::from_field_text(table.meta.id, &prepared.id));
+            let id = Term::from_field_text(table.meta.id, &prepared.id);
+            self.state.queue(UserOperation::Delete(id))?;
         }
-        writer
-            .add_document(doc)
-            .map_err(tantivy_err("index a document"))?;
+        self.state.queue(UserOperation::Add(doc))?;
         self.last_offset = self.shard.translog.append(&Operation {
             kind: OpKind::Index,
             seq_no: version.seq_no,
@@ -1138,11 +1169,8 @@ impl WriteBatch<'_> {
         let version = self.next_version(current.map(|v| v.version).or(tombstone));
         let table = self.state.table.clone();
         if current.is_some() {
-            self.state
-                .writer
-                .as_ref()
-                .expect("writer is open")
-                .delete_term(Term::from_field_text(table.meta.id, id));
+            let id = Term::from_field_text(table.meta.id, id);
+            self.state.queue(UserOperation::Delete(id))?;
         }
         self.last_offset = self.shard.translog.append(&Operation {
             kind: OpKind::Delete,
@@ -1186,12 +1214,14 @@ impl WriteBatch<'_> {
 
     /// Releases the lock and, with request durability, waits until the batch is fsynced.
     pub fn finish(self) -> Result<()> {
+        let mut state = self.state;
+        state.send_pending()?;
         let offset = self.last_offset;
         let shard = self.shard;
         shard
             .last_write
             .store(tessera_common::time::now_millis() as u64, Ordering::Relaxed);
-        drop(self.state);
+        drop(state);
         if offset > 0 && shard.durability() == Durability::Request {
             shard.translog.sync_to(offset)?;
         }
@@ -1279,6 +1309,42 @@ mod tests {
         assert!(shard.get("1").unwrap().is_none());
         shard.refresh().unwrap();
         assert_eq!(shard.doc_counts().0, 0);
+    }
+
+    #[test]
+    fn writes_grouped_for_the_writer_keep_their_order() {
+        // more writes than one group, with replacements and deletes of documents still queued
+        let dir = tempfile::tempdir().unwrap();
+        let m = mapping();
+        let shard = open(dir.path(), &m);
+        let docs: Vec<PreparedDoc> = (0..3)
+            .flat_map(|round| (0..WRITER_BATCH + 3).map(move |i| (round, i)))
+            .map(|(round, i)| prepared(&shard, &m, &i.to_string(), json!({ "n": round })))
+            .collect();
+        let mut batch = shard.write_batch();
+        for doc in docs {
+            batch.index(doc, &Conditions::default()).unwrap();
+        }
+        for i in (0..WRITER_BATCH + 3).step_by(2) {
+            batch
+                .delete(&i.to_string(), None, &Conditions::default())
+                .unwrap();
+        }
+        batch.finish().unwrap();
+        // nothing is visible before the refresh, which sends what is still queued
+        assert_eq!(shard.doc_counts().0, 0);
+        shard.refresh().unwrap();
+        let live = (WRITER_BATCH + 3) / 2;
+        assert_eq!(shard.doc_counts().0, live as u64);
+        let searcher = shard.snapshot().searcher.clone();
+        let table = shard.snapshot().table.clone();
+        for i in 0..WRITER_BATCH + 3 {
+            let found = find_doc(&searcher, &table, &i.to_string()).unwrap();
+            assert_eq!(found.is_some(), i % 2 == 1, "document {i}");
+            if let Some(address) = found {
+                assert_eq!(read_version(&searcher, address).unwrap().version, 3);
+            }
+        }
     }
 
     #[test]
