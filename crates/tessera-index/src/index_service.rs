@@ -85,6 +85,10 @@ impl IndexMetadata {
 
     /// The shard a document goes to (OpenSearch's formula, so ids land on the same shards).
     pub fn shard_for(&self, id: &str, routing: Option<&str>) -> u32 {
+        if self.number_of_shards == 1 {
+            // every hash lands on shard 0; a bulk load need not hash each id
+            return 0;
+        }
         let hash = routing_hash(routing.unwrap_or(id));
         let factor = self.routing_shards / self.number_of_shards;
         (hash.rem_euclid(self.routing_shards as i32) as u32) / factor

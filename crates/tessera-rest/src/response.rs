@@ -37,8 +37,19 @@ impl RestResponse {
     }
 
     pub fn serialized<T: Serialize>(status: u16, value: &T) -> Result<RestResponse, Error> {
-        let bytes =
-            serde_json::to_vec(value).map_err(|e| Error::internal("serialise a response", e))?;
+        Self::serialized_sized(status, value, 128)
+    }
+
+    /// Like [`serialized`](Self::serialized), into a buffer of `capacity` bytes to start with:
+    /// a large response (a bulk response is about 200 bytes per item) then grows no buffer.
+    pub fn serialized_sized<T: Serialize>(
+        status: u16,
+        value: &T,
+        capacity: usize,
+    ) -> Result<RestResponse, Error> {
+        let mut bytes = Vec::with_capacity(capacity);
+        serde_json::to_writer(&mut bytes, value)
+            .map_err(|e| Error::internal("serialise a response", e))?;
         Ok(RestResponse {
             status: StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
             body: Body::Raw(bytes),

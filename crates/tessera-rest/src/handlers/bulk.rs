@@ -575,13 +575,15 @@ fn render_bulk(
         };
         items.push(BulkItem { kind, body });
     }
-    RestResponse::serialized(
+    let capacity = 64 + 224 * items.len();
+    RestResponse::serialized_sized(
         200,
         &BulkResponse {
             took: started.elapsed().as_millis() as u64,
             errors,
             items,
         },
+        capacity,
     )
 }
 
