@@ -300,8 +300,23 @@ impl<'a> Walker<'a> {
             _ => None,
         };
         for point in points {
-            let point = point.to_value();
-            match crate::geo::parse_point(&point) {
+            let parsed = match point {
+                // `[lon, lat]`, the common form, needs no `Value`
+                Json::Array(items)
+                    if (2..=3).contains(&items.len()) && items.iter().all(Json::is_number) =>
+                {
+                    let coordinate = |item: &Json| match item {
+                        Json::Number(n) => n.as_f64().unwrap_or(f64::NAN),
+                        _ => f64::NAN,
+                    };
+                    crate::geo::checked(crate::geo::GeoPoint {
+                        lat: coordinate(&items[1]),
+                        lon: coordinate(&items[0]),
+                    })
+                }
+                other => crate::geo::parse_point(&other.to_value()),
+            };
+            match parsed {
                 Ok(parsed) => {
                     if let Some((lat, lon)) = columns {
                         let stored = crate::geo::quantize(parsed);
@@ -310,7 +325,7 @@ impl<'a> Walker<'a> {
                     }
                 }
                 Err(cause) if !field.ignore_malformed() => {
-                    return Err(self.field_error(path, field.field_type, &point, cause));
+                    return Err(self.field_error(path, field.field_type, &point.to_value(), cause));
                 }
                 Err(_) => {}
             }

@@ -6,6 +6,7 @@
 //! (see `tessera-index`). Segments written before a field existed simply have no data for it.
 //! Metadata fields (`_id`, `_source`, …) come first and never change.
 
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -117,7 +118,8 @@ pub struct MetaFields {
 #[derive(Clone, Debug)]
 pub struct FieldTable {
     schema: Schema,
-    leaves: HashMap<String, Arc<LeafField>>,
+    /// By path; looked up for every field of every indexed document, hence the fast hasher.
+    leaves: FxHashMap<String, Arc<LeafField>>,
     pub meta: MetaFields,
 }
 
@@ -204,7 +206,7 @@ impl FieldTable {
             routing: field(ROUTING_FIELD)?,
             field_names: field(FIELD_NAMES_FIELD)?,
         };
-        let mut table = HashMap::new();
+        let mut table = FxHashMap::default();
         for (path, mapping) in leaves {
             let leaf = resolve_leaf(&schema, &path, mapping)?;
             table.insert(path, Arc::new(leaf));

@@ -124,6 +124,12 @@ pub fn parse_point(value: &Value) -> Result<GeoPoint> {
         }
         _ => return Err(bad("geo_point expected".into())),
     };
+    checked(point)
+}
+
+/// `point` if its latitude and longitude are in range.
+pub fn checked(point: GeoPoint) -> Result<GeoPoint> {
+    let bad = |why: String| Error::illegal_argument(why);
     if !(-90.0..=90.0).contains(&point.lat) {
         return Err(bad(format!(
             "illegal latitude value [{}] for geo_point",
