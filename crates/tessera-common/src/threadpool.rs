@@ -7,8 +7,9 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread;
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 
@@ -227,7 +228,21 @@ fn panic_error(panic: Box<dyn std::any::Any + Send>) -> Error {
     Error::internal("run a task", format!("the task panicked: {message}"))
 }
 
+/// Run by a worker that has waited [`IDLE_AFTER`] for work since its last task.
+static IDLE_HOOK: OnceLock<fn()> = OnceLock::new();
+
+/// How long a worker waits for work before it counts as idle.
+const IDLE_AFTER: Duration = Duration::from_secs(1);
+
+/// Sets what a worker does once it falls idle after work (once per idle spell): the binary
+/// hands its allocator's per-thread caches back to the operating system there, so that a node
+/// at rest after a bulk load does not keep the load's memory resident. Set once, at start.
+pub fn set_idle_hook(hook: fn()) {
+    let _ = IDLE_HOOK.set(hook);
+}
+
 fn worker_loop(shared: Arc<Shared>) {
+    let mut worked = false;
     loop {
         let job = {
             let mut state = shared.queue.lock().unwrap();
@@ -238,9 +253,23 @@ fn worker_loop(shared: Arc<Shared>) {
                 if state.shutdown {
                     return;
                 }
-                state = shared.available.wait(state).unwrap();
+                match IDLE_HOOK.get() {
+                    Some(hook) if worked => {
+                        let (next, wait) =
+                            shared.available.wait_timeout(state, IDLE_AFTER).unwrap();
+                        state = next;
+                        if wait.timed_out() && state.jobs.is_empty() {
+                            worked = false;
+                            drop(state);
+                            hook();
+                            state = shared.queue.lock().unwrap();
+                        }
+                    }
+                    _ => state = shared.available.wait(state).unwrap(),
+                }
             }
         };
+        worked = true;
         let active = shared.active.fetch_add(1, Ordering::Relaxed) + 1;
         shared.largest.fetch_max(active, Ordering::Relaxed);
         job();
@@ -254,6 +283,26 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
     use std::time::Duration;
+
+    #[test]
+    fn a_worker_runs_the_idle_hook_once_it_falls_idle_after_work() {
+        static IDLE_SPELLS: AtomicUsize = AtomicUsize::new(0);
+        set_idle_hook(|| {
+            IDLE_SPELLS.fetch_add(1, Ordering::Relaxed);
+        });
+        let pool = ThreadPool::new("idle", 1, 10);
+        let (tx, rx) = mpsc::channel();
+        pool.execute(move || tx.send(()).unwrap()).unwrap();
+        rx.recv().unwrap();
+        let deadline = std::time::Instant::now() + IDLE_AFTER * 5;
+        while IDLE_SPELLS.load(Ordering::Relaxed) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the idle hook never ran"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 
     #[test]
     fn runs_tasks_and_counts_them() {

@@ -34,6 +34,12 @@ enum Command {
     Bench(Box<tessera_bench::BenchCommand>),
 }
 
+/// Hands the calling thread's free memory cached by mimalloc back to the operating system.
+fn release_cached_memory() {
+    // SAFETY: mi_collect only walks the calling thread's heap and the shared arenas
+    unsafe { libmimalloc_sys::mi_collect(true) }
+}
+
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
@@ -56,6 +62,7 @@ fn main() {
 }
 
 fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
+    tessera_common::threadpool::set_idle_hook(release_cached_memory);
     let config = args.into_config()?;
     let address: SocketAddr = format!("{}:{}", config.host, config.port)
         .parse()
