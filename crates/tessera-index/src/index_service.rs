@@ -455,9 +455,11 @@ impl IndexService {
         self.metadata().shard_for(id, routing)
     }
 
-    fn source_bytes(meta: &IndexMetadata, json: &Json, original: &[u8]) -> Arc<[u8]> {
+    /// The `_source` to keep: the document as sent (shared, not copied) unless the mapping
+    /// filters it.
+    fn source_bytes(meta: &IndexMetadata, json: &Json, original: &Arc<[u8]>) -> Arc<[u8]> {
         if meta.mapping.source_includes.is_empty() && meta.mapping.source_excludes.is_empty() {
-            return Arc::from(original);
+            return original.clone();
         }
         let value = json.to_value();
         let value = &value;
@@ -474,7 +476,7 @@ impl IndexService {
         shard: &Shard,
         id: String,
         auto_id: bool,
-        source: &[u8],
+        source: &Arc<[u8]>,
         routing: Option<String>,
     ) -> Result<PreparedDoc> {
         let json = parse_source_json(source)?;
@@ -504,8 +506,9 @@ impl IndexService {
         value: &Value,
         routing: Option<String>,
     ) -> Result<PreparedDoc> {
-        let bytes =
-            serde_json::to_vec(value).map_err(|e| Error::internal("serialise a document", e))?;
+        let bytes: Arc<[u8]> = serde_json::to_vec(value)
+            .map_err(|e| Error::internal("serialise a document", e))?
+            .into();
         let json = Json::parse(&bytes).map_err(|e| Error::internal("parse a document", e))?;
         loop {
             let meta = self.metadata();
