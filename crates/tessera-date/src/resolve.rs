@@ -138,9 +138,11 @@ fn resolve_date(p: &Parsed) -> Res<i64> {
         if quarter.is_some_and(|q| q != (m - 1) / 3 + 1) {
             return Err(Invalid);
         }
-        let (wy, ww) = civil::iso_week(days);
-        if wby.is_some_and(|v| v != wy) || week.is_some_and(|v| v != i64::from(ww)) {
-            return Err(Invalid);
+        if wby.is_some() || week.is_some() {
+            let (wy, ww) = civil::iso_week(days);
+            if wby.is_some_and(|v| v != wy) || week.is_some_and(|v| v != i64::from(ww)) {
+                return Err(Invalid);
+            }
         }
     }
     if doy.is_some_and(|v| v != i64::from(civil::day_of_year(y, m as u32, d as u32))) {

@@ -401,7 +401,8 @@ impl<'a> Walker<'a> {
             let sub_path = format!("{path}.{sub_name}");
             self.leaf_value(&sub_path, sub, value)?;
         }
-        for target in field.copy_to() {
+        for target in &leaf.copy_to {
+            let target = target.as_str();
             match self.mapping.field(target) {
                 Some(target_field) if target_field.field_type != FieldType::Object => {
                     self.leaf_value(target, target_field, value)?;
@@ -424,7 +425,6 @@ impl<'a> Walker<'a> {
         let Some(field) = leaf.field else {
             return Ok(());
         };
-        let mapping = &leaf.mapping;
         if value.is_object() {
             return Err(Error::illegal_state(
                 "Can't get text on a START_OBJECT".to_string(),
@@ -453,15 +453,15 @@ impl<'a> Walker<'a> {
                 }
             }
             LeafKind::Integer => {
-                let n = values::to_integer(&scalar(value), leaf.field_type, mapping.coerce())?;
+                let n = values::to_integer(&scalar(value), leaf.field_type, leaf.coerce)?;
                 self.doc.add_i64(field, n);
             }
             LeafKind::Float => {
-                let f = values::to_float(&scalar(value), leaf.field_type, mapping.coerce())?;
+                let f = values::to_float(&scalar(value), leaf.field_type, leaf.coerce)?;
                 self.doc.add_f64(field, f);
             }
             LeafKind::ScaledFloat { factor } => {
-                let n = values::to_scaled(&scalar(value), *factor, mapping.coerce())?;
+                let n = values::to_scaled(&scalar(value), *factor, leaf.coerce)?;
                 self.doc.add_i64(field, n);
             }
             LeafKind::Date { format } => {

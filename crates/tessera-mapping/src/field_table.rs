@@ -85,6 +85,10 @@ pub struct LeafField {
     pub indexed: bool,
     pub fast: bool,
     pub mapping: FieldMapping,
+    /// `mapping.coerce()` and `mapping.copy_to()`, read for every value the document parser
+    /// indexes (the mapping keeps them in a map of parameters).
+    pub coerce: bool,
+    pub copy_to: Vec<String>,
 }
 
 impl LeafField {
@@ -450,6 +454,8 @@ fn resolve_leaf(schema: &Schema, path: &str, mapping: &FieldMapping) -> Result<L
                 indexed: present && mapping.index(),
                 fast: present && mapping.doc_values(),
                 mapping: mapping.clone(),
+                coerce: mapping.coerce(),
+                copy_to: mapping.copy_to().map(String::from).collect(),
             });
         }
         FieldType::Object => {
@@ -482,6 +488,8 @@ fn resolve_leaf(schema: &Schema, path: &str, mapping: &FieldMapping) -> Result<L
         indexed,
         fast,
         mapping: mapping.clone(),
+        coerce: mapping.coerce(),
+        copy_to: mapping.copy_to().map(String::from).collect(),
     })
 }
 
