@@ -144,7 +144,10 @@ impl<'a> Walker<'a> {
     ) -> Result<()> {
         for (key, value) in object {
             let key: &str = key;
-            if key.is_empty() || key.split('.').any(str::is_empty) {
+            // `key.split('.').any(str::is_empty)`, without splitting every key
+            let empty_part =
+                key.is_empty() || key.starts_with('.') || key.ends_with('.') || key.contains("..");
+            if empty_part {
                 return Err(Error::mapper_parsing(format!(
                     "failed to parse: field name cannot be an empty string{}",
                     if key.is_empty() {
@@ -154,7 +157,7 @@ impl<'a> Walker<'a> {
                     }
                 )));
             }
-            if prefix.is_empty() && METADATA.contains(&key) {
+            if prefix.is_empty() && key.starts_with('_') && METADATA.contains(&key) {
                 let cause = Error::mapper_parsing(format!(
                     "Field [{key}] is a metadata field and cannot be added inside a document. Use the index API request parameters."
                 ));
@@ -726,6 +729,24 @@ mod tests {
             2
         );
         assert_eq!(d.get_all(t.leaf("n").unwrap().field.unwrap()).count(), 2);
+    }
+
+    #[test]
+    fn field_names_with_empty_parts_are_rejected() {
+        let m = strict_mapping();
+        for key in ["", ".n", "n.", "station..id"] {
+            let e = parse(&m, json!({ key: 1 })).err().unwrap();
+            assert_eq!(e.kind(), "mapper_parsing_exception", "{key:?}");
+            assert!(
+                e.reason().contains("field name cannot be an empty string"),
+                "{key:?}: {}",
+                e.reason()
+            );
+        }
+        // a metadata field at the top level of a document is refused
+        let e = parse(&m, json!({"_id": "x"})).err().unwrap();
+        assert_eq!(e.kind(), "mapper_parsing_exception");
+        assert!(e.reason().contains("[_id]"), "{}", e.reason());
     }
 
     #[test]
