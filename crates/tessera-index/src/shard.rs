@@ -373,8 +373,7 @@ impl Shard {
         let mut replayed = 0usize;
         for op in ops.into_iter().filter(|op| op.seq_no >= committed_next) {
             let id_term = Term::from_field_text(state.table.meta.id, &op.id);
-            let writer = state.writer.as_ref().expect("writer is open");
-            writer.delete_term(id_term);
+            state.queue(UserOperation::Delete(id_term))?;
             if op.kind == OpKind::Index {
                 let source = tessera_mapping::Json::parse(&op.source)
                     .map_err(|e| Error::internal("replay the translog", e))?;
@@ -405,12 +404,7 @@ impl Shard {
                     op.routing.as_deref(),
                     &op.source,
                 );
-                state
-                    .writer
-                    .as_ref()
-                    .expect("writer is open")
-                    .add_document(doc)
-                    .map_err(tantivy_err("replay a document"))?;
+                state.queue(UserOperation::Add(doc))?;
             }
             state.next_seq_no = state.next_seq_no.max(op.seq_no + 1);
             state.dirty = true;
