@@ -267,11 +267,6 @@ struct BulkResponse<'a> {
     items: Vec<BulkItem<'a>>,
 }
 
-/// How many times `byte` occurs in `bytes`.
-fn memchr_count(bytes: &[u8], byte: u8) -> usize {
-    bytes.iter().filter(|&&b| b == byte).count()
-}
-
 fn action_error(line: usize, what: String) -> Error {
     Error::illegal_argument(format!("Malformed action/metadata line [{line}], {what}"))
 }
@@ -352,7 +347,7 @@ pub fn parse_bulk(
         .peekable();
     // an item is one or two lines: sized for the larger count, the list never regrows (its
     // entries are large, and regrowing a list of thousands cost a third of this parse)
-    let mut items = Vec::with_capacity(memchr_count(body, b'\n'));
+    let mut items = Vec::with_capacity(body.iter().filter(|&&b| b == b'\n').count());
     while let Some((number, line)) = lines.next() {
         let number = number + 1;
         let action: Value = serde_json::from_slice(line)
