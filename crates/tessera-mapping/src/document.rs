@@ -189,6 +189,14 @@ impl<'a> Walker<'a> {
         dynamic: Dynamic,
     ) -> Result<()> {
         let path = join(prefix, name);
+        // leaves, most of a document, resolve with one hash of their path (the field table
+        // is built from the same mapping version); objects walk the sorted properties
+        let table: &'a FieldTable = self.table;
+        if props.is_some() {
+            if let Some(leaf) = table.leaf(&path) {
+                return self.leaf(leaf, value);
+            }
+        }
         match props.and_then(|p| p.get(name)) {
             Some(field) if field.field_type == FieldType::Object => {
                 if !field.enabled() {
@@ -197,7 +205,7 @@ impl<'a> Walker<'a> {
                 let inner_dynamic = field.dynamic().unwrap_or(dynamic);
                 self.object_value(&path, name, value, Some(&field.properties), inner_dynamic)
             }
-            Some(field) => self.leaf(&path, field, value),
+            Some(_) => Err(no_shard_field(&path)),
             None => self.unmapped(&path, name, value, dynamic),
         }
     }
@@ -263,43 +271,45 @@ impl<'a> Walker<'a> {
             .or_insert(field);
     }
 
-    fn leaf(&mut self, path: &str, field: &'a FieldMapping, value: &Json) -> Result<()> {
+    fn leaf(&mut self, leaf: &'a LeafField, value: &Json) -> Result<()> {
+        let field = &leaf.mapping;
         if field.field_type == FieldType::GeoPoint {
-            return self.geo_points(path, field, value);
+            return self.geo_points(leaf, value);
         }
         if field.field_type.is_range() {
-            return self.ranges(path, field, value);
+            return self.ranges(leaf, value);
         }
         match value {
             Json::Array(items) => {
                 for item in items {
-                    self.leaf(path, field, item)?;
+                    self.leaf(leaf, item)?;
                 }
                 Ok(())
             }
             Json::Null => match field.null_value() {
                 Some(null_value) => {
                     let null_value = Json::from_value(null_value);
-                    self.leaf_value(path, field, &null_value)
+                    self.leaf_value(leaf, &null_value)
                 }
                 None => Ok(()),
             },
-            _ => self.leaf_value(path, field, value),
+            _ => self.leaf_value(leaf, value),
         }
     }
 
-    fn geo_points(&mut self, path: &str, field: &FieldMapping, value: &Json) -> Result<()> {
+    fn geo_points(&mut self, leaf: &LeafField, value: &Json) -> Result<()> {
+        let (path, field) = (leaf.path.as_str(), &leaf.mapping);
         let points: Vec<&Json> = match value {
             Json::Array(items) if items.iter().all(Json::is_number) => vec![value],
             Json::Array(items) => items.iter().collect(),
             Json::Null => return Ok(()),
             other => vec![other],
         };
-        let columns = match self.table.leaf(path).map(|l| &l.kind) {
-            Some(LeafKind::GeoPoint {
+        let columns = match &leaf.kind {
+            LeafKind::GeoPoint {
                 lat: Some(lat),
                 lon: Some(lon),
-            }) => Some((*lat, *lon)),
+            } => Some((*lat, *lon)),
             _ => None,
         };
         for point in points {
@@ -337,16 +347,12 @@ impl<'a> Walker<'a> {
     }
 
     /// A range field's value: one range, an array of ranges, or null.
-    fn ranges(&mut self, path: &str, field: &FieldMapping, value: &Json) -> Result<()> {
+    fn ranges(&mut self, leaf: &LeafField, value: &Json) -> Result<()> {
+        let (path, field) = (leaf.path.as_str(), &leaf.mapping);
         let items: Vec<&Json> = match value {
             Json::Array(items) => items.iter().collect(),
             Json::Null => return Ok(()),
             other => vec![other],
-        };
-        let Some(leaf) = self.table.leaf(path) else {
-            return Err(Error::illegal_state(format!(
-                "field [{path}] is mapped but has no shard field"
-            )));
         };
         let LeafKind::Range { kind, from, to } = &leaf.kind else {
             return Err(Error::illegal_state(format!(
@@ -388,11 +394,17 @@ impl<'a> Walker<'a> {
         Ok(())
     }
 
-    fn leaf_value(&mut self, path: &str, field: &'a FieldMapping, value: &Json) -> Result<()> {
+    /// The field table's leaf at `path` (a mapped leaf always has one).
+    fn resolve(&self, path: &str) -> Result<&'a LeafField> {
         let table: &'a FieldTable = self.table;
-        let leaf: &'a LeafField = table.leaf(path).ok_or_else(|| {
-            Error::illegal_state(format!("field [{path}] is mapped but has no shard field"))
-        })?;
+        table
+            .leaf(path)
+            .map(|leaf| &**leaf)
+            .ok_or_else(|| no_shard_field(path))
+    }
+
+    fn leaf_value(&mut self, leaf: &'a LeafField, value: &Json) -> Result<()> {
+        let (path, field) = (leaf.path.as_str(), &leaf.mapping);
         match self.add_value(leaf, value) {
             Ok(()) => {}
             Err(_) if field.ignore_malformed() => return Ok(()),
@@ -400,15 +412,16 @@ impl<'a> Walker<'a> {
                 return Err(self.field_error(path, field.field_type, &value.to_value(), cause))
             }
         }
-        for (sub_name, sub) in &field.fields {
-            let sub_path = format!("{path}.{sub_name}");
-            self.leaf_value(&sub_path, sub, value)?;
+        for sub_name in field.fields.keys() {
+            let sub_leaf = self.resolve(&format!("{path}.{sub_name}"))?;
+            self.leaf_value(sub_leaf, value)?;
         }
         for target in &leaf.copy_to {
             let target = target.as_str();
             match self.mapping.field(target) {
                 Some(target_field) if target_field.field_type != FieldType::Object => {
-                    self.leaf_value(target, target_field, value)?;
+                    let target_leaf = self.resolve(target)?;
+                    self.leaf_value(target_leaf, value)?;
                 }
                 Some(_) => {
                     return Err(Error::mapper_parsing(format!(
@@ -526,6 +539,10 @@ impl<'a> Walker<'a> {
         ))
         .caused_by(cause)
     }
+}
+
+fn no_shard_field(path: &str) -> Error {
+    Error::illegal_state(format!("field [{path}] is mapped but has no shard field"))
 }
 
 /// A scalar as a `Value`, for the value coercions (numbers and booleans need no allocation).
