@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
+use std::hash::BuildHasher;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
@@ -142,12 +143,22 @@ impl<'de> Visitor<'de> for JsonVisitor {
         let mut members: Vec<(Cow<'de, str>, Json<'de>)> =
             Vec::with_capacity(map.size_hint().unwrap_or(32));
         let mut seen: Option<HashSet<Cow<'de, str>>> = None;
+        // the first members' name hashes, so that the scan compares names only on a match
+        let mut hashes = [0u64; SCAN_LIMIT];
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             // OpenSearch's parser rejects duplicate members; small objects are scanned,
             // large ones hashed
             let duplicate = match &mut seen {
                 Some(set) => !set.insert(key.clone()),
-                None if members.len() < 32 => members.iter().any(|(k, _)| *k == key),
+                None if members.len() < SCAN_LIMIT => {
+                    let hash = rustc_hash::FxBuildHasher.hash_one(key.as_bytes());
+                    let count = members.len();
+                    hashes[count] = hash;
+                    hashes[..count]
+                        .iter()
+                        .zip(&members)
+                        .any(|(seen_hash, (k, _))| *seen_hash == hash && *k == key)
+                }
                 None => {
                     let mut set: HashSet<Cow<'de, str>> =
                         members.iter().map(|(k, _)| k.clone()).collect();
@@ -166,6 +177,9 @@ impl<'de> Visitor<'de> for JsonVisitor {
         Ok(Json::Object(members))
     }
 }
+
+/// Objects with fewer members than this are checked for duplicates by a scan.
+const SCAN_LIMIT: usize = 32;
 
 /// A member name, borrowed when it has no escapes.
 struct Key<'a>(Cow<'a, str>);
