@@ -7,6 +7,7 @@
 //! and realtime gets for documents that searches cannot see yet.
 
 use crate::sorted_columns::SortedColumns;
+use bytes::Bytes;
 use std::collections::HashMap;
 use std::net::Ipv6Addr;
 use std::path::{Path, PathBuf};
@@ -86,7 +87,7 @@ pub struct DocVersion {
 pub struct StoredDoc {
     pub id: String,
     pub version: DocVersion,
-    pub source: Option<Arc<[u8]>>,
+    pub source: Option<Bytes>,
     pub routing: Option<String>,
 }
 
@@ -95,7 +96,7 @@ struct LiveEntry {
     version: DocVersion,
     deleted: bool,
     /// Kept for documents with client-chosen ids, so gets and updates need no refresh.
-    source: Option<Arc<[u8]>>,
+    source: Option<Bytes>,
     routing: Option<String>,
 }
 
@@ -910,7 +911,7 @@ fn read_stored(searcher: &Searcher, table: &FieldTable, id: &str) -> Result<Opti
     let source = doc
         .get_first(table.meta.source)
         .and_then(|v| v.as_bytes())
-        .map(Arc::<[u8]>::from);
+        .map(Bytes::copy_from_slice);
     let routing = doc
         .get_first(table.meta.routing)
         .and_then(|v| v.as_str())
@@ -936,7 +937,7 @@ pub struct PreparedDoc {
     /// True for ids Tessera generated: no previous version can exist.
     pub auto_id: bool,
     pub doc: TantivyDocument,
-    pub source: Arc<[u8]>,
+    pub source: Bytes,
     pub routing: Option<String>,
 }
 
@@ -1173,7 +1174,7 @@ impl WriteBatch<'_> {
             version: version.version,
             id: id.to_string(),
             routing: routing.map(String::from),
-            source: Arc::from(Vec::new()),
+            source: Bytes::new(),
         })?;
         self.state.live.insert(
             id.to_string(),
@@ -1249,7 +1250,7 @@ mod tests {
             id: id.to_string(),
             auto_id: false,
             doc,
-            source: Arc::from(serde_json::to_vec(&source).unwrap()),
+            source: Bytes::from(serde_json::to_vec(&source).unwrap()),
             routing: None,
         }
     }
@@ -1448,7 +1449,7 @@ mod tests {
                     id: "new".into(),
                     auto_id: false,
                     doc,
-                    source: Arc::from(&b"{}"[..]),
+                    source: Bytes::from_static(b"{}"),
                     routing: None,
                 },
                 &Conditions::default(),

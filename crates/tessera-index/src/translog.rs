@@ -12,6 +12,7 @@
 //! version u64 | id | routing | source` (byte strings as `len u32 | bytes`, routing
 //! `u32::MAX` when absent), all little-endian.
 
+use bytes::Bytes;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -30,7 +31,7 @@ pub struct Operation {
     pub id: String,
     pub routing: Option<String>,
     /// The document source (empty for deletes).
-    pub source: Arc<[u8]>,
+    pub source: Bytes,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,7 +81,7 @@ impl Operation {
             }
             _ => Some(String::from_utf8(cursor.bytes()?.to_vec()).ok()?),
         };
-        let source: Arc<[u8]> = Arc::from(cursor.bytes()?);
+        let source = Bytes::copy_from_slice(cursor.bytes()?);
         (cursor.pos == payload.len()).then_some(Operation {
             kind,
             seq_no,
@@ -383,7 +384,7 @@ mod tests {
             version: 1,
             id: id.to_string(),
             routing: seq_no.is_multiple_of(2).then(|| "r".to_string()),
-            source: Arc::from(format!("{{\"n\":{seq_no}}}").into_bytes()),
+            source: Bytes::from(format!("{{\"n\":{seq_no}}}")),
         }
     }
 
@@ -397,7 +398,7 @@ mod tests {
         }
         let delete = Operation {
             kind: OpKind::Delete,
-            source: Arc::from(Vec::new()),
+            source: Bytes::new(),
             ..op(100, "id3")
         };
         log.append(&delete).unwrap();

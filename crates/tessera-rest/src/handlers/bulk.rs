@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::body::Bytes;
+
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tessera_cluster::Node;
@@ -324,7 +326,7 @@ pub type ParsedItem = (String, Result<DocWrite>, &'static str, Option<String>);
 
 /// Parses a bulk body into items (or per-item parse errors, which fail only their item).
 pub fn parse_bulk(
-    body: &[u8],
+    body: &Bytes,
     default_index: Option<&str>,
     default_routing: Option<&str>,
 ) -> Result<Vec<ParsedItem>> {
@@ -459,7 +461,8 @@ pub fn parse_bulk(
                 Ok(DocWrite::Index {
                     id: id.clone(),
                     auto_generated_id: false,
-                    source: Arc::from(source),
+                    // shares the request body rather than copying the document out of it
+                    source: body.slice_ref(source),
                     routing,
                     conditions,
                 })
@@ -623,10 +626,18 @@ fn render_bulk(
 mod tests {
     use super::*;
 
+    fn parse(
+        body: &'static [u8],
+        index: Option<&str>,
+        routing: Option<&str>,
+    ) -> Result<Vec<ParsedItem>> {
+        parse_bulk(&Bytes::from_static(body), index, routing)
+    }
+
     #[test]
     fn parses_mixed_actions() {
         let body = b"{\"index\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{\"x\":1}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"2\"}}\n{\"update\":{\"_id\":\"3\"}}\n{\"doc\":{\"y\":2}}\n{\"create\":{\"_index\":\"b\"}\n{\"z\":3}\n";
-        let items = parse_bulk(body, Some("dflt"), None).unwrap();
+        let items = parse_bulk(&Bytes::from_static(body), Some("dflt"), None).unwrap();
         assert_eq!(items.len(), 4);
         assert_eq!(items[0].0, "a");
         assert_eq!(items[2].0, "dflt");
@@ -640,28 +651,26 @@ mod tests {
     #[test]
     fn rejects_malformed_bodies() {
         assert_eq!(
-            parse_bulk(b"", None, None).unwrap_err().kind(),
+            parse(b"", None, None).unwrap_err().kind(),
             "parse_exception"
         );
-        assert!(
-            parse_bulk(b"{\"index\":{\"_index\":\"a\"}}\n{}", None, None)
-                .unwrap_err()
-                .reason()
-                .contains("terminated by a newline")
-        );
+        assert!(parse(b"{\"index\":{\"_index\":\"a\"}}\n{}", None, None)
+            .unwrap_err()
+            .reason()
+            .contains("terminated by a newline"));
         assert_eq!(
-            parse_bulk(b"[1]\n", None, None).unwrap_err().reason(),
+            parse(b"[1]\n", None, None).unwrap_err().reason(),
             "Malformed action/metadata line [1], expected START_OBJECT but found [START_ARRAY]"
         );
         assert_eq!(
-            parse_bulk(b"{\"bogus\":{}}\n", None, None).unwrap_err().reason(),
+            parse(b"{\"bogus\":{}}\n", None, None).unwrap_err().reason(),
             "Malformed action/metadata line [1], expected one of [create, delete, index, update] but found [bogus]"
         );
-        assert!(parse_bulk(b"{\"index\":{\"_index\":\"a\"}}\n", None, None)
+        assert!(parse(b"{\"index\":{\"_index\":\"a\"}}\n", None, None)
             .unwrap_err()
             .reason()
             .contains("no requests added"));
-        let items = parse_bulk(
+        let items = parse(
             b"{\"update\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{\"script\":\"x\"}\n",
             None,
             None,

@@ -96,7 +96,7 @@ pub async fn index(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
     let write = DocWrite::Index {
         id,
         auto_generated_id: false,
-        source: Arc::from(&request.body[..]),
+        source: request.body.clone(),
         routing: request.param("routing").map(String::from),
         conditions: conditions(&request, create_only)?,
     };

@@ -666,7 +666,7 @@ impl TestIndex {
                     let write = DocWrite::Index {
                         id: Some(doc.id.clone()),
                         auto_generated_id: false,
-                        source: Arc::from(source),
+                        source: source.into(),
                         routing: None,
                         conditions: Conditions::default(),
                     };
