@@ -30,6 +30,8 @@ use tessera_common::{Error, Result};
 use tessera_mapping::field_table::LOWERCASE_KEYWORD_TOKENIZER;
 use tessera_mapping::{FieldTable, Mapping};
 
+use crate::index_queue::{IndexQueue, QueuedDoc, QUEUE_LIMIT};
+
 use crate::schema_change::grow_schema;
 use crate::stats::ShardStats;
 use crate::translog::{self, OpKind, Operation, Translog};
@@ -156,7 +158,7 @@ impl ShardSnapshot {
 
 struct WriteState {
     index: Index,
-    writer: Option<IndexWriter>,
+    writer: Option<IndexWriter<QueuedDoc>>,
     reader: IndexReader,
     table: Arc<FieldTable>,
     mapping_version: u64,
@@ -174,6 +176,8 @@ struct WriteState {
     /// Writes not yet handed to the writer, sent in groups of [`WRITER_BATCH`] (and before
     /// any commit): one hand-over per document cost a channel send and often a thread wake-up.
     pending: Vec<UserOperation>,
+    /// The documents handed to the writer that its indexing thread has not taken yet.
+    queue: Arc<IndexQueue>,
 }
 
 /// Writes handed to tantivy's indexing thread at a time. tantivy bounds its queue in groups,
@@ -198,7 +202,7 @@ impl WriteState {
         }
         let writer = self.writer.as_ref().expect("writer is open");
         writer
-            .run(self.pending.drain(..))
+            .run(self.queue.enter(&mut self.pending))
             .map_err(tantivy_err("index documents"))?;
         Ok(())
     }
@@ -323,6 +327,7 @@ impl Shard {
                 dirty: false,
                 generation: 0,
                 pending: Vec::new(),
+                queue: IndexQueue::new(QUEUE_LIMIT),
             }),
             snapshot: RwLock::new(Arc::new(ShardSnapshot::new(
                 searcher,
@@ -349,14 +354,14 @@ impl Shard {
     fn open_writer_and_reader(
         index: &Index,
         config: &ShardConfig,
-    ) -> Result<(IndexWriter, IndexReader)> {
+    ) -> Result<(IndexWriter<QueuedDoc>, IndexReader)> {
         register_tokenizers(index);
         let options = IndexWriterOptions::builder()
             .memory_budget_per_thread(config.memory_budget_per_thread)
             .num_worker_threads(config.indexing_threads.max(1))
             .num_merge_threads(config.merge_threads.max(1))
             .build();
-        let writer: IndexWriter = index
+        let writer: IndexWriter<QueuedDoc> = index
             .writer_with_options(options)
             .map_err(tantivy_err("open shard writer"))?;
         writer.set_merge_policy(background_merge_policy(config));
