@@ -477,12 +477,15 @@ fn cmd_load(a: LoadArgs) -> Result<i32> {
         );
         let r = load::load(&t.client, &w, &index, &opts, &stop)?;
         println!(
-            "{}: loaded {} documents ({:.1} MB) into {index} in {:.1}s: {:.0} docs/s{}; segments: {}",
+            "{}: loaded {} documents ({:.1} MB) into {index}: acknowledged in {:.1}s ({:.0} docs/s), \
+             searchable in {:.1}s ({:.0} docs/s){}; segments: {}",
             t.info.label,
             r.docs,
             r.bytes as f64 / 1e6,
             r.seconds,
             r.docs_per_s,
+            r.searchable_seconds,
+            r.searchable_docs_per_s,
             r.force_merge_seconds.map_or(String::new(), |s| format!(", force merge {s:.1}s")),
             r.corpus.segments.map_or("?".into(), |s| s.to_string())
         );
@@ -533,7 +536,10 @@ fn ensure_corpus(
                 _ => {
                     eprintln!("loading {docs} {} documents into {index} on {}", w.name, t.info.label);
                     let r = load::load(&t.client, w, index, &opts, &stop)?;
-                    eprintln!("{}: loaded {} documents in {:.1}s ({:.0} docs/s)", t.info.label, r.docs, r.seconds, r.docs_per_s);
+                    eprintln!(
+                        "{}: loaded {} documents, searchable in {:.1}s ({:.0} docs/s)",
+                        t.info.label, r.docs, r.searchable_seconds, r.searchable_docs_per_s
+                    );
                 }
             }
         } else {
