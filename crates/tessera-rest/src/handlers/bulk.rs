@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use axum::body::Bytes;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tessera_cluster::Node;
 use tessera_common::ids::index_id_problems;
@@ -291,6 +291,167 @@ fn string_meta(line: usize, key: &str, value: &Value) -> Result<String> {
     }
 }
 
+/// What an action line asks for.
+struct Action {
+    kind: &'static str,
+    index: Option<String>,
+    id: Option<String>,
+    routing: Option<String>,
+    conditions: Conditions,
+}
+
+/// The common action line (`{"index": {"_index": "i", "_id": "1"}}`: one action, string
+/// `_index`, `_id` and `routing` at most) read into a typed struct, without building a `Value`;
+/// `None` for anything else (other metadata, numbers, odd shapes, errors), which
+/// [`general_action`] reads.
+fn simple_action(
+    line: &[u8],
+    default_index: Option<&str>,
+    default_routing: Option<&str>,
+) -> Option<Action> {
+    let (kind, meta) = match serde_json::from_slice(line).ok()? {
+        SimpleAction::Index(meta) => ("index", meta),
+        SimpleAction::Create(meta) => ("create", meta),
+        SimpleAction::Update(meta) => ("update", meta),
+        SimpleAction::Delete(meta) => ("delete", meta),
+    };
+    Some(Action {
+        kind,
+        index: meta.index.or_else(|| default_index.map(String::from)),
+        id: meta.id,
+        routing: meta.routing.or_else(|| default_routing.map(String::from)),
+        conditions: Conditions {
+            create_only: kind == "create",
+            ..Conditions::default()
+        },
+    })
+}
+
+#[derive(Deserialize)]
+enum SimpleAction {
+    #[serde(rename = "index")]
+    Index(SimpleMeta),
+    #[serde(rename = "create")]
+    Create(SimpleMeta),
+    #[serde(rename = "update")]
+    Update(SimpleMeta),
+    #[serde(rename = "delete")]
+    Delete(SimpleMeta),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SimpleMeta {
+    #[serde(rename = "_index", default, deserialize_with = "only_string")]
+    index: Option<String>,
+    #[serde(rename = "_id", default, deserialize_with = "only_string")]
+    id: Option<String>,
+    #[serde(default, deserialize_with = "only_string")]
+    routing: Option<String>,
+}
+
+/// A string; null and numbers fail (the general path reads them).
+fn only_string<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<String>, D::Error> {
+    String::deserialize(deserializer).map(Some)
+}
+
+/// Any action line, with OpenSearch's errors.
+fn general_action(
+    number: usize,
+    line: &[u8],
+    default_index: Option<&str>,
+    default_routing: Option<&str>,
+) -> Result<Action> {
+    let action: Value = serde_json::from_slice(line)
+        .or_else(|_| {
+            // OpenSearch accepts an action line missing its last `}`
+            let mut patched = line.to_vec();
+            patched.push(b'}');
+            serde_json::from_slice(&patched)
+        })
+        .map_err(|_| match crate::request::parse_json(line) {
+            Err(json_error) => json_error,
+            Ok(_) => action_error(
+                number,
+                "expected START_OBJECT but found [VALUE_STRING]".into(),
+            ),
+        })?;
+    let Value::Object(action) = action else {
+        let found = match action {
+            Value::Array(_) => "START_ARRAY",
+            _ => "VALUE_STRING",
+        };
+        return Err(action_error(
+            number,
+            format!("expected START_OBJECT but found [{found}]"),
+        ));
+    };
+    let Some((kind, meta)) = action.iter().next() else {
+        return Err(action_error(
+            number,
+            "expected FIELD_NAME but found [END_OBJECT]".into(),
+        ));
+    };
+    let kind: &'static str = match kind.as_str() {
+        "index" => "index",
+        "create" => "create",
+        "update" => "update",
+        "delete" => "delete",
+        other => {
+            return Err(action_error(
+                number,
+                format!("expected one of [create, delete, index, update] but found [{other}]"),
+            ))
+        }
+    };
+    let Value::Object(meta) = meta else {
+        return Err(action_error(number, "expected START_OBJECT".into()));
+    };
+    let mut index = default_index.map(String::from);
+    let mut id = None;
+    let mut routing = default_routing.map(String::from);
+    let mut conditions = Conditions {
+        create_only: kind == "create",
+        ..Conditions::default()
+    };
+    let mut op_type_create = false;
+    for (key, value) in meta {
+        match key.as_str() {
+            "_index" => index = Some(string_meta(number, key, value)?),
+            "_id" => id = Some(string_meta(number, key, value)?),
+            "routing" | "_routing" => routing = Some(string_meta(number, key, value)?),
+            "if_seq_no" => {
+                conditions.if_seq_no = value
+                    .as_u64()
+                    .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
+            }
+            "if_primary_term" => {
+                conditions.if_primary_term = value
+                    .as_u64()
+                    .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
+            }
+            "op_type" => op_type_create = value.as_str() == Some("create"),
+            "retry_on_conflict" | "require_alias" | "pipeline" | "_source" | "version_type"
+            | "version" | "dynamic_templates" => {}
+            other => {
+                return Err(Error::illegal_argument(format!(
+                    "Action/metadata line [{number}] contains an unknown parameter [{other}]"
+                )))
+            }
+        }
+    }
+    conditions.create_only |= op_type_create;
+    Ok(Action {
+        kind,
+        index,
+        id,
+        routing,
+        conditions,
+    })
+}
+
 /// The writes of a bulk request bound for one shard, with their positions in the request.
 struct ShardWrites {
     index: Arc<IndexService>,
@@ -359,85 +520,16 @@ pub fn parse_bulk(
     let mut items = Vec::with_capacity(memchr::memchr_iter(b'\n', body).count());
     while let Some((number, line)) = lines.next() {
         let number = number + 1;
-        let action: Value = serde_json::from_slice(line)
-            .or_else(|_| {
-                // OpenSearch accepts an action line missing its last `}`
-                let mut patched = line.to_vec();
-                patched.push(b'}');
-                serde_json::from_slice(&patched)
-            })
-            .map_err(|_| match crate::request::parse_json(line) {
-                Err(json_error) => json_error,
-                Ok(_) => action_error(
-                    number,
-                    "expected START_OBJECT but found [VALUE_STRING]".into(),
-                ),
-            })?;
-        let Value::Object(action) = action else {
-            let found = match action {
-                Value::Array(_) => "START_ARRAY",
-                _ => "VALUE_STRING",
-            };
-            return Err(action_error(
-                number,
-                format!("expected START_OBJECT but found [{found}]"),
-            ));
+        let Action {
+            kind,
+            index,
+            id,
+            routing,
+            conditions,
+        } = match simple_action(line, default_index, default_routing) {
+            Some(action) => action,
+            None => general_action(number, line, default_index, default_routing)?,
         };
-        let Some((kind, meta)) = action.iter().next() else {
-            return Err(action_error(
-                number,
-                "expected FIELD_NAME but found [END_OBJECT]".into(),
-            ));
-        };
-        let kind: &'static str = match kind.as_str() {
-            "index" => "index",
-            "create" => "create",
-            "update" => "update",
-            "delete" => "delete",
-            other => {
-                return Err(action_error(
-                    number,
-                    format!("expected one of [create, delete, index, update] but found [{other}]"),
-                ))
-            }
-        };
-        let Value::Object(meta) = meta else {
-            return Err(action_error(number, "expected START_OBJECT".into()));
-        };
-        let mut index = default_index.map(String::from);
-        let mut id = None;
-        let mut routing = default_routing.map(String::from);
-        let mut conditions = Conditions {
-            create_only: kind == "create",
-            ..Conditions::default()
-        };
-        let mut op_type_create = false;
-        for (key, value) in meta {
-            match key.as_str() {
-                "_index" => index = Some(string_meta(number, key, value)?),
-                "_id" => id = Some(string_meta(number, key, value)?),
-                "routing" | "_routing" => routing = Some(string_meta(number, key, value)?),
-                "if_seq_no" => {
-                    conditions.if_seq_no = value
-                        .as_u64()
-                        .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
-                }
-                "if_primary_term" => {
-                    conditions.if_primary_term = value
-                        .as_u64()
-                        .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
-                }
-                "op_type" => op_type_create = value.as_str() == Some("create"),
-                "retry_on_conflict" | "require_alias" | "pipeline" | "_source" | "version_type"
-                | "version" | "dynamic_templates" => {}
-                other => {
-                    return Err(Error::illegal_argument(format!(
-                        "Action/metadata line [{number}] contains an unknown parameter [{other}]"
-                    )))
-                }
-            }
-        }
-        conditions.create_only |= op_type_create;
         let index =
             index.ok_or_else(|| Error::action_request_validation(&["index is missing".into()]))?;
         let write = if kind == "delete" {
@@ -639,6 +731,49 @@ mod tests {
         routing: Option<&str>,
     ) -> Result<Vec<ParsedItem>> {
         parse_bulk(&Bytes::from_static(body), index, routing)
+    }
+
+    #[test]
+    fn the_simple_action_path_reads_what_the_general_one_reads() {
+        let summary = |a: &Action| {
+            (
+                a.kind,
+                a.index.clone(),
+                a.id.clone(),
+                a.routing.clone(),
+                a.conditions.create_only,
+            )
+        };
+        let simple_lines: &[&[u8]] = &[
+            br#"{"index":{"_index":"a","_id":"1"}}"#,
+            br#"{"create":{"_id":"x\"y"}}"#,
+            br#"{"update":{"_index":"a","_id":"2","routing":"r"}}"#,
+            br#"{"delete":{"_id":"3"}}"#,
+            br#"{"index":{}}"#,
+        ];
+        for line in simple_lines {
+            let simple = simple_action(line, Some("dflt"), Some("rt"))
+                .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(line)));
+            let general = general_action(1, line, Some("dflt"), Some("rt")).unwrap();
+            assert_eq!(summary(&simple), summary(&general));
+        }
+        // numbers, null, other metadata, two routings or two actions: the general path decides
+        let general_lines: &[&[u8]] = &[
+            br#"{"index":{"_id":1}}"#,
+            br#"{"index":{"_id":null}}"#,
+            br#"{"index":{"_id":"1","if_seq_no":3}}"#,
+            br#"{"index":{"routing":"a","_routing":"b"}}"#,
+            br#"{"index":{},"delete":{}}"#,
+            br#"{"index":{"_id":"1"}"#,
+            br#"{"bogus":{}}"#,
+        ];
+        for line in general_lines {
+            assert!(
+                simple_action(line, None, None).is_none(),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
     }
 
     #[test]
