@@ -208,6 +208,17 @@ impl WriteState {
     }
 }
 
+/// A new shard's tantivy settings (kept in its `meta.json`). The document store compresses
+/// each block on the indexing thread instead of handing it to a compressor thread: the hand-over
+/// (a channel of 3 blocks) put the indexing thread to sleep thousands of times a second in a
+/// bulk load, each time the compressor thread waited for a core, and bulk loads took ~6% longer.
+fn index_settings() -> tantivy::IndexSettings {
+    tantivy::IndexSettings {
+        docstore_compress_dedicated_thread: false,
+        ..Default::default()
+    }
+}
+
 /// Background merges: tantivy's log merge policy, waiting for 8 segments of a level; none
 /// when `index.merge.enabled` is false.
 fn background_merge_policy(config: &ShardConfig) -> Box<dyn tantivy::indexer::MergePolicy> {
@@ -294,7 +305,10 @@ impl Shard {
             }
         } else {
             let (table, _) = FieldTable::build(mapping, None)?;
-            Index::create_in_dir(&index_dir, table.schema().clone())
+            Index::builder()
+                .schema(table.schema().clone())
+                .settings(index_settings())
+                .create_in_dir(&index_dir)
                 .map_err(tantivy_err("create shard"))?;
         }
         let index = Index::open_in_dir(&index_dir).map_err(tantivy_err("open shard"))?;
@@ -1309,6 +1323,29 @@ mod tests {
         assert!(shard.get("1").unwrap().is_none());
         shard.refresh().unwrap();
         assert_eq!(shard.doc_counts().0, 0);
+    }
+
+    #[test]
+    fn a_new_shard_compresses_its_document_store_on_the_indexing_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = mapping();
+        let shard = open(dir.path(), &m);
+        let docs: Vec<PreparedDoc> = (0..50)
+            .map(|i| prepared(&shard, &m, &i.to_string(), json!({ "n": i })))
+            .collect();
+        let mut batch = shard.write_batch();
+        for doc in docs {
+            batch.index(doc, &Conditions::default()).unwrap();
+        }
+        batch.finish().unwrap();
+        shard.refresh().unwrap();
+        // the setting lives in meta.json, so the shard keeps it across restarts
+        let index = Index::open_in_dir(dir.path().join("index")).unwrap();
+        assert!(!index.settings().docstore_compress_dedicated_thread);
+        let searcher = shard.snapshot().searcher.clone();
+        let table = shard.snapshot().table.clone();
+        let stored = read_stored(&searcher, &table, "42").unwrap().unwrap();
+        assert_eq!(stored.source.unwrap().as_ref(), br#"{"n":42}"#);
     }
 
     #[test]
