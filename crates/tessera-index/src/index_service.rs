@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 use tessera_common::murmur3::routing_hash;
 use tessera_common::settings::Settings;
 use tessera_common::{Error, Result};
-use tessera_mapping::{parse_json_document, FieldMapping, Json, Mapping, ParseOutcome};
+use tessera_mapping::{parse_json_document, FieldMapping, FieldTable, Json, Mapping, ParseOutcome};
 
 use crate::index_settings::{self, default_routing_shards, VERSION_CREATED};
 use crate::shard::{
@@ -151,6 +151,9 @@ impl IndexMetadata {
         })
     }
 }
+
+/// The shard's field table last fetched while parsing a batch, with its mapping version.
+type TableCache = Option<(u64, Arc<FieldTable>)>;
 
 /// One client write addressed to an index.
 #[derive(Clone, Debug)]
@@ -479,11 +482,21 @@ impl IndexService {
         auto_id: bool,
         source: &Bytes,
         routing: Option<String>,
+        tables: &mut TableCache,
     ) -> Result<PreparedDoc> {
         let json = parse_source_json(source)?;
         loop {
             let meta = self.metadata();
-            let table = shard.table_for(&meta.mapping, meta.mapping_version)?;
+            // the shard's table takes its write lock: fetched once per mapping version, not
+            // once per document, so that parsing never waits for a batch holding the lock
+            let table = match tables {
+                Some((version, table)) if *version == meta.mapping_version => table.clone(),
+                _ => {
+                    let table = shard.table_for(&meta.mapping, meta.mapping_version)?;
+                    *tables = Some((meta.mapping_version, table.clone()));
+                    table
+                }
+            };
             match parse_json_document(&meta.mapping, &table, &id, &json)? {
                 ParseOutcome::Document(doc) => {
                     return Ok(PreparedDoc {
@@ -551,6 +564,7 @@ impl IndexService {
         }
         // parse index requests before taking the shard lock, so requests parse in parallel
         let mut prepared: Vec<Option<Result<PreparedDoc>>> = Vec::with_capacity(items.len());
+        let mut tables: TableCache = None;
         for item in &items {
             prepared.push(match item {
                 DocWrite::Index {
@@ -564,7 +578,7 @@ impl IndexService {
                         Some(id) => (id.clone(), *auto_generated_id),
                         None => (tessera_common::ids::time_based_id(), true),
                     };
-                    Some(self.prepare(&shard, id, auto, source, routing.clone()))
+                    Some(self.prepare(&shard, id, auto, source, routing.clone(), &mut tables))
                 }
                 _ => None,
             });
