@@ -242,7 +242,10 @@ impl Default for NodeResources {
             // one indexing worker per shard keeps each refresh's segment in insertion order (the
             // order OpenSearch returns ties in); shards and concurrent requests add parallelism
             indexing_threads: 1,
-            indexing_buffer_bytes: 256 << 20,
+            // an index's in-memory segment, split among its shards: the indexing thread's term
+            // and column tables stay small enough to be cache-friendly (64 MB loaded nyc_taxis
+            // ~4% faster than 256 MB and 128 MB, side by side; 32 MB made more segments to merge)
+            indexing_buffer_bytes: 64 << 20,
             merge_threads: (cores / 4).max(1),
         }
     }
