@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{mode_none, seeds, sliced_modes, Doc, Engine, Filter, LayoutPlan, Rng, TestIndex};
+use common::{mode_none, seeds, sliced_modes, Doc, Engine, Filter, Rng, TestIndex};
 use serde_json::{json, Value};
 
 /// The value of a sortable numeric field as the engine reads it.
@@ -78,11 +78,8 @@ fn numeric_field_sorts_return_the_best_values() {
     let engine = Engine::new();
     for seed in seeds(0x50_27, 4) {
         let mut rng = Rng::new(seed);
-        let docs = rng.usize(50, 400);
-        let shards = *rng.pick(&[1, 3]);
-        let plan = LayoutPlan::random(&mut rng, docs, shards);
-        let layout = format!("{plan:?}");
-        let t = TestIndex::build(&mut rng, plan);
+        let t = TestIndex::random(&mut rng, (50, 400), &[1, 3]);
+        let layout = format!("{:?}", t.plan);
         let targets = engine.targets(&t.index);
         for _ in 0..25 {
             let filter = Filter::random(&mut rng, t.users, 2);
@@ -127,11 +124,8 @@ fn match_all_sorts_by_a_numeric_column_visit_only_candidates() {
     let engine = Engine::new();
     for seed in seeds(0x50_28, 4) {
         let mut rng = Rng::new(seed);
-        let docs = rng.usize(50, 400);
-        let shards = *rng.pick(&[1, 3]);
-        let plan = LayoutPlan::random(&mut rng, docs, shards);
-        let layout = format!("{plan:?}");
-        let mut t = TestIndex::build(&mut rng, plan);
+        let mut t = TestIndex::random(&mut rng, (50, 400), &[1, 3]);
+        let layout = format!("{:?}", t.plan);
         let field = *rng.pick(&["n", "price", "ts", "x"]);
         // every live document keeps a value (the deleted ones stay in their segments)
         t.delete_unless(|d| value(d, field).is_some());

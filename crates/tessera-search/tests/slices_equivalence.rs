@@ -138,10 +138,7 @@ fn sliced_search_is_bit_identical() {
     let mut requests = 0;
     for seed in seeds(0x511CE5, CASES) {
         let mut rng = Rng::new(seed);
-        let docs = rng.usize(300, 2000);
-        let shards = *rng.pick(&[1, 1, 3]);
-        let plan = LayoutPlan::random(&mut rng, docs, shards);
-        let t = TestIndex::build(&mut rng, plan);
+        let t = TestIndex::random(&mut rng, (300, 2000), &[1, 1, 3]);
         let mut failures = Failures {
             seed,
             layout: t.describe(),
@@ -245,10 +242,7 @@ fn track_total_hits_at_the_exact_count() {
     let mut all = Vec::new();
     for seed in seeds(0x70741, CASES) {
         let mut rng = Rng::new(seed);
-        let docs = rng.usize(300, 2000);
-        let shards = *rng.pick(&[1, 1, 3]);
-        let plan = LayoutPlan::random(&mut rng, docs, shards);
-        let t = TestIndex::build(&mut rng, plan);
+        let t = TestIndex::random(&mut rng, (300, 2000), &[1, 1, 3]);
         let mut failures = Failures {
             seed,
             layout: t.describe(),
@@ -285,10 +279,7 @@ fn terms_min_doc_count_0_under_a_parent() {
     let mut all = Vec::new();
     for seed in seeds(0x3E60, CASES) {
         let mut rng = Rng::new(seed);
-        let docs = rng.usize(300, 2000);
-        let shards = *rng.pick(&[1, 1, 3]);
-        let plan = LayoutPlan::random(&mut rng, docs, shards);
-        let t = TestIndex::build(&mut rng, plan);
+        let t = TestIndex::random(&mut rng, (300, 2000), &[1, 1, 3]);
         let mut failures = Failures {
             seed,
             layout: t.describe(),
@@ -318,10 +309,7 @@ fn must_not_of_a_conjunction_with_a_range() {
     let mut problems = Vec::new();
     for seed in seeds(0xE8C1, 3) {
         let mut rng = Rng::new(seed);
-        let docs = rng.usize(300, 1500);
-        let shards = *rng.pick(&[1, 3]);
-        let plan = LayoutPlan::random(&mut rng, docs, shards);
-        let t = TestIndex::build(&mut rng, plan);
+        let t = TestIndex::random(&mut rng, (300, 1500), &[1, 3]);
         let targets = engine.targets(&t.index);
         for _ in 0..8 {
             let lo = rng.range(-1100, 900);
@@ -412,16 +400,13 @@ fn terminate_after_bounds() {
     let mut problems = Vec::new();
     for seed in seeds(0x7E57_AF7E, 4) {
         let mut rng = Rng::new(seed);
-        let docs = rng.usize(300, 1500);
-        let shards = *rng.pick(&[1, 3]);
-        let plan = LayoutPlan::random(&mut rng, docs, shards);
-        let t = TestIndex::build(&mut rng, plan);
+        let t = TestIndex::random(&mut rng, (300, 1500), &[1, 3]);
         let targets = engine.targets(&t.index);
         for _ in 0..12 {
             let filter = Filter::random(&mut rng, t.users, 2);
             let limit = *rng.pick(&[1u64, 5, 50, 500]);
             let size = *rng.pick(&[0, 3, 10]);
-            let mut per_shard = vec![0u64; shards as usize];
+            let mut per_shard = vec![0u64; t.plan.shards as usize];
             for doc in t.matching(&filter) {
                 per_shard[t.shard_of(&doc.id) as usize] += 1;
             }

@@ -565,6 +565,15 @@ pub struct TestIndex {
 }
 
 impl TestIndex {
+    /// Builds an index of a random layout: a document count drawn from `docs` (`lo..hi`), a
+    /// shard count picked from `shards`, then a random [`LayoutPlan`].
+    pub fn random(rng: &mut Rng, docs: (usize, usize), shards: &[u32]) -> TestIndex {
+        let docs = rng.usize(docs.0, docs.1);
+        let shards = *rng.pick(shards);
+        let plan = LayoutPlan::random(rng, docs, shards);
+        TestIndex::build(rng, plan)
+    }
+
     /// Builds an index with `plan`, documents drawn from `rng`.
     pub fn build(rng: &mut Rng, plan: LayoutPlan) -> TestIndex {
         let dir = tempfile::tempdir().expect("temp dir");
