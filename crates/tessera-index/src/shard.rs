@@ -1151,7 +1151,9 @@ impl WriteBatch<'_> {
                 LiveEntry {
                     version,
                     deleted: false,
-                    source: Some(prepared.source.clone()),
+                    // a copy of its own: the source may be a slice of a whole bulk body, which
+                    // the entry would otherwise keep alive until the next refresh
+                    source: Some(Bytes::copy_from_slice(&prepared.source)),
                     routing: prepared.routing,
                 },
             );
@@ -1346,6 +1348,27 @@ mod tests {
         let table = shard.snapshot().table.clone();
         let stored = read_stored(&searcher, &table, "42").unwrap().unwrap();
         assert_eq!(stored.source.unwrap().as_ref(), br#"{"n":42}"#);
+    }
+
+    #[test]
+    fn an_unrefreshed_document_keeps_its_own_copy_of_its_source() {
+        // a bulk body holds many documents; the live version map must not keep it all alive
+        let dir = tempfile::tempdir().unwrap();
+        let m = mapping();
+        let shard = open(dir.path(), &m);
+        let body = Bytes::from(format!("{}\n{{\"n\":7}}\n", "x".repeat(4096)));
+        let mut doc = prepared(&shard, &m, "7", json!({"n": 7}));
+        doc.source = body.slice(4097..4104);
+        let mut batch = shard.write_batch();
+        batch.index(doc, &Conditions::default()).unwrap();
+        batch.finish().unwrap();
+        let source = shard.get("7").unwrap().unwrap().source.unwrap();
+        assert_eq!(source.as_ref(), br#"{"n":7}"#);
+        let body_range = body.as_ptr_range();
+        assert!(
+            !body_range.contains(&source.as_ptr()),
+            "the source still points into the body"
+        );
     }
 
     #[test]
