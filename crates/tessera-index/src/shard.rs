@@ -30,7 +30,7 @@ use tessera_common::{Error, Result};
 use tessera_mapping::field_table::LOWERCASE_KEYWORD_TOKENIZER;
 use tessera_mapping::{FieldTable, Mapping};
 
-use crate::index_queue::{IndexQueue, QueuedDoc, QUEUE_LIMIT};
+use crate::index_queue::{IndexQueue, QueuedDoc, Weighed, QUEUE_BYTES, QUEUE_DOCS};
 
 use crate::schema_change::grow_schema;
 use crate::stats::ShardStats;
@@ -175,7 +175,7 @@ struct WriteState {
     generation: u64,
     /// Writes not yet handed to the writer, sent in groups of [`WRITER_BATCH`] (and before
     /// any commit): one hand-over per document cost a channel send and often a thread wake-up.
-    pending: Vec<UserOperation>,
+    pending: Vec<Weighed>,
     /// The documents handed to the writer that its indexing thread has not taken yet.
     queue: Arc<IndexQueue>,
 }
@@ -186,9 +186,10 @@ struct WriteState {
 const WRITER_BATCH: usize = 16;
 
 impl WriteState {
-    /// Queues a write; sends the group once it is full.
-    fn queue(&mut self, op: UserOperation) -> Result<()> {
-        self.pending.push(op);
+    /// Queues a write that weighs `bytes` (its source; 0 for deletes); sends the group once it
+    /// is full.
+    fn queue(&mut self, op: UserOperation, bytes: usize) -> Result<()> {
+        self.pending.push((op, bytes));
         if self.pending.len() >= WRITER_BATCH {
             self.send_pending()?;
         }
@@ -341,7 +342,7 @@ impl Shard {
                 dirty: false,
                 generation: 0,
                 pending: Vec::new(),
-                queue: IndexQueue::new(QUEUE_LIMIT),
+                queue: IndexQueue::new(QUEUE_DOCS, QUEUE_BYTES),
             }),
             snapshot: RwLock::new(Arc::new(ShardSnapshot::new(
                 searcher,
@@ -393,7 +394,7 @@ impl Shard {
         let mut replayed = 0usize;
         for op in ops.into_iter().filter(|op| op.seq_no >= committed_next) {
             let id_term = Term::from_field_text(state.table.meta.id, &op.id);
-            state.queue(UserOperation::Delete(id_term))?;
+            state.queue(UserOperation::Delete(id_term), 0)?;
             if op.kind == OpKind::Index {
                 let source = tessera_mapping::Json::parse(&op.source)
                     .map_err(|e| Error::internal("replay the translog", e))?;
@@ -424,7 +425,7 @@ impl Shard {
                     op.routing.as_deref(),
                     &op.source,
                 );
-                state.queue(UserOperation::Add(doc))?;
+                state.queue(UserOperation::Add(doc), op.source.len())?;
             }
             state.next_seq_no = state.next_seq_no.max(op.seq_no + 1);
             state.dirty = true;
@@ -1131,9 +1132,10 @@ impl WriteBatch<'_> {
         );
         if !prepared.auto_id {
             let id = Term::from_field_text(table.meta.id, &prepared.id);
-            self.state.queue(UserOperation::Delete(id))?;
+            self.state.queue(UserOperation::Delete(id), 0)?;
         }
-        self.state.queue(UserOperation::Add(doc))?;
+        self.state
+            .queue(UserOperation::Add(doc), prepared.source.len())?;
         self.last_offset = self.shard.translog.append(&Operation {
             kind: OpKind::Index,
             seq_no: version.seq_no,
@@ -1186,7 +1188,7 @@ impl WriteBatch<'_> {
         let table = self.state.table.clone();
         if current.is_some() {
             let id = Term::from_field_text(table.meta.id, id);
-            self.state.queue(UserOperation::Delete(id))?;
+            self.state.queue(UserOperation::Delete(id), 0)?;
         }
         self.last_offset = self.shard.translog.append(&Operation {
             kind: OpKind::Delete,
