@@ -313,21 +313,17 @@ impl<'a> Walker<'a> {
             _ => None,
         };
         for point in points {
-            let parsed = match point {
-                // `[lon, lat]`, the common form, needs no `Value`
-                Json::Array(items)
-                    if (2..=3).contains(&items.len()) && items.iter().all(Json::is_number) =>
-                {
-                    let coordinate = |item: &Json| match item {
-                        Json::Number(n) => n.as_f64().unwrap_or(f64::NAN),
-                        _ => f64::NAN,
-                    };
-                    crate::geo::checked(crate::geo::GeoPoint {
-                        lat: coordinate(&items[1]),
-                        lon: coordinate(&items[0]),
-                    })
-                }
-                other => crate::geo::parse_point(&other.to_value()),
+            // `[lon, lat]`, the common form, is read without building a `Value`
+            let lon_lat = match point {
+                Json::Array(items) => crate::geo::from_lon_lat(items, |item| match item {
+                    Json::Number(n) => n.as_f64(),
+                    _ => None,
+                }),
+                _ => None,
+            };
+            let parsed = match lon_lat {
+                Some(lon_lat) => crate::geo::checked(lon_lat),
+                None => crate::geo::parse_point(&point.to_value()),
             };
             match parsed {
                 Ok(parsed) => {

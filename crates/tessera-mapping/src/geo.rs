@@ -77,13 +77,8 @@ fn number(value: &Value) -> Option<f64> {
 pub fn parse_point(value: &Value) -> Result<GeoPoint> {
     let bad = |why: String| Error::illegal_argument(why);
     let point = match value {
-        Value::Array(items)
-            if (2..=3).contains(&items.len()) && items.iter().all(Value::is_number) =>
-        {
-            GeoPoint {
-                lat: items[1].as_f64().unwrap_or(f64::NAN),
-                lon: items[0].as_f64().unwrap_or(f64::NAN),
-            }
+        Value::Array(items) => {
+            from_lon_lat(items, Value::as_f64).ok_or_else(|| bad("geo_point expected".into()))?
         }
         Value::Object(o) => {
             let lat = o
@@ -125,6 +120,18 @@ pub fn parse_point(value: &Value) -> Result<GeoPoint> {
         _ => return Err(bad("geo_point expected".into())),
     };
     checked(point)
+}
+
+/// The point of a `[lon, lat]` array (GeoJSON's order; a third number, the altitude, is
+/// ignored), reading each number with `number`; `None` when `items` is not such an array.
+pub fn from_lon_lat<T>(items: &[T], number: impl Fn(&T) -> Option<f64>) -> Option<GeoPoint> {
+    if !(2..=3).contains(&items.len()) || !items.iter().all(|item| number(item).is_some()) {
+        return None;
+    }
+    Some(GeoPoint {
+        lat: number(&items[1])?,
+        lon: number(&items[0])?,
+    })
 }
 
 /// `point` if its latitude and longitude are in range.
@@ -229,6 +236,12 @@ mod tests {
         );
         assert!(parse_point(&json!([10.0, 100.0])).is_err());
         assert!(parse_point(&json!(true)).is_err());
+        // an altitude is ignored; other arrays are not points
+        assert_eq!(parse_point(&json!([-73.9, 40.7, 12])).unwrap(), expected);
+        for array in [json!([1.0]), json!([1.0, "2"]), json!([1, 2, 3, 4])] {
+            let e = parse_point(&array).unwrap_err();
+            assert_eq!(e.reason(), "geo_point expected", "{array}");
+        }
     }
 
     #[test]
