@@ -6,10 +6,10 @@
 //! updates take only the index's mapping lock — never a shard lock — so shards can never
 //! deadlock on each other.
 
-use bytes::Bytes;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use tessera_common::murmur3::routing_hash;
 use tessera_common::settings::Settings;

@@ -12,13 +12,13 @@
 //! version u64 | id | routing | source` (byte strings as `len u32 | bytes`, routing
 //! `u32::MAX` when absent), all little-endian.
 
-use bytes::Bytes;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use tessera_common::{Error, Result};
 
 /// One logged write.
