@@ -45,20 +45,25 @@ pub struct IndexHealth {
 }
 
 impl IndexHealth {
-    pub fn of(meta: &IndexMetadata) -> IndexHealth {
+    /// The health of an index of which `failed` primaries are not active (they could not open,
+    /// or failed): red, as OpenSearch is red while a primary is unassigned.
+    pub fn of(meta: &IndexMetadata, failed: u32) -> IndexHealth {
         let replicas = meta.number_of_replicas();
-        let unassigned = meta.number_of_shards * replicas;
+        let active = meta.number_of_shards.saturating_sub(failed);
+        let unassigned = meta.number_of_shards * replicas + failed;
         IndexHealth {
             name: meta.name.clone(),
-            status: if unassigned > 0 {
+            status: if failed > 0 {
+                Status::Red
+            } else if unassigned > 0 {
                 Status::Yellow
             } else {
                 Status::Green
             },
             number_of_shards: meta.number_of_shards,
             number_of_replicas: replicas,
-            active_primary_shards: meta.number_of_shards,
-            active_shards: meta.number_of_shards,
+            active_primary_shards: active,
+            active_shards: active,
             unassigned_shards: unassigned,
         }
     }

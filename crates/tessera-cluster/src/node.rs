@@ -132,8 +132,17 @@ impl Node {
             if !entry.path().join("_state.json").exists() {
                 continue;
             }
-            let service = IndexService::open(&entry.path(), &config.resources)?;
-            indices.insert(service.name(), Arc::new(service));
+            // an index whose metadata cannot be read is left on disk, untouched, and the node
+            // serves the others (a shard that cannot open fails alone, inside its index)
+            match IndexService::open(&entry.path(), &config.resources) {
+                Ok(service) => {
+                    indices.insert(service.name(), Arc::new(service));
+                }
+                Err(e) => eprintln!(
+                    "cannot open the index in {}, leaving it out: {e}",
+                    entry.path().display()
+                ),
+            }
         }
         let pools = ThreadPools::new();
         let cpu = Arc::new(CpuSampler::default());
@@ -346,7 +355,7 @@ impl Node {
         Health::of(
             indices
                 .iter()
-                .map(|i| IndexHealth::of(&i.metadata()))
+                .map(|i| IndexHealth::of(&i.metadata(), i.failed_shard_count()))
                 .collect(),
         )
     }
@@ -412,6 +421,7 @@ impl Node {
         let indices: Vec<Arc<IndexService>> =
             self.indices.read().unwrap().values().cloned().collect();
         for index in indices {
+            index.recover_failed_shards();
             let meta = index.metadata();
             let interval = meta.refresh_interval_millis();
             let explicit = meta.settings.contains("index.refresh_interval");

@@ -222,7 +222,49 @@ pub struct IndexService {
     path: PathBuf,
     metadata: RwLock<Arc<IndexMetadata>>,
     mapping_lock: Mutex<()>,
-    shards: Vec<Arc<Shard>>,
+    shards: RwLock<Vec<ShardSlot>>,
+    resources: NodeResources,
+}
+
+/// One shard of an index on this node: started, or failed (it could not open, or its engine
+/// failed) with the reason, which health, `_cat/shards` and allocation explain report. One
+/// failed shard never takes its index, let alone the node, down: the other shards serve.
+#[derive(Clone)]
+pub enum ShardSlot {
+    Started(Arc<Shard>),
+    Failed(ShardFailure),
+}
+
+/// Why a shard is not serving, and when that was found.
+#[derive(Clone, Debug)]
+pub struct ShardFailure {
+    pub error: Error,
+    pub at_millis: i64,
+    /// Failed attempts to open it so far.
+    pub attempts: u32,
+}
+
+impl ShardFailure {
+    fn new(error: Error, attempts: u32) -> ShardFailure {
+        ShardFailure {
+            error,
+            at_millis: tessera_common::time::now_millis(),
+            attempts,
+        }
+    }
+
+    /// Damaged files do not heal by themselves; anything else (a full disk, an I/O error) may.
+    pub fn retryable(&self) -> bool {
+        !matches!(
+            self.error.kind(),
+            "translog_corrupted_exception" | "corrupt_index_exception"
+        )
+    }
+
+    /// The wait before the next attempt to open the shard: 1 s doubling to 30 s.
+    fn backoff_millis(&self) -> i64 {
+        (1000i64 << self.attempts.min(5)).min(30_000)
+    }
 }
 
 /// Node-level sizing handed to each shard.
@@ -251,6 +293,35 @@ impl Default for NodeResources {
     }
 }
 
+/// Opens shard `shard_id` of the index at `path`; a shard that cannot open becomes a failed
+/// slot with the reason, logged.
+fn open_shard(
+    path: &Path,
+    metadata: &IndexMetadata,
+    resources: &NodeResources,
+    shard_id: u32,
+    attempts: u32,
+) -> ShardSlot {
+    let opened = Shard::open(
+        &metadata.name,
+        shard_id,
+        &path.join(shard_id.to_string()),
+        &metadata.mapping,
+        metadata.mapping_version,
+        shard_config(metadata, resources),
+    );
+    match opened {
+        Ok(shard) => ShardSlot::Started(Arc::new(shard)),
+        Err(error) => {
+            eprintln!(
+                "[{}][{shard_id}] shard failed to open: {error}",
+                metadata.name
+            );
+            ShardSlot::Failed(ShardFailure::new(error, attempts))
+        }
+    }
+}
+
 fn shard_config(metadata: &IndexMetadata, resources: &NodeResources) -> ShardConfig {
     let threads = resources.indexing_threads.max(1);
     let per_shard = resources.indexing_buffer_bytes / metadata.number_of_shards.max(1) as usize;
@@ -260,6 +331,7 @@ fn shard_config(metadata: &IndexMetadata, resources: &NodeResources) -> ShardCon
         memory_budget_per_thread: (per_shard / threads).max(16 << 20),
         merge_threads: resources.merge_threads,
         merges: metadata.setting("index.merge.enabled") != "false",
+        verify_checksums: metadata.setting("index.shard.check_on_startup") != "false",
     }
 }
 
@@ -341,30 +413,15 @@ impl IndexService {
         metadata: IndexMetadata,
         resources: &NodeResources,
     ) -> Result<IndexService> {
-        let config = shard_config(&metadata, resources);
-        let mut shards = Vec::new();
-        for shard_id in 0..metadata.number_of_shards {
-            let shard = Shard::open(
-                &metadata.name,
-                shard_id,
-                &path.join(shard_id.to_string()),
-                &metadata.mapping,
-                metadata.mapping_version,
-                config.clone(),
-            )
-            .map_err(|e| {
-                Error::internal(
-                    format!("open shard {shard_id} of index {}", metadata.name),
-                    e,
-                )
-            })?;
-            shards.push(Arc::new(shard));
-        }
+        let shards = (0..metadata.number_of_shards)
+            .map(|shard_id| open_shard(path, &metadata, resources, shard_id, 0))
+            .collect();
         Ok(IndexService {
             path: path.to_path_buf(),
             metadata: RwLock::new(Arc::new(metadata)),
             mapping_lock: Mutex::new(()),
-            shards,
+            shards: RwLock::new(shards),
+            resources: resources.clone(),
         })
     }
 
@@ -380,12 +437,96 @@ impl IndexService {
         &self.path
     }
 
-    pub fn shards(&self) -> &[Arc<Shard>] {
-        &self.shards
+    /// The started shards (a shard whose engine failed is not).
+    pub fn shards(&self) -> Vec<Arc<Shard>> {
+        self.shard_slots()
+            .into_iter()
+            .filter_map(|slot| match slot {
+                ShardSlot::Started(shard) => Some(shard),
+                ShardSlot::Failed(_) => None,
+            })
+            .collect()
     }
 
-    pub fn shard(&self, id: u32) -> &Arc<Shard> {
-        &self.shards[id as usize]
+    /// Every shard, started or failed, by shard id.
+    pub fn shard_slots(&self) -> Vec<ShardSlot> {
+        self.shards
+            .read()
+            .unwrap()
+            .iter()
+            .map(|slot| match slot {
+                ShardSlot::Started(shard) => match shard.failure() {
+                    None => slot.clone(),
+                    Some(error) => ShardSlot::Failed(ShardFailure::new(error, 0)),
+                },
+                ShardSlot::Failed(_) => slot.clone(),
+            })
+            .collect()
+    }
+
+    /// How many shards are failed.
+    pub fn failed_shard_count(&self) -> u32 {
+        self.shard_slots()
+            .iter()
+            .filter(|slot| matches!(slot, ShardSlot::Failed(_)))
+            .count() as u32
+    }
+
+    /// The started shard `id`, or OpenSearch's error for a shard that is not active.
+    pub fn shard(&self, id: u32) -> Result<Arc<Shard>> {
+        let name = self.name();
+        match self.shard_slots().into_iter().nth(id as usize) {
+            Some(ShardSlot::Started(shard)) => Ok(shard),
+            Some(ShardSlot::Failed(failure)) => Err(Error::new(
+                "unavailable_shards_exception",
+                503,
+                format!(
+                    "[{name}][{id}] primary shard is not active: the shard failed ({})",
+                    failure.error.reason()
+                ),
+            )),
+            None => Err(Error::illegal_state(format!(
+                "[{name}] has no shard [{id}]"
+            ))),
+        }
+    }
+
+    /// Replaces shards whose engine failed by failed slots, and tries again to open failed
+    /// shards whose failure may heal (a full disk that has space again), with a backoff.
+    /// Returns how many shards started.
+    pub fn recover_failed_shards(&self) -> usize {
+        let metadata = self.metadata();
+        let mut started = 0;
+        let count = self.shards.read().unwrap().len();
+        for shard_id in 0..count {
+            let failure = match &self.shards.read().unwrap()[shard_id] {
+                ShardSlot::Started(shard) => match shard.failure() {
+                    Some(error) => ShardFailure::new(error, 0),
+                    None => continue,
+                },
+                ShardSlot::Failed(failure) => failure.clone(),
+            };
+            let due =
+                tessera_common::time::now_millis() - failure.at_millis >= failure.backoff_millis();
+            let slot = if failure.retryable() && due {
+                let slot = open_shard(
+                    &self.path,
+                    &metadata,
+                    &self.resources,
+                    shard_id as u32,
+                    failure.attempts + 1,
+                );
+                if matches!(slot, ShardSlot::Started(_)) {
+                    eprintln!("[{}][{shard_id}] shard recovered", metadata.name);
+                    started += 1;
+                }
+                slot
+            } else {
+                ShardSlot::Failed(failure)
+            };
+            self.shards.write().unwrap()[shard_id] = slot;
+        }
+        started
     }
 
     /// `PUT _mapping`: merges `update` into the mapping and persists it.
@@ -443,7 +584,7 @@ impl IndexService {
         persist(&self.path, &next)?;
         let durability = next.durability();
         *self.metadata.write().unwrap() = Arc::new(next);
-        for shard in &self.shards {
+        for shard in self.shards() {
             shard.set_durability(durability);
         }
         Ok(())
@@ -452,7 +593,7 @@ impl IndexService {
     /// Brings every shard's schema up to the current mapping (before a search).
     pub fn sync_shard_schemas(&self) -> Result<()> {
         let meta = self.metadata();
-        for shard in &self.shards {
+        for shard in self.shards() {
             shard.table_for(&meta.mapping, meta.mapping_version)?;
         }
         Ok(())
@@ -553,7 +694,10 @@ impl IndexService {
         items: Vec<DocWrite>,
         refresh: bool,
     ) -> Result<Vec<Result<DocWriteResult>>> {
-        let shard = self.shard(shard_id).clone();
+        let shard = match self.shard(shard_id) {
+            Ok(shard) => shard,
+            Err(e) => return Ok(items.iter().map(|_| Err(e.clone())).collect()),
+        };
         if self.metadata().setting("index.blocks.write") == "true"
             || self.metadata().setting("index.blocks.read_only") == "true"
         {
@@ -714,7 +858,7 @@ impl IndexService {
         routing: Option<&str>,
         realtime: bool,
     ) -> Result<Option<StoredDoc>> {
-        let shard = self.shard(self.shard_for(id, routing));
+        let shard = self.shard(self.shard_for(id, routing))?;
         if realtime {
             shard.get(id)
         } else {
@@ -723,21 +867,21 @@ impl IndexService {
     }
 
     pub fn refresh(&self) -> Result<()> {
-        for shard in &self.shards {
+        for shard in self.shards() {
             shard.refresh()?;
         }
         Ok(())
     }
 
     pub fn flush(&self) -> Result<()> {
-        for shard in &self.shards {
+        for shard in self.shards() {
             shard.flush()?;
         }
         Ok(())
     }
 
     pub fn force_merge(&self, max_segments: usize) -> Result<()> {
-        for shard in &self.shards {
+        for shard in self.shards() {
             shard.force_merge(max_segments)?;
         }
         Ok(())
@@ -745,22 +889,25 @@ impl IndexService {
 
     /// Live and deleted documents over all shards (as of the last refresh).
     pub fn doc_counts(&self) -> (u64, u64) {
-        self.shards
+        self.shards()
             .iter()
             .map(|s| s.doc_counts())
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     }
 
     pub fn store_size(&self) -> u64 {
-        self.shards.iter().map(|s| s.store_size()).sum()
+        self.shards().iter().map(|s| s.store_size()).sum()
     }
 
-    /// Closes every shard cleanly.
+    /// Closes every started shard cleanly; the first error, after trying them all.
     pub fn close(&self) -> Result<()> {
-        for shard in &self.shards {
-            shard.close()?;
+        let mut outcome = Ok(());
+        for shard in self.shards() {
+            if let Err(e) = shard.close() {
+                outcome = outcome.and(Err(e));
+            }
         }
-        Ok(())
+        outcome
     }
 }
 

@@ -37,6 +37,16 @@ const POSITIVE: Kind = Kind::Int {
     max: i32::MAX as i64,
 };
 
+/// `index.shard.check_on_startup`: OpenSearch's values and message.
+fn check_on_startup(key: &str, value: &str) -> Result<()> {
+    match value {
+        "true" | "false" | "checksum" => Ok(()),
+        _ => Err(Error::illegal_argument(format!(
+            "unknown value for [{key}] must be one of [true, false, checksum] but was: {value}"
+        ))),
+    }
+}
+
 static DEFS: &[SettingDef] = &[
     def(
         "index.number_of_shards",
@@ -263,7 +273,15 @@ static DEFS: &[SettingDef] = &[
     def("index.blocks.write", true, Kind::Bool, "false"),
     def("index.blocks.metadata", true, Kind::Bool, "false"),
     def("index.priority", true, INT, "1"),
-    def("index.shard.check_on_startup", false, Kind::Str, "false"),
+    // Tessera verifies every segment file's checksum when a shard opens unless told `false`
+    // (OpenSearch defaults to `false`): a flipped byte then fails the shard with
+    // `corrupt_index_exception` instead of giving wrong answers
+    def(
+        "index.shard.check_on_startup",
+        false,
+        Kind::Check(check_on_startup),
+        "checksum",
+    ),
     def("index.store.type", false, Kind::Str, ""),
     def("index.store.preload", false, Kind::List, ""),
     def("index.soft_deletes.enabled", false, Kind::Bool, "true"),

@@ -34,7 +34,7 @@ use crate::index_queue::{IndexQueue, QueuedDoc, Weighed, QUEUE_BYTES, QUEUE_DOCS
 
 use crate::schema_change::grow_schema;
 use crate::stats::ShardStats;
-use crate::translog::{self, OpKind, Operation, Translog};
+use crate::translog::{OpKind, Operation, Translog};
 
 /// Shards not searched for this long are search-idle: scheduled refreshes skip them (unless
 /// `refresh_interval` is set explicitly) and the next search refreshes first, as in OpenSearch.
@@ -62,6 +62,9 @@ pub struct ShardConfig {
     /// `index.merge.enabled`: false keeps every flushed segment (benchmarks that need many
     /// segments, tests); only `_forcemerge` merges then.
     pub merges: bool,
+    /// `index.shard.check_on_startup` other than `false`: verify every segment file's checksum
+    /// when the shard opens.
+    pub verify_checksums: bool,
 }
 
 impl Default for ShardConfig {
@@ -72,6 +75,7 @@ impl Default for ShardConfig {
             memory_budget_per_thread: 64 << 20,
             merge_threads: 1,
             merges: true,
+            verify_checksums: true,
         }
     }
 }
@@ -186,6 +190,39 @@ struct WriteState {
 const WRITER_BATCH: usize = 16;
 
 impl WriteState {
+    /// Indexes a logged operation again (translog replay), without validating it anew.
+    fn replay(&mut self, mapping: &Mapping, op: Operation) -> Result<()> {
+        let id_term = Term::from_field_text(self.table.meta.id, &op.id);
+        self.queue(UserOperation::Delete(id_term), 0)?;
+        if op.kind == OpKind::Index {
+            let table = self.table.clone();
+            let doc = match tessera_mapping::Json::parse(&op.source) {
+                Ok(source) => {
+                    tessera_mapping::parse_document_for_replay(mapping, &table, &op.id, &source)
+                }
+                // a source that no longer parses is still the acknowledged document
+                Err(_) => TantivyDocument::new(),
+            };
+            let version = DocVersion {
+                version: op.version,
+                seq_no: op.seq_no,
+                primary_term: op.primary_term,
+            };
+            let doc = with_meta_fields(
+                doc,
+                &table,
+                &op.id,
+                version,
+                op.routing.as_deref(),
+                &op.source,
+            );
+            self.queue(UserOperation::Add(doc), op.source.len())?;
+        }
+        self.next_seq_no = self.next_seq_no.max(op.seq_no + 1);
+        self.dirty = true;
+        Ok(())
+    }
+
     /// Queues a write that weighs `bytes` (its source; 0 for deletes); sends the group once it
     /// is full.
     fn queue(&mut self, op: UserOperation, bytes: usize) -> Result<()> {
@@ -201,7 +238,7 @@ impl WriteState {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let writer = self.writer.as_ref().expect("writer is open");
+        let writer = self.writer.as_ref().ok_or_else(writer_closed)?;
         writer
             .run(self.queue.enter(&mut self.pending))
             .map_err(tantivy_err("index documents"))?;
@@ -248,6 +285,53 @@ pub struct Shard {
     pending_refresh: std::sync::atomic::AtomicBool,
     last_refresh: AtomicU64,
     last_search: AtomicU64,
+    /// Set when a write, refresh or merge failed in a way that leaves the writer's state unknown
+    /// (a full disk, an I/O error): the writer is dropped, nothing more is written or committed,
+    /// and the index replaces the shard by a fresh one opened from disk (last commit plus
+    /// translog), as OpenSearch fails a shard and recovers it from its store.
+    failure: Mutex<Option<Error>>,
+}
+
+fn writer_closed() -> Error {
+    Error::new(
+        "engine_closed_exception",
+        500,
+        "the shard's writer is closed after a failure",
+    )
+}
+
+/// Maps tantivy errors that mean damaged files (a corrupt or truncated file, a missing one) to
+/// OpenSearch's `corrupt_index_exception`, so the shard fails for that reason and stays failed;
+/// other errors (permissions, a full disk) stay internal and are retried.
+fn corruption(context: impl std::fmt::Display) -> impl FnOnce(tantivy::TantivyError) -> Error {
+    move |e| match e {
+        tantivy::TantivyError::DataCorruption(_)
+        | tantivy::TantivyError::IncompatibleIndex(_)
+        | tantivy::TantivyError::OpenReadError(_) => {
+            Error::new("corrupt_index_exception", 500, format!("{context}: {e}"))
+        }
+        e => Error::internal(context, e),
+    }
+}
+
+/// Verifies the checksum in every segment file's footer (`index.shard.check_on_startup`).
+fn verify_checksums(index: &Index) -> Result<()> {
+    let damaged = index
+        .validate_checksum()
+        .map_err(corruption("verify segment checksums"))?;
+    if damaged.is_empty() {
+        return Ok(());
+    }
+    let mut files: Vec<String> = damaged.iter().map(|p| p.display().to_string()).collect();
+    files.sort();
+    Err(Error::new(
+        "corrupt_index_exception",
+        500,
+        format!(
+            "checksum failed (hardware problem?) : segment files {}",
+            files.join(", ")
+        ),
+    ))
 }
 
 fn tantivy_err(context: impl std::fmt::Display) -> impl FnOnce(tantivy::TantivyError) -> Error {
@@ -269,17 +353,25 @@ fn register_tokenizers(index: &Index) {
         .register(LOWERCASE_KEYWORD_TOKENIZER, lowercase_keyword());
 }
 
-fn commit_payload(index: &Index) -> Result<u64> {
+/// What the last commit says: the next sequence number after it, and whether a translog was
+/// written beside it (commits before translog checkpoints existed do not say).
+fn commit_payload(index: &Index) -> Result<(u64, bool)> {
     let metas = index
         .load_metas()
         .map_err(tantivy_err("load shard metas"))?;
-    Ok(metas
+    let payload = metas
         .payload
         .as_deref()
-        .and_then(|p| serde_json::from_str::<serde_json::Value>(p).ok())
+        .and_then(|p| serde_json::from_str::<serde_json::Value>(p).ok());
+    let next = payload
+        .as_ref()
         .and_then(|v| v.get("max_seq_no").and_then(|n| n.as_u64()))
         .map(|n| n + 1)
-        .unwrap_or(0))
+        .unwrap_or(0);
+    let has_translog = payload
+        .as_ref()
+        .is_some_and(|v| v.get("translog_generation").is_some());
+    Ok((next, has_translog))
 }
 
 impl Shard {
@@ -298,7 +390,10 @@ impl Shard {
         })?;
         let exists = index_dir.join("meta.json").exists();
         if exists {
-            let index = Index::open_in_dir(&index_dir).map_err(tantivy_err("open shard"))?;
+            let index = Index::open_in_dir(&index_dir).map_err(corruption("open shard"))?;
+            if config.verify_checksums {
+                verify_checksums(&index)?;
+            }
             let (table, grew) = FieldTable::build(mapping, Some(&index.schema()))?;
             drop(index);
             if grew {
@@ -312,38 +407,40 @@ impl Shard {
                 .create_in_dir(&index_dir)
                 .map_err(tantivy_err("create shard"))?;
         }
-        let index = Index::open_in_dir(&index_dir).map_err(tantivy_err("open shard"))?;
+        let index = Index::open_in_dir(&index_dir).map_err(corruption("open shard"))?;
         let (table, _) = FieldTable::build(mapping, Some(&index.schema()))?;
-        let committed_next = commit_payload(&index)?;
+        let (committed_next, commit_has_translog) = commit_payload(&index)?;
         let (writer, reader) = Self::open_writer_and_reader(&index, &config)?;
-        let translog_dir = path.join("translog");
-        let pending = if translog_dir.exists() {
-            translog::read_operations(&translog_dir)?
-        } else {
-            Vec::new()
+        let mut state = WriteState {
+            index,
+            writer: Some(writer),
+            reader,
+            table: Arc::new(table),
+            mapping_version,
+            live: HashMap::new(),
+            unsafe_auto_ids: false,
+            tombstones: HashMap::new(),
+            next_seq_no: committed_next,
+            dirty: false,
+            generation: 0,
+            pending: Vec::new(),
+            queue: IndexQueue::new(QUEUE_DOCS, QUEUE_BYTES),
         };
-        let translog = Translog::open(&translog_dir)?;
-        let searcher = reader.searcher();
-        let table = Arc::new(table);
+        // operations newer than the last commit are indexed again, as they were acknowledged
+        let translog = Translog::open(&path.join("translog"), commit_has_translog, |op| {
+            if op.seq_no >= committed_next {
+                state.replay(mapping, op)?;
+            }
+            Ok(())
+        })?;
+        let searcher = state.reader.searcher();
+        let table = state.table.clone();
+        let replayed = state.dirty;
         let shard = Shard {
             index_name: index_name.to_string(),
             shard_id,
             path: path.to_path_buf(),
-            state: Mutex::new(WriteState {
-                index,
-                writer: Some(writer),
-                reader,
-                table: table.clone(),
-                mapping_version,
-                live: HashMap::new(),
-                unsafe_auto_ids: false,
-                tombstones: HashMap::new(),
-                next_seq_no: committed_next,
-                dirty: false,
-                generation: 0,
-                pending: Vec::new(),
-                queue: IndexQueue::new(QUEUE_DOCS, QUEUE_BYTES),
-            }),
+            state: Mutex::new(state),
             snapshot: RwLock::new(Arc::new(ShardSnapshot::new(
                 searcher,
                 table,
@@ -358,11 +455,15 @@ impl Shard {
                 config.durability == Durability::Async,
             ),
             config,
-            pending_refresh: std::sync::atomic::AtomicBool::new(false),
+            pending_refresh: std::sync::atomic::AtomicBool::new(replayed),
             last_refresh: AtomicU64::new(tessera_common::time::now_millis() as u64),
             last_search: AtomicU64::new(0),
+            failure: Mutex::new(None),
         };
-        shard.replay(pending, committed_next, mapping)?;
+        if replayed {
+            let mut state = shard.lock();
+            shard.commit_locked(&mut state)?;
+        }
         Ok(shard)
     }
 
@@ -384,61 +485,8 @@ impl Shard {
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
-            .map_err(tantivy_err("open shard reader"))?;
+            .map_err(corruption("open shard reader"))?;
         Ok((writer, reader))
-    }
-
-    /// Re-applies logged operations newer than the last commit, then commits them.
-    fn replay(&self, ops: Vec<Operation>, committed_next: u64, mapping: &Mapping) -> Result<()> {
-        let mut state = self.state.lock().unwrap();
-        let mut replayed = 0usize;
-        for op in ops.into_iter().filter(|op| op.seq_no >= committed_next) {
-            let id_term = Term::from_field_text(state.table.meta.id, &op.id);
-            state.queue(UserOperation::Delete(id_term), 0)?;
-            if op.kind == OpKind::Index {
-                let source = tessera_mapping::Json::parse(&op.source)
-                    .map_err(|e| Error::internal("replay the translog", e))?;
-                let table = state.table.clone();
-                let doc =
-                    match tessera_mapping::parse_json_document(mapping, &table, &op.id, &source)? {
-                        tessera_mapping::ParseOutcome::Document(doc) => doc,
-                        tessera_mapping::ParseOutcome::MappingUpdate(_) => {
-                            return Err(Error::internal(
-                                "replay the translog",
-                                format!(
-                                    "document [{}] needs fields missing from the persisted mapping",
-                                    op.id
-                                ),
-                            ))
-                        }
-                    };
-                let version = DocVersion {
-                    version: op.version,
-                    seq_no: op.seq_no,
-                    primary_term: op.primary_term,
-                };
-                let doc = with_meta_fields(
-                    doc,
-                    &table,
-                    &op.id,
-                    version,
-                    op.routing.as_deref(),
-                    &op.source,
-                );
-                state.queue(UserOperation::Add(doc), op.source.len())?;
-            }
-            state.next_seq_no = state.next_seq_no.max(op.seq_no + 1);
-            state.dirty = true;
-            self.pending_refresh.store(true, Ordering::Release);
-            replayed += 1;
-        }
-        if replayed > 0 {
-            self.commit_locked(&mut state)?;
-        } else {
-            // nothing to redo: the old generations are already covered by the last commit
-            self.translog.roll_and_trim()?;
-        }
-        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -471,11 +519,29 @@ impl Shard {
         if state.mapping_version >= mapping_version {
             return Ok(());
         }
+        self.check_engine()?;
         let (table, grew) = FieldTable::build(mapping, Some(state.table.schema()))?;
         if grew {
             // make everything durable under the old schema, close, grow, reopen
             self.commit_locked(state)?;
-            let writer = state.writer.take().expect("writer is open");
+            self.grow_locked(state, mapping, table)
+                .map_err(|e| self.fail_engine(state, e))?;
+        } else {
+            state.table = Arc::new(table);
+        }
+        state.mapping_version = mapping_version;
+        self.publish(state);
+        Ok(())
+    }
+
+    fn grow_locked(
+        &self,
+        state: &mut WriteState,
+        mapping: &Mapping,
+        table: FieldTable,
+    ) -> Result<()> {
+        {
+            let writer = state.writer.take().ok_or_else(writer_closed)?;
             writer
                 .wait_merging_threads()
                 .map_err(tantivy_err("stop the shard writer"))?;
@@ -488,11 +554,7 @@ impl Shard {
             state.reader = reader;
             let (table, _) = FieldTable::build(mapping, Some(&state.index.schema()))?;
             state.table = Arc::new(table);
-        } else {
-            state.table = Arc::new(table);
         }
-        state.mapping_version = mapping_version;
-        self.publish(state);
         Ok(())
     }
 
@@ -508,7 +570,63 @@ impl Shard {
         *self.snapshot.write().unwrap() = snapshot;
     }
 
+    /// The error of a shard whose engine failed: the shard is unavailable until it is opened
+    /// again from disk.
+    pub fn failure(&self) -> Option<Error> {
+        self.failure.lock().unwrap().clone()
+    }
+
+    fn check_engine(&self) -> Result<()> {
+        match self.failure() {
+            None => Ok(()),
+            Some(cause) => Err(self.unavailable(cause)),
+        }
+    }
+
+    /// What a request addressed to this shard gets while its engine is failed.
+    fn unavailable(&self, cause: Error) -> Error {
+        Error::new(
+            "unavailable_shards_exception",
+            503,
+            format!(
+                "[{}][{}] primary shard is not active: the shard failed ({})",
+                self.index_name,
+                self.shard_id,
+                cause.reason()
+            ),
+        )
+    }
+
+    /// Fails the shard's engine after `error` left the writer in an unknown state: the writer
+    /// is dropped (what it held uncommitted is in the translog, which is never trimmed past the
+    /// last good commit) and every later write or commit is refused. Returns `error`.
+    fn fail_engine(&self, state: &mut WriteState, error: Error) -> Error {
+        {
+            let mut failure = self.failure.lock().unwrap();
+            if failure.is_none() {
+                eprintln!(
+                    "[{}][{}] shard failed: {error}",
+                    self.index_name, self.shard_id
+                );
+                *failure = Some(error.clone());
+            }
+        }
+        state.pending.clear();
+        state.writer = None;
+        self.pending_refresh.store(false, Ordering::Release);
+        error
+    }
+
+    /// Commits (a refresh), failing the engine if the commit does not complete: after a failed
+    /// commit tantivy's writer may have lost documents (an indexing thread that died writing a
+    /// segment), so a later commit could claim sequence numbers it does not hold.
     fn commit_locked(&self, state: &mut WriteState) -> Result<()> {
+        self.check_engine()?;
+        self.commit_inner(state)
+            .map_err(|e| self.fail_engine(state, e))
+    }
+
+    fn commit_inner(&self, state: &mut WriteState) -> Result<()> {
         state.send_pending()?;
         if !state.dirty {
             return Ok(());
@@ -516,11 +634,15 @@ impl Shard {
         let started = Instant::now();
         let max_seq_no = state.next_seq_no.checked_sub(1);
         {
-            let writer = state.writer.as_mut().expect("writer is open");
+            let writer = state.writer.as_mut().ok_or_else(writer_closed)?;
             let mut prepared = writer
                 .prepare_commit()
                 .map_err(tantivy_err("prepare a shard commit"))?;
-            prepared.set_payload(&json!({ "max_seq_no": max_seq_no }).to_string());
+            let payload = json!({
+                "max_seq_no": max_seq_no,
+                "translog_generation": self.translog.generation() + 1,
+            });
+            prepared.set_payload(&payload.to_string());
             prepared.commit().map_err(tantivy_err("commit the shard"))?;
         }
         state
@@ -608,9 +730,16 @@ impl Shard {
         let started = Instant::now();
         let mut state = self.lock();
         self.commit_locked(&mut state)?;
+        self.merge_locked(&mut state, max_segments)
+            .map_err(|e| self.fail_engine(&mut state, e))?;
+        self.stats.record_merge(started.elapsed());
+        Ok(())
+    }
+
+    fn merge_locked(&self, state: &mut WriteState, max_segments: usize) -> Result<()> {
         // background merges may hold some of the segments: let them finish (tantivy can only
         // wait for them by closing the writer), then plan on the settled segment list
-        let writer = state.writer.take().expect("writer is open");
+        let writer = state.writer.take().ok_or_else(writer_closed)?;
         writer
             .wait_merging_threads()
             .map_err(tantivy_err("wait for background merges"))?;
@@ -619,13 +748,11 @@ impl Shard {
         writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
         state.writer = Some(writer);
         state.reader = reader;
-        let outcome = self.merge_to(&mut state, max_segments);
+        let outcome = self.merge_to(state, max_segments);
         if let Some(writer) = state.writer.as_ref() {
             writer.set_merge_policy(background_merge_policy(&self.config));
         }
-        outcome?;
-        self.stats.record_merge(started.elapsed());
-        Ok(())
+        outcome
     }
 
     /// Merges the settled segments down to `max_segments` (and away their deletes).
@@ -651,7 +778,7 @@ impl Shard {
                 .collect(),
             max_segments,
         );
-        let writer = state.writer.as_mut().expect("writer is open");
+        let writer = state.writer.as_mut().ok_or_else(writer_closed)?;
         for group in groups {
             let has_deletes = metas
                 .iter()
@@ -1113,6 +1240,7 @@ impl WriteBatch<'_> {
     /// Indexes (creates or replaces) a document.
     pub fn index(&mut self, prepared: PreparedDoc, conditions: &Conditions) -> Result<Written> {
         let started = Instant::now();
+        self.shard.check_engine()?;
         let (current, tombstone) = if prepared.auto_id {
             (None, None)
         } else {
@@ -1130,13 +1258,7 @@ impl WriteBatch<'_> {
             prepared.routing.as_deref(),
             &prepared.source,
         );
-        if !prepared.auto_id {
-            let id = Term::from_field_text(table.meta.id, &prepared.id);
-            self.state.queue(UserOperation::Delete(id), 0)?;
-        }
-        self.state
-            .queue(UserOperation::Add(doc), prepared.source.len())?;
-        self.last_offset = self.shard.translog.append(&Operation {
+        let appended = self.shard.translog.append(&Operation {
             kind: OpKind::Index,
             seq_no: version.seq_no,
             primary_term: version.primary_term,
@@ -1144,7 +1266,19 @@ impl WriteBatch<'_> {
             id: prepared.id.clone(),
             routing: prepared.routing.clone(),
             source: prepared.source.clone(),
-        })?;
+        });
+        self.last_offset = appended.map_err(|e| self.failed(e))?;
+        let queued = if prepared.auto_id {
+            Ok(())
+        } else {
+            let id = Term::from_field_text(table.meta.id, &prepared.id);
+            self.state.queue(UserOperation::Delete(id), 0)
+        }
+        .and_then(|_| {
+            self.state
+                .queue(UserOperation::Add(doc), prepared.source.len())
+        });
+        queued.map_err(|e| self.failed(e))?;
         if prepared.auto_id {
             self.state.unsafe_auto_ids = true;
         } else {
@@ -1181,16 +1315,13 @@ impl WriteBatch<'_> {
         conditions: &Conditions,
     ) -> Result<Written> {
         let started = Instant::now();
+        self.shard.check_engine()?;
         let current = self.current(id)?;
         self.check(id, current, conditions)?;
         let tombstone = self.tombstone(id);
         let version = self.next_version(current.map(|v| v.version).or(tombstone));
         let table = self.state.table.clone();
-        if current.is_some() {
-            let id = Term::from_field_text(table.meta.id, id);
-            self.state.queue(UserOperation::Delete(id), 0)?;
-        }
-        self.last_offset = self.shard.translog.append(&Operation {
+        let appended = self.shard.translog.append(&Operation {
             kind: OpKind::Delete,
             seq_no: version.seq_no,
             primary_term: version.primary_term,
@@ -1198,7 +1329,13 @@ impl WriteBatch<'_> {
             id: id.to_string(),
             routing: routing.map(String::from),
             source: Bytes::new(),
-        })?;
+        });
+        self.last_offset = appended.map_err(|e| self.failed(e))?;
+        if current.is_some() {
+            let term = Term::from_field_text(table.meta.id, id);
+            let queued = self.state.queue(UserOperation::Delete(term), 0);
+            queued.map_err(|e| self.failed(e))?;
+        }
         self.state.live.insert(
             id.to_string(),
             LiveEntry {
@@ -1230,18 +1367,30 @@ impl WriteBatch<'_> {
         self.shard.commit_locked(&mut self.state)
     }
 
-    /// Releases the lock and, with request durability, waits until the batch is fsynced.
-    pub fn finish(self) -> Result<()> {
-        let mut state = self.state;
-        state.send_pending()?;
+    /// Fails the shard's engine (see [`Shard::fail_engine`]); returns `error`.
+    fn failed(&mut self, error: Error) -> Error {
+        self.shard.fail_engine(&mut self.state, error)
+    }
+
+    /// Releases the lock and, with request durability, waits until the batch is fsynced. An
+    /// error means the batch's writes must not be acknowledged.
+    pub fn finish(mut self) -> Result<()> {
+        if self.last_offset > 0 {
+            self.shard.check_engine()?;
+        }
+        let sent = self.state.send_pending();
+        sent.map_err(|e| self.failed(e))?;
         let offset = self.last_offset;
         let shard = self.shard;
         shard
             .last_write
             .store(tessera_common::time::now_millis() as u64, Ordering::Relaxed);
-        drop(state);
+        drop(self.state);
         if offset > 0 && shard.durability() == Durability::Request {
-            shard.translog.sync_to(offset)?;
+            if let Err(e) = shard.translog.sync_to(offset) {
+                let mut state = shard.lock();
+                return Err(shard.fail_engine(&mut state, e));
+            }
         }
         Ok(())
     }

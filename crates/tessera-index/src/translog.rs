@@ -4,16 +4,30 @@
 //! `index.translog.durability: request` the append is fsynced first. Concurrent requests share
 //! fsyncs (group commit): a request waits until the log is durable up to its own last byte, and
 //! one fsync covers everyone who appended before it. When the shard commits its tantivy index,
-//! the log rolls to a new generation and older generations are deleted. On start, operations
-//! newer than the last commit are replayed; a torn record at the tail (a crash mid-write) is
-//! cut off, since it was never acknowledged.
+//! the log rolls to a new generation and older generations are deleted.
 //!
-//! Record: `len u32 | crc32 u32 | payload`, payload = `op u8 | seq_no u64 | primary_term u64 |
-//! version u64 | id | routing | source` (byte strings as `len u32 | bytes`, routing
-//! `u32::MAX` when absent), all little-endian.
+//! **Integrity.** A generation file starts with a header (magic, format version, generation
+//! number); each record is `len u32 | crc32 u32 | payload`, payload = `op u8 | seq_no u64 |
+//! primary_term u64 | version u64 | id | routing | source` (byte strings as `len u32 | bytes`,
+//! routing `u32::MAX` when absent), all little-endian. Beside the generations, `translog.ckp`
+//! (as OpenSearch's checkpoint) records after every fsync how many bytes of the current
+//! generation are durable, and which generations must exist. It is two fixed slots written in
+//! turn, each with a counter and a crc, so a crash while writing one leaves the other intact.
+//! On open, everything up to the checkpointed length must be present and verify: a flipped byte,
+//! a zeroed block, a truncation or a missing generation there is a `translog_corrupted_exception`,
+//! never a silent loss. Bytes past the checkpoint were never acknowledged: complete records there
+//! are replayed, and the first torn one ends the log (a crash mid-append) and is cut off.
+//!
+//! **Failure.** An append or fsync that fails (a full disk, an I/O error) poisons the log: what
+//! reached the file is unknown, so every later append and sync fails too, until the shard
+//! reopens the log from disk (`Shard::recover`), where the checkpoint tells what is safe.
+//!
+//! Logs written before checkpoints existed (headerless generations, no `translog.ckp`) are
+//! read by the old rules (only a torn tail of the newest generation is tolerated) and replaced
+//! by the new format at the next commit.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -128,6 +142,16 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The first bytes of every generation file of this format.
+const MAGIC: [u8; 4] = *b"TSTL";
+const FORMAT_VERSION: u32 = 2;
+/// Magic, format version, generation number.
+pub const HEADER_LEN: u64 = 16;
+const CHECKPOINT_FILE: &str = "translog.ckp";
+/// One checkpoint slot; the file holds two, written in turn.
+const SLOT_LEN: usize = 64;
+const CHECKPOINT_MAGIC: [u8; 4] = *b"TSCK";
+
 fn generation_path(dir: &Path, generation: u64) -> PathBuf {
     dir.join(format!("translog-{generation}.tlog"))
 }
@@ -153,52 +177,248 @@ fn list_generations(dir: &Path) -> Result<Vec<u64>> {
     Ok(generations)
 }
 
-/// Reads every operation in the log, oldest first. A torn record at the end of the newest
-/// generation is truncated away; corruption anywhere else is an error.
-pub fn read_operations(dir: &Path) -> Result<Vec<Operation>> {
-    let generations = list_generations(dir)?;
-    let mut ops = Vec::new();
+/// The error of a translog whose acknowledged contents are damaged.
+pub fn corrupted(path: &Path, what: impl std::fmt::Display) -> Error {
+    Error::new(
+        "translog_corrupted_exception",
+        500,
+        format!(
+            "translog from source [{}] is corrupted, {what}",
+            path.display()
+        ),
+    )
+}
+
+/// What `translog.ckp` records: the durable length of the current generation and the oldest
+/// generation still needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Checkpoint {
+    /// Increases with every write; the slot with the larger valid counter wins.
+    counter: u64,
+    generation: u64,
+    /// Bytes of the current generation's file that are durable (header included).
+    offset: u64,
+    min_generation: u64,
+}
+
+impl Checkpoint {
+    fn encode(&self) -> [u8; SLOT_LEN] {
+        let mut slot = [0u8; SLOT_LEN];
+        slot[..4].copy_from_slice(&CHECKPOINT_MAGIC);
+        slot[4..12].copy_from_slice(&self.counter.to_le_bytes());
+        slot[12..20].copy_from_slice(&self.generation.to_le_bytes());
+        slot[20..28].copy_from_slice(&self.offset.to_le_bytes());
+        slot[28..36].copy_from_slice(&self.min_generation.to_le_bytes());
+        let crc = crc32fast::hash(&slot[..36]);
+        slot[36..40].copy_from_slice(&crc.to_le_bytes());
+        slot
+    }
+
+    fn decode(slot: &[u8]) -> Option<Checkpoint> {
+        let slot = slot.get(..40)?;
+        let u64_at = |at: usize| u64::from_le_bytes(slot[at..at + 8].try_into().unwrap());
+        let crc = u32::from_le_bytes(slot[36..40].try_into().unwrap());
+        (slot[..4] == CHECKPOINT_MAGIC && crc32fast::hash(&slot[..36]) == crc).then(|| Checkpoint {
+            counter: u64_at(4),
+            generation: u64_at(12),
+            offset: u64_at(20),
+            min_generation: u64_at(28),
+        })
+    }
+}
+
+/// Reads `translog.ckp`: `None` when there is none; an error when neither slot verifies.
+fn read_checkpoint(dir: &Path) -> Result<Option<Checkpoint>> {
+    let path = dir.join(CHECKPOINT_FILE);
+    let bytes = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::internal(format!("read {}", path.display()), e)),
+    };
+    let best = bytes
+        .chunks(SLOT_LEN)
+        .take(2)
+        .filter_map(Checkpoint::decode)
+        .max_by_key(|c| c.counter);
+    best.map(Some)
+        .ok_or_else(|| corrupted(&path, "no checkpoint slot verifies"))
+}
+
+/// The open checkpoint file.
+struct CheckpointFile {
+    file: File,
+    last: Checkpoint,
+}
+
+impl CheckpointFile {
+    fn create(dir: &Path, checkpoint: Checkpoint) -> Result<CheckpointFile> {
+        let path = dir.join(CHECKPOINT_FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::internal(format!("open {}", path.display()), e))?;
+        let mut this = CheckpointFile {
+            file,
+            last: Checkpoint {
+                counter: checkpoint.counter,
+                ..checkpoint
+            },
+        };
+        this.write(
+            checkpoint.generation,
+            checkpoint.offset,
+            checkpoint.min_generation,
+        )?;
+        sync_dir(dir)?;
+        Ok(this)
+    }
+
+    /// Writes the next checkpoint into the slot not holding the last one, and fsyncs it.
+    fn write(&mut self, generation: u64, offset: u64, min_generation: u64) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        let next = Checkpoint {
+            counter: self.last.counter + 1,
+            generation,
+            offset,
+            min_generation,
+        };
+        let slot = (next.counter % 2) as u64 * SLOT_LEN as u64;
+        self.file
+            .write_all_at(&next.encode(), slot)
+            .and_then(|_| self.file.sync_data())
+            .map_err(|e| Error::internal("write the translog checkpoint", e))?;
+        self.last = next;
+        Ok(())
+    }
+}
+
+/// Where reading a generation stopped.
+struct Scan {
+    /// File offset after the last complete, verified record.
+    end: u64,
+    /// Why reading stopped before the end of the file, if it did.
+    stopped: Option<String>,
+}
+
+/// Reads the records of a generation from `start`, handing each operation to `visit`.
+fn scan_generation(
+    path: &Path,
+    start: u64,
+    visit: &mut dyn FnMut(Operation) -> Result<()>,
+) -> Result<Scan> {
+    let file =
+        File::open(path).map_err(|e| Error::internal(format!("read {}", path.display()), e))?;
+    let len = file.metadata()?.len();
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    reader.seek(SeekFrom::Start(start))?;
+    let mut pos = start;
+    let mut payload = Vec::new();
+    while pos < len {
+        if len - pos < 8 {
+            return Ok(Scan {
+                end: pos,
+                stopped: Some(format!("a partial record header at offset [{pos}]")),
+            });
+        }
+        let mut header = [0u8; 8];
+        reader.read_exact(&mut header)?;
+        let size = u32::from_le_bytes(header[..4].try_into().unwrap()) as u64;
+        let crc = u32::from_le_bytes(header[4..].try_into().unwrap());
+        if size > len - pos - 8 {
+            return Ok(Scan {
+                end: pos,
+                stopped: Some(format!(
+                    "the record at offset [{pos}] announces [{size}] bytes past the end of the file"
+                )),
+            });
+        }
+        payload.resize(size as usize, 0);
+        reader.read_exact(&mut payload)?;
+        let actual = crc32fast::hash(&payload);
+        if actual != crc {
+            return Ok(Scan {
+                end: pos,
+                stopped: Some(format!(
+                    "checksum verification failed at offset [{pos}] - expected: [{crc:#010x}], got: [{actual:#010x}]"
+                )),
+            });
+        }
+        let Some(op) = Operation::decode(&payload) else {
+            return Ok(Scan {
+                end: pos,
+                stopped: Some(format!("the record at offset [{pos}] does not decode")),
+            });
+        };
+        visit(op)?;
+        pos += 8 + size;
+    }
+    Ok(Scan {
+        end: pos,
+        stopped: None,
+    })
+}
+
+fn encode_header(generation: u64) -> [u8; HEADER_LEN as usize] {
+    let mut header = [0u8; HEADER_LEN as usize];
+    header[..4].copy_from_slice(&MAGIC);
+    header[4..8].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header[8..].copy_from_slice(&generation.to_le_bytes());
+    header
+}
+
+/// True when the file starts with this format's magic (a generation written with checkpoints).
+fn has_header(path: &Path) -> Result<bool> {
+    let mut magic = [0u8; 4];
+    let mut file =
+        File::open(path).map_err(|e| Error::internal(format!("read {}", path.display()), e))?;
+    Ok(file.read_exact(&mut magic).is_ok() && magic == MAGIC)
+}
+
+fn check_header(path: &Path, generation: u64) -> Result<()> {
+    let mut header = [0u8; HEADER_LEN as usize];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .map_err(|_| corrupted(path, "its header is missing"))?;
+    if header != encode_header(generation) {
+        return Err(corrupted(
+            path,
+            format!("its header is not that of generation [{generation}]"),
+        ));
+    }
+    Ok(())
+}
+
+fn truncate_to(path: &Path, len: u64) -> Result<()> {
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::internal(format!("open {} to truncate it", path.display()), e))?;
+    file.set_len(len)
+        .and_then(|_| file.sync_all())
+        .map_err(|e| Error::internal(format!("truncate {}", path.display()), e))
+}
+
+/// Reads a log that predates checkpoints: every generation must verify, except for a torn tail
+/// of the newest, which is cut off.
+fn read_legacy(
+    dir: &Path,
+    generations: &[u64],
+    visit: &mut dyn FnMut(Operation) -> Result<()>,
+) -> Result<()> {
     for (i, generation) in generations.iter().enumerate() {
         let path = generation_path(dir, *generation);
-        let mut data = Vec::new();
-        File::open(&path)
-            .and_then(|mut f| f.read_to_end(&mut data))
-            .map_err(|e| Error::internal(format!("read translog {}", path.display()), e))?;
-        let mut pos = 0usize;
-        while pos < data.len() {
-            let record = (|| {
-                let header = data.get(pos..pos + 8)?;
-                let len = u32::from_le_bytes(header[..4].try_into().unwrap()) as usize;
-                let crc = u32::from_le_bytes(header[4..].try_into().unwrap());
-                let payload = data.get(pos + 8..pos + 8 + len)?;
-                (crc32fast::hash(payload) == crc).then_some(())?;
-                Operation::decode(payload).map(|op| (op, 8 + len))
-            })();
-            match record {
-                Some((op, size)) => {
-                    ops.push(op);
-                    pos += size;
-                }
-                None if i + 1 == generations.len() => {
-                    // torn tail: the write never completed, so it was never acknowledged
-                    let file = OpenOptions::new()
-                        .write(true)
-                        .open(&path)
-                        .map_err(|e| Error::internal("open translog to truncate", e))?;
-                    file.set_len(pos as u64)?;
-                    file.sync_all()?;
-                    break;
-                }
-                None => {
-                    return Err(Error::internal(
-                        format!("read translog {}", path.display()),
-                        format!("corrupt record at offset {pos}"),
-                    ))
-                }
+        let scan = scan_generation(&path, 0, visit)?;
+        if let Some(problem) = scan.stopped {
+            if i + 1 < generations.len() {
+                return Err(corrupted(&path, problem));
             }
+            truncate_to(&path, scan.end)?;
         }
     }
-    Ok(ops)
+    Ok(())
 }
 
 struct Current {
@@ -208,85 +428,284 @@ struct Current {
     sync_handle: Arc<File>,
     /// Logical position (bytes across all generations) of the end of what was written.
     written: u64,
+    /// Length of the current generation's file once everything written is flushed.
+    file_len: u64,
 }
 
 /// The append side of a shard's translog.
 pub struct Translog {
     dir: PathBuf,
     current: Mutex<Current>,
-    sync_lock: Mutex<()>,
+    /// Held while syncing or rolling; guards the checkpoint file.
+    sync_lock: Mutex<CheckpointFile>,
     synced: AtomicU64,
     encode_buffer: Mutex<Vec<u8>>,
+    /// Set by the first failed append, fsync or roll: the file's contents past the checkpoint
+    /// are unknown from then on.
+    failure: Mutex<Option<String>>,
 }
 
 impl Translog {
-    /// Opens the log for appending in a new generation after any existing ones.
-    pub fn open(dir: &Path) -> Result<Translog> {
+    /// Opens the log in `dir` (creating it), handing every logged operation to `visit`, oldest
+    /// first, and continues appending after them. `expect_existing` says that a commit of the
+    /// shard refers to this log, so an empty directory means it was lost.
+    pub fn open(
+        dir: &Path,
+        expect_existing: bool,
+        mut visit: impl FnMut(Operation) -> Result<()>,
+    ) -> Result<Translog> {
         fs::create_dir_all(dir).map_err(|e| {
             Error::internal(format!("create translog directory {}", dir.display()), e)
         })?;
-        let generation = list_generations(dir)?.last().map(|g| g + 1).unwrap_or(1);
-        let current = Self::create_generation(dir, generation, 0)?;
+        let generations = list_generations(dir)?;
+        let checkpoint = match read_checkpoint(dir)? {
+            Some(checkpoint) => checkpoint,
+            None => {
+                return Self::open_without_checkpoint(
+                    dir,
+                    &generations,
+                    expect_existing,
+                    &mut visit,
+                )
+            }
+        };
+        for &generation in &generations {
+            let path = generation_path(dir, generation);
+            if generation < checkpoint.min_generation {
+                // a crash between the checkpoint of a roll and the deletion of what it trimmed
+                fs::remove_file(&path)
+                    .map_err(|e| Error::internal("delete a trimmed translog generation", e))?;
+            } else if generation > checkpoint.generation {
+                // a crash in a roll before its checkpoint: nothing was appended there yet
+                let len = fs::metadata(&path)?.len();
+                if len > HEADER_LEN {
+                    return Err(corrupted(
+                        &path,
+                        format!(
+                            "it holds [{len}] bytes but the checkpoint names generation [{}]",
+                            checkpoint.generation
+                        ),
+                    ));
+                }
+                fs::remove_file(&path)
+                    .map_err(|e| Error::internal("delete an unused translog generation", e))?;
+            }
+        }
+        // generations before the current one only remain from a log of the older format
+        for generation in checkpoint.min_generation..checkpoint.generation {
+            let path = generation_path(dir, generation);
+            if !path.exists() {
+                return Err(corrupted(
+                    &path,
+                    format!("generation [{generation}] is missing"),
+                ));
+            }
+            let scan = scan_generation(&path, 0, &mut visit)?;
+            if let Some(problem) = scan.stopped {
+                return Err(corrupted(&path, problem));
+            }
+        }
+        let path = generation_path(dir, checkpoint.generation);
+        if !path.exists() {
+            return Err(corrupted(
+                &path,
+                format!("generation [{}] is missing", checkpoint.generation),
+            ));
+        }
+        check_header(&path, checkpoint.generation)?;
+        let len = fs::metadata(&path)?.len();
+        if len < checkpoint.offset {
+            return Err(corrupted(
+                &path,
+                format!(
+                    "it is truncated: [{len}] bytes, but [{}] were made durable",
+                    checkpoint.offset
+                ),
+            ));
+        }
+        let scan = scan_generation(&path, HEADER_LEN, &mut visit)?;
+        if let Some(problem) = &scan.stopped {
+            if scan.end < checkpoint.offset {
+                return Err(corrupted(&path, problem));
+            }
+            // a torn tail past the checkpoint: a crash mid-append, never acknowledged
+            truncate_to(&path, scan.end)?;
+        }
+        let checkpoint_file = CheckpointFile {
+            file: OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(dir.join(CHECKPOINT_FILE))
+                .map_err(|e| Error::internal("open the translog checkpoint", e))?,
+            last: checkpoint,
+        };
+        Self::continue_generation(dir, checkpoint.generation, scan.end, checkpoint_file)
+    }
+
+    /// A directory without a checkpoint: new, or a log of the older format.
+    fn open_without_checkpoint(
+        dir: &Path,
+        generations: &[u64],
+        expect_existing: bool,
+        visit: &mut dyn FnMut(Operation) -> Result<()>,
+    ) -> Result<Translog> {
+        for &generation in generations {
+            let path = generation_path(dir, generation);
+            if has_header(&path)? {
+                return Err(corrupted(
+                    &dir.join(CHECKPOINT_FILE),
+                    "the checkpoint is missing",
+                ));
+            }
+        }
+        if generations.is_empty() && expect_existing {
+            return Err(corrupted(
+                &dir.join(CHECKPOINT_FILE),
+                "the checkpoint and every generation are missing",
+            ));
+        }
+        read_legacy(dir, generations, visit)?;
+        let generation = generations.last().map(|g| g + 1).unwrap_or(1);
+        let min_generation = generations.first().copied().unwrap_or(generation);
+        Self::create_generation(dir, generation)?;
+        let checkpoint_file = CheckpointFile::create(
+            dir,
+            Checkpoint {
+                counter: 0,
+                generation,
+                offset: HEADER_LEN,
+                min_generation,
+            },
+        )?;
+        Self::continue_generation(dir, generation, HEADER_LEN, checkpoint_file)
+    }
+
+    fn continue_generation(
+        dir: &Path,
+        generation: u64,
+        file_len: u64,
+        checkpoint: CheckpointFile,
+    ) -> Result<Translog> {
+        let current = Self::open_for_append(dir, generation, 0, file_len)?;
         Ok(Translog {
             dir: dir.to_path_buf(),
             current: Mutex::new(current),
-            sync_lock: Mutex::new(()),
+            sync_lock: Mutex::new(checkpoint),
             synced: AtomicU64::new(0),
             encode_buffer: Mutex::new(Vec::with_capacity(4096)),
+            failure: Mutex::new(None),
         })
     }
 
-    fn create_generation(dir: &Path, generation: u64, written: u64) -> Result<Current> {
+    /// Creates a generation file holding only its header, durable.
+    fn create_generation(dir: &Path, generation: u64) -> Result<()> {
         let path = generation_path(dir, generation);
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
+        let mut file = OpenOptions::new()
+            .create_new(true)
+            .write(true)
             .open(&path)
             .map_err(|e| Error::internal(format!("create translog {}", path.display()), e))?;
+        file.write_all(&encode_header(generation))
+            .and_then(|_| file.sync_all())
+            .map_err(|e| Error::internal(format!("write translog {}", path.display()), e))?;
+        sync_dir(dir)
+    }
+
+    fn open_for_append(
+        dir: &Path,
+        generation: u64,
+        written: u64,
+        file_len: u64,
+    ) -> Result<Current> {
+        let path = generation_path(dir, generation);
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|e| Error::internal(format!("open translog {}", path.display()), e))?;
         let sync_handle = Arc::new(file.try_clone()?);
-        sync_dir(dir)?;
         Ok(Current {
             generation,
             writer: BufWriter::with_capacity(256 * 1024, file),
             sync_handle,
             written,
+            file_len,
         })
+    }
+
+    /// The error every operation returns once the log has failed.
+    fn check_failed(&self) -> Result<()> {
+        match &*self.failure.lock().unwrap() {
+            None => Ok(()),
+            Some(reason) => Err(Error::new(
+                "translog_exception",
+                500,
+                format!(
+                    "translog of [{}] failed earlier: {reason}",
+                    self.dir.display()
+                ),
+            )),
+        }
+    }
+
+    /// Records the first failure; returns the error unchanged.
+    fn fail(&self, error: Error) -> Error {
+        self.failure
+            .lock()
+            .unwrap()
+            .get_or_insert_with(|| error.to_string());
+        error
+    }
+
+    /// The failure that poisoned the log, if any.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().unwrap().clone()
     }
 
     /// Appends one operation; returns the logical offset that must be synced to make it durable.
     pub fn append(&self, op: &Operation) -> Result<u64> {
+        self.check_failed()?;
         let mut buffer = self.encode_buffer.lock().unwrap();
         buffer.clear();
         op.encode(&mut buffer);
         let mut current = self.current.lock().unwrap();
-        current
-            .writer
-            .write_all(&buffer)
-            .map_err(|e| Error::internal("append to the translog", e))?;
+        if let Err(e) = current.writer.write_all(&buffer) {
+            return Err(self.fail(Error::internal("append to the translog", e)));
+        }
         current.written += buffer.len() as u64;
+        current.file_len += buffer.len() as u64;
         Ok(current.written)
     }
 
     /// Makes everything up to `offset` durable; concurrent callers share one fsync.
     pub fn sync_to(&self, offset: u64) -> Result<()> {
+        self.check_failed()?;
         if self.synced.load(Ordering::Acquire) >= offset {
             return Ok(());
         }
-        let _guard = self.sync_lock.lock().unwrap();
+        let mut checkpoint = self.sync_lock.lock().unwrap();
+        self.check_failed()?;
         if self.synced.load(Ordering::Acquire) >= offset {
             return Ok(());
         }
-        let (handle, written) = {
+        let (handle, written, generation, file_len) = {
             let mut current = self.current.lock().unwrap();
-            current
-                .writer
-                .flush()
-                .map_err(|e| Error::internal("flush the translog", e))?;
-            (current.sync_handle.clone(), current.written)
+            if let Err(e) = current.writer.flush() {
+                return Err(self.fail(Error::internal("flush the translog", e)));
+            }
+            (
+                current.sync_handle.clone(),
+                current.written,
+                current.generation,
+                current.file_len,
+            )
         };
-        handle
-            .sync_data()
-            .map_err(|e| Error::internal("fsync the translog", e))?;
+        if let Err(e) = handle.sync_data() {
+            return Err(self.fail(Error::internal("fsync the translog", e)));
+        }
+        let min_generation = checkpoint.last.min_generation;
+        if let Err(e) = checkpoint.write(generation, file_len, min_generation) {
+            return Err(self.fail(e));
+        }
         self.synced.fetch_max(written, Ordering::AcqRel);
         Ok(())
     }
@@ -305,23 +724,29 @@ impl Translog {
     /// Starts a new generation and deletes the older ones. Call only after a durable commit of
     /// the index that contains every operation appended so far.
     pub fn roll_and_trim(&self) -> Result<()> {
-        let _guard = self.sync_lock.lock().unwrap();
+        self.check_failed()?;
+        let mut checkpoint = self.sync_lock.lock().unwrap();
         let mut current = self.current.lock().unwrap();
-        current
-            .writer
-            .flush()
-            .map_err(|e| Error::internal("flush the translog", e))?;
-        let next = current.generation + 1;
-        let written = current.written;
-        *current = Self::create_generation(&self.dir, next, written)?;
-        self.synced.fetch_max(written, Ordering::AcqRel);
-        for generation in list_generations(&self.dir)? {
-            if generation < next {
-                fs::remove_file(generation_path(&self.dir, generation))
-                    .map_err(|e| Error::internal("delete an old translog generation", e))?;
+        let rolled = (|| {
+            current
+                .writer
+                .flush()
+                .map_err(|e| Error::internal("flush the translog", e))?;
+            let next = current.generation + 1;
+            Self::create_generation(&self.dir, next)?;
+            checkpoint.write(next, HEADER_LEN, next)?;
+            let written = current.written;
+            *current = Self::open_for_append(&self.dir, next, written, HEADER_LEN)?;
+            self.synced.fetch_max(written, Ordering::AcqRel);
+            for generation in list_generations(&self.dir)? {
+                if generation < next {
+                    fs::remove_file(generation_path(&self.dir, generation))
+                        .map_err(|e| Error::internal("delete an old translog generation", e))?;
+                }
             }
-        }
-        sync_dir(&self.dir)
+            sync_dir(&self.dir)
+        })();
+        rolled.map_err(|e| self.fail(e))
     }
 
     /// Bytes in the translog files on disk.
@@ -388,10 +813,47 @@ mod tests {
         }
     }
 
+    /// Opens the log and collects what it replays.
+    fn open(dir: &Path) -> Result<(Translog, Vec<Operation>)> {
+        let mut ops = Vec::new();
+        let log = Translog::open(dir, false, |op| {
+            ops.push(op);
+            Ok(())
+        })?;
+        Ok((log, ops))
+    }
+
+    fn reopen_ops(dir: &Path) -> Result<Vec<Operation>> {
+        open(dir).map(|(_, ops)| ops)
+    }
+
+    fn only_generation(dir: &Path) -> PathBuf {
+        let generations = list_generations(dir).unwrap();
+        assert_eq!(generations.len(), 1, "{generations:?}");
+        generation_path(dir, generations[0])
+    }
+
+    /// A log with `n` synced operations, closed.
+    fn synced_log(dir: &Path, n: u64) {
+        let (log, _) = open(dir).unwrap();
+        for i in 0..n {
+            let offset = log.append(&op(i, &format!("id{i}"))).unwrap();
+            log.sync_to(offset).unwrap();
+        }
+    }
+
+    fn assert_corrupted(result: Result<Vec<Operation>>) {
+        match result {
+            Err(e) => assert_eq!(e.kind(), "translog_corrupted_exception", "{e}"),
+            Ok(ops) => panic!("corruption not detected; {} operations read", ops.len()),
+        }
+    }
+
     #[test]
     fn appended_operations_are_read_back() {
         let dir = tempfile::tempdir().unwrap();
-        let log = Translog::open(dir.path()).unwrap();
+        let (log, ops) = open(dir.path()).unwrap();
+        assert!(ops.is_empty());
         for i in 0..100 {
             let offset = log.append(&op(i, &format!("id{i}"))).unwrap();
             log.sync_to(offset).unwrap();
@@ -403,76 +865,221 @@ mod tests {
         };
         log.append(&delete).unwrap();
         log.sync().unwrap();
-        let ops = read_operations(dir.path()).unwrap();
+        drop(log);
+        let ops = reopen_ops(dir.path()).unwrap();
         assert_eq!(ops.len(), 101);
         assert_eq!(ops[7], op(7, "id7"));
         assert_eq!(ops[100], delete);
+        // reopening appends to the same generation, and a third open reads both runs
+        let (log, _) = open(dir.path()).unwrap();
+        log.append(&op(101, "more")).unwrap();
+        log.sync().unwrap();
+        drop(log);
+        assert_eq!(reopen_ops(dir.path()).unwrap().len(), 102);
     }
 
     #[test]
     fn torn_tail_is_cut_off_and_log_stays_usable() {
         let dir = tempfile::tempdir().unwrap();
+        synced_log(dir.path(), 10);
+        // a crash in mid-append: a record header announcing more than follows
         {
-            let log = Translog::open(dir.path()).unwrap();
-            for i in 0..10 {
-                log.append(&op(i, "x")).unwrap();
-            }
-            log.sync().unwrap();
+            let mut file = OpenOptions::new()
+                .append(true)
+                .open(only_generation(dir.path()))
+                .unwrap();
+            file.write_all(&200u32.to_le_bytes()).unwrap();
+            file.write_all(b"torn").unwrap();
         }
-        let generation = list_generations(dir.path()).unwrap()[0];
-        truncate_tail(&generation_path(dir.path(), generation), 3).unwrap();
-        let ops = read_operations(dir.path()).unwrap();
-        assert_eq!(ops.len(), 9, "the torn 10th record is dropped");
-        // a second read finds a clean file
-        assert_eq!(read_operations(dir.path()).unwrap().len(), 9);
-        // and a new writer appends after it in a new generation
-        let log = Translog::open(dir.path()).unwrap();
+        assert_eq!(reopen_ops(dir.path()).unwrap().len(), 10);
+        let (log, _) = open(dir.path()).unwrap();
         log.append(&op(42, "y")).unwrap();
         log.sync().unwrap();
-        assert_eq!(read_operations(dir.path()).unwrap().len(), 10);
+        drop(log);
+        assert_eq!(reopen_ops(dir.path()).unwrap().len(), 11);
     }
 
     #[test]
-    fn corruption_in_an_old_generation_is_an_error() {
+    fn complete_records_past_the_checkpoint_are_replayed() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let log = Translog::open(dir.path()).unwrap();
+            let (log, _) = open(dir.path()).unwrap();
             log.append(&op(1, "a")).unwrap();
             log.sync().unwrap();
-        }
-        {
-            let log = Translog::open(dir.path()).unwrap();
             log.append(&op(2, "b")).unwrap();
-            log.sync().unwrap();
+            // flushed to the file but not checkpointed (a kill -9 before the fsync)
+            log.current.lock().unwrap().writer.flush().unwrap();
         }
-        let first = list_generations(dir.path()).unwrap()[0];
-        let path = generation_path(dir.path(), first);
+        assert_eq!(reopen_ops(dir.path()).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_flipped_byte_in_acknowledged_records_is_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        synced_log(dir.path(), 20);
+        let path = only_generation(dir.path());
         let mut bytes = fs::read(&path).unwrap();
-        let last = bytes.len() - 1;
-        bytes[last] ^= 0xff;
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x01;
         fs::write(&path, bytes).unwrap();
-        assert!(read_operations(dir.path()).is_err());
+        assert_corrupted(reopen_ops(dir.path()));
+    }
+
+    #[test]
+    fn a_zeroed_block_is_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        synced_log(dir.path(), 50);
+        let path = only_generation(dir.path());
+        let mut bytes = fs::read(&path).unwrap();
+        let len = bytes.len();
+        bytes[len / 3..len / 3 + 64].fill(0);
+        fs::write(&path, bytes).unwrap();
+        assert_corrupted(reopen_ops(dir.path()));
+    }
+
+    #[test]
+    fn a_truncation_in_the_middle_is_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        synced_log(dir.path(), 20);
+        let path = only_generation(dir.path());
+        let len = fs::metadata(&path).unwrap().len();
+        truncate_tail(&path, len / 2).unwrap();
+        assert_corrupted(reopen_ops(dir.path()));
+        // also a truncation at a record boundary
+        let dir = tempfile::tempdir().unwrap();
+        synced_log(dir.path(), 20);
+        let path = only_generation(dir.path());
+        let record = (fs::metadata(&path).unwrap().len() - HEADER_LEN) / 20;
+        truncate_tail(&path, record).unwrap();
+        assert_corrupted(reopen_ops(dir.path()));
+    }
+
+    #[test]
+    fn a_deleted_generation_or_checkpoint_is_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        synced_log(dir.path(), 5);
+        fs::remove_file(only_generation(dir.path())).unwrap();
+        assert_corrupted(reopen_ops(dir.path()));
+
+        let dir = tempfile::tempdir().unwrap();
+        synced_log(dir.path(), 5);
+        fs::remove_file(dir.path().join(CHECKPOINT_FILE)).unwrap();
+        assert_corrupted(reopen_ops(dir.path()));
+
+        // a shard whose commit refers to a log that vanished entirely
+        let dir = tempfile::tempdir().unwrap();
+        let result = Translog::open(dir.path(), true, |_| Ok(())).map(|_| Vec::new());
+        assert_corrupted(result);
+    }
+
+    #[test]
+    fn a_torn_checkpoint_slot_falls_back_to_the_other() {
+        let dir = tempfile::tempdir().unwrap();
+        synced_log(dir.path(), 3);
+        let path = dir.path().join(CHECKPOINT_FILE);
+        let mut bytes = fs::read(&path).unwrap();
+        let newest = Checkpoint::decode(&bytes[..SLOT_LEN])
+            .into_iter()
+            .chain(Checkpoint::decode(&bytes[SLOT_LEN..]))
+            .max_by_key(|c| c.counter)
+            .unwrap();
+        let at = (newest.counter % 2) as usize * SLOT_LEN;
+        bytes[at + 20] ^= 0xff;
+        fs::write(&path, &bytes).unwrap();
+        // the older slot checkpoints two records; the third, complete, is replayed past it
+        assert_eq!(reopen_ops(dir.path()).unwrap().len(), 3);
+        // both slots torn: corruption
+        fs::write(&path, [0u8; 2 * SLOT_LEN]).unwrap();
+        assert_corrupted(reopen_ops(dir.path()));
     }
 
     #[test]
     fn roll_and_trim_drops_old_generations() {
         let dir = tempfile::tempdir().unwrap();
-        let log = Translog::open(dir.path()).unwrap();
+        let (log, _) = open(dir.path()).unwrap();
         log.append(&op(1, "a")).unwrap();
         log.roll_and_trim().unwrap();
-        assert!(read_operations(dir.path()).unwrap().is_empty());
         log.append(&op(2, "b")).unwrap();
         log.sync().unwrap();
-        let ops = read_operations(dir.path()).unwrap();
+        assert!(!log.needs_sync());
+        drop(log);
+        let ops = reopen_ops(dir.path()).unwrap();
         assert_eq!(ops.len(), 1);
         assert_eq!(ops[0].seq_no, 2);
-        assert!(!log.needs_sync());
+        assert_eq!(list_generations(dir.path()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn crashes_inside_a_roll_recover() {
+        // the new generation was created but the checkpoint still names the old one
+        let dir = tempfile::tempdir().unwrap();
+        synced_log(dir.path(), 4);
+        let current = list_generations(dir.path()).unwrap()[0];
+        Translog::create_generation(dir.path(), current + 1).unwrap();
+        assert_eq!(reopen_ops(dir.path()).unwrap().len(), 4);
+        assert_eq!(list_generations(dir.path()).unwrap(), [current]);
+        // the checkpoint moved on but the trimmed generation was not deleted yet
+        let dir = tempfile::tempdir().unwrap();
+        synced_log(dir.path(), 4);
+        let stale = fs::read(only_generation(dir.path())).unwrap();
+        let (log, _) = open(dir.path()).unwrap();
+        log.roll_and_trim().unwrap();
+        let next = log.generation();
+        drop(log);
+        fs::write(generation_path(dir.path(), next - 1), stale).unwrap();
+        assert!(reopen_ops(dir.path()).unwrap().is_empty());
+        assert_eq!(list_generations(dir.path()).unwrap(), [next]);
+    }
+
+    #[test]
+    fn a_failed_append_poisons_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let (log, _) = open(dir.path()).unwrap();
+        let offset = log.append(&op(1, "a")).unwrap();
+        log.sync_to(offset).unwrap();
+        log.fail(Error::internal(
+            "append to the translog",
+            "No space left on device",
+        ));
+        assert_eq!(
+            log.append(&op(2, "b")).unwrap_err().kind(),
+            "translog_exception"
+        );
+        assert!(log.sync().is_err());
+        assert!(log.roll_and_trim().is_err());
+        assert!(log.failure().unwrap().contains("No space left"));
+        drop(log);
+        assert_eq!(reopen_ops(dir.path()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn logs_of_the_older_format_are_read_and_converted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut legacy = Vec::new();
+        for i in 0..5 {
+            op(i, "old").encode(&mut legacy);
+        }
+        fs::write(generation_path(dir.path(), 1), &legacy).unwrap();
+        legacy.truncate(legacy.len() - 3); // and a torn tail in the newest
+        fs::write(generation_path(dir.path(), 2), &legacy).unwrap();
+        let (log, ops) = open(dir.path()).unwrap();
+        assert_eq!(ops.len(), 9);
+        log.append(&op(9, "new")).unwrap();
+        log.sync().unwrap();
+        drop(log);
+        assert_eq!(reopen_ops(dir.path()).unwrap().len(), 10);
+        let (log, _) = open(dir.path()).unwrap();
+        log.roll_and_trim().unwrap();
+        drop(log);
+        assert!(reopen_ops(dir.path()).unwrap().is_empty());
+        assert_eq!(list_generations(dir.path()).unwrap().len(), 1);
     }
 
     #[test]
     fn concurrent_appends_share_fsyncs() {
         let dir = tempfile::tempdir().unwrap();
-        let log = Arc::new(Translog::open(dir.path()).unwrap());
+        let (log, _) = open(dir.path()).unwrap();
+        let log = Arc::new(log);
         let handles: Vec<_> = (0..4)
             .map(|t| {
                 let log = log.clone();
@@ -487,6 +1094,7 @@ mod tests {
         for h in handles {
             h.join().unwrap();
         }
-        assert_eq!(read_operations(dir.path()).unwrap().len(), 200);
+        drop(log);
+        assert_eq!(reopen_ops(dir.path()).unwrap().len(), 200);
     }
 }

@@ -67,6 +67,7 @@ pub fn parse_json_document(
         doc: TantivyDocument::new(),
         updates: BTreeMap::new(),
         field_names: Vec::new(),
+        lenient: false,
     };
     walker.object(root, "", Some(&mapping.properties), mapping.dynamic)?;
     if !walker.updates.is_empty() {
@@ -75,14 +76,51 @@ pub fn parse_json_document(
     if let Some(timestamp) = &mapping.data_stream_timestamp {
         check_data_stream_timestamp(table, &walker.doc, timestamp)?;
     }
-    let meta_field_names = table.meta.field_names;
-    let mut doc = walker.doc;
-    walker.field_names.sort_unstable();
-    walker.field_names.dedup();
-    for name in walker.field_names {
-        doc.add_text(meta_field_names, name);
+    Ok(ParseOutcome::Document(walker.finish()))
+}
+
+/// Parses a document logged in the translog, for replay: it was acknowledged, so whatever the
+/// mapping became since (`dynamic` switched on, a field mapped with another type, a lower
+/// limit) it is indexed again without failing. Fields the current mapping cannot take are left
+/// out of the index (they stay in `_source`); a document that cannot be walked at all is
+/// indexed with its metadata fields only, so it is never lost.
+pub fn parse_document_for_replay(
+    mapping: &Mapping,
+    table: &FieldTable,
+    id: &str,
+    source: &Json,
+) -> TantivyDocument {
+    let Json::Object(root) = source else {
+        return TantivyDocument::new();
+    };
+    let mut walker = Walker {
+        mapping,
+        table,
+        id,
+        doc: TantivyDocument::new(),
+        updates: BTreeMap::new(),
+        field_names: Vec::new(),
+        lenient: true,
+    };
+    match walker.object(root, "", Some(&mapping.properties), mapping.dynamic) {
+        Ok(()) => walker.finish(),
+        Err(_) => TantivyDocument::new(),
     }
-    Ok(ParseOutcome::Document(doc))
+}
+
+impl Walker<'_> {
+    /// The document with its `_field_names`.
+    fn finish(self) -> TantivyDocument {
+        let meta_field_names = self.table.meta.field_names;
+        let mut doc = self.doc;
+        let mut field_names = self.field_names;
+        field_names.sort_unstable();
+        field_names.dedup();
+        for name in field_names {
+            doc.add_text(meta_field_names, name);
+        }
+        doc
+    }
 }
 
 /// `_data_stream_timestamp`: a document must hold exactly one doc value of the timestamp
@@ -122,6 +160,10 @@ struct Walker<'a> {
     updates: BTreeMap<String, FieldMapping>,
     /// Paths of the leaves seen (for `_field_names`), borrowed from the field table.
     field_names: Vec<&'a str>,
+    /// Translog replay: the document was acknowledged under an earlier mapping, so nothing in
+    /// it may fail now: unmapped fields are skipped (as with `dynamic: false`) and so are values
+    /// the mapping cannot take (as with `ignore_malformed`).
+    lenient: bool,
 }
 
 /// The dotted path of `name` under `prefix`; top-level names (most fields of most documents)
@@ -227,6 +269,7 @@ impl<'a> Walker<'a> {
                 Ok(())
             }
             Json::Null => Ok(()),
+            _ if self.lenient => Ok(()),
             _ => Err(Error::mapper_parsing(format!(
                 "object mapping for [{path}] tried to parse field [{name}] as object, but found a concrete value"
             ))),
@@ -234,6 +277,9 @@ impl<'a> Walker<'a> {
     }
 
     fn unmapped(&mut self, path: &str, name: &str, value: &Json, dynamic: Dynamic) -> Result<()> {
+        if self.lenient {
+            return Ok(());
+        }
         match dynamic {
             Dynamic::False => Ok(()),
             Dynamic::Strict => {
@@ -333,7 +379,7 @@ impl<'a> Walker<'a> {
                         self.doc.add_f64(lon, stored.lon);
                     }
                 }
-                Err(cause) if !field.ignore_malformed() => {
+                Err(cause) if !field.ignore_malformed() && !self.lenient => {
                     return Err(self.field_error(path, field.field_type, &point.to_value(), cause));
                 }
                 Err(_) => {}
@@ -381,7 +427,7 @@ impl<'a> Walker<'a> {
                         }
                     }
                 }
-                Err(_) if field.ignore_malformed() => {}
+                Err(_) if field.ignore_malformed() || self.lenient => {}
                 Err(e) => {
                     return Err(self.field_error(path, field.field_type, &e.preview, e.cause))
                 }
@@ -403,7 +449,7 @@ impl<'a> Walker<'a> {
         let (path, field) = (leaf.path.as_str(), &leaf.mapping);
         match self.add_value(leaf, value) {
             Ok(()) => {}
-            Err(_) if field.ignore_malformed() => return Ok(()),
+            Err(_) if field.ignore_malformed() || self.lenient => return Ok(()),
             Err(cause) => {
                 return Err(self.field_error(path, field.field_type, &value.to_value(), cause))
             }

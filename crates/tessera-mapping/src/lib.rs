@@ -13,7 +13,7 @@ pub mod range;
 pub mod source_filter;
 pub mod values;
 
-pub use document::{parse_document, parse_json_document, ParseOutcome};
+pub use document::{parse_document, parse_document_for_replay, parse_json_document, ParseOutcome};
 pub use field_table::{FieldTable, LeafField, LeafKind, MetaFields};
 pub use field_type::{Dynamic, FieldType};
 pub use json::Json;

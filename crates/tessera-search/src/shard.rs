@@ -153,7 +153,7 @@ impl LocalShard {
     /// waiting (the scheduler skips refreshes of shards nobody searches, as OpenSearch does).
     fn snapshot(&self) -> Result<Arc<ShardSnapshot>> {
         let meta = self.index.metadata();
-        let shard = self.index.shard(self.shard_id);
+        let shard = self.index.shard(self.shard_id)?;
         shard.table_for(&meta.mapping, meta.mapping_version)?;
         let previous = shard.mark_searched();
         let idle = (tessera_common::time::now_millis() as u64).saturating_sub(previous)
@@ -400,7 +400,8 @@ impl ShardSearcher for LocalShard {
         let slice_count = self.slice_count(&phase, &meta, search);
         let slices = plan_shard_slices(&snapshot, slice_count);
         let concurrent = slices.len() > 1;
-        let stats = &self.index.shard(self.shard_id).stats;
+        let shard = self.index.shard(self.shard_id)?;
+        let stats = &shard.stats;
         if concurrent {
             stats.concurrent_started();
         }
@@ -469,10 +470,9 @@ impl ShardSearcher for LocalShard {
             _ => Vec::new(),
         };
         let fetched = fetch_docs(snapshot, docs, spec, weight.as_deref(), &highlight_terms)?;
-        self.index
-            .shard(self.shard_id)
-            .stats
-            .record_fetch(started.elapsed());
+        if let Ok(shard) = self.index.shard(self.shard_id) {
+            shard.stats.record_fetch(started.elapsed());
+        }
         Ok(fetched)
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tessera_cluster::process_stats;
 use tessera_cluster::Node;
 use tessera_common::Result;
+use tessera_index::index_service::{ShardFailure, ShardSlot};
 
 use super::resolve_options;
 use crate::cat_table::{col, render, Cell, Column};
@@ -116,7 +117,8 @@ pub async fn indices(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
             let mut rows = Vec::new();
             for index in indices {
                 let meta = index.metadata();
-                let health = tessera_cluster::health::IndexHealth::of(&meta);
+                let health =
+                    tessera_cluster::health::IndexHealth::of(&meta, index.failed_shard_count());
                 if health_filter
                     .as_deref()
                     .is_some_and(|h| h != health.status.as_str())
@@ -171,6 +173,20 @@ static SHARDS: &[Column] = &[
     col("ip", "", "ip of node where it lives", false, true),
     col("node", "n", "name of node where it lives", false, true),
     col("id", "", "unique id of node where it lives", false, false),
+    col(
+        "unassigned.reason",
+        "ur",
+        "reason shard is unassigned",
+        false,
+        false,
+    ),
+    col(
+        "unassigned.details",
+        "ud",
+        "additional details as to why the shard became unassigned",
+        false,
+        false,
+    ),
 ];
 
 pub async fn shards(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
@@ -190,29 +206,50 @@ pub async fn shards(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
             let mut rows = Vec::new();
             for index in indices {
                 let meta = index.metadata();
-                for shard in index.shards() {
-                    let (docs, _) = shard.doc_counts();
-                    rows.push(vec![
-                        Cell::from(meta.name.clone()),
-                        Cell::from(shard.shard_id),
-                        Cell::from("p"),
-                        Cell::from("STARTED"),
-                        Cell::from(docs),
-                        Cell::Bytes(shard.store_size()),
-                        Cell::from(host.clone()),
-                        Cell::from(name.clone()),
-                        Cell::from(id.clone()),
-                    ]);
+                for (shard_id, slot) in index.shard_slots().into_iter().enumerate() {
+                    match slot {
+                        ShardSlot::Started(shard) => {
+                            let (docs, _) = shard.doc_counts();
+                            rows.push(vec![
+                                Cell::from(meta.name.clone()),
+                                Cell::from(shard_id),
+                                Cell::from("p"),
+                                Cell::from("STARTED"),
+                                Cell::from(docs),
+                                Cell::Bytes(shard.store_size()),
+                                Cell::from(host.clone()),
+                                Cell::from(name.clone()),
+                                Cell::from(id.clone()),
+                                Cell::Null,
+                                Cell::Null,
+                            ]);
+                        }
+                        ShardSlot::Failed(failure) => rows.push(vec![
+                            Cell::from(meta.name.clone()),
+                            Cell::from(shard_id),
+                            Cell::from("p"),
+                            Cell::from("UNASSIGNED"),
+                            Cell::Null,
+                            Cell::Null,
+                            Cell::Null,
+                            Cell::Null,
+                            Cell::Null,
+                            Cell::from("ALLOCATION_FAILED"),
+                            Cell::from(failure_details(&failure)),
+                        ]),
+                    }
                     for _ in 0..meta.number_of_replicas() {
                         rows.push(vec![
                             Cell::from(meta.name.clone()),
-                            Cell::from(shard.shard_id),
+                            Cell::from(shard_id),
                             Cell::from("r"),
                             Cell::from("UNASSIGNED"),
                             Cell::Null,
                             Cell::Null,
                             Cell::Null,
                             Cell::Null,
+                            Cell::Null,
+                            Cell::from("INDEX_CREATED"),
                             Cell::Null,
                         ]);
                     }
@@ -620,4 +657,15 @@ pub async fn thread_pool(node: Arc<Node>, request: RestRequest) -> Result<RestRe
         ]);
     }
     render(&request, THREAD_POOL, rows)
+}
+
+/// `unassigned.details` of a shard that failed: OpenSearch's "failed shard on node [...]: ..."
+/// with the failure's type and reason.
+fn failure_details(failure: &ShardFailure) -> String {
+    format!(
+        "failed shard, failure {}[{}] (attempts: {})",
+        failure.error.kind(),
+        failure.error.reason(),
+        failure.attempts
+    )
 }
