@@ -402,8 +402,7 @@ impl IndexService {
         let raw = std::fs::read(path.join(STATE_FILE)).map_err(|e| {
             Error::internal(format!("read index metadata in {}", path.display()), e)
         })?;
-        let value: Value =
-            serde_json::from_slice(&raw).map_err(|e| Error::internal("parse index metadata", e))?;
+        let value = parse_metadata_json(&raw)?;
         let metadata = IndexMetadata::from_json(&value)?;
         Self::open_with(path, metadata, resources)
     }
@@ -909,6 +908,17 @@ impl IndexService {
         }
         outcome
     }
+}
+
+/// Parses `_state.json` without serde_json's nesting limit of 128: a mapping grown by deeply
+/// nested documents under a raised `index.mapping.depth.limit` nests deeper than that, and an
+/// index whose metadata cannot be read would not open at all. Its depth is bounded by what the
+/// request parsers accept (documents and mappings nest at most 128 levels there).
+fn parse_metadata_json(raw: &[u8]) -> Result<Value> {
+    use serde::Deserialize;
+    let mut deserializer = serde_json::Deserializer::from_slice(raw);
+    deserializer.disable_recursion_limit();
+    Value::deserialize(&mut deserializer).map_err(|e| Error::internal("parse index metadata", e))
 }
 
 fn persist(path: &Path, metadata: &IndexMetadata) -> Result<()> {

@@ -141,8 +141,21 @@ impl Node {
         Self::start_with_config(Some(text))
     }
 
+    /// Starts a node after `prepare` has run on its (created, empty) data directory, e.g. to
+    /// mount a small file system there.
+    pub fn start_with_data_dir(prepare: impl FnOnce(&Path)) -> Node {
+        Self::start_inner(None, prepare)
+    }
+
     fn start_with_config(config: Option<&str>) -> Node {
+        Self::start_inner(config, |_| {})
+    }
+
+    fn start_inner(config: Option<&str>, prepare: impl FnOnce(&Path)) -> Node {
         let dir = tempfile::tempdir().expect("create a temp dir");
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).expect("create the data directory");
+        prepare(&data);
         let config_file = config.map(|text| {
             let path = dir.path().join("tessera.yml");
             std::fs::write(&path, text).expect("write the config file");
