@@ -102,6 +102,27 @@ fn indices_dir(data: &Path) -> PathBuf {
     data.join("indices")
 }
 
+/// The suffix of an index directory being removed: such directories are never opened.
+const DELETED_SUFFIX: &str = ".deleted";
+
+/// Removes a deleted index's directory: renamed first (one atomic step, so a crash or a failed
+/// removal never leaves a directory that opens again as the index), then removed; what cannot
+/// be removed now is removed when the node next starts.
+fn remove_index_dir(path: &Path) -> Result<()> {
+    let mut doomed = path.as_os_str().to_owned();
+    doomed.push(DELETED_SUFFIX);
+    let doomed = PathBuf::from(doomed);
+    std::fs::rename(path, &doomed)
+        .map_err(|e| Error::internal(format!("delete index directory {}", path.display()), e))?;
+    if let Err(e) = std::fs::remove_dir_all(&doomed) {
+        eprintln!(
+            "could not remove {} now, it is removed at the next start: {e}",
+            doomed.display()
+        );
+    }
+    Ok(())
+}
+
 impl Node {
     /// Opens the data directory (creating it), every index in it, and starts the scheduler.
     pub fn start(config: NodeConfig) -> Result<Arc<Node>> {
@@ -129,6 +150,14 @@ impl Node {
             .map_err(|e| Error::internal("list indices", e))?
         {
             let entry = entry?;
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .ends_with(DELETED_SUFFIX)
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+                continue;
+            }
             if !entry.path().join("_state.json").exists() {
                 continue;
             }
@@ -296,11 +325,10 @@ impl Node {
         for name in names {
             let removed = self.indices.write().unwrap().remove(&name);
             if let Some(index) = removed {
+                index.close_for_delete();
                 let path = index.path().to_path_buf();
                 drop(index);
-                std::fs::remove_dir_all(&path).map_err(|e| {
-                    Error::internal(format!("delete index directory {}", path.display()), e)
-                })?;
+                remove_index_dir(&path)?;
             }
         }
         Ok(())

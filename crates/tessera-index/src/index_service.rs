@@ -476,6 +476,8 @@ impl IndexService {
         let name = self.name();
         match self.shard_slots().into_iter().nth(id as usize) {
             Some(ShardSlot::Started(shard)) => Ok(shard),
+            // deleted while a request was running
+            Some(ShardSlot::Failed(failure)) if failure.error.status() == 404 => Err(failure.error),
             Some(ShardSlot::Failed(failure)) => Err(Error::new(
                 "unavailable_shards_exception",
                 503,
@@ -896,6 +898,18 @@ impl IndexService {
 
     pub fn store_size(&self) -> u64 {
         self.shards().iter().map(|s| s.store_size()).sum()
+    }
+
+    /// Closes the shards of this index because it is being deleted: requests still running on it
+    /// answer `index_not_found_exception`, and nothing writes into its directory afterwards.
+    pub fn close_for_delete(&self) {
+        let name = self.name();
+        let slots = self.shards.read().unwrap().clone();
+        for slot in slots {
+            if let ShardSlot::Started(shard) = slot {
+                shard.close_for_delete(Error::index_not_found(&name));
+            }
+        }
     }
 
     /// Closes every started shard cleanly; the first error, after trying them all.

@@ -579,8 +579,23 @@ impl Shard {
     fn check_engine(&self) -> Result<()> {
         match self.failure() {
             None => Ok(()),
+            // the index was deleted under a request
+            Some(cause) if cause.status() == 404 => Err(cause),
             Some(cause) => Err(self.unavailable(cause)),
         }
+    }
+
+    /// Closes the shard of an index being deleted: in-flight and later writes answer
+    /// `error` (the index is gone), the writer stops after its merges finish, so nothing writes
+    /// into the directory once this returns.
+    pub fn close_for_delete(&self, error: Error) {
+        let mut state = self.lock();
+        self.failure.lock().unwrap().get_or_insert(error);
+        state.pending.clear();
+        if let Some(writer) = state.writer.take() {
+            let _ = writer.wait_merging_threads();
+        }
+        self.pending_refresh.store(false, Ordering::Release);
     }
 
     /// What a request addressed to this shard gets while its engine is failed.

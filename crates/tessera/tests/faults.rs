@@ -379,3 +379,73 @@ fn mapping_changes_after_unrefreshed_writes_never_stop_a_replay() {
     node.get("/deep/_doc/1").expect(200);
     assert_eq!(node.get("/_cluster/health").json()["status"], "green");
 }
+
+#[test]
+fn deleting_an_index_under_bulks_and_force_merges_is_clean() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mut node = Node::start();
+    let stop = Arc::new(AtomicBool::new(false));
+    let check = |status: u16, body: &str| {
+        assert!(
+            status < 500,
+            "a 5xx during the delete race: {status} {body}"
+        );
+        if status >= 400 {
+            let body: Value = serde_json::from_str(body).unwrap();
+            common::assert_error_body(&body, status);
+        }
+    };
+    let workers: Vec<_> = (0..3)
+        .map(|worker| {
+            let client = node.client();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut round = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    round += 1;
+                    let response = if worker == 2 {
+                        client.request("POST", "/race/_forcemerge?max_num_segments=1", None)
+                    } else {
+                        let mut ndjson = String::new();
+                        for i in 0..200 {
+                            ndjson.push_str(&format!(
+                                "{{\"index\":{{\"_index\":\"race\",\"_id\":\"{worker}-{round}-{i}\"}}}}\n{{\"n\":{i}}}\n"
+                            ));
+                        }
+                        client.bulk("/_bulk?refresh=true", &ndjson)
+                    };
+                    check(response.status, &response.body);
+                    if response.status == 200 {
+                        let body = response.json();
+                        for item in body["items"].as_array().into_iter().flatten() {
+                            let status = item["index"]["status"].as_u64().unwrap_or(0) as u16;
+                            assert!(status < 500, "a 5xx bulk item during the delete race: {item}");
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        let response = node.delete("/race");
+        check(response.status, &response.body);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    let response = node.delete("/race");
+    check(response.status, &response.body);
+    // no orphaned directory comes back as an index
+    node.restart();
+    let indices = node.get("/_cat/indices?format=json").expect(200).json();
+    assert_eq!(indices, json!([]), "{indices}");
+    let left: Vec<_> = std::fs::read_dir(node.data_dir().join("indices"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "index directories left behind: {left:?}");
+}
