@@ -52,6 +52,22 @@ static DEFS: &[SettingDef] = &[
     def("action.auto_create_index", Kind::Str, "true"),
     def("action.destructive_requires_name", Kind::Bool, "false"),
     def(
+        crate::disk::LOW,
+        Kind::Check(crate::disk::check_watermark),
+        "85%",
+    ),
+    def(
+        crate::disk::HIGH,
+        Kind::Check(crate::disk::check_watermark),
+        "90%",
+    ),
+    def(
+        crate::disk::FLOOD_STAGE,
+        Kind::Check(crate::disk::check_watermark),
+        "95%",
+    ),
+    def(crate::disk::THRESHOLD_ENABLED, Kind::Bool, "true"),
+    def(
         "cluster.routing.allocation.enable",
         Kind::Enum(&["all", "primaries", "new_primaries", "none"]),
         "all",

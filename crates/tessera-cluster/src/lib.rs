@@ -2,6 +2,7 @@
 //! settings, health, background refresh, thread pools and process statistics.
 
 pub mod cluster_settings;
+pub mod disk;
 pub mod health;
 pub mod node;
 pub mod process_stats;

@@ -443,6 +443,51 @@ impl Node {
         }
     }
 
+    /// Applies the disk watermarks (see [`crate::disk`]): past the flood stage every index gets
+    /// `index.blocks.read_only_allow_delete`; below the high watermark the block is lifted.
+    pub fn check_disk(&self) {
+        use crate::disk::{DiskUsage, Watermark, FLOOD_STAGE, HIGH, THRESHOLD_ENABLED};
+        let settings = &self.cluster_settings;
+        if !settings.get_bool(THRESHOLD_ENABLED) {
+            return;
+        }
+        let Some(usage) = DiskUsage::of(&self.config.data_path) else {
+            return;
+        };
+        let watermark = |key: &str| Watermark::parse(key, &settings.get(key)).ok();
+        let (Some(flood), Some(high)) = (watermark(FLOOD_STAGE), watermark(HIGH)) else {
+            return;
+        };
+        let block = if flood.exceeded(&usage) {
+            true
+        } else if !high.exceeded(&usage) {
+            false
+        } else {
+            return;
+        };
+        let indices: Vec<Arc<IndexService>> =
+            self.indices.read().unwrap().values().cloned().collect();
+        for index in indices {
+            let meta = index.metadata();
+            let blocked = meta.setting("index.blocks.read_only_allow_delete") == "true";
+            if blocked == block {
+                continue;
+            }
+            let mut update = Settings::new();
+            update.set("index.blocks.read_only_allow_delete", block.to_string());
+            eprintln!(
+                "disk {:.1}% used ({} bytes free): {} the flood-stage block of [{}]",
+                usage.used_share() * 100.0,
+                usage.available,
+                if block { "setting" } else { "releasing" },
+                meta.name
+            );
+            if let Err(e) = index.update_settings(&update) {
+                eprintln!("could not update the block of [{}]: {e}", meta.name);
+            }
+        }
+    }
+
     /// Runs one round of background work (refreshes, syncs, flushes); called by the scheduler.
     pub fn background_round(&self, last_sync: &mut HashMap<String, Instant>) {
         let now = tessera_common::time::now_millis() as u64;
@@ -495,15 +540,24 @@ impl Node {
 
 fn run_scheduler(node: std::sync::Weak<Node>) {
     let mut last_sync = HashMap::new();
+    let mut last_disk_check = Instant::now() - DISK_CHECK_INTERVAL;
     loop {
         thread::sleep(Duration::from_millis(100));
         let Some(node) = node.upgrade() else { return };
         if node.is_shutting_down() {
             return;
         }
+        if last_disk_check.elapsed() >= DISK_CHECK_INTERVAL {
+            node.check_disk();
+            last_disk_check = Instant::now();
+        }
         node.background_round(&mut last_sync);
     }
 }
+
+/// How often the disk watermarks are checked (OpenSearch: `cluster.info.update.interval`, 30 s;
+/// a bulk load fills a small disk faster than that).
+const DISK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {

@@ -699,6 +699,22 @@ impl IndexService {
             Ok(shard) => shard,
             Err(e) => return Ok(items.iter().map(|_| Err(e.clone())).collect()),
         };
+        if self
+            .metadata()
+            .setting("index.blocks.read_only_allow_delete")
+            == "true"
+        {
+            // the flood-stage block (or one set by hand): OpenSearch's 429, retry later
+            let name = self.name();
+            let blocked = Error::new(
+                "cluster_block_exception",
+                429,
+                format!(
+                    "index [{name}] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];"
+                ),
+            );
+            return Ok(items.iter().map(|_| Err(blocked.clone())).collect());
+        }
         if self.metadata().setting("index.blocks.write") == "true"
             || self.metadata().setting("index.blocks.read_only") == "true"
         {

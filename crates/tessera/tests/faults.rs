@@ -449,3 +449,57 @@ fn deleting_an_index_under_bulks_and_force_merges_is_clean() {
         .collect();
     assert!(left.is_empty(), "index directories left behind: {left:?}");
 }
+
+#[test]
+fn the_flood_stage_blocks_writes_until_the_disk_has_room_again() {
+    let node = Node::start();
+    create_index(&node, "flood", json!({}));
+    node.put("/flood/_doc/1", &json!({"n": 1})).expect(201);
+    let watermarks = |value: Value| {
+        json!({"persistent": {
+            "cluster.routing.allocation.disk.watermark.low": value,
+            "cluster.routing.allocation.disk.watermark.high": value,
+            "cluster.routing.allocation.disk.watermark.flood_stage": value
+        }})
+    };
+    // more space must stay free than any disk has: the disk is past the flood stage
+    node.put("/_cluster/settings", &watermarks(json!("1000000tb")))
+        .expect(200);
+    let wait_for = |wanted: fn(u16) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let response = node.put("/flood/_doc/2", &json!({"n": 2}));
+            if wanted(response.status) {
+                return response;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "still {}: {}",
+                response.status,
+                response.body
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let blocked = wait_for(|status| status == 429);
+    let error = blocked.expect_error(429, "cluster_block_exception");
+    assert!(
+        error["error"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("flood-stage watermark"),
+        "{error}"
+    );
+    let settings = node.get("/flood/_settings").expect(200).json();
+    assert_eq!(
+        settings["flood"]["settings"]["index"]["blocks"]["read_only_allow_delete"],
+        "true"
+    );
+    // reads go on (the writes before the block took effect are there too)
+    node.get("/flood/_doc/1").expect(200);
+    node.refresh("flood");
+    assert!(node.count("flood") >= 1);
+    node.put("/_cluster/settings", &watermarks(Value::Null))
+        .expect(200);
+    wait_for(|status| status == 200 || status == 201);
+}
