@@ -4,7 +4,9 @@ use axum::http::Method;
 
 use crate::cat_table::CAT_PARAMS;
 use crate::handler;
-use crate::handlers::{bulk, cat, cluster, documents, indices, nodes, root, search, stats};
+use crate::handlers::{
+    allocation, bulk, cat, cluster, documents, indices, nodes, root, search, stats,
+};
 use crate::router::Route;
 
 /// The URL parameters of `_stats`.
@@ -224,6 +226,12 @@ pub fn all() -> Vec<Route> {
                 "timeout",
             ],
             handler: handler!(cluster::get_settings),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_cluster/allocation/explain",
+            params: &["include_yes_decisions", "include_disk_info"],
+            handler: handler!(allocation::explain),
         },
         Route {
             methods: &[PUT],

@@ -120,6 +120,21 @@ fn assert_failed_alone(node: &Node, index: &str, kind: &str) {
         .json();
     assert_eq!(health["status"], "red", "{health}");
     assert_eq!(health["unassigned_shards"], 1, "{health}");
+    let explained = node
+        .post(
+            "/_cluster/allocation/explain",
+            &json!({"index": index, "shard": 0, "primary": true}),
+        )
+        .expect(200)
+        .json();
+    assert_eq!(explained["current_state"], "unassigned", "{explained}");
+    assert_eq!(explained["unassigned_info"]["reason"], "ALLOCATION_FAILED");
+    let details = explained["unassigned_info"]["details"].as_str().unwrap();
+    assert!(details.contains(kind), "{explained}");
+    assert_eq!(
+        explained["can_allocate"], "no",
+        "damaged files are not retried"
+    );
     // searches and writes answer OpenSearch errors; the node stays up
     let search = node.post(&format!("/{index}/_search"), &json!({}));
     assert_eq!(search.status, 503, "{}", search.body);
@@ -241,6 +256,19 @@ fn a_full_disk_loses_no_acknowledged_write() {
 #[test]
 fn a_corrupt_translog_fails_only_its_shard() {
     let mut node = Node::start();
+    // nothing to explain while every shard is assigned
+    create_index(&node, "good", json!({}));
+    node.get("/_cluster/allocation/explain")
+        .expect_error(400, "illegal_argument_exception");
+    let started = node
+        .post(
+            "/_cluster/allocation/explain",
+            &json!({"index": "good", "shard": 0, "primary": true}),
+        )
+        .expect(200)
+        .json();
+    assert_eq!(started["current_state"], "started", "{started}");
+    node.delete("/good").expect(200);
     for index in ["good", "flipped", "truncated", "deleted"] {
         create_index(&node, index, json!({}));
         for i in 0..20 {

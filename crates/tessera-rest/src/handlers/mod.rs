@@ -1,6 +1,7 @@
 //! One module per API family. Handlers parse parameters and bodies, call the node, and shape
 //! the answer as OpenSearch does; CPU work goes to the node's thread pools.
 
+pub mod allocation;
 pub mod bulk;
 pub mod cat;
 pub mod cluster;

@@ -1,0 +1,249 @@
+//! `_cluster/allocation/explain`: why a shard copy is where it is, or why it is unassigned. On a
+//! single node a primary is unassigned only when it failed (it could not open, or its engine
+//! failed): the explanation carries the failure, whether it is retried (a full disk heals, a
+//! corrupt file does not) and how often it was. Replicas cannot be assigned on the node that
+//! holds their primary.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tessera_cluster::Node;
+use tessera_common::{Error, Result};
+use tessera_index::index_service::{ShardFailure, ShardSlot};
+
+use crate::request::RestRequest;
+use crate::response::RestResponse;
+
+/// Which copy the request asks about.
+struct Target {
+    index: String,
+    shard: u32,
+    primary: bool,
+}
+
+fn parse_target(body: &Value) -> Result<Option<Target>> {
+    let Some(object) = body.as_object() else {
+        return Err(Error::parsing("request body must be an object"));
+    };
+    for key in object.keys() {
+        if !["index", "shard", "primary", "current_node"].contains(&key.as_str()) {
+            return Err(Error::parsing(format!(
+                "[cluster/allocation/explain] unknown field [{key}]"
+            )));
+        }
+    }
+    let index = object.get("index").and_then(Value::as_str);
+    let shard = object.get("shard").and_then(Value::as_u64);
+    let primary = object.get("primary").and_then(Value::as_bool);
+    match (index, shard, primary) {
+        (None, None, None) => Ok(None),
+        (Some(index), Some(shard), Some(primary)) => Ok(Some(Target {
+            index: index.to_string(),
+            shard: shard as u32,
+            primary,
+        })),
+        _ => Err(Error::illegal_argument(
+            "No shard was specified in the explain API request, or the specification was incomplete: the index, shard and primary fields are required",
+        )),
+    }
+}
+
+fn node_json(node: &Node) -> Value {
+    json!({
+        "id": node.node_id,
+        "name": node.config.name,
+        "transport_address": format!("{}:9300", node.config.host),
+    })
+}
+
+fn iso_time(millis: i64) -> String {
+    tessera_date::DateFormat::default_format().format_millis(millis, None)
+}
+
+/// The explanation of a failed primary.
+fn failed_primary(node: &Node, index: &str, shard: u32, failure: &ShardFailure) -> Value {
+    let details = format!(
+        "failed shard on node [{}]: {}[{}]",
+        node.node_id,
+        failure.error.kind(),
+        failure.error.reason()
+    );
+    let (can_allocate, explanation) = if failure.retryable() {
+        (
+            "yes",
+            "the shard is opened again with a backoff until the cause of its failure is gone",
+        )
+    } else {
+        (
+            "no",
+            "cannot allocate because the shard's files on this node are corrupted; restore the index from a snapshot or reindex it",
+        )
+    };
+    json!({
+        "index": index,
+        "shard": shard,
+        "primary": true,
+        "current_state": "unassigned",
+        "unassigned_info": {
+            "reason": "ALLOCATION_FAILED",
+            "at": iso_time(failure.at_millis),
+            "failed_allocation_attempts": failure.attempts + 1,
+            "details": details,
+            "last_allocation_status": "no"
+        },
+        "can_allocate": can_allocate,
+        "allocate_explanation": explanation,
+        "node_allocation_decisions": [{
+            "node_id": node.node_id,
+            "node_name": node.config.name,
+            "transport_address": format!("{}:9300", node.config.host),
+            "node_decision": can_allocate,
+            "deciders": [{
+                "decider": "max_retry",
+                "decision": if failure.retryable() { "YES" } else { "NO" },
+                "explanation": details
+            }]
+        }]
+    })
+}
+
+fn unassigned_replica(node: &Node, index: &str, shard: u32, created: i64) -> Value {
+    json!({
+        "index": index,
+        "shard": shard,
+        "primary": false,
+        "current_state": "unassigned",
+        "unassigned_info": {
+            "reason": "INDEX_CREATED",
+            "at": iso_time(created),
+            "last_allocation_status": "no_attempt"
+        },
+        "can_allocate": "no",
+        "allocate_explanation": "cannot allocate because allocation is not permitted to any of the nodes",
+        "node_allocation_decisions": [{
+            "node_id": node.node_id,
+            "node_name": node.config.name,
+            "transport_address": format!("{}:9300", node.config.host),
+            "node_decision": "no",
+            "deciders": [{
+                "decider": "same_shard",
+                "decision": "NO",
+                "explanation": format!(
+                    "a copy of this shard is already allocated to this node [[{index}][{shard}], node[{}], [P], s[STARTED]]",
+                    node.node_id
+                )
+            }]
+        }]
+    })
+}
+
+fn started_primary(node: &Node, index: &str, shard: u32) -> Value {
+    let mut current = node_json(node);
+    current["weight_ranking"] = json!(1);
+    json!({
+        "index": index,
+        "shard": shard,
+        "primary": true,
+        "current_state": "started",
+        "current_node": current,
+        "can_remain_on_current_node": "yes",
+        "can_rebalance_cluster": "no",
+        "can_rebalance_to_other_node": "no",
+        "rebalance_explanation": "cannot rebalance as no target node exists that can both allocate this shard and improve the cluster balance"
+    })
+}
+
+/// The explanation of one copy, or `None` when the index has no such shard.
+fn explain_copy(node: &Node, target: &Target) -> Result<Value> {
+    let index = node
+        .index(&target.index)
+        .ok_or_else(|| Error::index_not_found(&target.index))?;
+    let meta = index.metadata();
+    let slots = index.shard_slots();
+    let Some(slot) = slots.get(target.shard as usize) else {
+        return Err(Error::illegal_argument(format!(
+            "No shard was specified in the explain API request: shard [{}] of index [{}] does not exist",
+            target.shard, target.index
+        )));
+    };
+    if !target.primary {
+        if meta.number_of_replicas() == 0 {
+            return Err(Error::illegal_argument(format!(
+                "unable to find a replica shard assigned or unassigned for [{}][{}]",
+                target.index, target.shard
+            )));
+        }
+        return Ok(unassigned_replica(
+            node,
+            &target.index,
+            target.shard,
+            meta.creation_date,
+        ));
+    }
+    Ok(match slot {
+        ShardSlot::Started(_) => started_primary(node, &target.index, target.shard),
+        ShardSlot::Failed(failure) => failed_primary(node, &target.index, target.shard, failure),
+    })
+}
+
+/// The first unassigned copy, failed primaries first (what OpenSearch picks without a body).
+fn first_unassigned(node: &Node) -> Option<Value> {
+    let mut replica = None;
+    for name in node.index_names() {
+        let index = node.index(&name)?;
+        let meta = index.metadata();
+        for (shard, slot) in index.shard_slots().iter().enumerate() {
+            if let ShardSlot::Failed(failure) = slot {
+                return Some(failed_primary(node, &name, shard as u32, failure));
+            }
+            if replica.is_none() && meta.number_of_replicas() > 0 {
+                replica = Some(unassigned_replica(
+                    node,
+                    &name,
+                    shard as u32,
+                    meta.creation_date,
+                ));
+            }
+        }
+    }
+    replica
+}
+
+pub async fn explain(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let target = match request.json_body()? {
+        Some(body) => parse_target(&body)?,
+        None => None,
+    };
+    let answer = match target {
+        Some(target) => explain_copy(&node, &target)?,
+        None => first_unassigned(&node).ok_or_else(|| {
+            Error::illegal_argument(
+                "No shard was specified in the explain API request, so this request explains a randomly chosen unassigned shard. There are no unassigned shards in this cluster, so this request is invalid.",
+            )
+        })?,
+    };
+    Ok(RestResponse::ok(answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_names_index_shard_and_primary_or_nothing() {
+        assert!(parse_target(&json!({})).unwrap().is_none());
+        let target = parse_target(&json!({"index": "a", "shard": 2, "primary": false}))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (target.index.as_str(), target.shard, target.primary),
+            ("a", 2, false)
+        );
+        let e = parse_target(&json!({"index": "a"})).err().unwrap();
+        assert_eq!(e.kind(), "illegal_argument_exception");
+        let e = parse_target(&json!({"index": "a", "bogus": 1}))
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), "parsing_exception");
+    }
+}
