@@ -285,7 +285,7 @@ impl CheckpointFile {
             offset,
             min_generation,
         };
-        let slot = (next.counter % 2) as u64 * SLOT_LEN as u64;
+        let slot = (next.counter % 2) * SLOT_LEN as u64;
         self.file
             .write_all_at(&next.encode(), slot)
             .and_then(|_| self.file.sync_data())
