@@ -8,6 +8,7 @@ pub mod request;
 pub mod response;
 pub mod router;
 pub mod routes;
+pub mod security;
 pub mod server;
 
 pub use server::{app, serve};
