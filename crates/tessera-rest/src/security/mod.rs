@@ -252,7 +252,7 @@ fn unauthorized(reason: String) -> Response {
     response
 }
 
-fn header_str<'a>(request: &'a Request, name: header::HeaderName) -> Option<&'a str> {
+fn header_str(request: &Request, name: header::HeaderName) -> Option<&str> {
     request.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
