@@ -110,10 +110,12 @@ pub fn same_origin(origin: &str, host_header: Option<&str>, tls: bool) -> bool {
 }
 
 /// `http.cors.*`: which other origins may call the node from a browser, as in OpenSearch.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Cors {
     /// `http.cors.allow-origin`: `*` or a comma-separated list of origins.
     pub allow_origin: Vec<String>,
+    /// `http.cors.allow-origin` written `/regex/`: origins it matches whole.
+    pub allow_origin_pattern: Option<regex::Regex>,
     pub allow_methods: String,
     pub allow_headers: String,
     pub allow_credentials: bool,
@@ -125,6 +127,7 @@ impl Default for Cors {
     fn default() -> Self {
         Cors {
             allow_origin: Vec::new(),
+            allow_origin_pattern: None,
             allow_methods: "OPTIONS,HEAD,GET,POST,PUT,DELETE".into(),
             allow_headers: "X-Requested-With,Content-Type,Content-Length,Authorization".into(),
             allow_credentials: false,
@@ -139,6 +142,40 @@ impl Cors {
         self.allow_origin
             .iter()
             .any(|allowed| allowed == "*" || allowed.eq_ignore_ascii_case(origin))
+            || self
+                .allow_origin_pattern
+                .as_ref()
+                .is_some_and(|pattern| pattern.is_match(origin))
+    }
+
+    /// Sets `http.cors.allow-origin`: `*`, a comma-separated list of origins, or, between
+    /// slashes, a regular expression that must match the whole origin (as in OpenSearch).
+    pub fn set_allow_origin(&mut self, value: &str) -> Result<(), String> {
+        let value = value.trim();
+        if let Some(inner) = value
+            .strip_prefix('/')
+            .and_then(|v| v.strip_suffix('/'))
+            .filter(|inner| !inner.is_empty())
+        {
+            let pattern = regex::Regex::new(&format!("^(?:{inner})$")).map_err(|e| {
+                format!("invalid regular expression in [http.cors.allow-origin]: {e}")
+            })?;
+            self.allow_origin_pattern = Some(pattern);
+            self.allow_origin.clear();
+        } else {
+            self.allow_origin_pattern = None;
+            self.allow_origin = value
+                .split(',')
+                .map(|origin| origin.trim().trim_end_matches('/').to_string())
+                .filter(|origin| !origin.is_empty())
+                .collect();
+        }
+        Ok(())
+    }
+
+    /// Whether any origin is allowed at all.
+    pub fn allows_some(&self) -> bool {
+        !self.allow_origin.is_empty() || self.allow_origin_pattern.is_some()
     }
 
     /// The `Access-Control-Allow-*` headers of an answer to an allowed `origin`; with
@@ -267,6 +304,18 @@ mod tests {
             ..Cors::default()
         };
         assert!(any.allows("http://x"));
+        let mut pattern = Cors::default();
+        assert!(!pattern.allows_some());
+        pattern
+            .set_allow_origin(r"/https?:\/\/localhost(:[0-9]+)?/")
+            .unwrap();
+        assert!(pattern.allows_some());
+        assert!(pattern.allows("http://localhost:5601"));
+        assert!(pattern.allows("https://localhost"));
+        assert!(!pattern.allows("http://localhost.evil.example.com"));
+        assert!(pattern.set_allow_origin("/(/").is_err());
+        pattern.set_allow_origin("http://a, http://b/").unwrap();
+        assert!(pattern.allows("http://b") && !pattern.allows("http://localhost"));
         assert_eq!(
             any.headers("http://x", false),
             vec![("access-control-allow-origin", "*".into())]

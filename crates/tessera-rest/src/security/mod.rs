@@ -112,7 +112,7 @@ impl SecuritySettings {
                     .collect()
             }
             "http.cors.enabled" => self.cors_enabled = parse_bool(key, value)?,
-            "http.cors.allow-origin" => self.cors.allow_origin = parse_list(value),
+            "http.cors.allow-origin" => self.cors.set_allow_origin(value)?,
             "http.cors.allow-methods" => self.cors.allow_methods = value.to_string(),
             "http.cors.allow-headers" => self.cors.allow_headers = value.to_string(),
             "http.cors.allow-credentials" => self.cors.allow_credentials = parse_bool(key, value)?,
@@ -131,6 +131,9 @@ impl SecuritySettings {
 #[derive(Debug)]
 pub struct Security {
     users: Option<Users>,
+    /// Bounds the bcrypt verifications running at once (one per core), so that a flood of
+    /// wrong passwords queues instead of starting a thread each and starving searches.
+    verifications: tokio::sync::Semaphore,
     tls: Option<Arc<ServerConfig>>,
     hosts: HostPolicy,
     cors: Option<Cors>,
@@ -177,13 +180,15 @@ impl Security {
         let tls = tls_files
             .map(|(cert, key)| tls::server_config(cert, key))
             .transpose()?;
-        if settings.cors_enabled && settings.cors.allow_origin.is_empty() {
+        if settings.cors_enabled && !settings.cors.allows_some() {
             return Err(
-                "[http.cors.enabled] is true but [http.cors.allow-origin] is empty; name the origins allowed (or *)".into(),
+                "[http.cors.enabled] is true but [http.cors.allow-origin] is empty; name the origins allowed (*, a list, or /regex/)".into(),
             );
         }
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Security {
             users,
+            verifications: tokio::sync::Semaphore::new(cores),
             tls,
             hosts: HostPolicy {
                 loopback_only: bind.ip().is_loopback(),
@@ -351,7 +356,10 @@ async fn authenticate(
             "unable to authenticate user [{name}] for REST request [{path}]"
         ))
     };
-    // bcrypt is deliberately slow: keep it off the two HTTP threads
+    // bcrypt is deliberately slow: keep it off the two HTTP threads, a core at most each
+    let Ok(_permit) = security.verifications.acquire().await else {
+        return Err(failed());
+    };
     let (security, authorization) = (security.clone(), authorization.to_string());
     let (user, secret) = (name.to_string(), password.to_string());
     let verified = tokio::task::spawn_blocking(move || {
