@@ -338,9 +338,19 @@ fn host_and_origin_checks() {
 
 #[test]
 fn cors_allows_configured_origins() {
-    let node = Node::start_with_config_text(
-        "http.cors.enabled: true\nhttp.cors.allow-origin: https://app.example.com\nhttp.allowed_hosts: search.internal\n",
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "http.cors.enabled: true\nhttp.cors.allow-origin: https://app.example.com\nhttp.allowed_hosts: search.internal\nsecurity.users_file: {}\n",
+        users_file(dir.path())
     );
+    let node = Node::start_secure(
+        &config,
+        Secure {
+            tls_ca: None,
+            credentials: admin(),
+        },
+    );
+    let auth = common::basic_auth("reader", "reader-pw");
     let port = node.port();
     let app = ("Origin", "https://app.example.com");
     let (status, head, _) = raw(
@@ -359,8 +369,21 @@ fn cors_allows_configured_origins() {
         "{head}"
     );
     assert!(head.contains("access-control-allow-methods:"), "{head}");
-    let (status, head, _) = raw(port, "GET", "/", &[("Host", "search.internal"), app]);
+    // browsers send preflights without credentials: they pass; the request itself needs them
+    let (status, head, _) = raw(
+        port,
+        "GET",
+        "/",
+        &[("Host", "search.internal"), app, ("Authorization", &auth)],
+    );
     assert_eq!(status, 200);
+    assert!(
+        head.contains("access-control-allow-origin: https://app.example.com"),
+        "{head}"
+    );
+    // the allowed origin can read a rejection, too
+    let (status, head, _) = raw(port, "GET", "/", &[("Host", "search.internal"), app]);
+    assert_eq!(status, 401);
     assert!(
         head.contains("access-control-allow-origin: https://app.example.com"),
         "{head}"

@@ -293,29 +293,43 @@ async fn guard(State(security): State<Arc<Security>>, request: Request, next: Ne
             }
         }
     }
-    if security.users.is_some() {
-        // owned: a `&Request` (its body is not `Sync`) cannot be held across the await
-        let authorization = header_str(&request, header::AUTHORIZATION).map(str::to_string);
-        let user = match authenticate(&security, authorization, &path).await {
-            Ok(user) => user,
-            Err(response) => return response,
-        };
-        let action = actions::classify(request.method(), &path);
-        if !user.allows(&action) {
-            return error_response(security_error(
-                403,
-                format!(
-                    "no permissions for [{}] and User [name={}, roles={}]",
-                    action.name,
-                    user.name,
-                    user.role_list()
-                ),
-            ));
-        }
-    }
-    let mut response = next.run(request).await;
+    // owned: a `&Request` (its body is not `Sync`) cannot be held across an await
+    let authorization = header_str(&request, header::AUTHORIZATION).map(str::to_string);
+    let method = request.method().clone();
+    let mut response = match authorize(&security, &method, authorization, &path).await {
+        Ok(()) => next.run(request).await,
+        Err(rejection) => rejection,
+    };
+    // an allowed origin may read rejections too (a browser app can tell a 401 from a network error)
     add_headers(&mut response, &cors_headers);
     response
+}
+
+/// With authentication on: the 401 or 403 answer unless the request's credentials name a user
+/// whose roles permit it.
+async fn authorize(
+    security: &Arc<Security>,
+    method: &Method,
+    authorization: Option<String>,
+    path: &str,
+) -> Result<(), Response> {
+    if security.users.is_none() {
+        return Ok(());
+    }
+    let action = actions::classify(method, path);
+    let user = authenticate(security, authorization, path).await?;
+    if user.allows(&action) {
+        return Ok(());
+    }
+    Err(error_response(security_error(
+        403,
+        format!(
+            "no permissions for [{}] and User [name={}, roles={}]",
+            action.name,
+            user.name,
+            user.role_list()
+        ),
+    )))
 }
 
 fn add_headers(response: &mut Response, headers: &[(&'static str, String)]) {
