@@ -1,12 +1,14 @@
 //! `tessera serve` options: flags, and an optional config file in the `key: value` form of
 //! `opensearch.yml` (`http.port`, `path.data`, `node.name`, `cluster.name`, `network.host`,
-//! `http.max_content_length`). Flags win over the file.
+//! `http.max_content_length`). Flags win over the file. The security keys (`security.*`,
+//! `http.tls.*`, `http.allowed_hosts`, `http.cors.*`) go to `tessera_rest::security`.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::Args;
 use tessera_cluster::NodeConfig;
+use tessera_rest::security::SecuritySettings;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -53,8 +55,15 @@ fn tessera_common_size(value: &str) -> anyhow::Result<usize> {
 }
 
 impl ServeArgs {
+    #[cfg(test)]
     pub fn into_config(self) -> anyhow::Result<NodeConfig> {
+        self.into_configs().map(|(config, _)| config)
+    }
+
+    /// The node's configuration and the security settings of the config file.
+    pub fn into_configs(self) -> anyhow::Result<(NodeConfig, SecuritySettings)> {
         let mut config = NodeConfig::default();
+        let mut security = SecuritySettings::default();
         if let Some(path) = &self.config {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("read config file {}", path.display()))?;
@@ -68,6 +77,9 @@ impl ServeArgs {
                 };
                 let value = value.trim().trim_matches('"');
                 match key.trim() {
+                    key if SecuritySettings::is_key(key) => security
+                        .set(key, value)
+                        .map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), number + 1))?,
                     "http.port" => {
                         config.port = value
                             .parse()
@@ -101,7 +113,7 @@ impl ServeArgs {
         if let Some(name) = self.cluster_name {
             config.cluster_name = name;
         }
-        Ok(config)
+        Ok((config, security))
     }
 }
 
@@ -143,5 +155,39 @@ mod tests {
             config: Some(file),
         };
         assert!(args.into_config().is_err());
+    }
+
+    #[test]
+    fn security_keys_go_to_the_security_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secure.yml");
+        std::fs::write(&file, "security.users_file: /etc/users.yml\nhttp.tls.certificate: \"/c.pem\"\nhttp.tls.key: /k.pem\nhttp.allowed_hosts: a.example.com\n").unwrap();
+        let args = ServeArgs {
+            host: None,
+            port: None,
+            data: None,
+            node_name: None,
+            cluster_name: None,
+            config: Some(file.clone()),
+        };
+        let (_, security) = args.into_configs().unwrap();
+        assert_eq!(security.users_file, Some(PathBuf::from("/etc/users.yml")));
+        assert_eq!(security.tls_certificate, Some(PathBuf::from("/c.pem")));
+        assert_eq!(security.tls_key, Some(PathBuf::from("/k.pem")));
+        assert_eq!(security.allowed_hosts, vec!["a.example.com"]);
+        std::fs::write(&file, "security.allow_insecure_non_loopback: maybe\n").unwrap();
+        let args = ServeArgs {
+            host: None,
+            port: None,
+            data: None,
+            node_name: None,
+            cluster_name: None,
+            config: Some(file),
+        };
+        let error = format!("{:#}", args.into_configs().unwrap_err());
+        assert!(
+            error.contains("secure.yml:1") && error.contains("true or false"),
+            "{error}"
+        );
     }
 }

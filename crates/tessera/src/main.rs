@@ -1,5 +1,5 @@
 //! The `tessera` command: `serve` runs a node, `bench` measures one (or any OpenSearch-compatible
-//! endpoint).
+//! endpoint), `hash-password` makes a password hash for the users file.
 
 mod config;
 
@@ -32,6 +32,13 @@ enum Command {
     /// Benchmark Tessera or any OpenSearch-compatible endpoint.
     #[command(subcommand)]
     Bench(Box<tessera_bench::BenchCommand>),
+    /// Read a password from standard input (its first line) and print its bcrypt hash, for the
+    /// `hash:` of a user in the users file (`security.users_file`).
+    HashPassword {
+        /// bcrypt cost: each step doubles the work of every login check (4 to 31).
+        #[arg(long, default_value_t = 12)]
+        cost: u32,
+    },
 }
 
 /// Hands the calling thread's free memory cached by mimalloc back to the operating system.
@@ -50,6 +57,13 @@ fn main() {
                 1
             }
         },
+        Command::HashPassword { cost } => match hash_password(cost) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                1
+            }
+        },
         Command::Bench(command) => match tessera_bench::run(*command) {
             Ok(code) => code,
             Err(e) => {
@@ -61,12 +75,34 @@ fn main() {
     std::process::exit(code);
 }
 
+fn hash_password(cost: u32) -> anyhow::Result<()> {
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .context("read the password from standard input")?;
+    let password = line.strip_suffix('\n').unwrap_or(&line);
+    let password = password.strip_suffix('\r').unwrap_or(password);
+    anyhow::ensure!(!password.is_empty(), "the password is empty");
+    let hash =
+        tessera_rest::security::users::hash_password(password, cost).map_err(anyhow::Error::msg)?;
+    println!("{hash}");
+    Ok(())
+}
+
 fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
     tessera_common::threadpool::set_idle_hook(release_cached_memory);
-    let config = args.into_config()?;
-    let address: SocketAddr = format!("{}:{}", config.host, config.port)
+    let (config, security) = args.into_configs()?;
+    let ip: std::net::IpAddr = config
+        .host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
         .parse()
         .with_context(|| format!("invalid listen address {}:{}", config.host, config.port))?;
+    let address = SocketAddr::new(ip, config.port);
+    // before the node starts or anything listens: refuses an exposed node without security
+    let security = std::sync::Arc::new(
+        tessera_rest::security::Security::load(&security, address).map_err(anyhow::Error::msg)?,
+    );
     let data: PathBuf = config.data_path.clone();
     let node = tessera_cluster::Node::start(config)
         .with_context(|| format!("start the node on data directory {}", data.display()))?;
@@ -81,8 +117,9 @@ fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("listen on {address}"))?;
         eprintln!(
-            "[tessera] node [{}] started on http://{} (data: {})",
+            "[tessera] node [{}] started on {}://{} (data: {})",
             node.config.name,
+            security.scheme(),
             listener.local_addr()?,
             data.display()
         );
@@ -96,7 +133,7 @@ fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
                 _ = term.recv() => {}
             }
         };
-        tessera_rest::serve(node.clone(), listener, shutdown)
+        tessera_rest::security::serve(node.clone(), listener, security, shutdown)
             .await
             .context("serve HTTP")?;
         eprintln!("[tessera] shutting down");

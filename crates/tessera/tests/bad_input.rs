@@ -391,7 +391,7 @@ fn bodies_over_the_content_length_limit_are_413() {
     // a chunked body (no Content-Length) over the limit is refused too
     let chunk = format!("{{\"text\":\"{}\"}}", "y".repeat(3000));
     let request = format!(
-        "PUT /small/_doc/2 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
+        "PUT /small/_doc/2 HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
         chunk.len()
     );
     let answer = raw_http(node.port(), request.as_bytes(), Duration::from_secs(10));
@@ -421,7 +421,7 @@ fn broken_http_does_not_hurt_the_node() {
     // an unparsable Content-Length
     let answer = raw_http(
         port,
-        b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: localhost\r\nContent-Length: abc\r\n\r\n",
         timeout,
     );
     assert_eq!(raw_status(&answer), Some(400), "{answer}");
@@ -430,13 +430,13 @@ fn broken_http_does_not_hurt_the_node() {
         use std::io::Write;
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream
-            .write_all(b"PUT /idx/_doc/1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"a\":")
+            .write_all(b"PUT /idx/_doc/1 HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"a\":")
             .unwrap();
     }
     // a valid chunked request is served
     let body = r#"{"a":"chunked"}"#;
     let request = format!(
-        "PUT /idx/_doc/2 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
+        "PUT /idx/_doc/2 HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
         body.len()
     );
     let answer = raw_http(port, request.as_bytes(), timeout);

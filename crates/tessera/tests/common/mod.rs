@@ -112,12 +112,55 @@ pub fn free_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
-fn new_agent() -> ureq::Agent {
-    let config = ureq::Agent::config_builder()
+/// An agent that answers HTTP errors as responses; with `tls_ca` (PEM), it trusts only that
+/// certificate for HTTPS.
+fn agent_with(tls_ca: Option<&str>, timeout: Duration) -> ureq::Agent {
+    let mut config = ureq::Agent::config_builder()
         .http_status_as_error(false)
-        .timeout_global(Some(REQUEST_TIMEOUT))
-        .build();
-    ureq::Agent::new_with_config(config)
+        .timeout_global(Some(timeout));
+    if let Some(pem) = tls_ca {
+        let cert = ureq::tls::Certificate::from_pem(pem.as_bytes()).expect("a PEM certificate");
+        let tls = ureq::tls::TlsConfig::builder()
+            .root_certs(ureq::tls::RootCerts::new_with_certs(&[cert]))
+            .build();
+        config = config.tls_config(tls);
+    }
+    ureq::Agent::new_with_config(config.build())
+}
+
+fn new_agent() -> ureq::Agent {
+    agent_with(None, REQUEST_TIMEOUT)
+}
+
+/// How a test talks to a node with security on: HTTPS trusting `tls_ca`, and/or basic
+/// credentials sent with every request of the harness (the readiness probe included).
+#[derive(Debug, Clone, Default)]
+pub struct Secure {
+    /// The PEM certificate the node serves (self-signed), to trust; `None`: plain HTTP.
+    pub tls_ca: Option<String>,
+    /// `(user, password)` for basic authentication.
+    pub credentials: Option<(String, String)>,
+}
+
+/// The `Authorization` header value of basic credentials.
+pub fn basic_auth(user: &str, password: &str) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = format!("{user}:{password}").into_bytes();
+    let mut out = String::from("Basic ");
+    for chunk in bytes.chunks(3) {
+        let mut n = 0u32;
+        for (i, b) in chunk.iter().enumerate() {
+            n |= u32::from(*b) << (16 - 8 * i);
+        }
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// A `tessera serve` child process with its own temporary data directory.
@@ -128,6 +171,7 @@ pub struct Node {
     config_file: Option<PathBuf>,
     agent: ureq::Agent,
     starts: u32,
+    secure: Secure,
 }
 
 impl Node {
@@ -144,14 +188,20 @@ impl Node {
     /// Starts a node after `prepare` has run on its (created, empty) data directory, e.g. to
     /// mount a small file system there.
     pub fn start_with_data_dir(prepare: impl FnOnce(&Path)) -> Node {
-        Self::start_inner(None, prepare)
+        Self::start_with(None, Secure::default(), prepare)
+    }
+
+    /// Starts a node with a config file that turns security on; the harness talks to it as
+    /// `secure` says.
+    pub fn start_secure(config: &str, secure: Secure) -> Node {
+        Self::start_with(Some(config), secure, |_| {})
     }
 
     fn start_with_config(config: Option<&str>) -> Node {
-        Self::start_inner(config, |_| {})
+        Self::start_with(config, Secure::default(), |_| {})
     }
 
-    fn start_inner(config: Option<&str>, prepare: impl FnOnce(&Path)) -> Node {
+    fn start_with(config: Option<&str>, secure: Secure, prepare: impl FnOnce(&Path)) -> Node {
         let dir = tempfile::tempdir().expect("create a temp dir");
         let data = dir.path().join("data");
         std::fs::create_dir_all(&data).expect("create the data directory");
@@ -166,8 +216,9 @@ impl Node {
             child: None,
             port: free_port(),
             config_file,
-            agent: new_agent(),
+            agent: agent_with(secure.tls_ca.as_deref(), REQUEST_TIMEOUT),
             starts: 0,
+            secure,
         };
         node.spawn_and_wait();
         node
@@ -178,7 +229,18 @@ impl Node {
     }
 
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.secure.tls_ca.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        // with TLS, the name the generated certificate is for
+        let host = if self.secure.tls_ca.is_some() {
+            "localhost"
+        } else {
+            "127.0.0.1"
+        };
+        format!("{scheme}://{host}:{}", self.port)
     }
 
     pub fn data_dir(&self) -> PathBuf {
@@ -254,20 +316,18 @@ impl Node {
             .expect("spawn the tessera binary");
         self.child = Some(child);
         // a fresh agent: pooled connections to a previous process are dead
-        self.agent = new_agent();
+        self.agent = agent_with(self.secure.tls_ca.as_deref(), REQUEST_TIMEOUT);
     }
 
     /// Polls `GET /` until it answers 200. `Err(Some(status))` when the process exited,
     /// `Err(None)` on timeout.
     fn wait_ready(&mut self) -> Result<(), Option<ExitStatus>> {
         let deadline = Instant::now() + START_DEADLINE;
-        let probe = ureq::Agent::new_with_config(
-            ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .timeout_global(Some(Duration::from_secs(2)))
-                .build(),
-        );
-        let url = format!("{}/", self.base_url());
+        let probe = Client {
+            agent: agent_with(self.secure.tls_ca.as_deref(), Duration::from_secs(2)),
+            base: self.base_url(),
+            auth: self.auth_header(),
+        };
         while Instant::now() < deadline {
             if let Some(status) = self
                 .child
@@ -276,8 +336,8 @@ impl Node {
             {
                 return Err(Some(status));
             }
-            if let Ok(response) = probe.get(&url).call() {
-                if response.status() == 200 {
+            if let Ok(response) = probe.try_request("GET", "/", None) {
+                if response.status == 200 {
                     return Ok(());
                 }
             }
@@ -357,7 +417,13 @@ impl Node {
         Client {
             agent: self.agent.clone(),
             base: self.base_url(),
+            auth: self.auth_header(),
         }
+    }
+
+    fn auth_header(&self) -> Option<String> {
+        let (user, password) = self.secure.credentials.as_ref()?;
+        Some(basic_auth(user, password))
     }
 
     pub fn get(&self, path: &str) -> Resp {
@@ -423,9 +489,19 @@ impl Drop for Node {
 pub struct Client {
     agent: ureq::Agent,
     base: String,
+    /// The `Authorization` header sent with every request.
+    auth: Option<String>,
 }
 
 impl Client {
+    /// The same client sending `user`'s basic credentials (`None`: no credentials).
+    pub fn with_credentials(&self, credentials: Option<(&str, &str)>) -> Client {
+        Client {
+            auth: credentials.map(|(user, password)| basic_auth(user, password)),
+            ..self.clone()
+        }
+    }
+
     /// Sends a request; `body` is `(bytes, content type)`. Transport errors (refused, reset,
     /// timeout) are returned as `Err`.
     pub fn try_request(
@@ -435,7 +511,10 @@ impl Client {
         body: Option<(&[u8], &str)>,
     ) -> Result<Resp, ureq::Error> {
         let url = format!("{}{}", self.base, path);
-        let builder = http::Request::builder().method(method).uri(&url);
+        let mut builder = http::Request::builder().method(method).uri(&url);
+        if let Some(auth) = &self.auth {
+            builder = builder.header("authorization", auth);
+        }
         let response = match body {
             Some((bytes, content_type)) => {
                 let request = builder
