@@ -365,7 +365,7 @@ fn partitioned_segment_equals_sequential_search() {
             churn_after_merge: true,
         };
         let t = TestIndex::build(&mut rng, plan);
-        let snapshot = t.index.shard(0).snapshot();
+        let snapshot = t.index.shard(0).unwrap().snapshot();
         let slices = tessera_search::shard::plan_shard_slices(&snapshot, 4);
         assert!(
             slices
