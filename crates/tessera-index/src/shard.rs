@@ -627,7 +627,17 @@ impl Shard {
             }
         }
         state.pending.clear();
-        state.writer = None;
+        if let Some(writer) = state.writer.take() {
+            // merges still running write into the directory: the writer, and with it its lock
+            // on the directory, goes only once they end, so the shard cannot be opened again
+            // before that (the attempt finds the lock taken and is retried)
+            let closing = std::thread::Builder::new()
+                .name("close-failed-writer".into())
+                .spawn(move || {
+                    let _ = writer.wait_merging_threads();
+                });
+            drop(closing);
+        }
         self.pending_refresh.store(false, Ordering::Release);
         error
     }
