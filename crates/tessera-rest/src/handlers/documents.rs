@@ -37,7 +37,14 @@ fn conditions(request: &RestRequest, create_only: bool) -> Result<Conditions> {
                 )))
             }
         };
-    let if_seq_no = request.param_i64("if_seq_no")?.map(|n| n.max(0) as u64);
+    let if_seq_no = match request.param_i64("if_seq_no")? {
+        Some(n) if n < 0 => {
+            return Err(Error::illegal_argument(format!(
+                "sequence numbers must be non negative. got [{n}]."
+            )))
+        }
+        other => other.map(|n| n as u64),
+    };
     let if_primary_term = request
         .param_i64("if_primary_term")?
         .map(|n| n.max(0) as u64);
@@ -97,7 +104,10 @@ pub async fn index(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
         id,
         auto_generated_id: false,
         source: request.body.clone(),
-        routing: request.param("routing").map(String::from),
+        routing: request
+            .param("routing")
+            .filter(|r| !r.is_empty())
+            .map(String::from),
         conditions: conditions(&request, create_only)?,
     };
     let index_name = request.path_param("index").to_string();
@@ -112,7 +122,10 @@ pub async fn delete(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
     }
     let write = DocWrite::Delete {
         id: request.path_param("id").to_string(),
-        routing: request.param("routing").map(String::from),
+        routing: request
+            .param("routing")
+            .filter(|r| !r.is_empty())
+            .map(String::from),
         conditions: conditions(&request, false)?,
     };
     write_one(node, &request, write, &index_name).await
@@ -132,7 +145,10 @@ pub async fn update(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
     conditions.create_only = false;
     let write = parse_update(
         request.path_param("id").to_string(),
-        request.param("routing").map(String::from),
+        request
+            .param("routing")
+            .filter(|r| !r.is_empty())
+            .map(String::from),
         conditions,
         &body,
     )?;
@@ -244,7 +260,10 @@ impl ReadOptions {
         Ok(ReadOptions {
             refresh: refresh_param(request)? != super::Refresh::None,
             realtime: request.param_bool("realtime", true)?,
-            routing: request.param("routing").map(String::from),
+            routing: request
+                .param("routing")
+                .filter(|r| !r.is_empty())
+                .map(String::from),
         })
     }
 }
