@@ -6,10 +6,16 @@
 //! first by `http_guard` (its rejection arrives here as a private header), and a panic anywhere
 //! in a request's handling on the `http` runtime becomes a 500 with an error body and a log
 //! line instead of a dropped connection (`CatchPanic`).
+//!
+//! Backpressure: at most `http.max_in_flight_requests` requests are handled at once (more are
+//! answered 429 `rejected_execution_exception` at once rather than queued without bound), and
+//! the body of a document write is charged to the node's indexing pressure (429 past
+//! `indexing_pressure.memory.limit`) before it is read when its length is declared.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -29,6 +35,8 @@ use crate::router::{self, Match, Route};
 struct AppState {
     node: Arc<Node>,
     routes: Arc<Vec<Route>>,
+    /// Requests being handled now (admission, `handle`).
+    in_flight: Arc<AtomicUsize>,
 }
 
 /// The router serving the whole REST API for `node`.
@@ -40,6 +48,7 @@ fn app_with_routes(node: Arc<Node>, routes: Vec<Route>) -> Router {
     let state = AppState {
         node,
         routes: Arc::new(routes),
+        in_flight: Arc::default(),
     };
     Router::new().fallback(handle).with_state(state)
 }
@@ -69,10 +78,49 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Runs [`dispatch`]; a panic becomes a 500 with an OpenSearch body, logged with the request.
+/// Whether `method` on `path` is a document write (bulk, index, create, update, delete), whose
+/// body counts against indexing pressure.
+fn is_write(routes: &[Route], method: &Method, path: &str) -> bool {
+    if method == Method::GET || method == Method::HEAD {
+        return false;
+    }
+    match router::find(routes, method, path) {
+        Match::Found(route, _) => route
+            .pattern
+            .split('/')
+            .any(|part| matches!(part, "_bulk" | "_doc" | "_create" | "_update")),
+        _ => false,
+    }
+}
+
+/// Reads a body to its end, discarding it.
+async fn drain(body: &mut axum::body::Body) {
+    use axum::body::HttpBody;
+    while let Some(Ok(_)) = std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await {}
+}
+
+/// One request being handled; gives its place back when dropped.
+struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Admits the request (at most `http.max_in_flight_requests` at once, else 429), then runs
+/// [`dispatch`]; a panic becomes a 500 with an OpenSearch body, logged with the request.
 async fn handle(state: State<AppState>, request: Request) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_string();
+    let count = state.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
+    let _slot = InFlight(state.in_flight.clone());
+    let max = state.node.config.max_in_flight_requests;
+    if count > max {
+        return render_error(&Error::rejected_execution(format!(
+            "rejected execution of request [{method} {path}]: [{count}] requests in flight, more than [http.max_in_flight_requests] = [{max}]"
+        )));
+    }
     match CatchPanic(Box::pin(dispatch(state, request))).await {
         Ok(response) => response,
         Err(message) => {
@@ -157,10 +205,32 @@ async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
     if declared.is_some_and(|len| len > limit) {
         return RestResponse::status_only(413).into_empty_response();
     }
+    // a write is charged to indexing pressure before its body is read when its length is
+    // declared (a chunked one once read); the permit lives until the answer is built
+    let write = is_write(&state.routes, &parts.method, parts.uri.path());
+    let mut permit = None;
+    let mut body = body;
+    if let (true, Some(len)) = (write, declared) {
+        match state.node.indexing_pressure.acquire(len as u64) {
+            Ok(p) => permit = Some(p),
+            Err(error) => {
+                // read and drop the body, keeping none of it: a client still sending would
+                // otherwise see the connection reset instead of the 429
+                drain(&mut body).await;
+                return render_error(&error);
+            }
+        }
+    }
     let body = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
         Err(_) => return RestResponse::status_only(413).into_empty_response(),
     };
+    if write && permit.is_none() {
+        match state.node.indexing_pressure.acquire(body.len() as u64) {
+            Ok(p) => permit = Some(p),
+            Err(error) => return render_error(&error),
+        }
+    }
     if !body.is_empty() {
         if let Some(rejection) = check_content_type(parts.headers.get(header::CONTENT_TYPE)) {
             return rejection;
@@ -199,6 +269,7 @@ async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
                 Ok(()) => (route.handler)(state.node.clone(), request).await,
                 Err(e) => Err(e),
             };
+            drop(permit);
             let response = match outcome {
                 Ok(response) => response,
                 Err(error) => {
