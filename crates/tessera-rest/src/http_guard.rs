@@ -393,9 +393,28 @@ impl<T: AsyncRead + Unpin> AsyncRead for GuardedIo<T> {
             if this.eof {
                 return Poll::Ready(Ok(()));
             }
-            // a passthrough connection with nothing buffered reads straight into hyper's buffer
-            if this.state == State::Passthrough {
-                return Pin::new(&mut this.inner).poll_read(cx, buf);
+            // a passthrough connection with nothing buffered reads straight into hyper's buffer,
+            // and so does a body: at most its remaining bytes, the next head stays here
+            match this.state {
+                State::Passthrough => return Pin::new(&mut this.inner).poll_read(cx, buf),
+                State::Body(n) if n > 0 && buf.remaining() > 0 => {
+                    let limit = n.min(buf.remaining() as u64) as usize;
+                    let mut direct = ReadBuf::new(buf.initialize_unfilled_to(limit));
+                    match Pin::new(&mut this.inner).poll_read(cx, &mut direct) {
+                        Poll::Ready(Ok(())) => {
+                            let read = direct.filled().len();
+                            buf.advance(read);
+                            if read == 0 {
+                                this.eof = true;
+                            } else {
+                                this.state = State::Body(n - read as u64);
+                            }
+                            return Poll::Ready(Ok(()));
+                        }
+                        other => return other,
+                    }
+                }
+                _ => {}
             }
             let mut chunk = [0u8; READ_CHUNK];
             let mut chunk_buf = ReadBuf::new(&mut chunk);
