@@ -128,7 +128,7 @@ fn rewrite_head(head: &[u8]) -> Result<(Vec<u8>, Next), Rejection> {
         trim_spaces(&text[first..last]),
         &text[last + 1..],
     );
-    if !method.iter().all(|b| b.is_ascii_alphabetic() || *b == b'_') {
+    if !method.iter().all(|&b| is_token(b)) {
         return Err(Rejection::illegal(format!(
             "invalid character in HTTP method [{}]",
             String::from_utf8_lossy(method)
@@ -167,6 +167,21 @@ fn rewrite_head(head: &[u8]) -> Result<(Vec<u8>, Next), Rejection> {
         let value = String::from_utf8_lossy(&field[colon + 1..])
             .trim()
             .to_string();
+        // what hyper's parser refuses in a header line, refused here with words for it
+        if name.is_empty() || !name.iter().all(|&b| is_token(b)) {
+            return Err(Rejection::illegal(format!(
+                "a header name contains a prohibited character: {}",
+                String::from_utf8_lossy(&field[..colon])
+            )));
+        }
+        if let Some(&bad) = field[colon + 1..]
+            .iter()
+            .find(|&&b| (b < 0x20 && b != b'\t') || b == 0x7F)
+        {
+            return Err(Rejection::illegal(format!(
+                "a header value contains a prohibited character '\\u{bad:04x}': {value}"
+            )));
+        }
         if name == REJECTION_HEADER.as_bytes() {
             continue;
         }
@@ -188,6 +203,11 @@ fn rewrite_head(head: &[u8]) -> Result<(Vec<u8>, Next), Rejection> {
     }
     out.extend_from_slice(b"\r\n");
     Ok((out, next))
+}
+
+/// A `tchar` of RFC 9110 (header names, methods).
+fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 fn trim_spaces(mut text: &[u8]) -> &[u8] {
@@ -596,6 +616,22 @@ mod tests {
             (
                 format!("GET / HTTP/1.1\r\nX-A: {}\r\n\r\n", "a".repeat(9000)).into_bytes(),
                 "HTTP header is larger than 8192 bytes.",
+            ),
+            (
+                b"GET / HTTP/1.1\r\nX A: b\r\n\r\n".to_vec(),
+                "a header name contains a prohibited character: X A",
+            ),
+            (
+                b"GET / HTTP/1.1\r\n: b\r\n\r\n".to_vec(),
+                "a header name contains a prohibited character: ",
+            ),
+            (
+                b"GET / HTTP/1.1\r\nX-A: a\x01b\r\n\r\n".to_vec(),
+                "a header value contains a prohibited character '\\u0001'",
+            ),
+            (
+                b"G(T / HTTP/1.1\r\n\r\n".to_vec(),
+                "invalid character in HTTP method [G(T]",
             ),
         ];
         for (input, expected) in cases {

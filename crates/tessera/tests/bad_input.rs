@@ -541,6 +541,21 @@ fn empty_and_malformed_url_parameters_are_not_500s() {
     }
     let body = node.get("/idx/_count?routing=").expect(200).json();
     assert_eq!(body["count"], 0, "{body}");
+    for (query, reason) in [
+        ("timeout=", "failed to parse setting [timeout] with value [] as a time value: unit is missing or unrecognized"),
+        ("wait_for_active_shards=abc", "cannot parse ActiveShardCount[abc]"),
+        ("version_type=abc", "No version type match [abc]"),
+        ("version=abc", "Failed to parse long parameter [version] with value [abc]"),
+    ] {
+        let resp = node.put(&format!("/idx/_doc/2?{query}"), &json!({"a": 1}));
+        let body = resp.expect_error(400, "illegal_argument_exception");
+        assert_eq!(body["error"]["reason"], reason);
+    }
+    let resp = node.bulk(
+        "/_bulk?wait_for_active_shards=",
+        "{\"index\":{\"_index\":\"idx\"}}\n{}\n",
+    );
+    resp.expect_error(400, "illegal_argument_exception");
     let resp = node.put(
         "/idx/_doc/2?if_seq_no=-1&if_primary_term=1",
         &json!({"a": 1}),

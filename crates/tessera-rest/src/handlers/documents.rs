@@ -16,7 +16,18 @@ use crate::request::RestRequest;
 use crate::response::RestResponse;
 
 fn conditions(request: &RestRequest, create_only: bool) -> Result<Conditions> {
-    if request.param("version").is_some() {
+    super::check_write_params(request)?;
+    if let Some(version) = request.param("version") {
+        if version.parse::<i64>().is_err() {
+            return Err(Error::illegal_argument(format!(
+                "Failed to parse long parameter [version] with value [{version}]"
+            ))
+            .caused_by(Error::new(
+                "number_format_exception",
+                400,
+                format!("For input string: \"{version}\""),
+            )));
+        }
         let version_type = request.param("version_type").unwrap_or("internal");
         if version_type == "internal" {
             return Err(Error::action_request_validation(&[
