@@ -78,13 +78,13 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Whether `method` on `path` is a document write (bulk, index, create, update, delete), whose
+/// Whether a matched request is a document write (bulk, index, create, update, delete), whose
 /// body counts against indexing pressure.
-fn is_write(routes: &[Route], method: &Method, path: &str) -> bool {
+fn is_write(matched: &Match<'_>, method: &Method) -> bool {
     if method == Method::GET || method == Method::HEAD {
         return false;
     }
-    match router::find(routes, method, path) {
+    match matched {
         Match::Found(route, _) => route
             .pattern
             .split('/')
@@ -207,7 +207,8 @@ async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
     }
     // a write is charged to indexing pressure before its body is read when its length is
     // declared (a chunked one once read); the permit lives until the answer is built
-    let write = is_write(&state.routes, &parts.method, parts.uri.path());
+    let matched = router::find(&state.routes, &parts.method, parts.uri.path());
+    let write = is_write(&matched, &parts.method);
     let mut permit = None;
     let mut body = body;
     if let (true, Some(len)) = (write, declared) {
@@ -246,7 +247,7 @@ async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
         filter_path: params.get("filter_path").cloned(),
     };
     let method = parts.method.clone();
-    match router::find(&state.routes, &method, &path) {
+    match matched {
         Match::NotFound => plain_error(
             400,
             &format!("no handler found for uri [{path}] and method [{method}]"),
