@@ -79,6 +79,57 @@ fn any_value(rng: &mut Rng) -> Value {
     }
 }
 
+/// A random Lucene query string made of its syntax characters, field names and words.
+fn lucene_text(rng: &mut Rng) -> String {
+    const PIECES: &[&str] = &[
+        "title",
+        "n",
+        "when",
+        "tag",
+        "ip",
+        ":",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        "\"",
+        "*",
+        "?",
+        "~",
+        "^",
+        "\\",
+        "/",
+        "!",
+        "+",
+        "-",
+        "&&",
+        "||",
+        " AND ",
+        " OR ",
+        " NOT ",
+        " TO ",
+        " ",
+        ">",
+        "<",
+        ">=",
+        "<=",
+        "=",
+        "fox",
+        "1",
+        "-1",
+        "2.5",
+        "1e400",
+        "now-1d/d",
+        "10.0.0.0/8",
+        "_exists_",
+        "é",
+        "\u{0}",
+    ];
+    (0..rng.below(12)).map(|_| *rng.pick(PIECES)).collect()
+}
+
 fn query(rng: &mut Rng, depth: usize) -> Value {
     let f = field(rng);
     let f = f.as_str().unwrap().to_string();
@@ -126,6 +177,12 @@ fn query(rng: &mut Rng, depth: usize) -> Value {
             json!({"fuzzy": {f: {"value": "quikc", "fuzziness": rng.pick(&[json!(2), json!("AUTO:1,4"), json!(-1), json!("x")]).clone()}}})
         }
         20 => json!({"ids": {"values": ["1", "2", any_value(rng)]}}),
+        21 if rng.chance(50) => {
+            json!({"query_string": {"query": lucene_text(rng), "default_field": f}})
+        }
+        22 if rng.chance(50) => {
+            json!({"simple_query_string": {"query": lucene_text(rng), "fields": [f]}})
+        }
         21 => {
             json!({"query_string": {"query": rng.pick(&["title:(quick OR fox) AND n:[1 TO 5]", "price:>10", "a AND (", "when:[now-1d TO *}", "\"unterminated", "/re[gex/", "title:fox~3^2", "n:>=abc", "*:*"]).to_string(), "default_field": f}})
         }
@@ -694,6 +751,18 @@ fn check(resp: &Resp, what: &str, failures: &mut Vec<String>) {
     }
 }
 
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 fn truncate(text: &str) -> String {
     text.chars().take(400).collect()
 }
@@ -871,7 +940,13 @@ fn fuzzed_requests_never_answer_5xx() {
                 let (method, path, params) = *rng.pick(URL_CASES);
                 let mut query = Vec::new();
                 for _ in 0..rng.below(3) + 1 {
-                    query.push(format!("{}={}", rng.pick(params), rng.pick(GARBAGE)));
+                    let param = *rng.pick(params);
+                    let value = if param == "q" && rng.chance(70) {
+                        percent_encode(&lucene_text(&mut rng))
+                    } else {
+                        rng.pick(GARBAGE).to_string()
+                    };
+                    query.push(format!("{param}={value}"));
                 }
                 let url = format!("{path}?{}", query.join("&"));
                 let body = match method {
