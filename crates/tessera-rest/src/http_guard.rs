@@ -9,11 +9,15 @@
 //!   REST layer decodes them back);
 //! - a head OpenSearch rejects (a request line over 4096 bytes, headers over 8192 bytes, a header
 //!   line without a colon, an unparsable Content-Length, a malformed request line, an unknown
-//!   HTTP version) is replaced by a small synthetic request carrying the error in the private
+//!   HTTP version), and one that hyper's stricter parser would refuse (a target that is not a
+//!   path, a header name that is not a token, a control character in a header value, two
+//!   different Content-Lengths, a Transfer-Encoding not ending in chunked or in HTTP/1.0) is
+//!   replaced by a small synthetic request carrying the error in the private
 //!   header [`REJECTION_HEADER`]; `server` renders it as OpenSearch's error body, and the
 //!   connection ends after that answer, as OpenSearch closes it.
 //!
-//! Bodies pass through unchanged, delimited by Content-Length. A chunked body
+//! A chunked Transfer-Encoding wins over a Content-Length, which is dropped (RFC 9112).
+//! Bodies pass through unchanged, delimited by Content-Length, read straight into hyper's buffer. A chunked body
 //! (`Transfer-Encoding`) is not parsed here: after one, the connection is passed to hyper
 //! untouched, so a later malformed request on that same connection still gets hyper's empty
 //! answer. A client that sends the private header itself only gets an error for its own request.
@@ -140,6 +144,18 @@ fn rewrite_head(head: &[u8]) -> Result<(Vec<u8>, Next), Rejection> {
             String::from_utf8_lossy(version)
         )));
     }
+    // origin form (`/path?query`), absolute form (`http://host/path`) or `*`: anything else
+    // is not a URI hyper can route
+    if !(target.starts_with(b"/")
+        || target == b"*"
+        || target.starts_with(b"http://")
+        || target.starts_with(b"https://"))
+    {
+        return Err(Rejection::illegal(format!(
+            "invalid URI [{}]: a request target starts with [/]",
+            String::from_utf8_lossy(target)
+        )));
+    }
     let mut out = Vec::with_capacity(head.len() + 16);
     out.extend_from_slice(method);
     out.push(b' ');
@@ -154,7 +170,9 @@ fn rewrite_head(head: &[u8]) -> Result<(Vec<u8>, Next), Rejection> {
     out.extend_from_slice(version);
     out.extend_from_slice(b"\r\n");
 
-    let mut next = Next::Body(0);
+    let mut content_length: Option<u64> = None;
+    let mut transfer_encoding: Option<String> = None;
+    let mut kept: Vec<(&[u8], bool)> = Vec::new();
     for raw in headers.split(|&b| b == b'\n') {
         let field = trim_cr(raw);
         if field.is_empty() {
@@ -185,21 +203,48 @@ fn rewrite_head(head: &[u8]) -> Result<(Vec<u8>, Next), Rejection> {
         if name == REJECTION_HEADER.as_bytes() {
             continue;
         }
-        if name == b"content-length" && next != Next::Passthrough {
-            match value.parse::<u64>() {
-                Ok(n) => next = Next::Body(n),
-                Err(_) => {
-                    return Err(Rejection::illegal(format!(
-                        "Content-Length value is not a number: {value}"
-                    )))
-                }
+        let is_length = name == b"content-length";
+        if is_length {
+            let Ok(n) = value.parse::<u64>() else {
+                return Err(Rejection::illegal(format!(
+                    "Content-Length value is not a number: {value}"
+                )));
+            };
+            if content_length.is_some_and(|other| other != n) {
+                return Err(Rejection::illegal(format!(
+                    "Multiple Content-Length values found: [{}, {n}]",
+                    content_length.unwrap_or(0)
+                )));
             }
+            content_length = Some(n);
         }
         if name == b"transfer-encoding" {
-            next = Next::Passthrough;
+            transfer_encoding = Some(value.to_ascii_lowercase());
         }
-        out.extend_from_slice(raw);
-        out.push(b'\n');
+        kept.push((raw, is_length));
+    }
+    let next = match transfer_encoding {
+        // chunked wins over a Content-Length, which is dropped (RFC 9112 §6.3), as Netty does
+        Some(coding) => {
+            if version == b"HTTP/1.0" {
+                return Err(Rejection::illegal(
+                    "Transfer-Encoding is not allowed in an HTTP/1.0 request",
+                ));
+            }
+            if coding.rsplit(',').next().map(str::trim) != Some("chunked") {
+                return Err(Rejection::illegal(format!(
+                    "unsupported Transfer-Encoding [{coding}]: the last coding must be chunked"
+                )));
+            }
+            Next::Passthrough
+        }
+        None => Next::Body(content_length.unwrap_or(0)),
+    };
+    for (raw, is_length) in kept {
+        if !(is_length && next == Next::Passthrough) {
+            out.extend_from_slice(raw);
+            out.push(b'\n');
+        }
     }
     out.extend_from_slice(b"\r\n");
     Ok((out, next))
@@ -633,6 +678,22 @@ mod tests {
                 b"G(T / HTTP/1.1\r\n\r\n".to_vec(),
                 "invalid character in HTTP method [G(T]",
             ),
+            (
+                b"GET abc HTTP/1.1\r\n\r\n".to_vec(),
+                "invalid URI [abc]: a request target starts with [/]",
+            ),
+            (
+                b"PUT / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec(),
+                "Transfer-Encoding is not allowed in an HTTP/1.0 request",
+            ),
+            (
+                b"PUT / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n".to_vec(),
+                "unsupported Transfer-Encoding [gzip]",
+            ),
+            (
+                b"PUT / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab".to_vec(),
+                "Multiple Content-Length values found: [1, 2]",
+            ),
         ];
         for (input, expected) in cases {
             let out = String::from_utf8(through(&input, 1000)).unwrap();
@@ -649,6 +710,16 @@ mod tests {
                 "{rejection:?} for {expected}"
             );
         }
+    }
+
+    #[test]
+    fn chunked_wins_over_a_content_length() {
+        let input =
+            b"PUT /i HTTP/1.1\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+        assert_eq!(
+            String::from_utf8(through(input, 16)).unwrap(),
+            "PUT /i HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        );
     }
 
     #[test]

@@ -6,6 +6,10 @@
 //! Every answer must be below 500, and every 4xx an OpenSearch error body; the node must still
 //! answer at the end and never have panicked. `TESSERA_FUZZ_SEED` and `TESSERA_FUZZ_CASES`
 //! rerun another seed or count.
+//!
+//! A second test sends random raw request heads (any byte in the target, broken header lines,
+//! bad lengths and codings): every answer must be an HTTP response with an OpenSearch-shaped
+//! error body, never hyper's empty 400 or a dropped connection.
 
 mod common;
 
@@ -997,5 +1001,137 @@ fn fuzzed_requests_never_answer_5xx() {
             .collect::<Vec<_>>()
             .join("\n"),
         panics.join("\n")
+    );
+}
+
+/// Header lines for [`fuzzed_request_heads_get_opensearch_answers`], broken ones among them.
+const HEADER_LINES: &[&[u8]] = &[
+    b"Content-Type: application/json",
+    b"Bad Header",
+    b"X A: b",
+    b": v",
+    b"X-B: a\x01b",
+    b"Content-Length: abc",
+    b"Content-Length: 26",
+    b"X-C: \xff\xfe",
+    b"Transfer-Encoding: chunked",
+];
+
+/// Random request heads sent as raw bytes (methods, targets with any byte, broken header lines,
+/// bad lengths): every answer is an HTTP response whose error body is OpenSearch-shaped, never
+/// an empty 4xx or a closed connection.
+#[test]
+fn fuzzed_request_heads_get_opensearch_answers() {
+    let cases: usize = std::env::var("TESSERA_FUZZ_HEAD_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(400);
+    let mut node = Node::start();
+    node.put("/fz", &json!({})).ok();
+    let mut rng = Rng(0x4EAD_5EED);
+    const TARGET_BYTES: &[u8] = b"/_-fz?=&%2A>< \"{}|^`\\\x01\x7f\xc3\xa9#:,*abc019";
+    let mut failures = Vec::new();
+    for case in 0..cases {
+        let method = *rng.pick(&[
+            "GET", "POST", "PUT", "DELETE", "HEAD", "G(T", "", "get", "FOO",
+        ]);
+        let mut target_bytes = rng
+            .pick(&["/", "/fz/_search", "/fz/_doc/1", "/_bulk", ""])
+            .as_bytes()
+            .to_vec();
+        for _ in 0..rng.below(12) {
+            target_bytes.push(*rng.pick(TARGET_BYTES));
+        }
+        if rng.chance(3) {
+            target_bytes.extend(std::iter::repeat_n(b'a', 5000));
+        }
+        let version = *rng.pick(&[
+            "HTTP/1.1",
+            "HTTP/1.1",
+            "HTTP/1.0",
+            "HTTP/2.0",
+            "HTTP/1.1 x",
+            "",
+        ]);
+        let mut head = Vec::new();
+        head.extend_from_slice(method.as_bytes());
+        head.push(b' ');
+        head.extend_from_slice(&target_bytes);
+        head.push(b' ');
+        head.extend_from_slice(version.as_bytes());
+        head.extend_from_slice(b"\r\nHost: x\r\nConnection: close\r\n");
+        let body = b"{\"query\":{\"match_all\":{}}}";
+        for _ in 0..rng.below(3) {
+            let line = rng.pick(HEADER_LINES);
+            head.extend_from_slice(line);
+            head.extend_from_slice(b"\r\n");
+        }
+        let announced = head.windows(18).any(|w| w == b"Content-Length: 26");
+        let chunked = head.windows(26).any(|w| w == b"Transfer-Encoding: chunked");
+        head.extend_from_slice(b"\r\n");
+        // the body the head announces (chunked wins over a length), so that no answer waits
+        if chunked {
+            head.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+            head.extend_from_slice(body);
+            head.extend_from_slice(b"\r\n0\r\n\r\n");
+        } else if announced || rng.chance(50) {
+            head.extend_from_slice(body);
+        }
+        let answer = common::raw_http(node.port(), &head, std::time::Duration::from_secs(10));
+        let what = format!(
+            "case {case}: {:?}",
+            truncate(&String::from_utf8_lossy(&head))
+        );
+        let Some(status) = answer
+            .strip_prefix("HTTP/1.1 ")
+            .or_else(|| answer.strip_prefix("HTTP/1.0 "))
+            .and_then(|rest| rest.get(..3))
+            .and_then(|code| code.parse::<u16>().ok())
+        else {
+            failures.push(format!(
+                "{what}\n  -> no HTTP answer: {}",
+                truncate(&answer)
+            ));
+            continue;
+        };
+        let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        if status >= 500
+            && !opensearch_5xx(&Resp {
+                status,
+                body: body.to_string(),
+            })
+        {
+            failures.push(format!("{what}\n  -> {status} {}", truncate(body)));
+        } else if status >= 400 && status != 413 && method != "HEAD" {
+            // OpenSearch's error body, or its plain shape for routing errors (`no handler
+            // found` has no status, as in OpenSearch)
+            let shaped = serde_json::from_str::<Value>(body).is_ok_and(|v| {
+                (v["status"].as_u64() == Some(u64::from(status))
+                    && v["error"]["type"].is_string()
+                    && v["error"]["reason"].is_string())
+                    || v["error"].as_str().is_some_and(|e| !e.is_empty())
+                    || v.get("found") == Some(&json!(false))
+                    || v.get("result") == Some(&json!("not_found"))
+            });
+            if !shaped {
+                failures.push(format!(
+                    "{what}\n  -> {status} not an error body: {}",
+                    truncate(&answer)
+                ));
+            }
+        }
+    }
+    assert!(node.is_running(), "the node died");
+    node.get("/").expect(200);
+    assert!(
+        failures.is_empty(),
+        "{} failures; first ones:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(15)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
