@@ -4,9 +4,11 @@
 pub mod cluster_settings;
 pub mod disk;
 pub mod health;
+pub mod indexing_pressure;
 pub mod node;
 pub mod process_stats;
 pub mod resolve;
 
+pub use indexing_pressure::{IndexingPermit, IndexingPressure};
 pub use node::{Node, NodeConfig};
 pub use resolve::ResolveOptions;

@@ -25,6 +25,7 @@ use tessera_search::{LocalShard, ShardSearcher};
 
 use crate::cluster_settings::ClusterSettings;
 use crate::health::{Health, IndexHealth, Status};
+use crate::indexing_pressure::IndexingPressure;
 use crate::process_stats::{cores, CpuSampler};
 use crate::resolve::{resolve_names, validate_index_name, ResolveOptions};
 
@@ -39,6 +40,14 @@ pub struct NodeConfig {
     /// `http.max_content_length`, bytes.
     pub max_content_length: usize,
     pub resources: NodeResources,
+    /// `indexing_pressure.memory.limit`, bytes (`indexing_pressure` module).
+    pub indexing_pressure_limit: u64,
+    /// `thread_pool.search.queue_size` and `thread_pool.write.queue_size`.
+    pub search_queue_size: usize,
+    pub write_queue_size: usize,
+    /// `http.max_in_flight_requests`: requests handled at once before the REST layer answers
+    /// 429 (Tessera's own bound; OpenSearch has none besides its pools' queues).
+    pub max_in_flight_requests: usize,
 }
 
 impl Default for NodeConfig {
@@ -51,6 +60,10 @@ impl Default for NodeConfig {
             port: 9200,
             max_content_length: 100 << 20,
             resources: NodeResources::default(),
+            indexing_pressure_limit: crate::indexing_pressure::default_limit(),
+            search_queue_size: 1000,
+            write_queue_size: 10_000,
+            max_in_flight_requests: 4096,
         }
     }
 }
@@ -64,11 +77,11 @@ pub struct ThreadPools {
 }
 
 impl ThreadPools {
-    fn new() -> ThreadPools {
+    fn new(config: &NodeConfig) -> ThreadPools {
         let cores = cores();
         ThreadPools {
-            search: ThreadPool::new("search", cores * 3 / 2 + 1, 1000),
-            write: ThreadPool::new("write", cores, 10_000),
+            search: ThreadPool::new("search", cores * 3 / 2 + 1, config.search_queue_size),
+            write: ThreadPool::new("write", cores, config.write_queue_size),
             index_searcher: ThreadPool::new("index_searcher", cores * 2, 1000),
             management: ThreadPool::new("management", 2.max(cores / 2), 1000),
         }
@@ -93,6 +106,8 @@ pub struct Node {
     pub slice_executor: Arc<SliceExecutor>,
     pub cluster_settings: ClusterSettings,
     pub cpu: Arc<CpuSampler>,
+    /// Bytes of write requests in flight, bounded by `indexing_pressure.memory.limit`.
+    pub indexing_pressure: IndexingPressure,
     indices: RwLock<BTreeMap<String, Arc<IndexService>>>,
     create_lock: Mutex<()>,
     shutdown: AtomicBool,
@@ -173,7 +188,8 @@ impl Node {
                 ),
             }
         }
-        let pools = ThreadPools::new();
+        let pools = ThreadPools::new(&config);
+        let indexing_pressure = IndexingPressure::new(config.indexing_pressure_limit);
         let cpu = Arc::new(CpuSampler::default());
         let sampler = cpu.clone();
         let cores_count = cores();
@@ -196,6 +212,7 @@ impl Node {
             slice_executor,
             cluster_settings,
             cpu,
+            indexing_pressure,
             indices: RwLock::new(indices),
             create_lock: Mutex::new(()),
             shutdown: AtomicBool::new(false),

@@ -11,7 +11,8 @@
 //! primary_term u64 | version u64 | id | routing | source` (byte strings as `len u32 | bytes`,
 //! routing `u32::MAX` when absent), all little-endian. Beside the generations, `translog.ckp`
 //! (as OpenSearch's checkpoint) records after every fsync how many bytes of the current
-//! generation are durable, and which generations must exist. It is two fixed slots written in
+//! generation are durable, and which generations must exist (see `CheckpointFile::write` for
+//! why it is itself fsynced only when a roll changes which generations exist). It is two fixed slots written in
 //! turn, each with a counter and a crc, so a crash while writing one leaves the other intact.
 //! On open, everything up to the checkpointed length must be present and verify: a flipped byte,
 //! a zeroed block, a truncation or a missing generation there is a `translog_corrupted_exception`,
@@ -271,13 +272,27 @@ impl CheckpointFile {
             checkpoint.generation,
             checkpoint.offset,
             checkpoint.min_generation,
+            true,
         )?;
         sync_dir(dir)?;
         Ok(this)
     }
 
-    /// Writes the next checkpoint into the slot not holding the last one, and fsyncs it.
-    fn write(&mut self, generation: u64, offset: u64, min_generation: u64) -> Result<()> {
+    /// Writes the next checkpoint into the slot not holding the last one; `durable` fsyncs it.
+    ///
+    /// After a data fsync the checkpoint is written but not fsynced: a second device flush per
+    /// acknowledged write would double the cost of every synced request. A process crash keeps
+    /// the write (it is in the page cache); a power loss may lose it, leaving an older
+    /// checkpoint — then the records past it, acknowledged or not, are still replayed when they
+    /// verify, so nothing is lost, only the torn-or-corrupt distinction for those last records
+    /// is weaker. Rolls, which delete generations, fsync theirs before deleting anything.
+    fn write(
+        &mut self,
+        generation: u64,
+        offset: u64,
+        min_generation: u64,
+        durable: bool,
+    ) -> Result<()> {
         use std::os::unix::fs::FileExt;
         let next = Checkpoint {
             counter: self.last.counter + 1,
@@ -288,7 +303,13 @@ impl CheckpointFile {
         let slot = (next.counter % 2) * SLOT_LEN as u64;
         self.file
             .write_all_at(&next.encode(), slot)
-            .and_then(|_| self.file.sync_data())
+            .and_then(|_| {
+                if durable {
+                    self.file.sync_data()
+                } else {
+                    Ok(())
+                }
+            })
             .map_err(|e| Error::internal("write the translog checkpoint", e))?;
         self.last = next;
         Ok(())
@@ -703,7 +724,7 @@ impl Translog {
             return Err(self.fail(Error::internal("fsync the translog", e)));
         }
         let min_generation = checkpoint.last.min_generation;
-        if let Err(e) = checkpoint.write(generation, file_len, min_generation) {
+        if let Err(e) = checkpoint.write(generation, file_len, min_generation, false) {
             return Err(self.fail(e));
         }
         self.synced.fetch_max(written, Ordering::AcqRel);
@@ -734,7 +755,7 @@ impl Translog {
                 .map_err(|e| Error::internal("flush the translog", e))?;
             let next = current.generation + 1;
             Self::create_generation(&self.dir, next)?;
-            checkpoint.write(next, HEADER_LEN, next)?;
+            checkpoint.write(next, HEADER_LEN, next, true)?;
             let written = current.written;
             *current = Self::open_for_append(&self.dir, next, written, HEADER_LEN)?;
             self.synced.fetch_max(written, Ordering::AcqRel);

@@ -778,6 +778,38 @@ mod tests {
     }
 
     #[test]
+    fn replay_takes_what_the_mapping_can_and_never_fails() {
+        let m = Mapping::parse(&json!({"dynamic": true, "properties": {
+            "n": {"type": "long"},
+            "o": {"type": "object", "properties": {"k": {"type": "keyword"}}}
+        }}))
+        .unwrap();
+        let t = table(&m);
+        let source = json!({"n": "not a number", "o": "a concrete value", "new": {"deep": 1},
+                            "o2": {"k": "x"}});
+        // the normal path fails (or asks for a mapping update) on every one of these
+        assert!(parse(&m, json!({"n": "not a number"})).is_err());
+        assert!(parse(&m, json!({"o": "a concrete value"})).is_err());
+        assert!(matches!(
+            parse(&m, json!({"new": {"deep": 1}})),
+            Ok(ParseOutcome::MappingUpdate(_))
+        ));
+        let replayed = parse_document_for_replay(&m, &t, "1", &Json::from_value(&source));
+        assert_eq!(
+            replayed.len(),
+            doc(&m, json!({})).len(),
+            "nothing the mapping cannot take is indexed"
+        );
+        // what fits is indexed as usual
+        let ok = json!({"n": 5, "o": {"k": "v"}, "extra": true});
+        let replayed = parse_document_for_replay(&m, &t, "1", &Json::from_value(&ok));
+        assert_eq!(
+            replayed.len(),
+            doc(&m, json!({"n": 5, "o": {"k": "v"}})).len()
+        );
+    }
+
+    #[test]
     fn dotted_keys_and_arrays() {
         let m = strict_mapping();
         let t = table(&m);

@@ -5,6 +5,7 @@
 
 pub mod cat_table;
 pub mod handlers;
+pub mod http_guard;
 pub mod request;
 pub mod response;
 pub mod router;

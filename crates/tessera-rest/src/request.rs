@@ -59,16 +59,69 @@ pub fn decode_path_segment(segment: &str) -> String {
     percent_decode(&segment.replace('+', "%2B"))
 }
 
-/// Parses a query string into parameters (a bare `?v` is `"v" => ""`).
-pub fn parse_query_string(query: Option<&str>) -> BTreeMap<String, String> {
+/// Parses a query string into parameters (a bare `?v` is `"v" => ""`), decoding each key and
+/// value as OpenSearch's `RestUtils.decodeComponent` does: a malformed escape is a 400.
+pub fn parse_query_string(query: Option<&str>) -> Result<BTreeMap<String, String>> {
     let mut params = BTreeMap::new();
     if let Some(query) = query {
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            params.insert(percent_decode(key), percent_decode(value));
+            params.insert(decode_component(key)?, decode_component(value)?);
         }
     }
-    params
+    Ok(params)
+}
+
+/// Strict percent-decoding of one query-string component, with OpenSearch's error messages.
+fn decode_component(text: &str) -> Result<String> {
+    let bad = |reason: String| {
+        Error::new(
+            "bad_parameter_exception",
+            400,
+            format!("java.lang.IllegalArgumentException: {reason}"),
+        )
+        .caused_by(Error::illegal_argument(reason))
+    };
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                if i + 1 == bytes.len() {
+                    return Err(bad(format!(
+                        "unterminated escape sequence at end of string: {text}"
+                    )));
+                }
+                if bytes[i + 1] == b'%' {
+                    out.push(b'%');
+                    i += 2;
+                    continue;
+                }
+                if i + 2 == bytes.len() {
+                    return Err(bad(format!(
+                        "partial escape sequence at end of string: {text}"
+                    )));
+                }
+                let hex = |b: u8| (b as char).to_digit(16);
+                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                    (Some(hi), Some(lo)) => out.push((hi * 16 + lo) as u8),
+                    _ => {
+                        return Err(bad(format!(
+                            "invalid escape sequence `%{}{}' at index {i} of: {text}",
+                            bytes[i + 1] as char,
+                            bytes[i + 2] as char
+                        )))
+                    }
+                }
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 impl RestRequest {
@@ -308,7 +361,7 @@ mod tests {
             method: Method::GET,
             path: "/idx/_search".into(),
             path_params: BTreeMap::new(),
-            params: parse_query_string(Some(query)),
+            params: parse_query_string(Some(query)).unwrap(),
             body: Bytes::new(),
         }
     }
@@ -321,6 +374,34 @@ mod tests {
         assert!(r.param_bool("v", false).unwrap());
         assert_eq!(r.param_i64("size").unwrap(), Some(10));
         assert_eq!(decode_path_segment("logs-%2A"), "logs-*");
+        assert_eq!(
+            request("q=price:%3E10%7C%25%25").param("q"),
+            Some("price:>10|%%")
+        );
+    }
+
+    #[test]
+    fn malformed_escapes_are_opensearch_errors() {
+        for (query, reason) in [
+            ("q=%zz", "invalid escape sequence `%zz' at index 0 of: %zz"),
+            (
+                "q=abc%",
+                "unterminated escape sequence at end of string: abc%",
+            ),
+            ("q=ab%4", "partial escape sequence at end of string: ab%4"),
+            (
+                "a%g1=1",
+                "invalid escape sequence `%g1' at index 1 of: a%g1",
+            ),
+        ] {
+            let e = parse_query_string(Some(query)).unwrap_err();
+            assert_eq!(e.kind(), "bad_parameter_exception");
+            assert_eq!(e.status(), 400);
+            assert_eq!(
+                e.reason(),
+                format!("java.lang.IllegalArgumentException: {reason}")
+            );
+        }
     }
 
     #[test]

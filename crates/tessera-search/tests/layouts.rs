@@ -105,7 +105,14 @@ fn force_merge_is_visible_to_searches() {
         let t = eight_refreshes(trial);
         t.index.force_merge(1).expect("force merge");
         t.index.refresh().expect("refresh");
-        let segments = t.index.shard(0).unwrap().snapshot().searcher.segment_readers().len();
+        let segments = t
+            .index
+            .shard(0)
+            .unwrap()
+            .snapshot()
+            .searcher
+            .segment_readers()
+            .len();
         if segments != 1 {
             failures.push(format!(
                 "trial {trial}: {segments} segments after force_merge(1) and a refresh: {}",

@@ -1,7 +1,9 @@
 //! `tessera serve` options: flags, and an optional config file in the `key: value` form of
 //! `opensearch.yml` (`http.port`, `path.data`, `node.name`, `cluster.name`, `network.host`,
-//! `http.max_content_length`). Flags win over the file. The security keys (`security.*`,
-//! `http.tls.*`, `http.allowed_hosts`, `http.cors.*`) go to `tessera_rest::security`.
+//! `http.max_content_length`, `indexing_pressure.memory.limit`, `thread_pool.search.queue_size`,
+//! `thread_pool.write.queue_size`, and Tessera's `http.max_in_flight_requests`). Flags win over
+//! the file. The security keys (`security.*`, `http.tls.*`, `http.allowed_hosts`, `http.cors.*`)
+//! go to `tessera_rest::security`.
 
 use std::path::PathBuf;
 
@@ -30,6 +32,12 @@ pub struct ServeArgs {
     /// A config file with `key: value` lines (opensearch.yml style).
     #[arg(long, short)]
     pub config: Option<PathBuf>,
+}
+
+fn parse_count(key: &str, value: &str) -> anyhow::Result<usize> {
+    value
+        .parse()
+        .with_context(|| format!("invalid {} [{value}]", key.trim()))
 }
 
 fn parse_size(value: &str) -> anyhow::Result<usize> {
@@ -90,6 +98,20 @@ impl ServeArgs {
                     "node.name" => config.name = value.to_string(),
                     "cluster.name" => config.cluster_name = value.to_string(),
                     "http.max_content_length" => config.max_content_length = parse_size(value)?,
+                    "indexing_pressure.memory.limit" => {
+                        config.indexing_pressure_limit =
+                            tessera_cluster::indexing_pressure::parse_limit(value)
+                                .map_err(|e| anyhow::anyhow!("{}", e.reason()))?
+                    }
+                    "thread_pool.search.queue_size" => {
+                        config.search_queue_size = parse_count(key, value)?
+                    }
+                    "thread_pool.write.queue_size" => {
+                        config.write_queue_size = parse_count(key, value)?
+                    }
+                    "http.max_in_flight_requests" => {
+                        config.max_in_flight_requests = parse_count(key, value)?
+                    }
                     other => bail!(
                         "{}:{}: unknown setting [{other}]",
                         path.display(),
@@ -125,7 +147,7 @@ mod tests {
     fn config_file_and_flags() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tessera.yml");
-        std::fs::write(&file, "# comment\nhttp.port: 9300\nnode.name: n1\npath.data: /tmp/x\nhttp.max_content_length: 10mb\n").unwrap();
+        std::fs::write(&file, "# comment\nhttp.port: 9300\nnode.name: n1\npath.data: /tmp/x\nhttp.max_content_length: 10mb\nindexing_pressure.memory.limit: 64kb\nthread_pool.search.queue_size: 5\nthread_pool.write.queue_size: 7\nhttp.max_in_flight_requests: 9\n").unwrap();
         let args = ServeArgs {
             host: None,
             port: Some(9400),
@@ -138,6 +160,9 @@ mod tests {
         assert_eq!(config.port, 9400, "flags win over the file");
         assert_eq!(config.name, "n1");
         assert_eq!(config.data_path, PathBuf::from("/tmp/x"));
+        assert_eq!(config.indexing_pressure_limit, 64 << 10);
+        assert_eq!((config.search_queue_size, config.write_queue_size), (5, 7));
+        assert_eq!(config.max_in_flight_requests, 9);
         assert_eq!(config.max_content_length, 10 << 20);
     }
 

@@ -449,3 +449,121 @@ fn broken_http_does_not_hurt_the_node() {
     );
     assert_healthy(&mut node);
 }
+
+/// The body of a raw HTTP answer as JSON.
+fn raw_json(answer: &str) -> serde_json::Value {
+    let (_, body) = answer
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("incomplete answer: {answer}"));
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {answer}"))
+}
+
+#[test]
+fn http_level_rejections_have_opensearch_bodies() {
+    let mut node = Node::start();
+    node.put("/idx", &json!({"settings": {"number_of_shards": 2}}))
+        .expect(200);
+    node.put("/idx/_doc/1?refresh=true", &json!({"price": 5}))
+        .expect(201);
+    let port = node.port();
+    let timeout = Duration::from_secs(10);
+
+    // bytes hyper refuses in a URI but OpenSearch reads as they are
+    let answer = raw_http(
+        port,
+        b"GET /idx/_search?q=price:>1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        timeout,
+    );
+    assert_eq!(raw_status(&answer), Some(200), "{answer}");
+    assert_eq!(raw_json(&answer)["hits"]["total"]["value"], 1, "{answer}");
+
+    for (request, kind, reason) in [
+        (
+            b"GARBAGE\r\n\r\n".to_vec(),
+            "illegal_argument_exception",
+            "text is empty (possibly HTTP/0.9)".to_string(),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n".to_vec(),
+            "illegal_argument_exception",
+            "No colon found".to_string(),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n".to_vec(),
+            "illegal_argument_exception",
+            "Content-Length value is not a number: abc".to_string(),
+        ),
+        (
+            format!("GET /idx/_search?q={} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70_000))
+                .into_bytes(),
+            "too_long_http_line_exception",
+            "An HTTP line is larger than 4096 bytes.".to_string(),
+        ),
+        (
+            format!("GET / HTTP/1.1\r\nHost: x\r\nX-A: {}\r\n\r\n", "a".repeat(20_000))
+                .into_bytes(),
+            "too_long_http_header_exception",
+            "HTTP header is larger than 8192 bytes.".to_string(),
+        ),
+        (
+            b"GET /idx/_search?q=abc% HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+            "bad_parameter_exception",
+            "java.lang.IllegalArgumentException: unterminated escape sequence at end of string: abc%"
+                .to_string(),
+        ),
+    ] {
+        let answer = raw_http(port, &request, timeout);
+        assert_eq!(raw_status(&answer), Some(400), "{reason}: {answer}");
+        let body = raw_json(&answer);
+        common::assert_error_body(&body, 400);
+        assert_eq!(body["error"]["type"], kind, "{body}");
+        assert_eq!(body["error"]["reason"], reason.as_str(), "{body}");
+    }
+    assert_healthy(&mut node);
+}
+
+#[test]
+fn empty_and_malformed_url_parameters_are_not_500s() {
+    let mut node = Node::start();
+    node.put("/idx", &json!({"settings": {"number_of_shards": 2}}))
+        .expect(200);
+    // an empty routing is no routing for documents, as in OpenSearch
+    node.put("/idx/_doc/1?routing=&refresh=true", &json!({"a": 1}))
+        .expect(201);
+    let doc = node.get("/idx/_doc/1").expect(200).json();
+    assert!(doc.get("_routing").is_none(), "{doc}");
+    node.get("/idx/_doc/1?routing=").expect(200);
+    // and routes a search to no shard at all
+    for path in ["/idx/_search?routing=", "/idx/_search?routing=,,"] {
+        let body = node.get(path).expect(200).json();
+        assert_eq!(body["_shards"]["total"], 0, "{body}");
+        assert_eq!(body["hits"]["total"]["value"], 0, "{body}");
+    }
+    let body = node.get("/idx/_count?routing=").expect(200).json();
+    assert_eq!(body["count"], 0, "{body}");
+    for (query, reason) in [
+        ("timeout=", "failed to parse setting [timeout] with value [] as a time value: unit is missing or unrecognized"),
+        ("wait_for_active_shards=abc", "cannot parse ActiveShardCount[abc]"),
+        ("version_type=abc", "No version type match [abc]"),
+        ("version=abc", "Failed to parse long parameter [version] with value [abc]"),
+    ] {
+        let resp = node.put(&format!("/idx/_doc/2?{query}"), &json!({"a": 1}));
+        let body = resp.expect_error(400, "illegal_argument_exception");
+        assert_eq!(body["error"]["reason"], reason);
+    }
+    let resp = node.bulk(
+        "/_bulk?wait_for_active_shards=",
+        "{\"index\":{\"_index\":\"idx\"}}\n{}\n",
+    );
+    resp.expect_error(400, "illegal_argument_exception");
+    let resp = node.put(
+        "/idx/_doc/2?if_seq_no=-1&if_primary_term=1",
+        &json!({"a": 1}),
+    );
+    let body = resp.expect_error(400, "illegal_argument_exception");
+    assert_eq!(
+        body["error"]["reason"],
+        "sequence numbers must be non negative. got [-1]."
+    );
+    assert_healthy(&mut node);
+}

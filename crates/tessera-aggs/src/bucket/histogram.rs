@@ -636,18 +636,22 @@ impl InternalHistogram {
             if let (Some(first), Some(last)) = (first, last) {
                 let first = hard.min.map_or(first, |m| first.max(round_up(m, h)));
                 let last = hard.max.map_or(last, |m| last.min(m));
-                let expected = ((last - first) / h.interval).round() as usize + 1;
+                let expected = (((last - first) / h.interval).round() as usize).saturating_add(1);
                 ctx.add_buckets(expected.saturating_sub(buckets.len()))?;
                 let empty = InternalAggregations::empty(&request.subs);
                 let mut filled = Vec::with_capacity(expected);
                 let mut existing = buckets.into_iter().peekable();
                 let mut i = 0u64;
+                let mut previous = f64::NEG_INFINITY;
                 loop {
                     let key = first + i as f64 * h.interval;
                     let key = round_numeric(key, h.interval, h.offset);
-                    if key > last + h.interval * 1e-9 {
+                    // keys so large that adding the interval no longer changes them (a huge
+                    // offset) would otherwise fill empty buckets forever
+                    if key > last + h.interval * 1e-9 || key <= previous {
                         break;
                     }
+                    previous = key;
                     while existing
                         .peek()
                         .is_some_and(|b| b.key < key - h.interval * 1e-9)
@@ -1062,6 +1066,26 @@ mod tests {
             ["-3.0", "-1.0", "1.0", "3.0", "5.0", "7.0", "9.0", "11.0"]
         );
         assert_eq!(out["buckets"]["5.0"]["doc_count"], 2);
+    }
+
+    #[test]
+    fn a_huge_offset_does_not_fill_empty_buckets_forever() {
+        // keys near -1e308 do not change when the interval is added: the fill must stop
+        let r = request(
+            json!({"histogram": {"field": "n", "interval": 2147483648u64,
+            "offset": -1e308, "min_doc_count": 0,
+            "extended_bounds": {"min": -1e18, "max": 1e18}}}),
+        );
+        let AggKind::Histogram(hist) = &r.kind else {
+            unreachable!()
+        };
+        let key = round_numeric(1.0, hist.interval, hist.offset);
+        let h = InternalHistogram {
+            buckets: vec![bucket(key, 1)],
+            format: ValueFormat::Raw,
+        };
+        let out = h.render(&r, &mut RenderContext::new(65535)).unwrap();
+        assert!(out["buckets"].as_array().unwrap().len() <= 3, "{out:?}");
     }
 
     #[test]

@@ -631,8 +631,12 @@ pub fn parse_update(
 pub async fn bulk(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let started = Instant::now();
     let refresh = refresh_param(&request)?;
+    super::check_write_params(&request)?;
     let default_index = request.path_params.get("index").cloned();
-    let default_routing = request.param("routing").map(String::from);
+    let default_routing = request
+        .param("routing")
+        .filter(|r| !r.is_empty())
+        .map(String::from);
     let body = request.body.clone();
     let parsed = node
         .pools

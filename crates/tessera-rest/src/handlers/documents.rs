@@ -16,7 +16,18 @@ use crate::request::RestRequest;
 use crate::response::RestResponse;
 
 fn conditions(request: &RestRequest, create_only: bool) -> Result<Conditions> {
-    if request.param("version").is_some() {
+    super::check_write_params(request)?;
+    if let Some(version) = request.param("version") {
+        if version.parse::<i64>().is_err() {
+            return Err(Error::illegal_argument(format!(
+                "Failed to parse long parameter [version] with value [{version}]"
+            ))
+            .caused_by(Error::new(
+                "number_format_exception",
+                400,
+                format!("For input string: \"{version}\""),
+            )));
+        }
         let version_type = request.param("version_type").unwrap_or("internal");
         if version_type == "internal" {
             return Err(Error::action_request_validation(&[
@@ -37,7 +48,14 @@ fn conditions(request: &RestRequest, create_only: bool) -> Result<Conditions> {
                 )))
             }
         };
-    let if_seq_no = request.param_i64("if_seq_no")?.map(|n| n.max(0) as u64);
+    let if_seq_no = match request.param_i64("if_seq_no")? {
+        Some(n) if n < 0 => {
+            return Err(Error::illegal_argument(format!(
+                "sequence numbers must be non negative. got [{n}]."
+            )))
+        }
+        other => other.map(|n| n as u64),
+    };
     let if_primary_term = request
         .param_i64("if_primary_term")?
         .map(|n| n.max(0) as u64);
@@ -97,7 +115,10 @@ pub async fn index(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
         id,
         auto_generated_id: false,
         source: request.body.clone(),
-        routing: request.param("routing").map(String::from),
+        routing: request
+            .param("routing")
+            .filter(|r| !r.is_empty())
+            .map(String::from),
         conditions: conditions(&request, create_only)?,
     };
     let index_name = request.path_param("index").to_string();
@@ -112,7 +133,10 @@ pub async fn delete(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
     }
     let write = DocWrite::Delete {
         id: request.path_param("id").to_string(),
-        routing: request.param("routing").map(String::from),
+        routing: request
+            .param("routing")
+            .filter(|r| !r.is_empty())
+            .map(String::from),
         conditions: conditions(&request, false)?,
     };
     write_one(node, &request, write, &index_name).await
@@ -132,7 +156,10 @@ pub async fn update(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
     conditions.create_only = false;
     let write = parse_update(
         request.path_param("id").to_string(),
-        request.param("routing").map(String::from),
+        request
+            .param("routing")
+            .filter(|r| !r.is_empty())
+            .map(String::from),
         conditions,
         &body,
     )?;
@@ -244,7 +271,10 @@ impl ReadOptions {
         Ok(ReadOptions {
             refresh: refresh_param(request)? != super::Refresh::None,
             realtime: request.param_bool("realtime", true)?,
-            routing: request.param("routing").map(String::from),
+            routing: request
+                .param("routing")
+                .filter(|r| !r.is_empty())
+                .map(String::from),
         })
     }
 }

@@ -39,6 +39,33 @@ pub enum Refresh {
     WaitFor,
 }
 
+/// Checks the write parameters Tessera accepts but does not act on (`timeout`,
+/// `wait_for_active_shards`, `version_type`) as OpenSearch parses them, so that a malformed
+/// value is the same 400 there and here.
+pub fn check_write_params(request: &RestRequest) -> Result<()> {
+    request.param_time("timeout")?;
+    if let Some(count) = request.param("wait_for_active_shards") {
+        if count != "all" && count.parse::<u32>().is_err() {
+            return Err(
+                Error::illegal_argument(format!("cannot parse ActiveShardCount[{count}]"))
+                    .caused_by(Error::new(
+                        "number_format_exception",
+                        400,
+                        format!("For input string: \"{count}\""),
+                    )),
+            );
+        }
+    }
+    if let Some(kind) = request.param("version_type") {
+        if !matches!(kind, "internal" | "external" | "external_gte" | "force") {
+            return Err(Error::illegal_argument(format!(
+                "No version type match [{kind}]"
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub fn refresh_param(request: &RestRequest) -> Result<Refresh> {
     match request.param("refresh") {
         None | Some("false") => Ok(Refresh::None),
@@ -47,5 +74,47 @@ pub fn refresh_param(request: &RestRequest) -> Result<Refresh> {
         Some(other) => Err(Error::illegal_argument(format!(
             "Unknown value for refresh: [{other}]."
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use axum::body::Bytes;
+    use axum::http::Method;
+
+    use super::*;
+
+    fn request(query: &str) -> RestRequest {
+        RestRequest {
+            method: Method::PUT,
+            path: "/i/_doc/1".into(),
+            path_params: BTreeMap::new(),
+            params: crate::request::parse_query_string(Some(query)).unwrap(),
+            body: Bytes::new(),
+        }
+    }
+
+    #[test]
+    fn write_parameters_are_checked_as_opensearch_parses_them() {
+        for ok in [
+            "timeout=1m",
+            "wait_for_active_shards=all",
+            "wait_for_active_shards=1",
+            "version_type=external",
+            "",
+        ] {
+            check_write_params(&request(ok)).unwrap();
+        }
+        for (query, reason) in [
+            ("timeout=", "failed to parse setting [timeout] with value [] as a time value: unit is missing or unrecognized"),
+            ("wait_for_active_shards=", "cannot parse ActiveShardCount[]"),
+            ("wait_for_active_shards=abc", "cannot parse ActiveShardCount[abc]"),
+            ("version_type=abc", "No version type match [abc]"),
+        ] {
+            let e = check_write_params(&request(query)).unwrap_err();
+            assert_eq!((e.status(), e.reason()), (400, reason));
+        }
     }
 }

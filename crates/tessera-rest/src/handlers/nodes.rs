@@ -169,6 +169,9 @@ fn node_stats(node: &Node, metrics: &[&str], index_metrics: &[&str]) -> Value {
             "mem": {"total_virtual_in_bytes": virtual_size, "resident_in_bytes": resident}
         }));
     }
+    if wants("indexing_pressure") {
+        out.insert("indexing_pressure".into(), node.indexing_pressure.stats());
+    }
     if wants("thread_pool") {
         let mut pools = Map::new();
         for pool in node.pools.all() {

@@ -238,6 +238,10 @@ pub async fn search(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
         return RestResponse::serialized(200, &empty_response(&search, as_int)?);
     }
     let targets = targets(&node, &indices, request.param("routing"));
+    if targets.is_empty() {
+        // `?routing=` with no value routes to no shard: OpenSearch answers an empty result
+        return RestResponse::serialized(200, &empty_response(&search, as_int)?);
+    }
     let response = tessera_search::search(
         &node.pools.search,
         targets,
@@ -294,6 +298,11 @@ pub async fn count(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
         ));
     }
     let targets = targets(&node, &indices, request.param("routing"));
+    if targets.is_empty() {
+        return Ok(RestResponse::ok(
+            json!({"count": 0, "_shards": {"total": 0, "successful": 0, "skipped": 0, "failed": 0}}),
+        ));
+    }
     let (count, shards, terminated) = tessera_search::count(
         &node.pools.search,
         targets,

@@ -28,6 +28,8 @@ use axum::response::Response;
 use axum::Router;
 use serde_json::json;
 use tessera_cluster::Node;
+
+use crate::http_guard::GuardedListener;
 use tessera_common::Error;
 use tokio_rustls::rustls::ServerConfig;
 
@@ -213,7 +215,8 @@ impl Security {
     }
 }
 
-/// Serves the REST API for `node` on `listener` with `security` until `shutdown` completes.
+/// Serves the REST API for `node` on `listener` with `security` until `shutdown` completes;
+/// every connection's request heads go through `http_guard` (after TLS, when it is on).
 pub async fn serve(
     node: Arc<Node>,
     listener: tokio::net::TcpListener,
@@ -224,7 +227,8 @@ pub async fn serve(
     let app = security.layer(crate::server::app(node));
     match tls {
         Some(config) => {
-            axum::serve(tls::TlsListener::new(listener, config)?, app)
+            let listener = GuardedListener(tls::TlsListener::new(listener, config)?);
+            axum::serve(GuardedListener(listener), app)
                 .with_graceful_shutdown(shutdown)
                 .await
         }

@@ -404,6 +404,11 @@ impl Node {
         self.spawn_and_wait();
     }
 
+    /// The process id of the running node.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Whether the child process is still alive.
     pub fn is_running(&mut self) -> bool {
         match self.child.as_mut() {
