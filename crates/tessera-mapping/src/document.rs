@@ -60,15 +60,7 @@ pub fn parse_json_document(
     let Json::Object(root) = source else {
         return Err(Error::mapper_parsing("failed to parse, document is empty"));
     };
-    let mut walker = Walker {
-        mapping,
-        table,
-        id,
-        doc: TantivyDocument::new(),
-        updates: BTreeMap::new(),
-        field_names: Vec::new(),
-        lenient: false,
-    };
+    let mut walker = Walker::new(mapping, table, id, false);
     walker.object(root, "", Some(&mapping.properties), mapping.dynamic)?;
     if !walker.updates.is_empty() {
         return Ok(ParseOutcome::MappingUpdate(walker.updates));
@@ -93,22 +85,26 @@ pub fn parse_document_for_replay(
     let Json::Object(root) = source else {
         return TantivyDocument::new();
     };
-    let mut walker = Walker {
-        mapping,
-        table,
-        id,
-        doc: TantivyDocument::new(),
-        updates: BTreeMap::new(),
-        field_names: Vec::new(),
-        lenient: true,
-    };
+    let mut walker = Walker::new(mapping, table, id, true);
     match walker.object(root, "", Some(&mapping.properties), mapping.dynamic) {
         Ok(()) => walker.finish(),
         Err(_) => TantivyDocument::new(),
     }
 }
 
-impl Walker<'_> {
+impl<'a> Walker<'a> {
+    fn new(mapping: &'a Mapping, table: &'a FieldTable, id: &'a str, lenient: bool) -> Self {
+        Walker {
+            mapping,
+            table,
+            id,
+            doc: TantivyDocument::new(),
+            updates: BTreeMap::new(),
+            field_names: Vec::new(),
+            lenient,
+        }
+    }
+
     /// The document with its `_field_names`.
     fn finish(self) -> TantivyDocument {
         let meta_field_names = self.table.meta.field_names;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use common::{Client, Node};
+use common::{index_uuid, Client, Node};
 use serde_json::{json, Value};
 
 fn create_index(node: &Node, index: &str) {
@@ -435,15 +435,6 @@ fn metadata_and_versions_survive_kill_9() {
             .is_none(),
         "{mapping}"
     );
-}
-
-/// The uuid of `index` (its directory name under `data/indices`).
-fn index_uuid(node: &Node, index: &str) -> String {
-    let settings = node.get(&format!("/{index}/_settings")).expect(200).json();
-    settings[index]["settings"]["index"]["uuid"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no uuid in {settings}"))
-        .to_string()
 }
 
 /// The newest `translog-N.tlog` of shard 0 of the index with `uuid` (read from disk, so it works

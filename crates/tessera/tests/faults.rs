@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::Node;
+use common::{index_uuid, Node};
 use serde_json::{json, Value};
 
 /// A tmpfs mounted on a directory for one test, unmounted (lazily) when dropped.
@@ -61,14 +61,6 @@ fn create_index(node: &Node, name: &str, extra: Value) {
         }
     }
     node.put(&format!("/{name}"), &body).expect(200);
-}
-
-fn index_uuid(node: &Node, index: &str) -> String {
-    let settings = node.get(&format!("/{index}/_settings")).expect(200).json();
-    settings[index]["settings"]["index"]["uuid"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no uuid in {settings}"))
-        .to_string()
 }
 
 fn shard_dir(node: &Node, uuid: &str) -> PathBuf {

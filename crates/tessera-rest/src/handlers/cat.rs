@@ -224,34 +224,22 @@ pub async fn shards(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
                                 Cell::Null,
                             ]);
                         }
-                        ShardSlot::Failed(failure) => rows.push(vec![
-                            Cell::from(meta.name.clone()),
-                            Cell::from(shard_id),
-                            Cell::from("p"),
-                            Cell::from("UNASSIGNED"),
-                            Cell::Null,
-                            Cell::Null,
-                            Cell::Null,
-                            Cell::Null,
-                            Cell::Null,
-                            Cell::from("ALLOCATION_FAILED"),
+                        ShardSlot::Failed(failure) => rows.push(unassigned_row(
+                            &meta.name,
+                            shard_id,
+                            "p",
+                            "ALLOCATION_FAILED",
                             Cell::from(failure_details(&failure)),
-                        ]),
+                        )),
                     }
                     for _ in 0..meta.number_of_replicas() {
-                        rows.push(vec![
-                            Cell::from(meta.name.clone()),
-                            Cell::from(shard_id),
-                            Cell::from("r"),
-                            Cell::from("UNASSIGNED"),
+                        rows.push(unassigned_row(
+                            &meta.name,
+                            shard_id,
+                            "r",
+                            "INDEX_CREATED",
                             Cell::Null,
-                            Cell::Null,
-                            Cell::Null,
-                            Cell::Null,
-                            Cell::Null,
-                            Cell::from("INDEX_CREATED"),
-                            Cell::Null,
-                        ]);
+                        ));
                     }
                 }
             }
@@ -657,6 +645,26 @@ pub async fn thread_pool(node: Arc<Node>, request: RestRequest) -> Result<RestRe
         ]);
     }
     render(&request, THREAD_POOL, rows)
+}
+
+/// A `_cat/shards` row of an unassigned copy.
+fn unassigned_row(
+    index: &str,
+    shard: usize,
+    prirep: &str,
+    reason: &str,
+    details: Cell,
+) -> Vec<Cell> {
+    let mut row = vec![
+        Cell::from(index.to_string()),
+        Cell::from(shard),
+        Cell::from(prirep.to_string()),
+        Cell::from("UNASSIGNED"),
+    ];
+    row.extend(std::iter::repeat_with(|| Cell::Null).take(5));
+    row.push(Cell::from(reason.to_string()));
+    row.push(details);
+    row
 }
 
 /// `unassigned.details` of a shard that failed: OpenSearch's "failed shard on node [...]: ..."

@@ -228,12 +228,12 @@ pub async fn serve(
     match tls {
         Some(config) => {
             let listener = GuardedListener(tls::TlsListener::new(listener, config)?);
-            axum::serve(GuardedListener(listener), app)
+            axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown)
                 .await
         }
         None => {
-            axum::serve(listener, app)
+            axum::serve(GuardedListener(listener), app)
                 .with_graceful_shutdown(shutdown)
                 .await
         }

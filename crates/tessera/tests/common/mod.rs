@@ -588,6 +588,15 @@ impl Client {
 }
 
 /// The `_id`s of a search response's hits, in order.
+/// The uuid of `index` (its directory name under `data/indices`).
+pub fn index_uuid(node: &Node, index: &str) -> String {
+    let settings = node.get(&format!("/{index}/_settings")).expect(200).json();
+    settings[index]["settings"]["index"]["uuid"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no uuid in {settings}"))
+        .to_string()
+}
+
 pub fn hit_ids(response: &Value) -> Vec<String> {
     response["hits"]["hits"]
         .as_array()
