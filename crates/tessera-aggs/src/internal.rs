@@ -78,9 +78,28 @@ impl RenderContext {
         }
     }
 
+    /// Fails, before anything is allocated, when `n` more buckets would pass the budget. `n`
+    /// is a float so that a count computed from extreme bounds or a tiny interval (beyond
+    /// `usize`, infinite or NaN) is checked without overflowing: a histogram's empty-bucket
+    /// fill asks here first instead of growing a list until the budget trips, or forever
+    /// when the count wrapped.
+    pub fn check_room(&self, n: f64) -> Result<()> {
+        let total = self.buckets as f64 + n;
+        // written so that NaN fails too
+        if !(total <= self.max_buckets as f64) {
+            let count = if total.is_finite() && total < usize::MAX as f64 {
+                total as usize
+            } else {
+                usize::MAX
+            };
+            return Err(too_many_buckets(self.max_buckets, count));
+        }
+        Ok(())
+    }
+
     /// Accounts for `n` more buckets in the response.
     pub fn add_buckets(&mut self, n: usize) -> Result<()> {
-        self.buckets += n;
+        self.buckets = self.buckets.saturating_add(n);
         if self.buckets > self.max_buckets {
             return Err(too_many_buckets(self.max_buckets, self.buckets));
         }
