@@ -78,6 +78,11 @@ impl ServeArgs {
                     "node.name" => config.name = value.to_string(),
                     "cluster.name" => config.cluster_name = value.to_string(),
                     "http.max_content_length" => config.max_content_length = parse_size(value)?,
+                    "indices.query.bool.max_clause_count" => {
+                        config.max_clause_count = value.parse().with_context(|| {
+                            format!("invalid indices.query.bool.max_clause_count [{value}]")
+                        })?
+                    }
                     other => bail!(
                         "{}:{}: unknown setting [{other}]",
                         path.display(),

@@ -15,7 +15,9 @@ use crate::bucket::order::BucketOrder;
 use crate::bucket::range_histogram::{self, RangeHistogramCollector};
 use crate::collector::{Collector, SegmentContext, SortedSegment, SubCollectors};
 use crate::format::ValueFormat;
-use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext};
+use crate::internal::{
+    render_subs, too_many_buckets, InternalAgg, InternalAggregations, RenderContext,
+};
 use crate::ords::{slot, BucketOrds, IndexOrds, NO_BUCKET, UNSEEN};
 use crate::prepare::{AggContext, Factory};
 use crate::request::{
@@ -137,6 +139,8 @@ pub(crate) struct HistogramFactory {
     pub date_bounds: Option<(Option<i64>, Option<i64>)>,
     /// Set when the field is a range field: its ranges are bucketed instead of values.
     pub ranges: Option<RangeSource>,
+    /// `search.max_buckets`.
+    pub max_buckets: usize,
 }
 
 pub fn histogram_factory(
@@ -188,6 +192,7 @@ pub fn histogram_factory(
         },
         date_bounds: None,
         ranges,
+        max_buckets: ctx.max_buckets,
     }))
 }
 
@@ -201,6 +206,7 @@ impl Factory for HistogramFactory {
                 self.date_bounds,
                 subs,
                 single_parent,
+                self.max_buckets,
             )));
         }
         Ok(Box::new(HistogramCollector {
@@ -216,6 +222,7 @@ impl Factory for HistogramFactory {
             doc_keys: Vec::new(),
             index_ords: IndexOrds::default(),
             single_parent,
+            max_buckets: self.max_buckets,
         }))
     }
 }
@@ -234,6 +241,7 @@ struct HistogramCollector {
     /// The ordinals of integer step numbers, for the single-valued, single-parent loop.
     index_ords: IndexOrds,
     single_parent: bool,
+    max_buckets: usize,
 }
 
 impl HistogramCollector {
@@ -450,6 +458,7 @@ impl Collector for HistogramCollector {
     }
 
     fn build(&mut self, parent: u32) -> Result<InternalAgg> {
+        check_collected(&self.ords, self.max_buckets)?;
         let pairs = self.ords.buckets_of(parent).to_vec();
         build_buckets(
             &pairs,
@@ -460,6 +469,15 @@ impl Collector for HistogramCollector {
             self.date_bounds,
         )
     }
+}
+
+/// `search.max_buckets` against the buckets a slice collected (of every parent), as
+/// OpenSearch's shard consumes them while it builds its aggregations.
+pub(crate) fn check_collected(ords: &BucketOrds, max_buckets: usize) -> Result<()> {
+    if ords.len() > max_buckets {
+        return Err(too_many_buckets(max_buckets, ords.len()));
+    }
+    Ok(())
 }
 
 /// The intermediate result of one parent's buckets (`(key, ordinal)` pairs, keys as
@@ -1136,7 +1154,11 @@ mod tests {
         let e = h(vec![bucket(-1e300, 1), bucket(1e300, 1)])
             .render(&subnormal, &mut RenderContext::new(DEFAULT_MAX_BUCKETS))
             .unwrap_err();
-        assert!(e.reason().contains(&format!("but was [{}]", usize::MAX)), "{}", e.reason());
+        assert!(
+            e.reason().contains(&format!("but was [{}]", usize::MAX)),
+            "{}",
+            e.reason()
+        );
         let wide = request(json!({"histogram": {"field": "n", "interval": 1,
             "extended_bounds": {"min": -1e300, "max": 1e300}}}));
         let e = h(vec![])
@@ -1150,6 +1172,19 @@ mod tests {
             .render(&ok, &mut RenderContext::new(DEFAULT_MAX_BUCKETS))
             .unwrap();
         assert_eq!(out["buckets"].as_array().unwrap().len(), 10);
+    }
+
+    #[test]
+    fn slices_with_more_buckets_than_the_limit_fail() {
+        let mut ords = BucketOrds::new(false);
+        for key in 0..10 {
+            ords.ord(key as u32 % 3, key);
+        }
+        check_collected(&ords, 10).unwrap();
+        ords.ord(0, 10);
+        let e = check_collected(&ords, 10).unwrap_err();
+        assert_eq!(e.kind(), "too_many_buckets_exception");
+        assert!(e.reason().contains("but was [11]"), "{}", e.reason());
     }
 
     /// Keys so large that `key + interval == key`: the fill used to loop forever there.
@@ -1167,8 +1202,10 @@ mod tests {
 
     #[test]
     fn huge_date_fills_fail_before_allocating() {
-        let r = request(json!({"date_histogram": {"field": "d", "fixed_interval": "1ms",
-            "min_doc_count": 0}}));
+        let r = request(
+            json!({"date_histogram": {"field": "d", "fixed_interval": "1ms",
+            "min_doc_count": 0}}),
+        );
         let date = |key| Bucket {
             key,
             doc_count: 1,
@@ -1183,8 +1220,10 @@ mod tests {
         let e = h.render(&r, &mut ctx).unwrap_err();
         assert_eq!(e.kind(), "too_many_buckets_exception");
         // a calendar year over the same span: ~292 million years is still too many
-        let r = request(json!({"date_histogram": {"field": "d", "calendar_interval": "year",
-            "min_doc_count": 0}}));
+        let r = request(
+            json!({"date_histogram": {"field": "d", "calendar_interval": "year",
+            "min_doc_count": 0}}),
+        );
         let h = InternalDateHistogram {
             buckets: vec![date(i64::MIN / 2), date(i64::MAX / 2)],
             format: ValueFormat::Raw,

@@ -19,7 +19,7 @@ use tessera_common::{Error, Result};
 use tessera_mapping::range::RangeKind;
 
 use crate::bucket::date_histogram::{DateInterval, MILLIS_PER_DAY};
-use crate::bucket::histogram::{build_buckets, KeyFn};
+use crate::bucket::histogram::{build_buckets, check_collected, KeyFn};
 use crate::collector::{Collector, SegmentContext, SubCollectors};
 use crate::format::ValueFormat;
 use crate::internal::InternalAgg;
@@ -71,6 +71,7 @@ pub(crate) struct RangeHistogramCollector {
     ranges_f64: Vec<(f64, f64)>,
     /// The span of the first range that spanned too many buckets.
     too_wide: Option<u64>,
+    max_buckets: usize,
 }
 
 impl RangeHistogramCollector {
@@ -81,6 +82,7 @@ impl RangeHistogramCollector {
         date_bounds: Option<(Option<i64>, Option<i64>)>,
         subs: SubCollectors,
         single_parent: bool,
+        max_buckets: usize,
     ) -> RangeHistogramCollector {
         RangeHistogramCollector {
             source,
@@ -94,6 +96,7 @@ impl RangeHistogramCollector {
             ranges_i64: Vec::new(),
             ranges_f64: Vec::new(),
             too_wide: None,
+            max_buckets,
         }
     }
 }
@@ -290,6 +293,7 @@ impl Collector for RangeHistogramCollector {
                 ),
             ));
         }
+        check_collected(&self.ords, self.max_buckets)?;
         let pairs = self.ords.buckets_of(parent).to_vec();
         build_buckets(
             &pairs,
