@@ -85,8 +85,7 @@ impl RenderContext {
     /// when the count wrapped.
     pub fn check_room(&self, n: f64) -> Result<()> {
         let total = self.buckets as f64 + n;
-        // written so that NaN fails too
-        if !(total <= self.max_buckets as f64) {
+        if total.is_nan() || total > self.max_buckets as f64 {
             let count = if total.is_finite() && total < usize::MAX as f64 {
                 total as usize
             } else {
@@ -390,4 +389,30 @@ pub(crate) fn render_subs(
 ) -> Result<()> {
     bucket.extend(subs.render(requests, ctx)?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_is_checked_in_floats_before_anything_is_counted() {
+        let mut ctx = RenderContext::new(10);
+        ctx.add_buckets(4).unwrap();
+        ctx.check_room(6.0).unwrap();
+        let e = ctx.check_room(7.0).unwrap_err();
+        assert_eq!(e.kind(), "too_many_buckets_exception");
+        assert!(e.reason().contains("but was [11]"), "{}", e.reason());
+        for n in [f64::NAN, f64::INFINITY, 1e300] {
+            let e = ctx.check_room(n).unwrap_err();
+            assert!(
+                e.reason().contains(&format!("but was [{}]", usize::MAX)),
+                "{}",
+                e.reason()
+            );
+        }
+        // checking counts nothing
+        ctx.add_buckets(6).unwrap();
+        assert!(ctx.add_buckets(1).is_err());
+    }
 }

@@ -89,7 +89,7 @@ impl BucketOrds {
         let next = self.keys.len() as u32;
         let ord = *self.by_key.entry((parent, key)).or_insert(next);
         if ord == next {
-            if next % CHARGE_CHUNK == 0 {
+            if next.is_multiple_of(CHARGE_CHUNK) {
                 tessera_common::breaker::charge_current(
                     CHARGE_CHUNK as u64 * BUCKET_BYTES,
                     tessera_common::breaker::REUSED_ARRAYS,

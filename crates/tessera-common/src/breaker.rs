@@ -253,7 +253,7 @@ pub fn human_bytes(bytes: u64) -> String {
         if bytes >= size {
             // one decimal, cut rather than rounded (`Strings.format1Decimals`)
             let tenths = (bytes as f64 / size as f64 * 10.0).floor() as u64;
-            return if tenths % 10 == 0 {
+            return if tenths.is_multiple_of(10) {
                 format!("{}{unit}", tenths / 10)
             } else {
                 format!("{}.{}{unit}", tenths / 10, tenths % 10)

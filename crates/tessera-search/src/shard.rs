@@ -41,7 +41,7 @@ pub struct ShardRequest {
     /// How many shards the request searches (terms aggregations size their shard lists by it).
     pub total_shards: u32,
     /// Set when the request was abandoned (the client went away): slices not yet started
-    /// are skipped.
+    /// are skipped, running ones stop at their next deadline check.
     pub cancelled: Arc<AtomicBool>,
 }
 
