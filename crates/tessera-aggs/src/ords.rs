@@ -101,11 +101,6 @@ impl BucketOrds {
         ord
     }
 
-    /// How many buckets, of all parents, have an ordinal.
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
     /// The `(key, ordinal)` pairs of `parent`'s buckets, in allocation order. Call once
     /// collection is over.
     pub fn buckets_of(&mut self, parent: u32) -> &[(u64, u32)] {

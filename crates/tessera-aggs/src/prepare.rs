@@ -31,9 +31,6 @@ pub struct AggContext<'a> {
     pub now_millis: i64,
     /// `index.max_terms_count`, for `terms` queries of filter aggregations.
     pub max_terms_count: usize,
-    /// `search.max_buckets`: histograms fail on the shard when they collect more buckets (as
-    /// OpenSearch's shard checks when it builds them), before the coordinator's render.
-    pub max_buckets: usize,
     pub searcher: &'a Searcher,
     /// The shard's position in the search request (top_hits breaks ties by it, as hits do).
     pub shard_index: u32,

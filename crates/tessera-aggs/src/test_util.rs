@@ -111,7 +111,6 @@ impl TestShard {
                 default_fields: &default_fields,
                 now_millis: NOW,
                 max_terms_count: 65_536,
-                max_buckets: crate::DEFAULT_MAX_BUCKETS,
                 searcher: &self.searcher,
                 shard_index: 0,
                 max_inner_result_window: 100,

@@ -355,7 +355,6 @@ impl ShardSearcher for LocalShard {
                     default_fields: &default_fields,
                     now_millis: request.now_millis,
                     max_terms_count,
-                    max_buckets: search.max_buckets,
                     searcher,
                     shard_index: request.shard_index,
                     max_inner_result_window: meta

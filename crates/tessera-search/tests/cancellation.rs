@@ -73,7 +73,6 @@ fn a_cancelled_request_stops_its_running_slice() {
             default_fields: &[],
             now_millis: 0,
             max_terms_count: tessera_query::compile::DEFAULT_MAX_TERMS_COUNT,
-            max_buckets: DEFAULT_MAX_BUCKETS,
             searcher: &snapshot.searcher,
             shard_index: 0,
             max_inner_result_window: 100,

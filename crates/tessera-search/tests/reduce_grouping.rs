@@ -200,7 +200,6 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                         default_fields: &default_fields,
                         now_millis,
                         max_terms_count: tessera_query::compile::DEFAULT_MAX_TERMS_COUNT,
-                        max_buckets: DEFAULT_MAX_BUCKETS,
                         searcher,
                         shard_index: shard_index as u32,
                         max_inner_result_window: 100,

@@ -414,7 +414,6 @@ pub fn factory(
         missing,
         date_bounds: histogram.extended_bounds.as_ref().map(|_| extended),
         ranges,
-        max_buckets: ctx.max_buckets,
     }))
 }
 

@@ -15,9 +15,7 @@ use crate::bucket::order::BucketOrder;
 use crate::bucket::range_histogram::{self, RangeHistogramCollector};
 use crate::collector::{Collector, SegmentContext, SortedSegment, SubCollectors};
 use crate::format::ValueFormat;
-use crate::internal::{
-    render_subs, too_many_buckets, InternalAgg, InternalAggregations, RenderContext,
-};
+use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext};
 use crate::ords::{slot, BucketOrds, IndexOrds, NO_BUCKET, UNSEEN};
 use crate::prepare::{AggContext, Factory};
 use crate::request::{
@@ -139,8 +137,6 @@ pub(crate) struct HistogramFactory {
     pub date_bounds: Option<(Option<i64>, Option<i64>)>,
     /// Set when the field is a range field: its ranges are bucketed instead of values.
     pub ranges: Option<RangeSource>,
-    /// `search.max_buckets`.
-    pub max_buckets: usize,
 }
 
 pub fn histogram_factory(
@@ -192,7 +188,6 @@ pub fn histogram_factory(
         },
         date_bounds: None,
         ranges,
-        max_buckets: ctx.max_buckets,
     }))
 }
 
@@ -206,7 +201,6 @@ impl Factory for HistogramFactory {
                 self.date_bounds,
                 subs,
                 single_parent,
-                self.max_buckets,
             )));
         }
         Ok(Box::new(HistogramCollector {
@@ -222,7 +216,6 @@ impl Factory for HistogramFactory {
             doc_keys: Vec::new(),
             index_ords: IndexOrds::default(),
             single_parent,
-            max_buckets: self.max_buckets,
         }))
     }
 }
@@ -241,7 +234,6 @@ struct HistogramCollector {
     /// The ordinals of integer step numbers, for the single-valued, single-parent loop.
     index_ords: IndexOrds,
     single_parent: bool,
-    max_buckets: usize,
 }
 
 impl HistogramCollector {
@@ -458,7 +450,6 @@ impl Collector for HistogramCollector {
     }
 
     fn build(&mut self, parent: u32) -> Result<InternalAgg> {
-        check_collected(&self.ords, self.max_buckets)?;
         let pairs = self.ords.buckets_of(parent).to_vec();
         build_buckets(
             &pairs,
@@ -469,15 +460,6 @@ impl Collector for HistogramCollector {
             self.date_bounds,
         )
     }
-}
-
-/// `search.max_buckets` against the buckets a slice collected (of every parent), as
-/// OpenSearch's shard consumes them while it builds its aggregations.
-pub(crate) fn check_collected(ords: &BucketOrds, max_buckets: usize) -> Result<()> {
-    if ords.len() > max_buckets {
-        return Err(too_many_buckets(max_buckets, ords.len()));
-    }
-    Ok(())
 }
 
 /// The intermediate result of one parent's buckets (`(key, ordinal)` pairs, keys as
@@ -1172,19 +1154,6 @@ mod tests {
             .render(&ok, &mut RenderContext::new(DEFAULT_MAX_BUCKETS))
             .unwrap();
         assert_eq!(out["buckets"].as_array().unwrap().len(), 10);
-    }
-
-    #[test]
-    fn slices_with_more_buckets_than_the_limit_fail() {
-        let mut ords = BucketOrds::new(false);
-        for key in 0..10 {
-            ords.ord(key as u32 % 3, key);
-        }
-        check_collected(&ords, 10).unwrap();
-        ords.ord(0, 10);
-        let e = check_collected(&ords, 10).unwrap_err();
-        assert_eq!(e.kind(), "too_many_buckets_exception");
-        assert!(e.reason().contains("but was [11]"), "{}", e.reason());
     }
 
     /// Keys so large that `key + interval == key`: the fill used to loop forever there.

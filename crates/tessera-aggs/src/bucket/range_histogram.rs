@@ -19,7 +19,7 @@ use tessera_common::{Error, Result};
 use tessera_mapping::range::RangeKind;
 
 use crate::bucket::date_histogram::{DateInterval, MILLIS_PER_DAY};
-use crate::bucket::histogram::{build_buckets, check_collected, KeyFn};
+use crate::bucket::histogram::{build_buckets, KeyFn};
 use crate::collector::{Collector, SegmentContext, SubCollectors};
 use crate::format::ValueFormat;
 use crate::internal::InternalAgg;
@@ -71,7 +71,6 @@ pub(crate) struct RangeHistogramCollector {
     ranges_f64: Vec<(f64, f64)>,
     /// The span of the first range that spanned too many buckets.
     too_wide: Option<u64>,
-    max_buckets: usize,
 }
 
 impl RangeHistogramCollector {
@@ -82,7 +81,6 @@ impl RangeHistogramCollector {
         date_bounds: Option<(Option<i64>, Option<i64>)>,
         subs: SubCollectors,
         single_parent: bool,
-        max_buckets: usize,
     ) -> RangeHistogramCollector {
         RangeHistogramCollector {
             source,
@@ -96,7 +94,6 @@ impl RangeHistogramCollector {
             ranges_i64: Vec::new(),
             ranges_f64: Vec::new(),
             too_wide: None,
-            max_buckets,
         }
     }
 }
@@ -293,7 +290,6 @@ impl Collector for RangeHistogramCollector {
                 ),
             ));
         }
-        check_collected(&self.ords, self.max_buckets)?;
         let pairs = self.ords.buckets_of(parent).to_vec();
         build_buckets(
             &pairs,

@@ -133,7 +133,6 @@ impl TestShard {
                 default_fields: &["*".to_string()],
                 now_millis: 1_700_000_000_000,
                 max_terms_count: 65_536,
-                max_buckets: crate::DEFAULT_MAX_BUCKETS,
                 searcher: &self.searcher,
                 shard_index: self.shard_index,
                 max_inner_result_window: 100,
