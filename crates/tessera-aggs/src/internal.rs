@@ -78,9 +78,27 @@ impl RenderContext {
         }
     }
 
+    /// Fails, before anything is allocated, when `n` more buckets would pass the budget. `n`
+    /// is a float so that a count computed from extreme bounds or a tiny interval (beyond
+    /// `usize`, infinite or NaN) is checked without overflowing: a histogram's empty-bucket
+    /// fill asks here first instead of growing a list until the budget trips, or forever
+    /// when the count wrapped.
+    pub fn check_room(&self, n: f64) -> Result<()> {
+        let total = self.buckets as f64 + n;
+        if total.is_nan() || total > self.max_buckets as f64 {
+            let count = if total.is_finite() && total < usize::MAX as f64 {
+                total as usize
+            } else {
+                usize::MAX
+            };
+            return Err(too_many_buckets(self.max_buckets, count));
+        }
+        Ok(())
+    }
+
     /// Accounts for `n` more buckets in the response.
     pub fn add_buckets(&mut self, n: usize) -> Result<()> {
-        self.buckets += n;
+        self.buckets = self.buckets.saturating_add(n);
         if self.buckets > self.max_buckets {
             return Err(too_many_buckets(self.max_buckets, self.buckets));
         }
@@ -371,4 +389,30 @@ pub(crate) fn render_subs(
 ) -> Result<()> {
     bucket.extend(subs.render(requests, ctx)?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_is_checked_in_floats_before_anything_is_counted() {
+        let mut ctx = RenderContext::new(10);
+        ctx.add_buckets(4).unwrap();
+        ctx.check_room(6.0).unwrap();
+        let e = ctx.check_room(7.0).unwrap_err();
+        assert_eq!(e.kind(), "too_many_buckets_exception");
+        assert!(e.reason().contains("but was [11]"), "{}", e.reason());
+        for n in [f64::NAN, f64::INFINITY, 1e300] {
+            let e = ctx.check_room(n).unwrap_err();
+            assert!(
+                e.reason().contains(&format!("but was [{}]", usize::MAX)),
+                "{}",
+                e.reason()
+            );
+        }
+        // checking counts nothing
+        ctx.add_buckets(6).unwrap();
+        assert!(ctx.add_buckets(1).is_err());
+    }
 }

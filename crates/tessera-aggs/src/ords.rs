@@ -4,6 +4,11 @@
 //! parent's buckets: its state is indexed by bucket ordinal, and a bucket is identified by its
 //! parent's ordinal plus its own key. [`BucketOrds`] hands out the ordinals; when the parent
 //! can only have one bucket (a top-level aggregation) the parent is left out of the key.
+//!
+//! New buckets are charged to the request's circuit breaker (the one the slice's thread
+//! entered, `tessera_common::breaker::charge_current`) a chunk of [`CHARGE_CHUNK`] buckets at
+//! a time, [`BUCKET_BYTES`] each: the ordinal map and key list, the bucket's count and a
+//! share of its sub-aggregations' per-bucket state. A trip stops the slice at its next check.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -37,6 +42,11 @@ impl Hasher for IntHasher {
 }
 
 pub type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+
+/// The estimate charged per bucket (see the module documentation).
+pub const BUCKET_BYTES: u64 = 96;
+/// Buckets charged at once.
+pub const CHARGE_CHUNK: u32 = 1024;
 
 const RECENT_BITS: u32 = 8;
 const RECENT: usize = 1 << RECENT_BITS;
@@ -79,6 +89,12 @@ impl BucketOrds {
         let next = self.keys.len() as u32;
         let ord = *self.by_key.entry((parent, key)).or_insert(next);
         if ord == next {
+            if next.is_multiple_of(CHARGE_CHUNK) {
+                tessera_common::breaker::charge_current(
+                    CHARGE_CHUNK as u64 * BUCKET_BYTES,
+                    tessera_common::breaker::REUSED_ARRAYS,
+                );
+            }
             self.keys.push((parent, key));
         }
         self.recent[slot] = (parent, key, ord);
@@ -181,6 +197,33 @@ pub fn slot_with<T>(values: &mut Vec<T>, ord: u32, make: impl Fn() -> T) -> &mut
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use tessera_common::breaker::{enter, CircuitBreakerService};
+
+    #[test]
+    fn new_buckets_are_charged_in_chunks_to_the_current_breaker() {
+        let service = Arc::new(CircuitBreakerService::new(1 << 30));
+        let chunk = CHARGE_CHUNK as u64 * BUCKET_BYTES;
+        service
+            .set_limits(&(2 * chunk).to_string(), "100%")
+            .unwrap();
+        let request = service.request();
+        {
+            let _current = enter(Some(request.clone()));
+            let mut ords = BucketOrds::new(true);
+            for key in 0..2 * CHARGE_CHUNK as u64 {
+                ords.ord(0, key);
+                ords.ord(0, key);
+            }
+            assert_eq!(request.held(), 2 * chunk);
+            assert!(request.tripped().is_none());
+            ords.ord(0, u64::MAX);
+            let e = request.tripped().expect("a third chunk passes the limit");
+            assert_eq!(e.kind(), "circuit_breaking_exception");
+        }
+        drop(request);
+        assert_eq!(service.used(), 0);
+    }
 
     #[test]
     fn ordinals_are_dense_and_per_parent() {

@@ -29,6 +29,8 @@ pub struct AggContext<'a> {
     pub default_fields: &'a [String],
     /// "now" for date math, the same on every shard.
     pub now_millis: i64,
+    /// `index.max_terms_count`, for `terms` queries of filter aggregations.
+    pub max_terms_count: usize,
     pub searcher: &'a Searcher,
     /// The shard's position in the search request (top_hits breaks ties by it, as hits do).
     pub shard_index: u32,

@@ -110,6 +110,7 @@ impl TestShard {
                 index: "test",
                 default_fields: &default_fields,
                 now_millis: NOW,
+                max_terms_count: 65_536,
                 searcher: &self.searcher,
                 shard_index: 0,
                 max_inner_result_window: 100,

@@ -37,6 +37,16 @@ static DEFS: &[SettingDef] = &[
     ),
     def("search.concurrent.max_slice_count", INT, "0"),
     def("search.max_buckets", INT, "65535"),
+    def(
+        "indices.breaker.request.limit",
+        Kind::Check(check_memory_size),
+        tessera_common::breaker::DEFAULT_REQUEST_LIMIT,
+    ),
+    def(
+        "indices.breaker.total.limit",
+        Kind::Check(check_memory_size),
+        tessera_common::breaker::DEFAULT_TOTAL_LIMIT,
+    ),
     def("search.default_search_timeout", Kind::Time, "-1"),
     def("search.default_keep_alive", Kind::Time, "5m"),
     def("search.allow_expensive_queries", Kind::Bool, "true"),
@@ -73,6 +83,11 @@ static DEFS: &[SettingDef] = &[
         "all",
     ),
 ];
+
+/// A percentage of the memory base or a byte size (the breakers' limits).
+fn check_memory_size(key: &str, value: &str) -> Result<()> {
+    tessera_common::breaker::parse_memory_size(value, 1 << 30, key).map(|_| ())
+}
 
 static OPEN_PREFIXES: &[&str] = &[
     "cluster.routing.allocation.",

@@ -13,6 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use tessera_common::breaker::{CircuitBreakerService, RequestBreaker};
 use tessera_common::settings::Settings;
 use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
@@ -39,6 +40,8 @@ pub struct NodeConfig {
     pub port: u16,
     /// `http.max_content_length`, bytes.
     pub max_content_length: usize,
+    /// `indices.query.bool.max_clause_count`, a static node setting (opensearch.yml).
+    pub max_clause_count: usize,
     pub resources: NodeResources,
     /// `indexing_pressure.memory.limit`, bytes (`indexing_pressure` module).
     pub indexing_pressure_limit: u64,
@@ -59,6 +62,7 @@ impl Default for NodeConfig {
             host: "127.0.0.1".to_string(),
             port: 9200,
             max_content_length: 100 << 20,
+            max_clause_count: tessera_query::compile::DEFAULT_MAX_CLAUSE_COUNT,
             resources: NodeResources::default(),
             indexing_pressure_limit: crate::indexing_pressure::default_limit(),
             search_queue_size: 1000,
@@ -108,6 +112,8 @@ pub struct Node {
     pub cpu: Arc<CpuSampler>,
     /// Bytes of write requests in flight, bounded by `indexing_pressure.memory.limit`.
     pub indexing_pressure: IndexingPressure,
+    /// The request circuit breaker and its parent (`tessera_common::breaker`).
+    breakers: Arc<CircuitBreakerService>,
     indices: RwLock<BTreeMap<String, Arc<IndexService>>>,
     create_lock: Mutex<()>,
     shutdown: AtomicBool,
@@ -160,6 +166,8 @@ impl Node {
             }
         };
         let cluster_settings = ClusterSettings::open(&state_dir)?;
+        // process-wide, as Lucene's IndexSearcher.maxClauseCount that OpenSearch sets here
+        tessera_query::compile::set_max_clause_count(config.max_clause_count);
         let mut indices = BTreeMap::new();
         for entry in std::fs::read_dir(indices_dir(&config.data_path))
             .map_err(|e| Error::internal("list indices", e))?
@@ -213,6 +221,9 @@ impl Node {
             cluster_settings,
             cpu,
             indexing_pressure,
+            breakers: Arc::new(CircuitBreakerService::new(
+                tessera_common::breaker::memory_base(),
+            )),
             indices: RwLock::new(indices),
             create_lock: Mutex::new(()),
             shutdown: AtomicBool::new(false),
@@ -223,6 +234,26 @@ impl Node {
             .spawn(move || run_scheduler(scheduler))
             .map_err(|e| Error::internal("start the scheduler", e))?;
         Ok(node)
+    }
+
+    /// A circuit breaker for one search request, under the limits the cluster settings set
+    /// now (they are dynamic: read again for every request).
+    pub fn request_breaker(&self) -> Arc<RequestBreaker> {
+        self.update_breaker_limits();
+        self.breakers.request()
+    }
+
+    /// The `breakers` section of `_nodes/stats`.
+    pub fn breaker_stats(&self) -> Value {
+        self.update_breaker_limits();
+        self.breakers.stats()
+    }
+
+    fn update_breaker_limits(&self) {
+        let request = self.cluster_settings.get("indices.breaker.request.limit");
+        let total = self.cluster_settings.get("indices.breaker.total.limit");
+        // values were validated when they were set; a bad one keeps the limits as they were
+        let _ = self.breakers.set_limits(&request, &total);
     }
 
     /// The cluster-level concurrent segment search settings set explicitly.

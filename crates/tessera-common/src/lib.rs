@@ -2,6 +2,7 @@
 //! error body), id generation, the routing hash, the settings registry and the node's thread
 //! pools with their statistics.
 
+pub mod breaker;
 pub mod error;
 pub mod ids;
 pub mod murmur3;

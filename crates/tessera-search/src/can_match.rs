@@ -43,6 +43,9 @@ pub fn can_match(snapshot: &ShardSnapshot, index: &str, query: &QueryAst, now_mi
         index,
         default_fields: &[],
         now_millis,
+        // only required ranges are compiled here
+        max_terms_count: tessera_query::compile::DEFAULT_MAX_TERMS_COUNT,
+        clauses: Default::default(),
     };
     for range in ranges {
         let Some(leaf) = snapshot.table.leaf(&range.field) else {

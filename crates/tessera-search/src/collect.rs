@@ -12,12 +12,14 @@
 //!   and stops as soon as the total-hits threshold is reached, as Lucene does (not when
 //!   aggregations need every match).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use tantivy::fastfield::AliveBitSet;
 use tantivy::query::{ConstScorer, Scorer, Weight};
 use tantivy::{DocId, DocSet, SegmentReader, COLLECT_BLOCK_BUFFER_LEN, TERMINATED};
 use tessera_aggs::{SliceAggregator, SortedSegment};
+use tessera_common::breaker::{RequestBreaker, REUSED_ARRAYS};
 use tessera_common::{Error, Result};
 use tessera_index::ShardSnapshot;
 use tessera_query::compile::ColumnFilter;
@@ -36,6 +38,12 @@ pub struct CollectParams<'a> {
     pub total_hits_threshold: u64,
     pub terminate_after: Option<u64>,
     pub deadline: Option<Instant>,
+    /// Set when the request's client has gone away: observed with the deadline, every few
+    /// thousand documents, so that a slice already running stops too.
+    pub cancelled: Option<&'a AtomicBool>,
+    /// The request's circuit breaker: the hit queue is charged to it, and a trip (of the
+    /// aggregators' charges) stops the slice at the next check.
+    pub breaker: Option<&'a RequestBreaker>,
     pub min_score: Option<f32>,
     /// Only hits strictly after this key are kept (`search_after`).
     pub search_after: Option<&'a ShardHit>,
@@ -55,6 +63,8 @@ pub struct CollectParams<'a> {
 }
 
 const DEADLINE_CHECK_INTERVAL: u32 = 4096;
+/// What the circuit breaker is charged per hit a slice keeps (a `ShardHit` with its sort keys).
+const HIT_BYTES: u64 = 128;
 /// Docs handed to the aggregators at once.
 const AGG_BLOCK: usize = 1024;
 
@@ -178,6 +188,10 @@ pub fn collect_slice(
     params: &CollectParams,
     aggs: Option<&mut SliceAggregator>,
 ) -> Result<QueryResult> {
+    if let Some(breaker) = params.breaker {
+        // the slice's top-k queue, before it is allocated
+        breaker.charge(params.k as u64 * HIT_BYTES, REUSED_ARRAYS)?;
+    }
     let mut collector = SliceCollector {
         snapshot,
         weight,
@@ -187,6 +201,7 @@ pub fn collect_slice(
         max_score: f32::NEG_INFINITY,
         doc_bases: doc_bases(snapshot),
         since_check: 0,
+        cancelled: false,
         feed: AggFeed {
             aggs,
             block: Vec::with_capacity(AGG_BLOCK),
@@ -206,6 +221,12 @@ pub fn collect_slice(
         if flow == Flow::Stop {
             break;
         }
+    }
+    if collector.cancelled {
+        return Err(crate::concurrent::cancelled_mid_slice_error());
+    }
+    if let Some(error) = params.breaker.and_then(RequestBreaker::tripped) {
+        return Err(error.clone());
     }
     let SliceCollector {
         mut result,
@@ -229,6 +250,8 @@ struct SliceCollector<'a, 'b> {
     max_score: f32,
     doc_bases: Vec<u64>,
     since_check: u32,
+    /// The request was cancelled while this slice ran.
+    cancelled: bool,
     feed: AggFeed<'b>,
 }
 
@@ -244,8 +267,8 @@ impl SliceCollector<'_, '_> {
         Ok(scorer)
     }
 
-    /// True (and marks the result) when the request's deadline has passed; checked every few
-    /// thousand documents.
+    /// True (and marks the result) when the request's deadline has passed or its client has
+    /// gone away; checked every few thousand documents.
     #[inline]
     fn deadline_passed(&mut self, docs: u32) -> bool {
         self.since_check += docs;
@@ -253,6 +276,17 @@ impl SliceCollector<'_, '_> {
             return false;
         }
         self.since_check = 0;
+        if self
+            .params
+            .cancelled
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+        {
+            self.cancelled = true;
+            return true;
+        }
+        if self.params.breaker.is_some_and(|b| b.tripped().is_some()) {
+            return true;
+        }
         if self.params.deadline.is_some_and(|d| Instant::now() >= d) {
             self.result.timed_out = true;
             return true;

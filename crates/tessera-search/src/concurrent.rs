@@ -224,6 +224,15 @@ pub fn cancelled_error() -> Error {
     )
 }
 
+/// The error of a slice that stopped because its request was cancelled while it ran.
+pub fn cancelled_mid_slice_error() -> Error {
+    Error::new(
+        "task_cancelled_exception",
+        400,
+        "the search was cancelled while this slice ran",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

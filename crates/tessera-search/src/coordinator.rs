@@ -155,7 +155,8 @@ pub async fn search(
     let request = Arc::new(request);
     let deadline = request.timeout.map(|t| started + t);
     let total_shards = targets.len();
-    // dropped with this future: a client that goes away cancels slices not yet started
+    // dropped with this future: a client that goes away cancels slices not yet started and
+    // stops running ones at their next deadline check
     let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
     let shard_request = |shard_index: usize| ShardRequest {
         search: request.clone(),

@@ -11,6 +11,7 @@ use std::time::Instant;
 use tantivy::columnar::{Cardinality, ColumnIndex};
 use tantivy::query::Weight;
 use tessera_aggs::{InternalAggregations, PreparedAggs};
+use tessera_common::breaker::RequestBreaker;
 use tessera_common::Result;
 use tessera_index::ShardSnapshot;
 use tessera_query::compile::ColumnFilter;
@@ -37,6 +38,8 @@ pub struct QueryPhase {
     pub shard_index: u32,
     pub aggs: Option<Arc<PreparedAggs>>,
     pub cancelled: Arc<AtomicBool>,
+    /// The request's circuit breaker: the slice's aggregation buckets are charged to it.
+    pub breaker: Option<Arc<RequestBreaker>>,
     /// The query as a column filter, when only aggregations are collected (see `collect`).
     pub column_filter: Option<ColumnFilter>,
     /// The query matches every live document.
@@ -67,6 +70,8 @@ impl QueryPhase {
             total_hits_threshold: self.total_hits_threshold,
             terminate_after: self.terminate_after,
             deadline: self.deadline,
+            cancelled: Some(&self.cancelled),
+            breaker: self.breaker.as_deref(),
             min_score: self.min_score,
             search_after: self.search_after.as_ref(),
             constant_score: self.constant_score,
@@ -177,6 +182,8 @@ impl QueryPhase {
         if self.cancelled.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(cancelled_error());
         }
+        // the aggregators charge their buckets to the request's breaker through this thread
+        let _breaker = tessera_common::breaker::enter(self.breaker.clone());
         let hits = if self.deadline.is_some_and(|d| Instant::now() >= d) {
             QueryResult {
                 timed_out: true,
@@ -191,6 +198,10 @@ impl QueryPhase {
                 aggregator.as_mut(),
             )?
         };
+        // a trip after the slice's last check (a short slice) fails it all the same
+        if let Some(error) = self.breaker.as_deref().and_then(RequestBreaker::tripped) {
+            return Err(error.clone());
+        }
         let aggs = aggregator.map(|a| a.build()).transpose()?;
         Ok(SliceOutcome {
             hits,

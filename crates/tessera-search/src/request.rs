@@ -88,6 +88,9 @@ pub struct SearchRequest {
     pub aggs: Option<Vec<tessera_aggs::AggRequest>>,
     /// `search.max_buckets` (a cluster setting the REST layer fills in).
     pub max_buckets: usize,
+    /// The node's request circuit breaker for this request (the REST layer makes it); its
+    /// charges are given back when the request, and with it this breaker, is dropped.
+    pub breaker: Option<std::sync::Arc<tessera_common::breaker::RequestBreaker>>,
     /// The cluster's concurrent segment search settings (the REST layer fills them in; index
     /// settings override them on each shard).
     pub concurrency: crate::concurrent::ConcurrencySettings,
@@ -123,6 +126,7 @@ impl Default for SearchRequest {
             allow_partial_search_results: true,
             aggs: None,
             max_buckets: tessera_aggs::DEFAULT_MAX_BUCKETS,
+            breaker: None,
             concurrency: Default::default(),
         }
     }

@@ -41,7 +41,7 @@ pub struct ShardRequest {
     /// How many shards the request searches (terms aggregations size their shard lists by it).
     pub total_shards: u32,
     /// Set when the request was abandoned (the client went away): slices not yet started
-    /// are skipped.
+    /// are skipped, running ones stop at their next deadline check.
     pub cancelled: Arc<AtomicBool>,
 }
 
@@ -290,16 +290,23 @@ impl ShardSearcher for LocalShard {
         validate_sort(table, &meta.name, &search.sort)?;
         crate::fetch::validate_docvalue_fields(table, &search.docvalue_fields)?;
         let default_fields = meta.default_fields();
+        let max_terms_count = meta
+            .setting("index.max_terms_count")
+            .parse()
+            .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT);
         let ctx = CompileContext {
             table,
             index: &meta.name,
             default_fields: &default_fields,
             now_millis: request.now_millis,
+            max_terms_count,
+            clauses: Default::default(),
         };
         let mut query = compile(&search.query, &ctx)?;
         // with aggregations, the post_filter only limits hits: it gets a weight of its own
         let mut separate_post_filter = None;
         if let Some(post_filter) = &search.post_filter {
+            ctx.clauses.reset();
             let filter: Box<dyn Query> =
                 Box::new(ConstScoreQuery::new(compile(post_filter, &ctx)?, 0.0));
             if search.aggs.is_some() {
@@ -347,6 +354,7 @@ impl ShardSearcher for LocalShard {
                     index: &meta.name,
                     default_fields: &default_fields,
                     now_millis: request.now_millis,
+                    max_terms_count,
                     searcher,
                     shard_index: request.shard_index,
                     max_inner_result_window: meta
@@ -394,6 +402,7 @@ impl ShardSearcher for LocalShard {
             shard_index: request.shard_index,
             aggs: prepared.clone(),
             cancelled: request.cancelled.clone(),
+            breaker: search.breaker.clone(),
             column_filter,
             matches_all,
         });
@@ -464,6 +473,11 @@ impl ShardSearcher for LocalShard {
                     index: &meta.name,
                     default_fields: &default_fields,
                     now_millis: tessera_common::time::now_millis(),
+                    max_terms_count: meta
+                        .setting("index.max_terms_count")
+                        .parse()
+                        .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT),
+                    clauses: Default::default(),
                 };
                 tessera_query::highlight_terms::highlight_terms(query, &ctx)?
             }

@@ -181,6 +181,8 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                     index: &meta.name,
                     default_fields: &default_fields,
                     now_millis,
+                    max_terms_count: tessera_query::compile::DEFAULT_MAX_TERMS_COUNT,
+                    clauses: Default::default(),
                 };
                 let query = compile(&ast, &ctx).expect("compile the query");
                 let searcher = &snapshot.searcher;
@@ -197,6 +199,7 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                         index: &meta.name,
                         default_fields: &default_fields,
                         now_millis,
+                        max_terms_count: tessera_query::compile::DEFAULT_MAX_TERMS_COUNT,
                         searcher,
                         shard_index: shard_index as u32,
                         max_inner_result_window: 100,
@@ -225,6 +228,8 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                     total_hits_threshold: u64::MAX,
                     terminate_after: None,
                     deadline: None,
+                    cancelled: None,
+                    breaker: None,
                     min_score: None,
                     search_after: None,
                     constant_score: ast.is_constant_score(),

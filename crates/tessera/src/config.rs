@@ -1,8 +1,8 @@
 //! `tessera serve` options: flags, and an optional config file in the `key: value` form of
 //! `opensearch.yml` (`http.port`, `path.data`, `node.name`, `cluster.name`, `network.host`,
 //! `http.max_content_length`, `indexing_pressure.memory.limit`, `thread_pool.search.queue_size`,
-//! `thread_pool.write.queue_size`, and Tessera's `http.max_in_flight_requests`). Flags win over
-//! the file. The security keys (`security.*`, `http.tls.*`, `http.allowed_hosts`, `http.cors.*`)
+//! `thread_pool.write.queue_size`, `indices.query.bool.max_clause_count`, and Tessera's
+//! `http.max_in_flight_requests`). Flags win over the file. The security keys (`security.*`, `http.tls.*`, `http.allowed_hosts`, `http.cors.*`)
 //! go to `tessera_rest::security`.
 
 use std::path::PathBuf;
@@ -111,6 +111,11 @@ impl ServeArgs {
                     }
                     "http.max_in_flight_requests" => {
                         config.max_in_flight_requests = parse_count(key, value)?
+                    }
+                    "indices.query.bool.max_clause_count" => {
+                        config.max_clause_count = value.parse().with_context(|| {
+                            format!("invalid indices.query.bool.max_clause_count [{value}]")
+                        })?
                     }
                     other => bail!(
                         "{}:{}: unknown setting [{other}]",

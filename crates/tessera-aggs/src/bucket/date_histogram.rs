@@ -31,6 +31,27 @@ pub enum DateInterval {
     Fixed(i64),
 }
 
+/// At least the longest a bucket of `interval` can be, in milliseconds (a local hour or day
+/// grows when a time zone falls back, by up to two hours here; a leap year has 366 days): the spans divided by it give the fewest buckets an
+/// empty-bucket fill can produce.
+pub(crate) fn longest_bucket(interval: &DateInterval) -> f64 {
+    const HOUR: i64 = 3_600_000;
+    let ms = match interval {
+        DateInterval::Fixed(ms) => (*ms).max(1),
+        DateInterval::Calendar(unit) => match unit {
+            CalendarUnit::Second => 1_000,
+            CalendarUnit::Minute => 60_000,
+            CalendarUnit::Hour => 2 * HOUR,
+            CalendarUnit::Day => MILLIS_PER_DAY + 2 * HOUR,
+            CalendarUnit::Week => 7 * MILLIS_PER_DAY + 2 * HOUR,
+            CalendarUnit::Month => 31 * MILLIS_PER_DAY + 2 * HOUR,
+            CalendarUnit::Quarter => 92 * MILLIS_PER_DAY + 2 * HOUR,
+            CalendarUnit::Year => 366 * MILLIS_PER_DAY + 2 * HOUR,
+        },
+    };
+    ms as f64
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct DateHistogramRequest {
     pub source: ValuesSourceParams,

@@ -113,6 +113,8 @@ fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option<Arc<dyn We
         index: ctx.index,
         default_fields: ctx.default_fields,
         now_millis: ctx.now_millis,
+        max_terms_count: ctx.max_terms_count,
+        clauses: Default::default(),
     };
     let compiled = compile(query, &compile_ctx)?;
     let weight = compiled

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use tantivy::DocId;
 use tessera_common::{Error, Result};
 
-use crate::bucket::date_histogram::Rounding;
+use crate::bucket::date_histogram::{longest_bucket, Rounding};
 use crate::bucket::order::BucketOrder;
 use crate::bucket::range_histogram::{self, RangeHistogramCollector};
 use crate::collector::{Collector, SegmentContext, SortedSegment, SubCollectors};
@@ -636,20 +636,26 @@ impl InternalHistogram {
             if let (Some(first), Some(last)) = (first, last) {
                 let first = hard.min.map_or(first, |m| first.max(round_up(m, h)));
                 let last = hard.max.map_or(last, |m| last.min(m));
-                let expected = (((last - first) / h.interval).round() as usize).saturating_add(1);
+                // in floats, checked before anything is allocated: with a tiny interval or
+                // extreme bounds the step count is beyond any integer (or not finite)
+                let steps = ((last - first) / h.interval).round();
+                ctx.check_room(steps + 1.0 - buckets.len() as f64)?;
+                let expected = steps.max(0.0) as usize + 1;
                 ctx.add_buckets(expected.saturating_sub(buckets.len()))?;
                 let empty = InternalAggregations::empty(&request.subs);
                 let mut filled = Vec::with_capacity(expected);
                 let mut existing = buckets.into_iter().peekable();
-                let mut i = 0u64;
                 let mut previous = f64::NEG_INFINITY;
-                loop {
+                // at most the steps counted above: where `key + interval == key` (keys far
+                // larger than the interval, e.g. a huge offset) the key would never pass `last`
+                for i in 0..=expected as u64 {
                     let key = first + i as f64 * h.interval;
                     let key = round_numeric(key, h.interval, h.offset);
-                    // keys so large that adding the interval no longer changes them (a huge
-                    // offset) would otherwise fill empty buckets forever
-                    if key > last + h.interval * 1e-9 || key <= previous {
+                    if key > last + h.interval * 1e-9 {
                         break;
+                    }
+                    if key <= previous {
+                        continue;
                     }
                     previous = key;
                     while existing
@@ -668,7 +674,6 @@ impl InternalHistogram {
                             subs: empty.clone(),
                         }),
                     }
-                    i += 1;
                 }
                 filled.extend(existing);
                 buckets = filled;
@@ -898,6 +903,10 @@ impl InternalDateHistogram {
                 .flatten()
                 .max();
             if let (Some(first), Some(last)) = (first, last) {
+                // at least this many buckets lie between the ends (each at most the longest
+                // a bucket of the interval can be): fail before building any of them
+                let at_least = (last as f64 - first as f64) / longest_bucket(rounding.interval());
+                ctx.check_room(at_least.floor() + 1.0 - buckets.len() as f64)?;
                 let empty = InternalAggregations::empty(&request.subs);
                 let mut filled = Vec::new();
                 let mut existing = buckets.into_iter().peekable();
@@ -1023,6 +1032,7 @@ mod tests {
     }
 
     use super::*;
+    use crate::internal::DEFAULT_MAX_BUCKETS;
     use crate::request::parse_aggregations;
     use serde_json::json;
 
@@ -1125,6 +1135,92 @@ mod tests {
             format: ValueFormat::Raw,
         };
         let e = h.render(&r, &mut RenderContext::new(1000)).unwrap_err();
+        assert_eq!(e.kind(), "too_many_buckets_exception");
+    }
+
+    /// Step counts beyond any integer (a tiny interval, extreme bounds) fail at once; before
+    /// the check they wrapped to a count of zero and the fill grew without end.
+    #[test]
+    fn huge_fills_fail_before_allocating() {
+        let h = |buckets| InternalHistogram {
+            buckets,
+            format: ValueFormat::Raw,
+        };
+        let tiny = request(json!({"histogram": {"field": "n", "interval": 1e-300}}));
+        let e = h(vec![bucket(0.0, 1), bucket(100.0, 1)])
+            .render(&tiny, &mut RenderContext::new(DEFAULT_MAX_BUCKETS))
+            .unwrap_err();
+        assert_eq!(e.kind(), "too_many_buckets_exception");
+        // the step count is infinite: reported as the largest count
+        let subnormal = request(json!({"histogram": {"field": "n", "interval": 5e-324}}));
+        let e = h(vec![bucket(-1e300, 1), bucket(1e300, 1)])
+            .render(&subnormal, &mut RenderContext::new(DEFAULT_MAX_BUCKETS))
+            .unwrap_err();
+        assert!(
+            e.reason().contains(&format!("but was [{}]", usize::MAX)),
+            "{}",
+            e.reason()
+        );
+        let wide = request(json!({"histogram": {"field": "n", "interval": 1,
+            "extended_bounds": {"min": -1e300, "max": 1e300}}}));
+        let e = h(vec![])
+            .render(&wide, &mut RenderContext::new(DEFAULT_MAX_BUCKETS))
+            .unwrap_err();
+        assert_eq!(e.kind(), "too_many_buckets_exception");
+        // bounds within budget still fill
+        let ok = request(json!({"histogram": {"field": "n", "interval": 1,
+            "extended_bounds": {"min": 0, "max": 9}}}));
+        let out = h(vec![bucket(3.0, 2)])
+            .render(&ok, &mut RenderContext::new(DEFAULT_MAX_BUCKETS))
+            .unwrap();
+        assert_eq!(out["buckets"].as_array().unwrap().len(), 10);
+    }
+
+    /// Keys so large that `key + interval == key`: the fill used to loop forever there.
+    #[test]
+    fn fill_ends_where_keys_stop_advancing() {
+        let r = request(json!({"histogram": {"field": "n", "interval": 1,
+            "extended_bounds": {"min": 1e20, "max": 1e20}}}));
+        let h = InternalHistogram {
+            buckets: vec![bucket(1e20, 1)],
+            format: ValueFormat::Raw,
+        };
+        let out = h.render(&r, &mut RenderContext::new(10)).unwrap();
+        assert_eq!(out["buckets"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn huge_date_fills_fail_before_allocating() {
+        let r = request(
+            json!({"date_histogram": {"field": "d", "fixed_interval": "1ms",
+            "min_doc_count": 0}}),
+        );
+        let date = |key| Bucket {
+            key,
+            doc_count: 1,
+            subs: InternalAggregations::default(),
+        };
+        let h = InternalDateHistogram {
+            buckets: vec![date(i64::MIN / 2), date(i64::MAX / 2)],
+            format: ValueFormat::Raw,
+            bounds: None,
+        };
+        let mut ctx = RenderContext::new(DEFAULT_MAX_BUCKETS);
+        let e = h.render(&r, &mut ctx).unwrap_err();
+        assert_eq!(e.kind(), "too_many_buckets_exception");
+        // a calendar year over the same span: ~292 million years is still too many
+        let r = request(
+            json!({"date_histogram": {"field": "d", "calendar_interval": "year",
+            "min_doc_count": 0}}),
+        );
+        let h = InternalDateHistogram {
+            buckets: vec![date(i64::MIN / 2), date(i64::MAX / 2)],
+            format: ValueFormat::Raw,
+            bounds: None,
+        };
+        let e = h
+            .render(&r, &mut RenderContext::new(DEFAULT_MAX_BUCKETS))
+            .unwrap_err();
         assert_eq!(e.kind(), "too_many_buckets_exception");
     }
 

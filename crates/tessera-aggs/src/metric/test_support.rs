@@ -132,6 +132,7 @@ impl TestShard {
                 index: &self.name,
                 default_fields: &["*".to_string()],
                 now_millis: 1_700_000_000_000,
+                max_terms_count: 65_536,
                 searcher: &self.searcher,
                 shard_index: self.shard_index,
                 max_inner_result_window: 100,

@@ -150,6 +150,7 @@ fn match_on_field(
         clauses.pop().expect("one clause")
     } else {
         let count = clauses.len();
+        ctx.count_clauses(count)?;
         let (occur, minimum) = match query.operator {
             Operator::And => (Occur::Must, 0),
             Operator::Or => (
@@ -439,6 +440,7 @@ fn bool_prefix(
             )
         })
         .collect();
+    ctx.count_clauses(clauses.len() + 1)?;
     let prefix =
         tantivy::query::RegexQuery::from_pattern(&format!("{}.*", regex_escape(last)), field)
             .map_err(|e| ctx.error(format!("failed to create query: {e}")))?;
@@ -486,6 +488,7 @@ fn cross_fields(
         return Ok(match_none());
     }
     let count = per_term.len();
+    ctx.count_clauses(count)?;
     let combined: Box<dyn Query> = match query.operator {
         Operator::And => Box::new(BooleanQuery::new(
             per_term.into_iter().map(|q| (Occur::Must, q)).collect(),

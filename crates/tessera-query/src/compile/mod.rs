@@ -17,6 +17,9 @@ pub mod sloppy_phrase;
 mod term_level;
 mod values;
 
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use tantivy::query::{
     AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, EmptyQuery, Occur,
     Query,
@@ -48,12 +51,80 @@ pub struct CompileContext<'a> {
     pub default_fields: &'a [String],
     /// "now" for date math, fixed per request so every shard agrees.
     pub now_millis: i64,
+    /// `index.max_terms_count`: the most values a `terms` query may list.
+    pub max_terms_count: usize,
+    /// Boolean clauses built so far for this query (see [`max_clause_count`]); start with
+    /// `Default::default()`.
+    pub clauses: ClauseCount,
 }
 
 impl CompileContext<'_> {
     pub(crate) fn error(&self, reason: impl Into<String>) -> Error {
         Error::query_shard(self.index, reason)
     }
+
+    /// Counts a boolean query of `n` clauses (a `bool`, a `dis_max`, the terms of a `match`)
+    /// against [`max_clause_count`]: too many in this one query, or in all those of the
+    /// request's query together, fail it before it is built.
+    pub(crate) fn count_clauses(&self, n: usize) -> Result<()> {
+        let max = max_clause_count();
+        let total = self.clauses.0.get().saturating_add(n);
+        self.clauses.0.set(total);
+        if n > max || total > max {
+            return Err(self
+                .error(format!(
+                    "failed to create query: maxClauseCount is set to {max}"
+                ))
+                .caused_by(too_many_clauses(max)));
+        }
+        Ok(())
+    }
+}
+
+/// Lucene's and OpenSearch's default for `indices.query.bool.max_clause_count`.
+pub const DEFAULT_MAX_CLAUSE_COUNT: usize = 1024;
+
+/// OpenSearch's default for `index.max_terms_count`.
+pub const DEFAULT_MAX_TERMS_COUNT: usize = 65_536;
+
+/// `indices.query.bool.max_clause_count`, a static node setting. Process-wide as in Lucene
+/// (OpenSearch sets `IndexSearcher.maxClauseCount`, a static, when the node starts), so that
+/// every place that compiles a query sees it without carrying it along.
+static MAX_CLAUSE_COUNT: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_CLAUSE_COUNT);
+
+/// Sets `indices.query.bool.max_clause_count` (at node start).
+pub fn set_max_clause_count(max: usize) {
+    MAX_CLAUSE_COUNT.store(max, Ordering::Relaxed);
+}
+
+/// The most clauses one boolean query may have, and all the boolean queries compiled from one
+/// query together. Lucene 9 counts the leaf queries of the whole tree; Tessera counts the
+/// clauses of every boolean query it builds, nested ones included, which differs from the
+/// leaf count only by the number of nested boolean queries. So a `bool` of 1,100 `term`s
+/// fails, and so do two nested `bool`s of 600 each, as in OpenSearch.
+pub fn max_clause_count() -> usize {
+    MAX_CLAUSE_COUNT.load(Ordering::Relaxed)
+}
+
+/// The clauses counted while compiling one query.
+#[derive(Debug, Default)]
+pub struct ClauseCount(Cell<usize>);
+
+impl ClauseCount {
+    /// Starts counting another query (a `post_filter` is counted apart from the query, as
+    /// Lucene rewrites each on its own).
+    pub fn reset(&self) {
+        self.0.set(0);
+    }
+}
+
+/// Lucene's `TooManyClauses`, as OpenSearch renders it.
+pub(crate) fn too_many_clauses(max: usize) -> Error {
+    Error::new(
+        "too_many_clauses",
+        400,
+        format!("maxClauseCount is set to {max}"),
+    )
 }
 
 pub(crate) fn boosted(query: Box<dyn Query>, boost: f32) -> Box<dyn Query> {
@@ -137,6 +208,9 @@ fn metadata_query(ast: &QueryAst, ctx: &CompileContext) -> Option<Result<Box<dyn
 
 /// Compiles `ast` for the shard described by `ctx`.
 pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
+    if let QueryAst::Terms { values, .. } = ast {
+        check_terms_count(values.len(), ctx)?;
+    }
     if let Some(query) = metadata_query(ast, ctx) {
         return query;
     }
@@ -277,6 +351,7 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
             tie_breaker,
             boost,
         } => {
+            ctx.count_clauses(queries.len())?;
             let compiled = queries
                 .iter()
                 .map(|q| compile(q, ctx))
@@ -291,7 +366,20 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
             let resolver = full_text::ShardFieldResolver { ctx };
             let lowered = crate::query_string::lower_query_string(query, &resolver)
                 .map_err(|e| with_index(e, ctx.index))?;
-            compile(&lowered, ctx)
+            // OpenSearch's classic parser fails while it builds the clauses
+            compile(&lowered, ctx).map_err(|e| {
+                match e.cause().filter(|c| c.kind() == "too_many_clauses") {
+                    Some(cause) => with_index(
+                        crate::query_string::parse_failure_caused_by(
+                            &query.query,
+                            "too many boolean clauses",
+                            cause.clone(),
+                        ),
+                        ctx.index,
+                    ),
+                    None => e,
+                }
+            })
         }
         QueryAst::SimpleQueryString(query) => {
             let resolver = full_text::ShardFieldResolver { ctx };
@@ -327,6 +415,20 @@ fn geo_query(
     }
 }
 
+/// `index.max_terms_count`, checked before the field is even looked up, as OpenSearch does.
+fn check_terms_count(count: usize, ctx: &CompileContext) -> Result<()> {
+    if count <= ctx.max_terms_count {
+        return Ok(());
+    }
+    let reason = format!(
+        "The number of terms [{count}] used in the Terms Query request has exceeded the allowed maximum of [{}]. This maximum can be set by changing the [index.max_terms_count] index level setting.",
+        ctx.max_terms_count
+    );
+    Err(ctx
+        .error(format!("failed to create query: {reason}"))
+        .caused_by(Error::illegal_argument(reason)))
+}
+
 fn with_index(error: Error, index: &str) -> Error {
     if error.kind() == "query_shard_exception" && error.meta("index").is_none() {
         error.with_meta("index", index.to_string())
@@ -343,6 +445,10 @@ fn bool_query(ctx: &CompileContext, query: &BoolQuery) -> Result<Box<dyn Query>>
     {
         return Ok(constant(Box::new(AllQuery), query.boost));
     }
+    // counted before the clauses are compiled: a huge bool fails without building them
+    ctx.count_clauses(
+        query.must.len() + query.filter.len() + query.must_not.len() + query.should.len(),
+    )?;
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     for q in &query.must {
         clauses.push((Occur::Must, compile(q, ctx)?));

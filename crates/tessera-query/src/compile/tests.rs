@@ -6,7 +6,7 @@ use tantivy::schema::Value as _;
 use tantivy::{Index, IndexWriter, TantivyDocument};
 use tessera_mapping::{parse_document, FieldTable, Mapping, ParseOutcome};
 
-use super::{compile, CompileContext};
+use super::{compile, CompileContext, DEFAULT_MAX_TERMS_COUNT};
 use crate::dsl::parse_query;
 
 struct Fixture {
@@ -42,6 +42,8 @@ impl Fixture {
             index: "test",
             default_fields: &["*".to_string()],
             now_millis: NOW,
+            max_terms_count: DEFAULT_MAX_TERMS_COUNT,
+            clauses: Default::default(),
         };
         let compiled = compile(&ast, &ctx).unwrap();
         let searcher = self.index.reader().unwrap().searcher();
@@ -79,6 +81,8 @@ impl Fixture {
             index: "test",
             default_fields: &["*".to_string()],
             now_millis: NOW,
+            max_terms_count: DEFAULT_MAX_TERMS_COUNT,
+            clauses: Default::default(),
         };
         compile(&ast, &ctx).expect_err("expected an error")
     }
@@ -397,4 +401,95 @@ fn match_only_text_scores_one_per_matching_term() {
     // a phrase is one constant-score clause
     let hits = f.search(json!({"match_phrase": {"message": "monkey jackal"}}));
     assert_eq!(hits[0].1, 1.0);
+}
+
+fn clause_fixture() -> Fixture {
+    fixture(
+        json!({"properties": {"k": {"type": "keyword"}, "t": {"type": "text"}}}),
+        &[("1", json!({"k": "v1", "t": "w1"}))],
+    )
+}
+
+fn terms(range: std::ops::Range<usize>) -> Vec<Value> {
+    range
+        .map(|i| json!({"term": {"k": format!("v{i}")}}))
+        .collect()
+}
+
+/// As in OpenSearch: `failed to create query: maxClauseCount is set to 1024`, a
+/// `query_shard_exception` (400) caused by `too_many_clauses`.
+fn assert_too_many_clauses(e: &tessera_common::Error) {
+    assert_eq!(e.kind(), "query_shard_exception", "{e}");
+    assert_eq!(
+        e.reason(),
+        "failed to create query: maxClauseCount is set to 1024"
+    );
+    assert_eq!(e.status(), 400);
+    let cause = e.cause().expect("a cause");
+    assert_eq!(cause.kind(), "too_many_clauses");
+    assert_eq!(cause.reason(), "maxClauseCount is set to 1024");
+}
+
+#[test]
+fn bool_clauses_are_limited_like_lucene() {
+    let f = clause_fixture();
+    assert_eq!(
+        f.ids(json!({"bool": {"should": terms(0..1024)}})),
+        vec!["1".to_string()]
+    );
+    assert_too_many_clauses(&f.error(json!({"bool": {"should": terms(0..1100)}})));
+    // the clauses of nested bools count together
+    assert_too_many_clauses(&f.error(json!({"bool": {"should": [
+        {"bool": {"should": terms(0..600)}},
+        {"bool": {"filter": terms(600..1200)}},
+    ]}})));
+    assert_eq!(
+        f.ids(json!({"bool": {"should": [
+            {"bool": {"should": terms(0..600)}},
+            {"bool": {"should": terms(600..1000)}},
+        ]}})),
+        vec!["1".to_string()]
+    );
+    // a match's terms are clauses too
+    let words: Vec<String> = (0..1100).map(|i| format!("w{i}")).collect();
+    assert_too_many_clauses(&f.error(json!({"match": {"t": words.join(" ")}})));
+}
+
+#[test]
+fn query_string_with_too_many_clauses_fails_to_parse() {
+    let f = clause_fixture();
+    let query: Vec<String> = (0..1100).map(|i| format!("w{i}")).collect();
+    let query = query.join(" OR ");
+    let e = f.error(json!({"query_string": {"query": query, "default_field": "t"}}));
+    assert_eq!(e.kind(), "query_shard_exception");
+    assert_eq!(e.reason(), format!("Failed to parse query [{query}]"));
+    assert_eq!(e.meta("index"), Some(&json!("test")));
+    let parse = e.cause().unwrap();
+    assert_eq!(parse.kind(), "parse_exception");
+    assert_eq!(
+        parse.reason(),
+        format!("Cannot parse '{query}': too many boolean clauses")
+    );
+    assert_eq!(parse.cause().unwrap().kind(), "too_many_clauses");
+    let simple = query.replace(" OR ", " | ");
+    assert_too_many_clauses(
+        &f.error(json!({"simple_query_string": {"query": simple, "fields": ["t"]}})),
+    );
+}
+
+#[test]
+fn terms_query_values_are_limited_by_max_terms_count() {
+    let f = clause_fixture();
+    let values: Vec<String> = (0..70_000).map(|i| format!("v{i}")).collect();
+    let e = f.error(json!({"terms": {"k": values}}));
+    let reason = "The number of terms [70000] used in the Terms Query request has exceeded the allowed maximum of [65536]. This maximum can be set by changing the [index.max_terms_count] index level setting.";
+    assert_eq!(e.kind(), "query_shard_exception");
+    assert_eq!(e.reason(), format!("failed to create query: {reason}"));
+    assert_eq!(e.cause().unwrap().kind(), "illegal_argument_exception");
+    assert_eq!(e.cause().unwrap().reason(), reason);
+    // the limit holds for unmapped fields too, as OpenSearch checks before the lookup
+    assert_eq!(
+        f.error(json!({"terms": {"missing": values}})).reason(),
+        format!("failed to create query: {reason}")
+    );
 }

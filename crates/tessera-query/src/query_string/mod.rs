@@ -77,6 +77,24 @@ pub(crate) fn parse_failure(query: &str, detail: &str) -> Error {
     ))
 }
 
+/// A parse failure with the error that caused it (Lucene's `TooManyClauses` under the classic
+/// parser's "too many boolean clauses").
+pub(crate) fn parse_failure_caused_by(query: &str, detail: &str, cause: Error) -> Error {
+    Error::new(
+        "query_shard_exception",
+        400,
+        format!("Failed to parse query [{query}]"),
+    )
+    .caused_by(
+        Error::new(
+            "parse_exception",
+            400,
+            format!("Cannot parse '{query}': {detail}"),
+        )
+        .caused_by(cause),
+    )
+}
+
 /// True for the pattern that means "all fields".
 pub(crate) fn is_match_all_pattern(pattern: &str) -> bool {
     pattern == "*"

@@ -186,6 +186,9 @@ fn node_stats(node: &Node, metrics: &[&str], index_metrics: &[&str]) -> Value {
         }
         out.insert("thread_pool".into(), Value::Object(pools));
     }
+    if wants("breaker") {
+        out.insert("breakers".into(), node.breaker_stats());
+    }
     Value::Object(out)
 }
 

@@ -228,6 +228,7 @@ pub async fn search(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
     };
     apply_url_params(&request, &mut search)?;
     search.max_buckets = node.cluster_settings.get_usize("search.max_buckets");
+    search.breaker = Some(node.request_breaker());
     search.concurrency = node.concurrency_settings();
     let as_int = request.param_bool("rest_total_hits_as_int", false)?;
     let indices = node.resolve(
