@@ -471,7 +471,7 @@ fn http_level_rejections_have_opensearch_bodies() {
     // bytes hyper refuses in a URI but OpenSearch reads as they are
     let answer = raw_http(
         port,
-        b"GET /idx/_search?q=price:>1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /idx/_search?q=price:>1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
         timeout,
     );
     assert_eq!(raw_status(&answer), Some(200), "{answer}");
@@ -484,29 +484,29 @@ fn http_level_rejections_have_opensearch_bodies() {
             "text is empty (possibly HTTP/0.9)".to_string(),
         ),
         (
-            b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n".to_vec(),
+            b"GET / HTTP/1.1\r\nHost: localhost\r\nBad Header\r\n\r\n".to_vec(),
             "illegal_argument_exception",
             "No colon found".to_string(),
         ),
         (
-            b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n".to_vec(),
+            b"GET / HTTP/1.1\r\nHost: localhost\r\nContent-Length: abc\r\n\r\n".to_vec(),
             "illegal_argument_exception",
             "Content-Length value is not a number: abc".to_string(),
         ),
         (
-            format!("GET /idx/_search?q={} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70_000))
+            format!("GET /idx/_search?q={} HTTP/1.1\r\nHost: localhost\r\n\r\n", "a".repeat(70_000))
                 .into_bytes(),
             "too_long_http_line_exception",
             "An HTTP line is larger than 4096 bytes.".to_string(),
         ),
         (
-            format!("GET / HTTP/1.1\r\nHost: x\r\nX-A: {}\r\n\r\n", "a".repeat(20_000))
+            format!("GET / HTTP/1.1\r\nHost: localhost\r\nX-A: {}\r\n\r\n", "a".repeat(20_000))
                 .into_bytes(),
             "too_long_http_header_exception",
             "HTTP header is larger than 8192 bytes.".to_string(),
         ),
         (
-            b"GET /idx/_search?q=abc% HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+            b"GET /idx/_search?q=abc% HTTP/1.1\r\nHost: localhost\r\n\r\n".to_vec(),
             "bad_parameter_exception",
             "java.lang.IllegalArgumentException: unterminated escape sequence at end of string: abc%"
                 .to_string(),

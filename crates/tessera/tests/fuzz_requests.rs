@@ -1059,7 +1059,7 @@ fn fuzzed_request_heads_get_opensearch_answers() {
         head.extend_from_slice(&target_bytes);
         head.push(b' ');
         head.extend_from_slice(version.as_bytes());
-        head.extend_from_slice(b"\r\nHost: x\r\nConnection: close\r\n");
+        head.extend_from_slice(b"\r\nHost: localhost\r\nConnection: close\r\n");
         let body = b"{\"query\":{\"match_all\":{}}}";
         for _ in 0..rng.below(3) {
             let line = rng.pick(HEADER_LINES);
