@@ -33,6 +33,16 @@ impl Status {
 }
 
 /// Shard counts of one index.
+/// Where a primary shard stands on this node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrimaryState {
+    Active,
+    /// Opening (replaying its translog) after the node started.
+    Initializing,
+    /// Failed: it could not open, or its engine failed.
+    Unassigned,
+}
+
 #[derive(Clone, Debug)]
 pub struct IndexHealth {
     pub name: String,
@@ -41,19 +51,26 @@ pub struct IndexHealth {
     pub number_of_replicas: u32,
     pub active_primary_shards: u32,
     pub active_shards: u32,
+    pub initializing_shards: u32,
     pub unassigned_shards: u32,
+    /// Each primary's state, by shard id.
+    pub primaries: Vec<PrimaryState>,
 }
 
 impl IndexHealth {
-    /// The health of an index of which `failed` primaries are not active (they could not open,
-    /// or failed): red, as OpenSearch is red while a primary is unassigned.
-    pub fn of(meta: &IndexMetadata, failed: u32) -> IndexHealth {
+    /// The health of an index whose primaries are in `primaries`: red while one is not active
+    /// (initializing or failed), as OpenSearch is red while a primary is not assigned and
+    /// started; yellow with unassigned replicas (a single node cannot hold them).
+    pub fn of(meta: &IndexMetadata, primaries: Vec<PrimaryState>) -> IndexHealth {
         let replicas = meta.number_of_replicas();
-        let active = meta.number_of_shards.saturating_sub(failed);
+        let count = |state| primaries.iter().filter(|&&p| p == state).count() as u32;
+        let active = count(PrimaryState::Active);
+        let initializing = count(PrimaryState::Initializing);
+        let failed = count(PrimaryState::Unassigned);
         let unassigned = meta.number_of_shards * replicas + failed;
         IndexHealth {
             name: meta.name.clone(),
-            status: if failed > 0 {
+            status: if failed + initializing > 0 {
                 Status::Red
             } else if unassigned > 0 {
                 Status::Yellow
@@ -64,7 +81,9 @@ impl IndexHealth {
             number_of_replicas: replicas,
             active_primary_shards: active,
             active_shards: active,
+            initializing_shards: initializing,
             unassigned_shards: unassigned,
+            primaries,
         }
     }
 
@@ -76,7 +95,7 @@ impl IndexHealth {
             "active_primary_shards": self.active_primary_shards,
             "active_shards": self.active_shards,
             "relocating_shards": 0,
-            "initializing_shards": 0,
+            "initializing_shards": self.initializing_shards,
             "unassigned_shards": self.unassigned_shards,
         })
     }
@@ -88,6 +107,7 @@ pub struct Health {
     pub status: Status,
     pub active_primary_shards: u32,
     pub active_shards: u32,
+    pub initializing_shards: u32,
     pub unassigned_shards: u32,
     pub indices: Vec<IndexHealth>,
 }
@@ -102,13 +122,14 @@ impl Health {
                 .unwrap_or(Status::Green),
             active_primary_shards: indices.iter().map(|i| i.active_primary_shards).sum(),
             active_shards: indices.iter().map(|i| i.active_shards).sum(),
+            initializing_shards: indices.iter().map(|i| i.initializing_shards).sum(),
             unassigned_shards: indices.iter().map(|i| i.unassigned_shards).sum(),
             indices,
         }
     }
 
     pub fn active_shards_percent(&self) -> f64 {
-        let total = self.active_shards + self.unassigned_shards;
+        let total = self.active_shards + self.initializing_shards + self.unassigned_shards;
         if total == 0 {
             100.0
         } else {
@@ -129,7 +150,7 @@ impl Health {
             "active_primary_shards": self.active_primary_shards,
             "active_shards": self.active_shards,
             "relocating_shards": 0,
-            "initializing_shards": 0,
+            "initializing_shards": self.initializing_shards,
             "unassigned_shards": self.unassigned_shards,
             "delayed_unassigned_shards": 0,
             "number_of_pending_tasks": 0,
@@ -143,21 +164,25 @@ impl Health {
                 let mut entry = index.to_json();
                 if level == "shards" {
                     let mut shards = Map::new();
-                    for shard in 0..index.number_of_shards {
-                        let status = if index.number_of_replicas > 0 {
+                    for (shard, primary) in index.primaries.iter().enumerate() {
+                        let active = *primary == PrimaryState::Active;
+                        let status = if !active {
+                            "red"
+                        } else if index.number_of_replicas > 0 {
                             "yellow"
                         } else {
                             "green"
                         };
+                        let failed = u32::from(*primary == PrimaryState::Unassigned);
                         shards.insert(
                             shard.to_string(),
                             json!({
                                 "status": status,
-                                "primary_active": true,
-                                "active_shards": 1,
+                                "primary_active": active,
+                                "active_shards": u32::from(active),
                                 "relocating_shards": 0,
-                                "initializing_shards": 0,
-                                "unassigned_shards": index.number_of_replicas,
+                                "initializing_shards": u32::from(*primary == PrimaryState::Initializing),
+                                "unassigned_shards": index.number_of_replicas + failed,
                             }),
                         );
                     }
@@ -184,7 +209,9 @@ mod tests {
             number_of_replicas: 0,
             active_primary_shards: 2,
             active_shards: 2,
+            initializing_shards: 0,
             unassigned_shards: 0,
+            primaries: vec![PrimaryState::Active; 2],
         };
         let yellow = IndexHealth {
             name: "b".into(),
@@ -193,13 +220,34 @@ mod tests {
             number_of_replicas: 1,
             active_primary_shards: 1,
             active_shards: 1,
+            initializing_shards: 0,
             unassigned_shards: 1,
+            primaries: vec![PrimaryState::Active],
         };
-        let health = Health::of(vec![green, yellow]);
+        let health = Health::of(vec![green.clone(), yellow]);
         assert_eq!(health.status, Status::Yellow);
         assert_eq!(health.active_shards_percent(), 75.0);
         let body = health.to_json("c", false, "indices");
         assert_eq!(body["indices"]["b"]["status"], "yellow");
         assert_eq!(Health::of(vec![]).status, Status::Green);
+
+        // a primary still opening makes the index red until it is active
+        let opening = IndexHealth {
+            status: Status::Red,
+            active_primary_shards: 1,
+            active_shards: 1,
+            initializing_shards: 1,
+            primaries: vec![PrimaryState::Active, PrimaryState::Initializing],
+            ..green
+        };
+        let health = Health::of(vec![opening]);
+        assert_eq!(health.status, Status::Red);
+        assert_eq!(health.active_shards_percent(), 50.0);
+        let body = health.to_json("c", false, "shards");
+        assert_eq!(body["initializing_shards"], 1);
+        let shard = &body["indices"]["a"]["shards"]["1"];
+        assert_eq!(shard["primary_active"], false);
+        assert_eq!(shard["status"], "red");
+        assert_eq!(shard["initializing_shards"], 1);
     }
 }

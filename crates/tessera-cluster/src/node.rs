@@ -17,6 +17,7 @@ use tessera_common::breaker::{CircuitBreakerService, RequestBreaker};
 use tessera_common::settings::Settings;
 use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
+use tessera_index::index_service::ShardSlot;
 use tessera_index::shard::SEARCH_IDLE_AFTER_MILLIS;
 use tessera_index::translog::write_atomic;
 use tessera_index::{IndexService, NodeResources};
@@ -25,7 +26,7 @@ use tessera_search::concurrent::{ConcurrencySettings, SliceExecutor};
 use tessera_search::{LocalShard, ShardSearcher};
 
 use crate::cluster_settings::ClusterSettings;
-use crate::health::{Health, IndexHealth, Status};
+use crate::health::{Health, IndexHealth, PrimaryState, Status};
 use crate::indexing_pressure::IndexingPressure;
 use crate::process_stats::{cores, CpuSampler};
 use crate::resolve::{resolve_names, validate_index_name, ResolveOptions};
@@ -117,6 +118,8 @@ pub struct Node {
     indices: RwLock<BTreeMap<String, Arc<IndexService>>>,
     create_lock: Mutex<()>,
     shutdown: AtomicBool,
+    /// The thread opening the shards found at start, until [`Node::wait_for_shards`] joins it.
+    recovery: Mutex<Option<thread::JoinHandle<()>>>,
 }
 
 fn indices_dir(data: &Path) -> PathBuf {
@@ -186,7 +189,7 @@ impl Node {
             }
             // an index whose metadata cannot be read is left on disk, untouched, and the node
             // serves the others (a shard that cannot open fails alone, inside its index)
-            match IndexService::open(&entry.path(), &config.resources) {
+            match IndexService::open_deferred(&entry.path(), &config.resources) {
                 Ok(service) => {
                     indices.insert(service.name(), Arc::new(service));
                 }
@@ -227,13 +230,41 @@ impl Node {
             indices: RwLock::new(indices),
             create_lock: Mutex::new(()),
             shutdown: AtomicBool::new(false),
+            recovery: Mutex::new(None),
         });
+        let recovering = Arc::downgrade(&node);
+        let recovery = thread::Builder::new()
+            .name("shard_recovery".into())
+            .spawn(move || open_shards(recovering))
+            .map_err(|e| Error::internal("start the shard recovery", e))?;
+        *node.recovery.lock().unwrap() = Some(recovery);
         let scheduler = Arc::downgrade(&node);
         thread::Builder::new()
             .name("scheduler".into())
             .spawn(move || run_scheduler(scheduler))
             .map_err(|e| Error::internal("start the scheduler", e))?;
         Ok(node)
+    }
+
+    /// Waits until every shard found at start has been opened (started or failed); for tests
+    /// and tools that need the indices before they serve.
+    pub fn wait_for_shards(&self) {
+        if let Some(recovery) = self.recovery.lock().unwrap().take() {
+            let _ = recovery.join();
+        }
+    }
+
+    /// The health states of an index's primaries.
+    pub fn primary_states(index: &IndexService) -> Vec<PrimaryState> {
+        index
+            .shard_slots()
+            .iter()
+            .map(|slot| match slot {
+                ShardSlot::Started(_) => PrimaryState::Active,
+                ShardSlot::Initializing => PrimaryState::Initializing,
+                ShardSlot::Failed(_) => PrimaryState::Unassigned,
+            })
+            .collect()
     }
 
     /// A circuit breaker for one search request, under the limits the cluster settings set
@@ -431,7 +462,7 @@ impl Node {
         Health::of(
             indices
                 .iter()
-                .map(|i| IndexHealth::of(&i.metadata(), i.failed_shard_count()))
+                .map(|i| IndexHealth::of(&i.metadata(), Node::primary_states(i)))
                 .collect(),
         )
     }
@@ -586,6 +617,25 @@ impl Node {
     }
 }
 
+/// Opens the shards of the indices found at start, after the node is up: each replays its
+/// translog, which for a large one takes a while, and the node answers meanwhile (those
+/// shards are initializing: health red, their requests 503, as in OpenSearch).
+fn open_shards(node: std::sync::Weak<Node>) {
+    let Some(indices) = node.upgrade().map(|node| {
+        node.indices
+            .read()
+            .unwrap()
+            .values()
+            .cloned()
+            .collect::<Vec<_>>()
+    }) else {
+        return;
+    };
+    for index in indices {
+        index.start_shards(|| node.upgrade().is_none_or(|node| node.is_shutting_down()));
+    }
+}
+
 fn run_scheduler(node: std::sync::Weak<Node>) {
     let mut last_sync = HashMap::new();
     let mut last_disk_check = Instant::now() - DISK_CHECK_INTERVAL;
@@ -612,7 +662,7 @@ mod tests {
     use super::*;
 
     fn start(dir: &Path) -> Arc<Node> {
-        Node::start(NodeConfig {
+        let node = Node::start(NodeConfig {
             data_path: dir.to_path_buf(),
             resources: NodeResources {
                 indexing_threads: 1,
@@ -621,7 +671,9 @@ mod tests {
             },
             ..NodeConfig::default()
         })
-        .unwrap()
+        .unwrap();
+        node.wait_for_shards();
+        node
     }
 
     #[test]

@@ -224,6 +224,8 @@ pub struct IndexService {
     mapping_lock: Mutex<()>,
     shards: RwLock<Vec<ShardSlot>>,
     resources: NodeResources,
+    /// Set when the index is being deleted: a shard opened after that is closed again.
+    deleted: std::sync::atomic::AtomicBool,
 }
 
 /// One shard of an index on this node: started, or failed (it could not open, or its engine
@@ -231,6 +233,9 @@ pub struct IndexService {
 /// failed shard never takes its index, let alone the node, down: the other shards serve.
 #[derive(Clone)]
 pub enum ShardSlot {
+    /// Not opened yet: a node opens its shards (replaying their translogs) after it answers
+    /// HTTP, so a long replay does not keep the port closed.
+    Initializing,
     Started(Arc<Shard>),
     Failed(ShardFailure),
 }
@@ -399,12 +404,21 @@ impl IndexService {
 
     /// Opens an existing index from its directory.
     pub fn open(path: &Path, resources: &NodeResources) -> Result<IndexService> {
+        let index = Self::open_deferred(path, resources)?;
+        index.start_shards(|| false);
+        Ok(index)
+    }
+
+    /// Reads an existing index's metadata; its shards stay [`ShardSlot::Initializing`] until
+    /// [`IndexService::start_shards`] opens them.
+    pub fn open_deferred(path: &Path, resources: &NodeResources) -> Result<IndexService> {
         let raw = std::fs::read(path.join(STATE_FILE)).map_err(|e| {
             Error::internal(format!("read index metadata in {}", path.display()), e)
         })?;
         let value = parse_metadata_json(&raw)?;
         let metadata = IndexMetadata::from_json(&value)?;
-        Self::open_with(path, metadata, resources)
+        let slots = vec![ShardSlot::Initializing; metadata.number_of_shards as usize];
+        Ok(Self::with_slots(path, metadata, resources, slots))
     }
 
     fn open_with(
@@ -415,13 +429,50 @@ impl IndexService {
         let shards = (0..metadata.number_of_shards)
             .map(|shard_id| open_shard(path, &metadata, resources, shard_id, 0))
             .collect();
-        Ok(IndexService {
+        Ok(Self::with_slots(path, metadata, resources, shards))
+    }
+
+    fn with_slots(
+        path: &Path,
+        metadata: IndexMetadata,
+        resources: &NodeResources,
+        shards: Vec<ShardSlot>,
+    ) -> IndexService {
+        IndexService {
             path: path.to_path_buf(),
             metadata: RwLock::new(Arc::new(metadata)),
             mapping_lock: Mutex::new(()),
             shards: RwLock::new(shards),
             resources: resources.clone(),
-        })
+            deleted: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Opens the shards still initializing, one at a time (each replays its translog), until
+    /// `stop` says the node is shutting down. A shard of an index deleted meanwhile is closed
+    /// again instead of started.
+    pub fn start_shards(&self, stop: impl Fn() -> bool) {
+        let metadata = self.metadata();
+        let count = self.shards.read().unwrap().len();
+        for shard_id in 0..count {
+            if stop() {
+                return;
+            }
+            if !matches!(
+                self.shards.read().unwrap()[shard_id],
+                ShardSlot::Initializing
+            ) {
+                continue;
+            }
+            let slot = open_shard(&self.path, &metadata, &self.resources, shard_id as u32, 0);
+            if self.deleted.load(std::sync::atomic::Ordering::Acquire) {
+                if let ShardSlot::Started(shard) = &slot {
+                    shard.close_for_delete(Error::index_not_found(&metadata.name));
+                }
+                return;
+            }
+            self.shards.write().unwrap()[shard_id] = slot;
+        }
     }
 
     pub fn metadata(&self) -> Arc<IndexMetadata> {
@@ -442,7 +493,7 @@ impl IndexService {
             .into_iter()
             .filter_map(|slot| match slot {
                 ShardSlot::Started(shard) => Some(shard),
-                ShardSlot::Failed(_) => None,
+                ShardSlot::Initializing | ShardSlot::Failed(_) => None,
             })
             .collect()
     }
@@ -458,7 +509,7 @@ impl IndexService {
                     None => slot.clone(),
                     Some(error) => ShardSlot::Failed(ShardFailure::new(error, 0)),
                 },
-                ShardSlot::Failed(_) => slot.clone(),
+                ShardSlot::Initializing | ShardSlot::Failed(_) => slot.clone(),
             })
             .collect()
     }
@@ -471,11 +522,27 @@ impl IndexService {
             .count() as u32
     }
 
+    /// True while some shard has not been opened yet.
+    pub fn is_initializing(&self) -> bool {
+        self.shards
+            .read()
+            .unwrap()
+            .iter()
+            .any(|slot| matches!(slot, ShardSlot::Initializing))
+    }
+
     /// The started shard `id`, or OpenSearch's error for a shard that is not active.
     pub fn shard(&self, id: u32) -> Result<Arc<Shard>> {
         let name = self.name();
         match self.shard_slots().into_iter().nth(id as usize) {
             Some(ShardSlot::Started(shard)) => Ok(shard),
+            Some(ShardSlot::Initializing) => Err(Error::new(
+                "unavailable_shards_exception",
+                503,
+                format!(
+                    "[{name}][{id}] primary shard is not active: the shard is initializing (replaying its translog)"
+                ),
+            )),
             // deleted while a request was running
             Some(ShardSlot::Failed(failure)) if failure.error.status() == 404 => Err(failure.error),
             Some(ShardSlot::Failed(failure)) => Err(Error::new(
@@ -506,6 +573,7 @@ impl IndexService {
                     None => continue,
                 },
                 ShardSlot::Failed(failure) => failure.clone(),
+                ShardSlot::Initializing => continue,
             };
             let due =
                 tessera_common::time::now_millis() - failure.at_millis >= failure.backoff_millis();
@@ -919,6 +987,8 @@ impl IndexService {
     /// Closes the shards of this index because it is being deleted: requests still running on it
     /// answer `index_not_found_exception`, and nothing writes into its directory afterwards.
     pub fn close_for_delete(&self) {
+        self.deleted
+            .store(true, std::sync::atomic::Ordering::Release);
         let name = self.name();
         let slots = self.shards.read().unwrap().clone();
         for slot in slots {
@@ -1082,6 +1152,46 @@ mod tests {
             .unwrap()
             .pop()
             .unwrap()
+    }
+
+    #[test]
+    fn shards_found_at_start_serve_only_once_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let resources = NodeResources {
+            indexing_threads: 1,
+            indexing_buffer_bytes: 64 << 20,
+            merge_threads: 1,
+        };
+        {
+            let service = create(dir.path(), json!({"number_of_shards": 2}), json!({}));
+            index(&service, "a", json!({"n": 1})).unwrap();
+            service.close().unwrap();
+        }
+        let service = IndexService::open_deferred(&dir.path().join("idx"), &resources).unwrap();
+        assert!(service.is_initializing());
+        assert!(service.shards().is_empty());
+        let e = service.shard(0).err().unwrap();
+        assert_eq!(
+            (e.kind(), e.status()),
+            ("unavailable_shards_exception", 503)
+        );
+        let e = index(&service, "b", json!({"n": 2})).unwrap_err();
+        assert_eq!(e.status(), 503);
+        // a stop request ends the opening before any shard
+        service.start_shards(|| true);
+        assert!(service.is_initializing());
+        service.start_shards(|| false);
+        assert!(!service.is_initializing());
+        assert_eq!(service.shards().len(), 2);
+        index(&service, "b", json!({"n": 2})).unwrap();
+        assert!(service.get("a", None, true).unwrap().is_some());
+        // an index deleted while its shards open gets none of them started
+        service.close().unwrap();
+        drop(service);
+        let service = IndexService::open_deferred(&dir.path().join("idx"), &resources).unwrap();
+        service.close_for_delete();
+        service.start_shards(|| false);
+        assert!(service.shards().is_empty());
     }
 
     #[test]

@@ -182,6 +182,14 @@ fn explain_copy(node: &Node, target: &Target) -> Result<Value> {
     }
     Ok(match slot {
         ShardSlot::Started(_) => started_primary(node, &target.index, target.shard),
+        ShardSlot::Initializing => json!({
+            "index": target.index,
+            "shard": target.shard,
+            "primary": true,
+            "current_state": "initializing",
+            "current_node": node_json(node),
+            "explanation": "the shard is opening on this node (replaying its translog)"
+        }),
         ShardSlot::Failed(failure) => failed_primary(node, &target.index, target.shard, failure),
     })
 }

@@ -118,7 +118,7 @@ pub async fn indices(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
             for index in indices {
                 let meta = index.metadata();
                 let health =
-                    tessera_cluster::health::IndexHealth::of(&meta, index.failed_shard_count());
+                    tessera_cluster::health::IndexHealth::of(&meta, Node::primary_states(&index));
                 if health_filter
                     .as_deref()
                     .is_some_and(|h| h != health.status.as_str())
@@ -224,20 +224,30 @@ pub async fn shards(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
                                 Cell::Null,
                             ]);
                         }
-                        ShardSlot::Failed(failure) => rows.push(unassigned_row(
+                        ShardSlot::Initializing => rows.push(inactive_row(
                             &meta.name,
                             shard_id,
                             "p",
-                            "ALLOCATION_FAILED",
+                            "INITIALIZING",
+                            Cell::Null,
+                            Cell::Null,
+                        )),
+                        ShardSlot::Failed(failure) => rows.push(inactive_row(
+                            &meta.name,
+                            shard_id,
+                            "p",
+                            "UNASSIGNED",
+                            Cell::from("ALLOCATION_FAILED"),
                             Cell::from(failure_details(&failure)),
                         )),
                     }
                     for _ in 0..meta.number_of_replicas() {
-                        rows.push(unassigned_row(
+                        rows.push(inactive_row(
                             &meta.name,
                             shard_id,
                             "r",
-                            "INDEX_CREATED",
+                            "UNASSIGNED",
+                            Cell::from("INDEX_CREATED"),
                             Cell::Null,
                         ));
                     }
@@ -647,22 +657,24 @@ pub async fn thread_pool(node: Arc<Node>, request: RestRequest) -> Result<RestRe
     render(&request, THREAD_POOL, rows)
 }
 
-/// A `_cat/shards` row of an unassigned copy.
-fn unassigned_row(
+/// A `_cat/shards` row of a copy that does not serve (unassigned or initializing): no docs,
+/// store or node, and `unassigned.reason`/`details` when it is unassigned.
+fn inactive_row(
     index: &str,
     shard: usize,
     prirep: &str,
-    reason: &str,
+    state: &str,
+    reason: Cell,
     details: Cell,
 ) -> Vec<Cell> {
     let mut row = vec![
         Cell::from(index.to_string()),
         Cell::from(shard),
         Cell::from(prirep.to_string()),
-        Cell::from("UNASSIGNED"),
+        Cell::from(state.to_string()),
     ];
     row.extend(std::iter::repeat_with(|| Cell::Null).take(5));
-    row.push(Cell::from(reason.to_string()));
+    row.push(reason);
     row.push(details);
     row
 }

@@ -336,8 +336,10 @@ impl Node {
             {
                 return Err(Some(status));
             }
+            // up, and every shard found at start opened (started or failed): shards open after
+            // the node answers, and tests read their documents right away
             if let Ok(response) = probe.try_request("GET", "/", None) {
-                if response.status == 200 {
+                if response.status == 200 && !shards_initializing(&probe) {
                     return Ok(());
                 }
             }
@@ -588,6 +590,14 @@ impl Client {
 }
 
 /// The `_id`s of a search response's hits, in order.
+/// True while `_cat/shards` lists a shard still opening (or cannot be read).
+fn shards_initializing(probe: &Client) -> bool {
+    match probe.try_request("GET", "/_cat/shards?h=state", None) {
+        Ok(response) if response.status == 200 => response.body.contains("INITIALIZING"),
+        _ => true,
+    }
+}
+
 /// The uuid of `index` (its directory name under `data/indices`).
 pub fn index_uuid(node: &Node, index: &str) -> String {
     let settings = node.get(&format!("/{index}/_settings")).expect(200).json();
