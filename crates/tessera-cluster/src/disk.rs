@@ -102,17 +102,6 @@ pub fn check_watermark(key: &str, value: &str) -> Result<()> {
     Watermark::parse(key, value).map(|_| ())
 }
 
-/// The error of a write to an index under the flood-stage block.
-pub fn flood_stage_block(index: &str) -> Error {
-    Error::new(
-        "cluster_block_exception",
-        429,
-        format!(
-            "index [{index}] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];"
-        ),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -567,10 +567,14 @@ impl IndexService {
         let mut started = 0;
         let count = self.shards.read().unwrap().len();
         for shard_id in 0..count {
+            if self.deleted.load(std::sync::atomic::Ordering::Acquire) {
+                return started;
+            }
             let failure = match &self.shards.read().unwrap()[shard_id] {
                 ShardSlot::Started(shard) => match shard.failure() {
-                    Some(error) => ShardFailure::new(error, 0),
-                    None => continue,
+                    // reopened only once the failed writer stopped writing into the directory
+                    Some(error) if shard.writer_closed() => ShardFailure::new(error, 0),
+                    _ => continue,
                 },
                 ShardSlot::Failed(failure) => failure.clone(),
                 ShardSlot::Initializing => continue,
@@ -585,8 +589,10 @@ impl IndexService {
                     shard_id as u32,
                     failure.attempts + 1,
                 );
-                if matches!(slot, ShardSlot::Started(_)) {
+                if let ShardSlot::Started(shard) = &slot {
                     eprintln!("[{}][{shard_id}] shard recovered", metadata.name);
+                    // settings may have changed while it opened
+                    shard.set_durability(self.metadata().durability());
                     started += 1;
                 }
                 slot

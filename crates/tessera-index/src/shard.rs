@@ -17,6 +17,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde_json::json;
 use tantivy::columnar::Column;
+use tantivy::directory::Directory as _;
 use tantivy::index::SegmentId;
 use tantivy::indexer::{IndexWriterOptions, UserOperation};
 use tantivy::merge_policy::LogMergePolicy;
@@ -34,7 +35,7 @@ use crate::index_queue::{IndexQueue, QueuedDoc, Weighed, QUEUE_BYTES, QUEUE_DOCS
 
 use crate::schema_change::grow_schema;
 use crate::stats::ShardStats;
-use crate::translog::{OpKind, Operation, Translog};
+use crate::translog::{self, OpKind, Operation, Translog};
 
 /// Shards not searched for this long are search-idle: scheduled refreshes skip them (unless
 /// `refresh_interval` is set explicitly) and the next search refreshes first, as in OpenSearch.
@@ -290,6 +291,8 @@ pub struct Shard {
     /// and the index replaces the shard by a fresh one opened from disk (last commit plus
     /// translog), as OpenSearch fails a shard and recovers it from its store.
     failure: Mutex<Option<Error>>,
+    /// Set once a failed engine's writer has stopped (see [`Shard::writer_closed`]).
+    writer_closed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn writer_closed() -> Error {
@@ -304,13 +307,27 @@ fn writer_closed() -> Error {
 /// OpenSearch's `corrupt_index_exception`, so the shard fails for that reason and stays failed;
 /// other errors (permissions, a full disk) stay internal and are retried.
 fn corruption(context: impl std::fmt::Display) -> impl FnOnce(tantivy::TantivyError) -> Error {
-    move |e| match e {
-        tantivy::TantivyError::DataCorruption(_)
-        | tantivy::TantivyError::IncompatibleIndex(_)
-        | tantivy::TantivyError::OpenReadError(_) => {
+    move |e| {
+        use tantivy::directory::error::OpenReadError;
+        let damaged = match &e {
+            tantivy::TantivyError::DataCorruption(_)
+            | tantivy::TantivyError::IncompatibleIndex(_) => true,
+            tantivy::TantivyError::OpenReadError(read) => match read {
+                OpenReadError::FileDoesNotExist(_) | OpenReadError::IncompatibleIndex(_) => true,
+                // a short or garbled footer reads as invalid data; too many open files, a
+                // mapping limit or a permission error is not damage and may heal
+                OpenReadError::IoError { io_error, .. } => matches!(
+                    io_error.kind(),
+                    std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof
+                ),
+            },
+            _ => false,
+        };
+        if damaged {
             Error::new("corrupt_index_exception", 500, format!("{context}: {e}"))
+        } else {
+            Error::internal(context, e)
         }
-        e => Error::internal(context, e),
     }
 }
 
@@ -389,8 +406,26 @@ impl Shard {
             Error::internal(format!("create shard directory {}", index_dir.display()), e)
         })?;
         let exists = index_dir.join("meta.json").exists();
+        if !exists && path.join("translog").join("translog.ckp").exists() {
+            // a translog was written beside a commit that is gone: creating an empty shard
+            // would silently drop every committed document
+            return Err(Error::new(
+                "corrupt_index_exception",
+                500,
+                format!(
+                    "the shard's commit point {} is missing",
+                    index_dir.join("meta.json").display()
+                ),
+            ));
+        }
         if exists {
             let index = Index::open_in_dir(&index_dir).map_err(corruption("open shard"))?;
+            // the writer's lock, held while the files are read and meta.json may be rewritten:
+            // a writer of a failed engine that still runs merges keeps it until they end
+            let lock = index
+                .directory()
+                .acquire_lock(&tantivy::directory::INDEX_WRITER_LOCK)
+                .map_err(|e| Error::internal("lock the shard directory", e))?;
             if config.verify_checksums {
                 verify_checksums(&index)?;
             }
@@ -399,6 +434,7 @@ impl Shard {
             if grew {
                 grow_schema(&index_dir, table.schema())?;
             }
+            drop(lock);
         } else {
             let (table, _) = FieldTable::build(mapping, None)?;
             Index::builder()
@@ -459,6 +495,7 @@ impl Shard {
             last_refresh: AtomicU64::new(tessera_common::time::now_millis() as u64),
             last_search: AtomicU64::new(0),
             failure: Mutex::new(None),
+            writer_closed: Arc::default(),
         };
         if replayed {
             let mut state = shard.lock();
@@ -590,11 +627,13 @@ impl Shard {
     /// into the directory once this returns.
     pub fn close_for_delete(&self, error: Error) {
         let mut state = self.lock();
+        self.translog.close_after_failure(&error.to_string());
         self.failure.lock().unwrap().get_or_insert(error);
         state.pending.clear();
         if let Some(writer) = state.writer.take() {
             let _ = writer.wait_merging_threads();
         }
+        self.writer_closed.store(true, Ordering::Release);
         self.pending_refresh.store(false, Ordering::Release);
     }
 
@@ -627,19 +666,33 @@ impl Shard {
             }
         }
         state.pending.clear();
-        if let Some(writer) = state.writer.take() {
-            // merges still running write into the directory: the writer, and with it its lock
-            // on the directory, goes only once they end, so the shard cannot be opened again
-            // before that (the attempt finds the lock taken and is retried)
-            let closing = std::thread::Builder::new()
-                .name("close-failed-writer".into())
-                .spawn(move || {
-                    let _ = writer.wait_merging_threads();
-                });
-            drop(closing);
+        self.translog.close_after_failure(&error.to_string());
+        match state.writer.take() {
+            Some(writer) => {
+                // merges still running write into the directory: the writer, and with it its
+                // lock on the directory, goes only once they end; the index opens the shard
+                // again only after that (`writer_closed`)
+                let closed = self.writer_closed.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("close-failed-writer".into())
+                    .spawn(move || {
+                        let _ = writer.wait_merging_threads();
+                        closed.store(true, Ordering::Release);
+                    });
+                if spawned.is_err() {
+                    self.writer_closed.store(true, Ordering::Release);
+                }
+            }
+            None => self.writer_closed.store(true, Ordering::Release),
         }
         self.pending_refresh.store(false, Ordering::Release);
         error
+    }
+
+    /// True once the writer of a failed engine has stopped (its merges ended): the shard's files
+    /// can be opened again.
+    pub fn writer_closed(&self) -> bool {
+        self.writer_closed.load(Ordering::Acquire)
     }
 
     /// Commits (a refresh), failing the engine if the commit does not complete: after a failed
@@ -670,6 +723,9 @@ impl Shard {
             prepared.set_payload(&payload.to_string());
             prepared.commit().map_err(tantivy_err("commit the shard"))?;
         }
+        // tantivy renames meta.json into place without syncing the directory afterwards: the
+        // new commit must be durable before the translog generations it covers are deleted
+        translog::sync_dir(&self.path.join("index"))?;
         state
             .reader
             .reload()
@@ -1414,7 +1470,10 @@ impl WriteBatch<'_> {
         if offset > 0 && shard.durability() == Durability::Request {
             if let Err(e) = shard.translog.sync_to(offset) {
                 let mut state = shard.lock();
-                return Err(shard.fail_engine(&mut state, e));
+                let e = shard.fail_engine(&mut state, e);
+                // the shard's own answer when it was closed meanwhile (the index deleted: 404)
+                // or has failed (503), rather than the translog's internal error
+                return Err(shard.check_engine().err().unwrap_or(e));
             }
         }
         Ok(())

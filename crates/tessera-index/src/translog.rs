@@ -252,30 +252,24 @@ struct CheckpointFile {
 }
 
 impl CheckpointFile {
+    /// Creates the checkpoint file whole (temp file, fsync, rename): a crash leaves either no
+    /// checkpoint or a complete one, never an empty file that would read as corruption.
     fn create(dir: &Path, checkpoint: Checkpoint) -> Result<CheckpointFile> {
         let path = dir.join(CHECKPOINT_FILE);
+        let first = Checkpoint {
+            counter: checkpoint.counter + 1,
+            ..checkpoint
+        };
+        let mut slots = [0u8; 2 * SLOT_LEN];
+        let at = (first.counter % 2) as usize * SLOT_LEN;
+        slots[at..at + SLOT_LEN].copy_from_slice(&first.encode());
+        write_atomic(&path, &slots)?;
         let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
             .read(true)
             .write(true)
             .open(&path)
             .map_err(|e| Error::internal(format!("open {}", path.display()), e))?;
-        let mut this = CheckpointFile {
-            file,
-            last: Checkpoint {
-                counter: checkpoint.counter,
-                ..checkpoint
-            },
-        };
-        this.write(
-            checkpoint.generation,
-            checkpoint.offset,
-            checkpoint.min_generation,
-            true,
-        )?;
-        sync_dir(dir)?;
-        Ok(this)
+        Ok(CheckpointFile { file, last: first })
     }
 
     /// Writes the next checkpoint into the slot not holding the last one; `durable` fsyncs it.
@@ -570,7 +564,18 @@ impl Translog {
         expect_existing: bool,
         visit: &mut dyn FnMut(Operation) -> Result<()>,
     ) -> Result<Translog> {
-        for &generation in generations {
+        let mut generations = generations.to_vec();
+        if let Some(&newest) = generations.last() {
+            // a crash between creating a generation and its first checkpoint: it holds at most
+            // its header, nothing was ever appended to it
+            let path = generation_path(dir, newest);
+            if has_header(&path)? && fs::metadata(&path)?.len() <= HEADER_LEN {
+                fs::remove_file(&path)
+                    .map_err(|e| Error::internal("delete an unused translog generation", e))?;
+                generations.pop();
+            }
+        }
+        for &generation in &generations {
             let path = generation_path(dir, generation);
             if has_header(&path)? {
                 return Err(corrupted(
@@ -579,6 +584,7 @@ impl Translog {
                 ));
             }
         }
+        let generations = &generations[..];
         if generations.is_empty() && expect_existing {
             return Err(corrupted(
                 &dir.join(CHECKPOINT_FILE),
@@ -675,6 +681,26 @@ impl Translog {
             .unwrap()
             .get_or_insert_with(|| error.to_string());
         error
+    }
+
+    /// Closes the log after its shard failed: what the append buffer holds goes to the file now
+    /// (async-acknowledged operations, replayed when the shard opens again; a torn record there
+    /// is past the checkpoint and cut off then), the log is poisoned, and nothing is ever
+    /// written through it again — not even when it is dropped, possibly after the shard opened
+    /// the same files anew.
+    pub fn close_after_failure(&self, reason: &str) {
+        self.failure
+            .lock()
+            .unwrap()
+            .get_or_insert_with(|| reason.to_string());
+        let mut current = self.current.lock().unwrap();
+        let _ = current.writer.flush();
+        if let Ok(file) = current.sync_handle.try_clone() {
+            let unflushed =
+                std::mem::replace(&mut current.writer, BufWriter::with_capacity(0, file));
+            // what could not be flushed is dropped here, without another write attempt
+            let _ = unflushed.into_parts();
+        }
     }
 
     /// The failure that poisoned the log, if any.
@@ -1050,6 +1076,39 @@ mod tests {
         fs::write(generation_path(dir.path(), next - 1), stale).unwrap();
         assert!(reopen_ops(dir.path()).unwrap().is_empty());
         assert_eq!(list_generations(dir.path()).unwrap(), [next]);
+    }
+
+    #[test]
+    fn a_crash_while_creating_the_log_is_not_corruption() {
+        // the first generation exists, its checkpoint was never written
+        let dir = tempfile::tempdir().unwrap();
+        Translog::create_generation(dir.path(), 1).unwrap();
+        let (log, ops) = open(dir.path()).unwrap();
+        assert!(ops.is_empty());
+        log.append(&op(1, "a")).unwrap();
+        log.sync().unwrap();
+        drop(log);
+        assert_eq!(reopen_ops(dir.path()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_log_closed_after_a_failure_never_writes_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (log, _) = open(dir.path()).unwrap();
+        let offset = log.append(&op(1, "a")).unwrap();
+        log.sync_to(offset).unwrap();
+        // appended (async durability: acknowledged) but not flushed yet
+        log.append(&op(2, "b")).unwrap();
+        log.close_after_failure("the shard failed");
+        let len = fs::metadata(only_generation(dir.path())).unwrap().len();
+        // what the buffer held reached the file at once, and is replayed
+        assert_eq!(reopen_ops(dir.path()).unwrap().len(), 2);
+        assert!(log.append(&op(3, "c")).is_err());
+        drop(log);
+        assert_eq!(
+            fs::metadata(only_generation(dir.path())).unwrap().len(),
+            len
+        );
     }
 
     #[test]
