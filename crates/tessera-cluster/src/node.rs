@@ -118,8 +118,6 @@ pub struct Node {
     indices: RwLock<BTreeMap<String, Arc<IndexService>>>,
     create_lock: Mutex<()>,
     shutdown: AtomicBool,
-    /// The thread opening the shards found at start, until [`Node::wait_for_shards`] joins it.
-    recovery: Mutex<Option<thread::JoinHandle<()>>>,
 }
 
 fn indices_dir(data: &Path) -> PathBuf {
@@ -230,14 +228,16 @@ impl Node {
             indices: RwLock::new(indices),
             create_lock: Mutex::new(()),
             shutdown: AtomicBool::new(false),
-            recovery: Mutex::new(None),
         });
         let recovering = Arc::downgrade(&node);
         let recovery = thread::Builder::new()
             .name("shard_recovery".into())
-            .spawn(move || open_shards(recovering))
+            .spawn(move || {
+                open_shards(recovering.clone());
+                recover_shards(recovering);
+            })
             .map_err(|e| Error::internal("start the shard recovery", e))?;
-        *node.recovery.lock().unwrap() = Some(recovery);
+        drop(recovery);
         let scheduler = Arc::downgrade(&node);
         thread::Builder::new()
             .name("scheduler".into())
@@ -249,8 +249,16 @@ impl Node {
     /// Waits until every shard found at start has been opened (started or failed); for tests
     /// and tools that need the indices before they serve.
     pub fn wait_for_shards(&self) {
-        if let Some(recovery) = self.recovery.lock().unwrap().take() {
-            let _ = recovery.join();
+        let indices: Vec<Arc<IndexService>> =
+            self.indices.read().unwrap().values().cloned().collect();
+        for index in indices {
+            // an index deleted meanwhile, or a node stopping, leaves its shards unopened
+            while index.is_initializing()
+                && !self.is_shutting_down()
+                && self.index(&index.name()).is_some()
+            {
+                thread::sleep(Duration::from_millis(10));
+            }
         }
     }
 
@@ -573,7 +581,6 @@ impl Node {
         let indices: Vec<Arc<IndexService>> =
             self.indices.read().unwrap().values().cloned().collect();
         for index in indices {
-            index.recover_failed_shards();
             let meta = index.metadata();
             let interval = meta.refresh_interval_millis();
             let explicit = meta.settings.contains("index.refresh_interval");
@@ -617,22 +624,40 @@ impl Node {
     }
 }
 
+/// The indices of the node, or `None` once it is gone or shutting down.
+fn live_indices(node: &std::sync::Weak<Node>) -> Option<Vec<Arc<IndexService>>> {
+    let node = node.upgrade()?;
+    if node.is_shutting_down() {
+        return None;
+    }
+    let indices = node.indices.read().unwrap().values().cloned().collect();
+    Some(indices)
+}
+
 /// Opens the shards of the indices found at start, after the node is up: each replays its
 /// translog, which for a large one takes a while, and the node answers meanwhile (those
 /// shards are initializing: health red, their requests 503, as in OpenSearch).
 fn open_shards(node: std::sync::Weak<Node>) {
-    let Some(indices) = node.upgrade().map(|node| {
-        node.indices
-            .read()
-            .unwrap()
-            .values()
-            .cloned()
-            .collect::<Vec<_>>()
-    }) else {
+    let Some(indices) = live_indices(&node) else {
         return;
     };
     for index in indices {
         index.start_shards(|| node.upgrade().is_none_or(|node| node.is_shutting_down()));
+    }
+}
+
+/// Reopens failed shards (`IndexService::recover_failed_shards`) until the node stops: on a
+/// thread of its own, since opening a shard (checksums, translog replay) can take seconds that
+/// the scheduler's refreshes and syncs must not wait for.
+fn recover_shards(node: std::sync::Weak<Node>) {
+    loop {
+        thread::sleep(Duration::from_millis(200));
+        let Some(indices) = live_indices(&node) else {
+            return;
+        };
+        for index in indices {
+            index.recover_failed_shards();
+        }
     }
 }
 
