@@ -8,6 +8,7 @@ use tessera_common::{Error, Result};
 use tessera_query::{parse_query, QueryAst};
 
 use crate::sort::{parse_sort, SortField};
+pub use crate::source_fields::DocValueField;
 
 /// `track_total_hits`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,13 +44,6 @@ impl Default for SourceSpec {
             excludes: Vec::new(),
         }
     }
-}
-
-/// One `docvalue_fields` entry.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DocValueField {
-    pub field: String,
-    pub format: Option<String>,
 }
 
 /// A parsed search request.

@@ -8,7 +8,14 @@ use tessera_mapping::range::RangeKind;
 use tessera_mapping::values as coerce;
 use tessera_mapping::{FieldTable, FieldType, LeafField, LeafKind};
 
-use crate::request::DocValueField;
+/// One `docvalue_fields` or `fields` entry of a request: a field name or pattern and an
+/// optional format. Defined here, below the request, so that the request's parsing
+/// (`request` → `highlight` → `source_fields`) does not lead back to it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DocValueField {
+    pub field: String,
+    pub format: Option<String>,
+}
 
 /// Every value at a dotted `path` of `source` (through objects, arrays and dotted keys).
 pub fn values_at<'a>(source: &'a Value, path: &str, out: &mut Vec<&'a Value>) {
