@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use tessera_common::breaker::memory_base;
 use tessera_common::{Error, Result};
 
 #[derive(Default)]
@@ -102,24 +103,6 @@ impl IndexingPressure {
             },
             "limit_in_bytes": self.limit
         }})
-    }
-}
-
-/// The memory OpenSearch's percentages apply to here: the machine's memory, or the cgroup's
-/// limit (v2 `memory.max`, v1 `memory.limit_in_bytes`) when lower.
-pub fn memory_base() -> u64 {
-    let (total, _) = crate::process_stats::os_memory();
-    let cgroup = [
-        "/sys/fs/cgroup/memory.max",
-        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-    ]
-    .iter()
-    .filter_map(|path| std::fs::read_to_string(path).ok())
-    .filter_map(|text| text.trim().parse::<u64>().ok())
-    .min();
-    match cgroup {
-        Some(limit) if limit > 0 && (total == 0 || limit < total) => limit,
-        _ => total,
     }
 }
 

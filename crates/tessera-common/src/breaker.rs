@@ -22,6 +22,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Value};
 
+use crate::settings::human_bytes;
 use crate::{Error, Result};
 
 /// OpenSearch's default `indices.breaker.request.limit`.
@@ -238,29 +239,6 @@ pub fn parse_memory_size(value: &str, base: u64, setting: &str) -> Result<u64> {
         return Ok((base as f64 * ratio / 100.0) as u64);
     }
     crate::settings::parse_byte_size(text, setting)
-}
-
-/// Bytes as OpenSearch's `ByteSizeValue` prints them: `5kb`, `972.7mb`, `0b`.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [(&str, u64); 5] = [
-        ("pb", 1 << 50),
-        ("tb", 1 << 40),
-        ("gb", 1 << 30),
-        ("mb", 1 << 20),
-        ("kb", 1 << 10),
-    ];
-    for (unit, size) in UNITS {
-        if bytes >= size {
-            // one decimal, cut rather than rounded (`Strings.format1Decimals`)
-            let tenths = (bytes as f64 / size as f64 * 10.0).floor() as u64;
-            return if tenths.is_multiple_of(10) {
-                format!("{}{unit}", tenths / 10)
-            } else {
-                format!("{}.{}{unit}", tenths / 10, tenths % 10)
-            };
-        }
-    }
-    format!("{bytes}b")
 }
 
 /// The memory the breakers' percentages are of: the machine's memory, or the cgroup's limit

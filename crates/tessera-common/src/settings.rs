@@ -400,6 +400,28 @@ pub fn java_double(value: f64) -> String {
 }
 
 /// Parses a byte size (`100mb`, `1gb`, `512b`, a bare number of bytes).
+/// OpenSearch's human byte sizes (`ByteSizeValue`): `3.3kb`, `379b` (one decimal, truncated, `.0` dropped).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 5] = [
+        ("pb", 1 << 50),
+        ("tb", 1 << 40),
+        ("gb", 1 << 30),
+        ("mb", 1 << 20),
+        ("kb", 1 << 10),
+    ];
+    for (suffix, size) in UNITS {
+        if bytes >= size {
+            let tenths = ((bytes as u128 * 10) / size as u128) as u64;
+            return if tenths.is_multiple_of(10) {
+                format!("{}{suffix}", tenths / 10)
+            } else {
+                format!("{}.{}{suffix}", tenths / 10, tenths % 10)
+            };
+        }
+    }
+    format!("{bytes}b")
+}
+
 pub fn parse_byte_size(value: &str, setting: &str) -> Result<u64> {
     let lower = value.trim().to_ascii_lowercase();
     for (suffix, factor) in [

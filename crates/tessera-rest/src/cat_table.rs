@@ -61,27 +61,7 @@ macro_rules! cell_from_number {
 }
 cell_from_number!(u32, u64, usize, i64);
 
-/// OpenSearch's human byte sizes: `3.3kb`, `379b` (one decimal, truncated, `.0` dropped).
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [(&str, u64); 5] = [
-        ("pb", 1 << 50),
-        ("tb", 1 << 40),
-        ("gb", 1 << 30),
-        ("mb", 1 << 20),
-        ("kb", 1 << 10),
-    ];
-    for (suffix, size) in UNITS {
-        if bytes >= size {
-            let tenths = bytes * 10 / size;
-            return if tenths.is_multiple_of(10) {
-                format!("{}{suffix}", tenths / 10)
-            } else {
-                format!("{}.{}{suffix}", tenths / 10, tenths % 10)
-            };
-        }
-    }
-    format!("{bytes}b")
-}
+pub use tessera_common::settings::human_bytes;
 
 fn bytes_in(unit: &str, bytes: u64) -> Result<String> {
     let divisor: u64 = match unit {

@@ -148,18 +148,26 @@ impl ServeArgs {
 mod tests {
     use super::*;
 
+    /// Arguments naming only a config file.
+    fn file_args(file: PathBuf) -> ServeArgs {
+        ServeArgs {
+            host: None,
+            port: None,
+            data: None,
+            node_name: None,
+            cluster_name: None,
+            config: Some(file),
+        }
+    }
+
     #[test]
     fn config_file_and_flags() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tessera.yml");
         std::fs::write(&file, "# comment\nhttp.port: 9300\nnode.name: n1\npath.data: /tmp/x\nhttp.max_content_length: 10mb\nindexing_pressure.memory.limit: 64kb\nthread_pool.search.queue_size: 5\nthread_pool.write.queue_size: 7\nhttp.max_in_flight_requests: 9\n").unwrap();
         let args = ServeArgs {
-            host: None,
             port: Some(9400),
-            data: None,
-            node_name: None,
-            cluster_name: None,
-            config: Some(file),
+            ..file_args(file)
         };
         let config = args.into_config().unwrap();
         assert_eq!(config.port, 9400, "flags win over the file");
@@ -176,14 +184,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("bad.yml");
         std::fs::write(&file, "bogus.key: 1\n").unwrap();
-        let args = ServeArgs {
-            host: None,
-            port: None,
-            data: None,
-            node_name: None,
-            cluster_name: None,
-            config: Some(file),
-        };
+        let args = file_args(file);
         assert!(args.into_config().is_err());
     }
 
@@ -192,28 +193,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("secure.yml");
         std::fs::write(&file, "security.users_file: /etc/users.yml\nhttp.tls.certificate: \"/c.pem\"\nhttp.tls.key: /k.pem\nhttp.allowed_hosts: a.example.com\n").unwrap();
-        let args = ServeArgs {
-            host: None,
-            port: None,
-            data: None,
-            node_name: None,
-            cluster_name: None,
-            config: Some(file.clone()),
-        };
+        let args = file_args(file.clone());
         let (_, security) = args.into_configs().unwrap();
         assert_eq!(security.users_file, Some(PathBuf::from("/etc/users.yml")));
         assert_eq!(security.tls_certificate, Some(PathBuf::from("/c.pem")));
         assert_eq!(security.tls_key, Some(PathBuf::from("/k.pem")));
         assert_eq!(security.allowed_hosts, vec!["a.example.com"]);
         std::fs::write(&file, "security.allow_insecure_non_loopback: maybe\n").unwrap();
-        let args = ServeArgs {
-            host: None,
-            port: None,
-            data: None,
-            node_name: None,
-            cluster_name: None,
-            config: Some(file),
-        };
+        let args = file_args(file);
         let error = format!("{:#}", args.into_configs().unwrap_err());
         assert!(
             error.contains("secure.yml:1") && error.contains("true or false"),
