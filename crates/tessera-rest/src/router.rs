@@ -8,8 +8,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::http::Method;
-use tessera_cluster::Node;
 use tessera_common::Result;
+use tessera_node::Node;
 
 use crate::request::{decode_path_segment, RestRequest};
 use crate::response::RestResponse;
@@ -31,7 +31,7 @@ pub struct Route {
 macro_rules! handler {
     ($f:path) => {{
         fn boxed(
-            node: std::sync::Arc<tessera_cluster::Node>,
+            node: std::sync::Arc<tessera_node::Node>,
             request: $crate::request::RestRequest,
         ) -> $crate::router::HandlerFuture {
             Box::pin($f(node, request))

@@ -23,8 +23,8 @@ use axum::extract::{Request, State};
 use axum::http::{header, Method};
 use axum::response::Response;
 use axum::Router;
-use tessera_cluster::Node;
 use tessera_common::Error;
+use tessera_node::Node;
 
 use crate::http_guard::{GuardedListener, Rejection, REJECTION_HEADER};
 use crate::request::parse_query_string;
@@ -320,7 +320,7 @@ mod tests {
 
     use super::*;
     use crate::request::RestRequest;
-    use tessera_cluster::NodeConfig;
+    use tessera_node::NodeConfig;
 
     async fn panics(_: Arc<Node>, request: RestRequest) -> tessera_common::Result<RestResponse> {
         if request.param("inline").is_some() {

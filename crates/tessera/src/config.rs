@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use tessera_cluster::NodeConfig;
+use tessera_node::NodeConfig;
 use tessera_rest::security::SecuritySettings;
 
 #[derive(Args, Debug)]
@@ -100,7 +100,7 @@ impl ServeArgs {
                     "http.max_content_length" => config.max_content_length = parse_size(value)?,
                     "indexing_pressure.memory.limit" => {
                         config.indexing_pressure_limit =
-                            tessera_cluster::indexing_pressure::parse_limit(value)
+                            tessera_node::indexing_pressure::parse_limit(value)
                                 .map_err(|e| anyhow::anyhow!("{}", e.reason()))?
                     }
                     "thread_pool.search.queue_size" => {

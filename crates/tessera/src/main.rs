@@ -104,7 +104,7 @@ fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
         tessera_rest::security::Security::load(&security, address).map_err(anyhow::Error::msg)?,
     );
     let data: PathBuf = config.data_path.clone();
-    let node = tessera_cluster::Node::start(config)
+    let node = tessera_node::Node::start(config)
         .with_context(|| format!("start the node on data directory {}", data.display()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -7,9 +7,9 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use tessera_cluster::Node;
 use tessera_common::{Error, Result};
 use tessera_index::index_service::{ShardFailure, ShardSlot};
+use tessera_node::Node;
 
 use crate::request::RestRequest;
 use crate::response::RestResponse;

@@ -10,11 +10,11 @@ use axum::body::Bytes;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use tessera_cluster::Node;
 use tessera_common::ids::index_id_problems;
 use tessera_common::{Error, Result};
 use tessera_index::index_service::{IndexMetadata, UpdateRequest};
 use tessera_index::{Conditions, DocWrite, DocWriteResult, IndexService, WriteOutcome};
+use tessera_node::Node;
 
 use super::{refresh_param, Refresh};
 use crate::request::RestRequest;

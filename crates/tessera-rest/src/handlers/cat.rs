@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use tessera_cluster::process_stats;
-use tessera_cluster::Node;
 use tessera_common::Result;
 use tessera_index::index_service::{ShardFailure, ShardSlot};
+use tessera_node::process_stats;
+use tessera_node::Node;
 
 use super::resolve_options;
 use crate::cat_table::{col, render, Cell, Column};
@@ -118,7 +118,7 @@ pub async fn indices(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
             for index in indices {
                 let meta = index.metadata();
                 let health =
-                    tessera_cluster::health::IndexHealth::of(&meta, Node::primary_states(&index));
+                    tessera_node::health::IndexHealth::of(&meta, Node::primary_states(&index));
                 if health_filter
                     .as_deref()
                     .is_some_and(|h| h != health.status.as_str())

@@ -4,11 +4,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tessera_cluster::cluster_settings::render_update;
-use tessera_cluster::health::Status;
-use tessera_cluster::Node;
 use tessera_common::settings::Settings;
 use tessera_common::{Error, Result};
+use tessera_node::cluster_settings::render_update;
+use tessera_node::health::Status;
+use tessera_node::Node;
 
 use crate::request::RestRequest;
 use crate::response::RestResponse;

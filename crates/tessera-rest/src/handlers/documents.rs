@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use tessera_cluster::Node;
 use tessera_common::ids::index_id_problems;
 use tessera_common::{Error, Result};
 use tessera_index::{Conditions, DocWrite, IndexService, StoredDoc};
 use tessera_mapping::SourceFilter;
+use tessera_node::Node;
 use tessera_search::request::{parse_source_spec, SourceSpec};
 
 use super::bulk::{execute, parse_update, status_of, write_json, Item};

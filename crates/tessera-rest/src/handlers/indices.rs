@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use tessera_cluster::Node;
 use tessera_common::settings::Settings;
 use tessera_common::{Error, Result};
 use tessera_index::index_service::render_index;
 use tessera_index::IndexService;
 use tessera_mapping::Mapping;
+use tessera_node::Node;
 
 use super::resolve_options;
 use crate::request::RestRequest;
@@ -80,7 +80,7 @@ pub async fn create(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
 pub async fn get(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let expression = index_expression(&request);
     if !expression.contains('*') && !expression.contains(',') && expression != "_all" {
-        tessera_cluster::resolve::validate_index_name(expression).map_err(|e| {
+        tessera_node::resolve::validate_index_name(expression).map_err(|e| {
             if expression.starts_with('_') {
                 Error::invalid_index_name(expression, "must not start with '_'.")
             } else {

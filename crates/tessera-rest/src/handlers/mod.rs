@@ -12,8 +12,8 @@ pub mod root;
 pub mod search;
 pub mod stats;
 
-use tessera_cluster::ResolveOptions;
 use tessera_common::{Error, Result};
+use tessera_node::ResolveOptions;
 
 use crate::request::RestRequest;
 

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use tessera_cluster::process_stats;
-use tessera_cluster::Node;
 use tessera_common::{Error, Result};
 use tessera_index::stats::ShardStats;
 use tessera_index::IndexService;
+use tessera_node::process_stats;
+use tessera_node::Node;
 
 use crate::request::RestRequest;
 use crate::response::RestResponse;

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use tessera_cluster::Node;
 use tessera_common::Result;
+use tessera_node::Node;
 
 use crate::request::RestRequest;
 use crate::response::RestResponse;

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tessera_aggs::{InternalAggregations, RenderContext};
-use tessera_cluster::Node;
 use tessera_common::{Error, Result};
 use tessera_index::IndexService;
+use tessera_node::Node;
 use tessera_query::ast::{Operator, QueryAst, QueryStringQuery};
 use tessera_search::coordinator::{HitsSection, ShardsSummary};
 use tessera_search::request::{

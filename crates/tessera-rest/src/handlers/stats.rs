@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use tessera_cluster::Node;
 use tessera_common::{Error, Result};
 use tessera_index::IndexService;
+use tessera_node::Node;
 
 use super::nodes::indices_stats;
 use super::resolve_options;

@@ -27,7 +27,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use axum::Router;
 use serde_json::json;
-use tessera_cluster::Node;
+use tessera_node::Node;
 
 use crate::http_guard::GuardedListener;
 use tessera_common::Error;
