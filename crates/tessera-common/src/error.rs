@@ -357,6 +357,84 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// An [`Error`] as it crosses the wire (a shard failure sent back to the coordinating node):
+/// plain data in a fixed shape, so that binary formats without self-description (postcard)
+/// carry it; metadata values travel as JSON text.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct WireError {
+    kind: String,
+    status: u16,
+    reason: String,
+    metadata: Vec<(String, String)>,
+    caused_by: Option<Box<WireError>>,
+    root_causes: Option<Vec<WireError>>,
+}
+
+impl From<&Error> for WireError {
+    fn from(error: &Error) -> WireError {
+        WireError {
+            kind: error.kind.to_string(),
+            status: error.status,
+            reason: error.reason.clone(),
+            metadata: error
+                .metadata
+                .iter()
+                .map(|(key, value)| (key.clone(), value.to_string()))
+                .collect(),
+            caused_by: error.caused_by.as_deref().map(|c| Box::new(c.into())),
+            root_causes: error
+                .root_causes
+                .as_ref()
+                .map(|causes| causes.iter().map(WireError::from).collect()),
+        }
+    }
+}
+
+impl From<WireError> for Error {
+    fn from(wire: WireError) -> Error {
+        let mut error = Error::new(wire.kind, wire.status, wire.reason);
+        for (key, text) in wire.metadata {
+            let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+            error = error.with_meta(key, value);
+        }
+        if let Some(cause) = wire.caused_by {
+            error = error.caused_by((*cause).into());
+        }
+        if let Some(causes) = wire.root_causes {
+            error = error.with_root_causes(causes.into_iter().map(Error::from).collect());
+        }
+        error
+    }
+}
+
+impl serde::Serialize for Error {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        WireError::from(self).serialize(serializer)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Error {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Error, D::Error> {
+        WireError::deserialize(deserializer).map(Error::from)
+    }
+}
+
+impl Error {
+    /// Whether a shard request that failed with this error may succeed on another copy of the
+    /// shard: not when the request itself is wrong (a 4xx, which every copy answers alike),
+    /// but when this copy could not serve it (a 5xx, a rejection under load, a shard that is
+    /// not active here). The body key is not carried over the wire.
+    pub fn is_retryable_on_another_copy(&self) -> bool {
+        matches!(self.status, 429 | 500..=599)
+            || matches!(
+                self.kind.as_ref(),
+                "unavailable_shards_exception"
+                    | "no_shard_available_action_exception"
+                    | "shard_not_found_exception"
+            )
+    }
+}
+
 impl From<std::io::Error> for Error {
     fn from(error: std::io::Error) -> Self {
         Error::new("i_o_exception", 500, error.to_string())
@@ -366,6 +444,33 @@ impl From<std::io::Error> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_round_trip_through_a_binary_encoding() {
+        let error = Error::new("search_phase_execution_exception", 503, "all shards failed")
+            .with_meta("phase", "query")
+            .with_meta("grouped", true)
+            .with_meta("failed_shards", json!([{"shard": 0, "index": "i"}]))
+            .caused_by(Error::index_not_found("i").caused_by(Error::illegal_argument("deep")))
+            .with_root_causes(vec![Error::parsing("a"), Error::illegal_state("b")]);
+        let bytes = postcard::to_allocvec(&error).unwrap();
+        let back: Error = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(back.to_body(), error.to_body());
+        assert_eq!(back, error);
+        let text = serde_json::to_string(&error).unwrap();
+        assert_eq!(serde_json::from_str::<Error>(&text).unwrap(), error);
+    }
+
+    #[test]
+    fn only_failures_of_the_copy_are_retried_elsewhere() {
+        assert!(!Error::parsing("bad query").is_retryable_on_another_copy());
+        assert!(!Error::index_not_found("i").is_retryable_on_another_copy());
+        assert!(Error::internal("read a segment", "io").is_retryable_on_another_copy());
+        assert!(
+            Error::new("rejected_execution_exception", 429, "full").is_retryable_on_another_copy()
+        );
+        assert!(Error::new("unavailable_shards_exception", 503, "x").is_retryable_on_another_copy());
+    }
 
     #[test]
     fn index_not_found_renders_like_opensearch() {
