@@ -18,8 +18,8 @@ use tessera_mapping::{parse_json_document, FieldMapping, FieldTable, Json, Mappi
 
 use crate::index_settings::{self, default_routing_shards, VERSION_CREATED};
 use crate::shard::{
-    Conditions, Durability, PreparedDoc, Shard, ShardConfig, StoredDoc, WriteBatch, WriteOutcome,
-    Written,
+    shard_not_active, Conditions, Durability, PreparedDoc, Shard, ShardConfig, StoredDoc,
+    WriteBatch, WriteOutcome, Written,
 };
 use crate::translog::write_atomic;
 
@@ -298,6 +298,43 @@ impl Default for NodeResources {
     }
 }
 
+/// The error of a write to an index under a write block, if it has one: the flood-stage block
+/// (or `read_only_allow_delete` set by hand) is OpenSearch's 429, retry later; `write` and
+/// `read_only` are 403.
+fn write_block(meta: &IndexMetadata) -> Option<Error> {
+    let name = &meta.name;
+    if meta.setting("index.blocks.read_only_allow_delete") == "true" {
+        return Some(Error::new(
+            "cluster_block_exception",
+            429,
+            format!(
+                "index [{name}] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];"
+            ),
+        ));
+    }
+    if meta.setting("index.blocks.write") == "true"
+        || meta.setting("index.blocks.read_only") == "true"
+    {
+        return Some(Error::new(
+            "cluster_block_exception",
+            403,
+            format!("index [{name}] blocked by: [FORBIDDEN/8/index write (api)];"),
+        ));
+    }
+    None
+}
+
+/// A slot as requests see it: a started shard whose engine failed is failed.
+fn slot_view(slot: &ShardSlot) -> ShardSlot {
+    match slot {
+        ShardSlot::Started(shard) => match shard.failure() {
+            None => slot.clone(),
+            Some(error) => ShardSlot::Failed(ShardFailure::new(error, 0)),
+        },
+        ShardSlot::Initializing | ShardSlot::Failed(_) => slot.clone(),
+    }
+}
+
 /// Opens shard `shard_id` of the index at `path`; a shard that cannot open becomes a failed
 /// slot with the reason, logged.
 fn open_shard(
@@ -500,26 +537,7 @@ impl IndexService {
 
     /// Every shard, started or failed, by shard id.
     pub fn shard_slots(&self) -> Vec<ShardSlot> {
-        self.shards
-            .read()
-            .unwrap()
-            .iter()
-            .map(|slot| match slot {
-                ShardSlot::Started(shard) => match shard.failure() {
-                    None => slot.clone(),
-                    Some(error) => ShardSlot::Failed(ShardFailure::new(error, 0)),
-                },
-                ShardSlot::Initializing | ShardSlot::Failed(_) => slot.clone(),
-            })
-            .collect()
-    }
-
-    /// How many shards are failed.
-    pub fn failed_shard_count(&self) -> u32 {
-        self.shard_slots()
-            .iter()
-            .filter(|slot| matches!(slot, ShardSlot::Failed(_)))
-            .count() as u32
+        self.shards.read().unwrap().iter().map(slot_view).collect()
     }
 
     /// True while some shard has not been opened yet.
@@ -531,30 +549,27 @@ impl IndexService {
             .any(|slot| matches!(slot, ShardSlot::Initializing))
     }
 
-    /// The started shard `id`, or OpenSearch's error for a shard that is not active.
+    /// The started shard `id`, or OpenSearch's error for a shard that is not active. Called for
+    /// every shard request: it looks at that one slot only.
     pub fn shard(&self, id: u32) -> Result<Arc<Shard>> {
-        let name = self.name();
-        match self.shard_slots().into_iter().nth(id as usize) {
+        let slot = self.shards.read().unwrap().get(id as usize).map(slot_view);
+        match slot {
             Some(ShardSlot::Started(shard)) => Ok(shard),
-            Some(ShardSlot::Initializing) => Err(Error::new(
-                "unavailable_shards_exception",
-                503,
-                format!(
-                    "[{name}][{id}] primary shard is not active: the shard is initializing (replaying its translog)"
-                ),
+            Some(ShardSlot::Initializing) => Err(shard_not_active(
+                &self.name(),
+                id,
+                "the shard is initializing (replaying its translog)",
             )),
             // deleted while a request was running
             Some(ShardSlot::Failed(failure)) if failure.error.status() == 404 => Err(failure.error),
-            Some(ShardSlot::Failed(failure)) => Err(Error::new(
-                "unavailable_shards_exception",
-                503,
-                format!(
-                    "[{name}][{id}] primary shard is not active: the shard failed ({})",
-                    failure.error.reason()
-                ),
+            Some(ShardSlot::Failed(failure)) => Err(shard_not_active(
+                &self.name(),
+                id,
+                &format!("the shard failed ({})", failure.error.reason()),
             )),
             None => Err(Error::illegal_state(format!(
-                "[{name}] has no shard [{id}]"
+                "[{}] has no shard [{id}]",
+                self.name()
             ))),
         }
     }
@@ -773,31 +788,7 @@ impl IndexService {
             Ok(shard) => shard,
             Err(e) => return Ok(items.iter().map(|_| Err(e.clone())).collect()),
         };
-        if self
-            .metadata()
-            .setting("index.blocks.read_only_allow_delete")
-            == "true"
-        {
-            // the flood-stage block (or one set by hand): OpenSearch's 429, retry later
-            let name = self.name();
-            let blocked = Error::new(
-                "cluster_block_exception",
-                429,
-                format!(
-                    "index [{name}] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];"
-                ),
-            );
-            return Ok(items.iter().map(|_| Err(blocked.clone())).collect());
-        }
-        if self.metadata().setting("index.blocks.write") == "true"
-            || self.metadata().setting("index.blocks.read_only") == "true"
-        {
-            let name = self.name();
-            let blocked = Error::new(
-                "cluster_block_exception",
-                403,
-                format!("index [{name}] blocked by: [FORBIDDEN/8/index write (api)];"),
-            );
+        if let Some(blocked) = write_block(&self.metadata()) {
             return Ok(items.iter().map(|_| Err(blocked.clone())).collect());
         }
         // parse index requests before taking the shard lock, so requests parse in parallel

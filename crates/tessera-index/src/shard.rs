@@ -295,6 +295,16 @@ pub struct Shard {
     writer_closed: Arc<std::sync::atomic::AtomicBool>,
 }
 
+/// OpenSearch's answer to a request for a shard that is not started here (failed, or still
+/// opening): 503 `unavailable_shards_exception`, saying why.
+pub fn shard_not_active(index: &str, shard_id: u32, why: &str) -> Error {
+    Error::new(
+        "unavailable_shards_exception",
+        503,
+        format!("[{index}][{shard_id}] primary shard is not active: {why}"),
+    )
+}
+
 fn writer_closed() -> Error {
     Error::new(
         "engine_closed_exception",
@@ -639,15 +649,10 @@ impl Shard {
 
     /// What a request addressed to this shard gets while its engine is failed.
     fn unavailable(&self, cause: Error) -> Error {
-        Error::new(
-            "unavailable_shards_exception",
-            503,
-            format!(
-                "[{}][{}] primary shard is not active: the shard failed ({})",
-                self.index_name,
-                self.shard_id,
-                cause.reason()
-            ),
+        shard_not_active(
+            &self.index_name,
+            self.shard_id,
+            &format!("the shard failed ({})", cause.reason()),
         )
     }
 
