@@ -64,7 +64,7 @@ impl Watermark {
     pub fn parse(key: &str, value: &str) -> Result<Watermark> {
         let bad = || {
             Error::illegal_argument(format!(
-                "unable to consider disk watermark setting [{key}] with value [{value}] as a percentage, ratio or byte size"
+                "failed to parse setting [{key}] with value [{value}] as a size in bytes: unit is missing or unrecognized"
             ))
         };
         let share = |s: &str| s.parse::<f64>().ok().filter(|v| v.is_finite());

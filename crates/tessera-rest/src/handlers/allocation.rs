@@ -27,9 +27,11 @@ fn parse_target(body: &Value) -> Result<Option<Target>> {
     };
     for key in object.keys() {
         if !["index", "shard", "primary", "current_node"].contains(&key.as_str()) {
-            return Err(Error::parsing(format!(
-                "[cluster/allocation/explain] unknown field [{key}]"
-            )));
+            return Err(Error::new(
+                "x_content_parse_exception",
+                400,
+                format!("[cluster/allocation/explain] unknown field [{key}]"),
+            ));
         }
     }
     let index = object.get("index").and_then(Value::as_str);
@@ -42,9 +44,19 @@ fn parse_target(body: &Value) -> Result<Option<Target>> {
             shard: shard as u32,
             primary,
         })),
-        _ => Err(Error::illegal_argument(
-            "No shard was specified in the explain API request, or the specification was incomplete: the index, shard and primary fields are required",
-        )),
+        // OpenSearch's validation: every missing field named
+        _ => {
+            let missing: Vec<String> = [
+                ("index", index.is_none()),
+                ("shard", shard.is_none()),
+                ("primary", primary.is_none()),
+            ]
+            .iter()
+            .filter(|(_, missing)| *missing)
+            .map(|(name, _)| format!("{name} must be specified"))
+            .collect();
+            Err(Error::action_request_validation(&missing))
+        }
     }
 }
 
@@ -125,6 +137,7 @@ fn unassigned_replica(node: &Node, index: &str, shard: u32, created: i64) -> Val
             "node_name": node.config.name,
             "transport_address": format!("{}:9300", node.config.host),
             "node_decision": "no",
+            "weight_ranking": 1,
             "deciders": [{
                 "decider": "same_shard",
                 "decision": "NO",
@@ -222,12 +235,13 @@ pub async fn explain(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
         Some(body) => parse_target(&body)?,
         None => None,
     };
+    let include_yes = request.param_bool("include_yes_decisions", false)?;
     let answer = match target {
         Some(target) => explain_copy(&node, &target)?,
         None => first_unassigned(&node).ok_or_else(|| {
-            Error::illegal_argument(
-                "No shard was specified in the explain API request, so this request explains a randomly chosen unassigned shard. There are no unassigned shards in this cluster, so this request is invalid.",
-            )
+            Error::illegal_argument(format!(
+                "unable to find any unassigned shards to explain [ClusterAllocationExplainRequest[useAnyUnassignedShard=true,includeYesDecisions?={include_yes}]"
+            ))
         })?,
     };
     Ok(RestResponse::ok(answer))
@@ -247,11 +261,20 @@ mod tests {
             (target.index.as_str(), target.shard, target.primary),
             ("a", 2, false)
         );
+        // OpenSearch 2.19's answers, checked on the reference node
         let e = parse_target(&json!({"index": "a"})).err().unwrap();
-        assert_eq!(e.kind(), "illegal_argument_exception");
+        assert_eq!(e.kind(), "action_request_validation_exception");
+        assert_eq!(
+            e.reason(),
+            "Validation Failed: 1: shard must be specified;2: primary must be specified;"
+        );
         let e = parse_target(&json!({"index": "a", "bogus": 1}))
             .err()
             .unwrap();
-        assert_eq!(e.kind(), "parsing_exception");
+        assert_eq!(e.kind(), "x_content_parse_exception");
+        assert_eq!(
+            e.reason(),
+            "[cluster/allocation/explain] unknown field [bogus]"
+        );
     }
 }
