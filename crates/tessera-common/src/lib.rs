@@ -6,6 +6,7 @@ pub mod breaker;
 pub mod error;
 pub mod ids;
 pub mod murmur3;
+pub mod params;
 pub mod settings;
 pub mod threadpool;
 pub mod time;

@@ -8,7 +8,9 @@ pub mod indexing_pressure;
 pub mod node;
 pub mod process_stats;
 pub mod resolve;
+pub mod search_service;
 
 pub use indexing_pressure::{IndexingPermit, IndexingPressure};
-pub use node::{Node, NodeConfig};
+pub use node::{Node, NodeConfig, ShardTransport};
 pub use resolve::ResolveOptions;
+pub use search_service::{SearchService, SearchTarget};

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -23,13 +23,17 @@ use tessera_index::translog::write_atomic;
 use tessera_index::{IndexService, NodeResources};
 use tessera_mapping::Mapping;
 use tessera_search::concurrent::{ConcurrencySettings, SliceExecutor};
-use tessera_search::{LocalShard, ShardSearcher};
+use tessera_search::reader_context::DEFAULT_KEEP_ALIVE;
+use tessera_search::{
+    LocalShard, LoopbackShard, ReaderContexts, ShardGroup, ShardSearcher, ShardServices,
+};
 
 use crate::cluster_settings::ClusterSettings;
 use crate::health::{Health, IndexHealth, PrimaryState, Status};
 use crate::indexing_pressure::IndexingPressure;
 use crate::process_stats::{cores, CpuSampler};
 use crate::resolve::{resolve_names, validate_index_name, ResolveOptions};
+use crate::search_service::SearchService;
 
 /// How a node is started.
 #[derive(Clone, Debug)]
@@ -52,6 +56,29 @@ pub struct NodeConfig {
     /// `http.max_in_flight_requests`: requests handled at once before the REST layer answers
     /// 429 (Tessera's own bound; OpenSearch has none besides its pools' queues).
     pub max_in_flight_requests: usize,
+    /// `transport.shard_requests`: how the coordinator reaches this node's shards.
+    pub shard_transport: ShardTransport,
+}
+
+/// How the coordinator reaches the shards of its own node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShardTransport {
+    /// A direct call, sharing the parsed request (the default).
+    #[default]
+    Local,
+    /// Every shard request and answer through the wire encoding, as a remote shard would get
+    /// them (Tessera's tests run the suites both ways).
+    Loopback,
+}
+
+impl ShardTransport {
+    pub fn parse(text: &str) -> Option<ShardTransport> {
+        match text {
+            "local" => Some(ShardTransport::Local),
+            "loopback" => Some(ShardTransport::Loopback),
+            _ => None,
+        }
+    }
 }
 
 impl Default for NodeConfig {
@@ -69,6 +96,7 @@ impl Default for NodeConfig {
             search_queue_size: 1000,
             write_queue_size: 10_000,
             max_in_flight_requests: 4096,
+            shard_transport: ShardTransport::Local,
         }
     }
 }
@@ -109,6 +137,8 @@ pub struct Node {
     pub pools: ThreadPools,
     /// Runs shard requests' slices on the `index_searcher` pool.
     pub slice_executor: Arc<SliceExecutor>,
+    /// What this node's shards run their requests with (pools, reader contexts, breaker).
+    pub shard_services: Arc<ShardServices>,
     pub cluster_settings: ClusterSettings,
     pub cpu: Arc<CpuSampler>,
     /// Bytes of write requests in flight, bounded by `indexing_pressure.memory.limit`.
@@ -213,21 +243,36 @@ impl Node {
             cores_count,
             external_load,
         ));
-        let node = Arc::new(Node {
-            config,
-            node_id,
-            started_millis: tessera_common::time::now_millis(),
-            pools,
-            slice_executor,
-            cluster_settings,
-            cpu,
-            indexing_pressure,
-            breakers: Arc::new(CircuitBreakerService::new(
+        let node = Arc::new_cyclic(|node: &Weak<Node>| {
+            let breaker_node = node.clone();
+            let breakers = Arc::new(CircuitBreakerService::new(
                 tessera_common::breaker::memory_base(),
-            )),
-            indices: RwLock::new(indices),
-            create_lock: Mutex::new(()),
-            shutdown: AtomicBool::new(false),
+            ));
+            let fallback = breakers.clone();
+            let shard_services = Arc::new(ShardServices {
+                executor: slice_executor.clone(),
+                pool: pools.search.clone(),
+                contexts: Arc::new(ReaderContexts::new(DEFAULT_KEEP_ALIVE)),
+                breaker: Some(Arc::new(move || match breaker_node.upgrade() {
+                    Some(node) => node.request_breaker(),
+                    None => fallback.request(),
+                })),
+            });
+            Node {
+                config,
+                node_id,
+                started_millis: tessera_common::time::now_millis(),
+                pools,
+                slice_executor,
+                shard_services,
+                cluster_settings,
+                cpu,
+                indexing_pressure,
+                breakers,
+                indices: RwLock::new(indices),
+                create_lock: Mutex::new(()),
+                shutdown: AtomicBool::new(false),
+            }
         });
         let recovering = Arc::downgrade(&node);
         let recovery = thread::Builder::new()
@@ -421,6 +466,11 @@ impl Node {
         Ok(())
     }
 
+    /// The search service over this node.
+    pub fn search_service(self: &Arc<Self>) -> SearchService {
+        SearchService::new(self.clone())
+    }
+
     /// The indices an expression names.
     pub fn resolve(
         &self,
@@ -435,20 +485,48 @@ impl Node {
             .collect())
     }
 
-    /// One searchable copy per shard of each index, in request order.
-    pub fn shard_targets(&self, indices: &[Arc<IndexService>]) -> Vec<Arc<dyn ShardSearcher>> {
-        let mut targets: Vec<Arc<dyn ShardSearcher>> = Vec::new();
+    /// The shards of `indices` to search, in request order, each with its copies (one, the
+    /// primary on this node, until replicas exist); only those `routing` selects when given.
+    pub fn shard_groups(
+        &self,
+        indices: &[Arc<IndexService>],
+        routing: Option<&str>,
+    ) -> Vec<ShardGroup> {
+        let values: Option<Vec<&str>> = routing.map(|r| {
+            r.split(',')
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+                .collect()
+        });
+        let mut groups = Vec::new();
         for index in indices {
-            for shard in 0..index.metadata().number_of_shards {
-                targets.push(Arc::new(LocalShard::new(
+            let shards: Vec<u32> = match &values {
+                None => (0..index.metadata().number_of_shards).collect(),
+                Some(values) => {
+                    let mut ids: Vec<u32> = values
+                        .iter()
+                        .map(|r| index.shard_for("", Some(r)))
+                        .collect();
+                    ids.sort_unstable();
+                    ids.dedup();
+                    ids
+                }
+            };
+            for shard in shards {
+                let local: Arc<dyn ShardSearcher> = Arc::new(LocalShard::new(
                     index.clone(),
                     shard,
                     &self.node_id,
-                    self.slice_executor.clone(),
-                )));
+                    self.shard_services.clone(),
+                ));
+                let copy = match self.config.shard_transport {
+                    ShardTransport::Local => local,
+                    ShardTransport::Loopback => Arc::new(LoopbackShard::new(local)),
+                };
+                groups.push(ShardGroup::single(copy));
             }
         }
-        targets
+        groups
     }
 
     /// Health of the named indices (all when `None`).
@@ -577,6 +655,7 @@ impl Node {
 
     /// Runs one round of background work (refreshes, syncs, flushes); called by the scheduler.
     pub fn background_round(&self, last_sync: &mut HashMap<String, Instant>) {
+        self.shard_services.contexts.reap_expired();
         let now = tessera_common::time::now_millis() as u64;
         let indices: Vec<Arc<IndexService>> =
             self.indices.read().unwrap().values().cloned().collect();
@@ -735,8 +814,11 @@ mod tests {
         );
         assert_eq!(node.index_names(), ["logs-1", "logs-2"]);
         assert_eq!(
-            node.shard_targets(&node.resolve("logs-*", &ResolveOptions::default()).unwrap())
-                .len(),
+            node.shard_groups(
+                &node.resolve("logs-*", &ResolveOptions::default()).unwrap(),
+                None
+            )
+            .len(),
             2
         );
         node.delete_indices("logs-1", &ResolveOptions::default())

@@ -7,6 +7,7 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::http::Method;
 use serde_json::Value;
+use tessera_common::params::ParamMap;
 use tessera_common::{Error, Result};
 
 /// Parameters every route accepts.
@@ -130,44 +131,20 @@ impl RestRequest {
     }
 
     pub fn param(&self, name: &str) -> Option<&str> {
-        self.params.get(name).map(String::as_str)
+        self.params.param(name)
     }
 
     /// A boolean parameter: a bare flag or `true` is true; OpenSearch rejects other values.
     pub fn param_bool(&self, name: &str, default: bool) -> Result<bool> {
-        match self.param(name) {
-            None => Ok(default),
-            Some("" | "true") => Ok(true),
-            Some("false") => Ok(false),
-            Some(other) => Err(Error::illegal_argument(format!(
-                "Failed to parse value [{other}] as only [true] or [false] are allowed."
-            ))),
-        }
+        self.params.param_bool(name, default)
     }
 
     pub fn param_i64(&self, name: &str) -> Result<Option<i64>> {
-        match self.param(name) {
-            None => Ok(None),
-            Some(text) => text.trim().parse::<i64>().map(Some).map_err(|_| {
-                Error::illegal_argument(format!(
-                    "Failed to parse int parameter [{name}] with value [{text}]"
-                ))
-                .caused_by(Error::new(
-                    "number_format_exception",
-                    400,
-                    format!("For input string: \"{text}\""),
-                ))
-            }),
-        }
+        self.params.param_i64(name)
     }
 
     pub fn param_time(&self, name: &str) -> Result<Option<Duration>> {
-        match self.param(name) {
-            None => Ok(None),
-            Some(text) => {
-                Ok(tessera_common::time::parse_time_value(text, name)?.map(Duration::from_millis))
-            }
-        }
+        self.params.param_time(name)
     }
 
     /// Rejects parameters the route does not know, with OpenSearch's message.

@@ -38,6 +38,15 @@ macro_rules! handler {
         }
         boxed as $crate::router::Handler
     }};
+    (search: $f:path) => {{
+        fn boxed(
+            node: std::sync::Arc<tessera_node::Node>,
+            request: $crate::request::RestRequest,
+        ) -> $crate::router::HandlerFuture {
+            Box::pin($f(node.search_service(), request))
+        }
+        boxed as $crate::router::Handler
+    }};
 }
 
 /// What matching a request found.

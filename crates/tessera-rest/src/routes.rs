@@ -405,25 +405,25 @@ pub fn all() -> Vec<Route> {
             methods: &[GET, POST],
             pattern: "/_search",
             params: SEARCH,
-            handler: handler!(search::search),
+            handler: handler!(search: search::search),
         },
         Route {
             methods: &[GET, POST],
             pattern: "/{index}/_search",
             params: SEARCH,
-            handler: handler!(search::search),
+            handler: handler!(search: search::search),
         },
         Route {
             methods: &[GET, POST],
             pattern: "/_count",
             params: COUNT,
-            handler: handler!(search::count),
+            handler: handler!(search: search::count),
         },
         Route {
             methods: &[GET, POST],
             pattern: "/{index}/_count",
             params: COUNT,
-            handler: handler!(search::count),
+            handler: handler!(search: search::count),
         },
         // documents
         Route {

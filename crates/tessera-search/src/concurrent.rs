@@ -28,11 +28,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
 
 /// `search.concurrent_segment_search.mode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ConcurrentMode {
     None,
     All,
@@ -51,7 +52,7 @@ impl ConcurrentMode {
 }
 
 /// The concurrency settings explicitly set at one level (cluster or index).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConcurrencySettings {
     /// `*.concurrent_segment_search.mode`, or the deprecated `*.enabled` (true → all,
     /// false → none) when only that one is set.

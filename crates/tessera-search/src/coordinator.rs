@@ -6,8 +6,11 @@
 //! all shards give `search_phase_execution_exception`, as in OpenSearch.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -17,21 +20,13 @@ use tessera_aggs::{InternalAggregations, RenderContext};
 use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
 
-use crate::fetch::FetchSpec;
 use crate::hits::{reduce, HitSort};
+use crate::messages::{
+    QuerySearchResult, ReaderContextId, SearchSource, ShardFetchRequest, ShardSearchRequest,
+};
 use crate::request::{SearchRequest, TrackTotalHits};
-use crate::shard::{ShardQueryResult, ShardRequest, ShardSearcher};
+use crate::shard::ShardSearcher;
 use crate::sort::render_sort_value;
-
-/// The `(segment, doc)` of a shard's hits `from..k` (its sorted best `k`): with a single shard,
-/// the final page.
-fn page_docs(hits: &[crate::hits::ShardHit], from: usize, k: usize) -> Vec<(u32, u32)> {
-    hits.iter()
-        .take(k)
-        .skip(from)
-        .map(|h| (h.segment_ord, h.doc))
-        .collect()
-}
 
 /// Response options from URL parameters.
 #[derive(Clone, Copy, Debug, Default)]
@@ -40,7 +35,7 @@ pub struct ResponseOptions {
     pub total_hits_as_int: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct ShardsSummary {
     pub total: usize,
     pub successful: usize,
@@ -103,6 +98,37 @@ pub struct SearchResponse {
     pub profile: Option<Value>,
 }
 
+impl SearchResponse {
+    /// The answer to a search over no shard (no index matched, or `routing` selected none).
+    pub fn empty(search: &SearchRequest, options: ResponseOptions) -> Result<SearchResponse> {
+        let total = match search.track_total_hits {
+            TrackTotalHits::Disabled => None,
+            _ if options.total_hits_as_int => Some(json!(0)),
+            _ => Some(json!({"value": 0, "relation": "eq"})),
+        };
+        let aggregations = match &search.aggs {
+            None => None,
+            Some(requests) => Some(
+                InternalAggregations::empty(requests)
+                    .render(requests, &mut RenderContext::new(search.max_buckets))?,
+            ),
+        };
+        Ok(SearchResponse {
+            took: 0,
+            timed_out: false,
+            terminated_early: None,
+            _shards: ShardsSummary::default(),
+            hits: HitsSection {
+                total,
+                max_score: Some(0.0),
+                hits: Vec::new(),
+            },
+            aggregations,
+            profile: None,
+        })
+    }
+}
+
 fn finite(score: f32) -> Option<f32> {
     score.is_finite().then_some(score)
 }
@@ -143,117 +169,229 @@ fn failure_json(shard: &Arc<dyn ShardSearcher>, error: &Error) -> Value {
     json!({"shard": shard.shard_id(), "index": shard.index_name(), "node": shard.node_id(), "reason": error.to_json()})
 }
 
-/// Runs a search over `targets` (one copy per shard, in the order that breaks ties).
+/// One shard of a search: its copies, in the order to try them. The query goes to the first
+/// copy; a failure that another copy may not share (see
+/// [`Error::is_retryable_on_another_copy`]) moves on to the next — replica choice is the order
+/// of this list, failover is walking it.
+#[derive(Clone)]
+pub struct ShardGroup {
+    pub copies: Vec<Arc<dyn ShardSearcher>>,
+}
+
+impl ShardGroup {
+    /// A shard with one copy.
+    pub fn single(copy: Arc<dyn ShardSearcher>) -> ShardGroup {
+        ShardGroup { copies: vec![copy] }
+    }
+
+    /// The copy named in reports when the shard is skipped or fails.
+    fn first(&self) -> &Arc<dyn ShardSearcher> {
+        &self.copies[0]
+    }
+}
+
+/// A search ready to run: the source that travels to the shards and the request parsed from it.
+#[derive(Clone)]
+pub struct Search {
+    pub source: Arc<SearchSource>,
+    pub request: Arc<SearchRequest>,
+}
+
+impl Search {
+    /// Parses `source` once, on the coordinator; shards on this node reuse the parse.
+    pub fn parse(source: SearchSource) -> Result<Search> {
+        let request = source.parse()?;
+        Ok(Search::new(source, request))
+    }
+
+    /// A search whose request was parsed (and perhaps completed) by the caller.
+    pub fn new(source: SearchSource, request: SearchRequest) -> Search {
+        Search {
+            source: Arc::new(source),
+            request: Arc::new(request),
+        }
+    }
+}
+
+/// A shard's answer to the query phase, and the copy that gave it (the fetch goes there).
+struct Answered {
+    shard_index: usize,
+    copy: Arc<dyn ShardSearcher>,
+    result: QuerySearchResult,
+}
+
+/// Reader contexts opened by the query phase and not yet handed to a fetch: freed when the
+/// search ends, whichever way it ends.
+#[derive(Default)]
+struct OpenContexts(BTreeMap<usize, (Arc<dyn ShardSearcher>, ReaderContextId)>);
+
+impl OpenContexts {
+    fn take(&mut self, shard_index: usize) -> Option<(Arc<dyn ShardSearcher>, ReaderContextId)> {
+        self.0.remove(&shard_index)
+    }
+}
+
+impl Drop for OpenContexts {
+    fn drop(&mut self) {
+        for (copy, id) in self.0.values() {
+            copy.free_context(*id);
+        }
+    }
+}
+
+/// What every phase shares: the search and its per-shard request template.
+struct Phases<'a> {
+    search: &'a Search,
+    groups: &'a [ShardGroup],
+    now_millis: i64,
+    deadline: Option<Instant>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Phases<'_> {
+    fn shard_request(
+        &self,
+        shard_index: usize,
+        copy: &Arc<dyn ShardSearcher>,
+        fetch_page: Option<(u32, u32)>,
+    ) -> ShardSearchRequest {
+        ShardSearchRequest {
+            source: self.search.source.clone(),
+            index_uuid: copy.index_uuid(),
+            shard_id: copy.shard_id(),
+            shard_index: shard_index as u32,
+            total_shards: self.groups.len() as u32,
+            now_millis: self.now_millis,
+            deadline: self.deadline,
+            fetch_page,
+            parsed: Some(self.search.request.clone()),
+            cancelled: Some(self.cancel.clone()),
+        }
+    }
+
+    /// can_match: as OpenSearch, only with more shards than `pre_filter_shard_size` and a
+    /// query that may match nothing somewhere. The shard indexes to query.
+    async fn can_match(&self) -> Vec<usize> {
+        let request = &self.search.request;
+        let all: Vec<usize> = (0..self.groups.len()).collect();
+        let visits_all_docs = request
+            .aggs
+            .iter()
+            .flatten()
+            .any(|a| matches!(a.kind, tessera_aggs::AggKind::Global));
+        if all.len() <= request.pre_filter_shard_size
+            || !crate::can_match::may_skip(&request.query)
+            || visits_all_docs
+        {
+            return all;
+        }
+        let probes = all
+            .iter()
+            .map(|&i| {
+                let copy = self.groups[i].first();
+                copy.can_match(self.shard_request(i, copy, None))
+            })
+            .collect();
+        let matches = join_all(probes).await;
+        let keep: Vec<usize> = all
+            .iter()
+            .zip(&matches)
+            .filter(|(_, m)| *m.as_ref().unwrap_or(&true))
+            .map(|(i, _)| *i)
+            .collect();
+        if keep.is_empty() {
+            vec![0]
+        } else {
+            keep
+        }
+    }
+
+    /// The query phase over the shards in `active`, each on its first copy that answers.
+    async fn query(
+        &self,
+        active: &[usize],
+    ) -> (Vec<Answered>, Vec<(Arc<dyn ShardSearcher>, Error)>) {
+        let request = &self.search.request;
+        // with a single shard its page is the final one, so it is fetched with the query
+        let fetch_page = (active.len() == 1 && request.size > 0)
+            .then(|| (request.from as u32, (request.from + request.size) as u32));
+        let calls = active
+            .iter()
+            .map(|&shard_index| {
+                let copies = self.groups[shard_index].copies.clone();
+                let requests: Vec<ShardSearchRequest> = copies
+                    .iter()
+                    .map(|copy| self.shard_request(shard_index, copy, fetch_page))
+                    .collect();
+                Box::pin(async move {
+                    let mut last = None;
+                    for (copy, request) in copies.into_iter().zip(requests) {
+                        match copy.query(request).await {
+                            Ok(result) => {
+                                return Ok(Answered {
+                                    shard_index,
+                                    copy,
+                                    result,
+                                })
+                            }
+                            Err(error) => {
+                                let retry = error.is_retryable_on_another_copy();
+                                last = Some((copy, error));
+                                if !retry {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    Err(last.expect("a shard group has at least one copy"))
+                }) as Pin<Box<dyn Future<Output = _> + Send>>
+            })
+            .collect();
+        let mut answered = Vec::new();
+        let mut failures = Vec::new();
+        for outcome in join_all(calls).await {
+            match outcome {
+                Ok(a) => answered.push(a),
+                Err(failure) => failures.push(failure),
+            }
+        }
+        (answered, failures)
+    }
+}
+
+/// Runs a search over `groups` (one per shard, in the order that breaks ties): the named
+/// phases can_match, query, reduce, fetch, then the response.
 pub async fn search(
     pool: &ThreadPool,
-    targets: Vec<Arc<dyn ShardSearcher>>,
-    request: SearchRequest,
+    groups: Vec<ShardGroup>,
+    search: Search,
     options: ResponseOptions,
 ) -> Result<SearchResponse> {
     let started = Instant::now();
-    let now_millis = tessera_common::time::now_millis();
-    let request = Arc::new(request);
-    let deadline = request.timeout.map(|t| started + t);
-    let total_shards = targets.len();
+    let request = search.request.clone();
     // dropped with this future: a client that goes away cancels slices not yet started and
     // stops running ones at their next deadline check
     let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
-    let shard_request = |shard_index: usize| ShardRequest {
-        search: request.clone(),
-        shard_index: shard_index as u32,
-        now_millis,
-        deadline,
-        total_shards: total_shards as u32,
-        cancelled: cancel.0.clone(),
+    let phases = Phases {
+        search: &search,
+        groups: &groups,
+        now_millis: tessera_common::time::now_millis(),
+        deadline: request.timeout.map(|t| started + t),
+        cancel: cancel.0.clone(),
     };
+    let total_shards = groups.len();
 
-    // can_match: as OpenSearch, only with more shards than `pre_filter_shard_size` and a query
-    // that may match nothing somewhere
-    let mut active: Vec<(usize, Arc<dyn ShardSearcher>)> =
-        targets.iter().cloned().enumerate().collect();
-    let visits_all_docs = request
-        .aggs
-        .iter()
-        .flatten()
-        .any(|a| matches!(a.kind, tessera_aggs::AggKind::Global));
-    if active.len() > request.pre_filter_shard_size
-        && crate::can_match::may_skip(&request.query)
-        && !visits_all_docs
-    {
-        let probes = active.clone();
-        let requests: Vec<ShardRequest> = (0..probes.len()).map(shard_request).collect();
-        let matches = pool
-            .run(move || {
-                Ok(probes
-                    .iter()
-                    .zip(&requests)
-                    .map(|((_, s), r)| s.can_match(r).unwrap_or(true))
-                    .collect::<Vec<bool>>())
-            })
-            .await?;
-        let keep: Vec<(usize, Arc<dyn ShardSearcher>)> = active
-            .iter()
-            .zip(&matches)
-            .filter(|(_, m)| **m)
-            .map(|(t, _)| t.clone())
-            .collect();
-        active = if keep.is_empty() {
-            active.into_iter().take(1).collect()
-        } else {
-            keep
-        };
-    }
+    let active = phases.can_match().await;
     let skipped = total_shards - active.len();
 
-    let spec = Arc::new(FetchSpec {
-        source: request.source.clone(),
-        stored_fields: request.stored_fields,
-        docvalue_fields: request.docvalue_fields.clone(),
-        fields: request.fields.clone(),
-        version: request.version,
-        seq_no_primary_term: request.seq_no_primary_term,
-        explain: request.explain,
-        highlight: request.highlight.clone(),
-        query: request.highlight.as_ref().map(|_| request.query.clone()),
-    });
-    let k = request.from + request.size;
-
-    // query phase; with a single shard its page is the final one, so the same task fetches it
-    // right away (OpenSearch's single-shard "query and fetch"), sparing a round on the pool
-    let single = active.len() == 1 && request.size > 0;
-    let mut pending = Vec::with_capacity(active.len());
-    for (shard_index, shard) in &active {
-        let shard = shard.clone();
-        let req = shard_request(*shard_index);
-        let spec = spec.clone();
-        let from = request.from;
-        pending.push(pool.submit(move || {
-            let result = shard.query(&req)?;
-            let prefetched = single.then(|| {
-                let docs = page_docs(&result.result.hits, from, k);
-                let fetched = shard.fetch(&result.context, &docs, &spec);
-                (docs, fetched)
-            });
-            Ok((result, prefetched))
-        }));
-    }
-    let mut results: Vec<(usize, Arc<dyn ShardSearcher>, ShardQueryResult)> = Vec::new();
-    let mut prefetched = None;
-    let mut failures: Vec<(Arc<dyn ShardSearcher>, Error)> = Vec::new();
-    for ((shard_index, shard), handle) in active.iter().zip(pending) {
-        let outcome = match handle {
-            Ok(handle) => handle.await,
-            Err(e) => Err(e),
-        };
-        match outcome {
-            Ok((result, fetched)) => {
-                results.push((*shard_index, shard.clone(), result));
-                prefetched = fetched.map(|f| (*shard_index, f));
-            }
-            Err(error) => failures.push((shard.clone(), error)),
+    let (answered, failures) = phases.query(&active).await;
+    let mut contexts = OpenContexts::default();
+    for a in &answered {
+        if let Some(id) = a.result.context_id {
+            contexts.0.insert(a.shard_index, (a.copy.clone(), id));
         }
     }
-    if results.is_empty() {
+    if answered.is_empty() {
         if failures.is_empty() {
             return Err(Error::illegal_state("no shard answered the search"));
         }
@@ -265,20 +403,24 @@ pub async fn search(
 
     // reduce
     let sort = HitSort::new(request.sort.clone());
-    let numeric_sorts = results[0].2.numeric_sorts.clone();
-    let contexts: BTreeMap<usize, (Arc<dyn ShardSearcher>, crate::shard::ReaderContext)> = results
-        .iter()
-        .map(|(i, shard, r)| (*i, (shard.clone(), r.context.clone())))
-        .collect();
+    let k = request.from + request.size;
+    let numeric_sorts = answered[0].result.numeric_sorts.clone();
+    let mut copies: BTreeMap<usize, Arc<dyn ShardSearcher>> = BTreeMap::new();
+    let mut prefetched: BTreeMap<(usize, u32, u32), crate::fetch::FetchedDoc> = BTreeMap::new();
     let mut shard_aggs = Vec::new();
-    let mut shard_results = Vec::with_capacity(results.len());
+    let mut shard_results = Vec::with_capacity(answered.len());
     let mut profiles = Vec::new();
-    for (_, shard, r) in results {
-        shard_results.extend([r.result]);
+    for a in answered {
+        let r = a.result;
+        shard_results.push(r.result);
         shard_aggs.extend(r.aggregations);
         if let Some(profile) = r.profile {
-            profiles.push(crate::profile::render_shard(shard.as_ref(), &profile));
+            profiles.push(crate::profile::render_shard(a.copy.as_ref(), &profile));
         }
+        for ((segment, doc), fetched) in r.fetched.into_iter().flatten() {
+            prefetched.insert((a.shard_index, segment, doc), fetched);
+        }
+        copies.insert(a.shard_index, a.copy);
     }
     let reduced = reduce(shard_results, &sort, k);
     let aggregations = match &request.aggs {
@@ -297,47 +439,44 @@ pub async fn search(
     };
     let page: Vec<_> = reduced.hits.iter().skip(request.from).cloned().collect();
 
-    // fetch phase: only the final page
+    // fetch phase: only the final page, from the copies that answered the query (a page
+    // fetched with a single shard's query is taken as it is)
     let mut by_shard: BTreeMap<usize, Vec<(u32, u32)>> = BTreeMap::new();
     for hit in &page {
-        by_shard
-            .entry(hit.shard_index as usize)
-            .or_default()
-            .push((hit.segment_ord, hit.doc));
-    }
-    let mut fetched: BTreeMap<usize, std::vec::IntoIter<crate::fetch::FetchedDoc>> =
-        BTreeMap::new();
-    // a single shard's page, already fetched with its query (when it is that page; a failed
-    // early fetch is done again here, to fail in this phase)
-    if let Some((shard_index, (docs, Ok(early)))) = prefetched {
-        if by_shard.get(&shard_index) == Some(&docs) {
-            by_shard.remove(&shard_index);
-            fetched.insert(shard_index, early.into_iter());
+        let key = (hit.shard_index as usize, hit.segment_ord, hit.doc);
+        if !prefetched.contains_key(&key) {
+            by_shard
+                .entry(hit.shard_index as usize)
+                .or_default()
+                .push((hit.segment_ord, hit.doc));
         }
     }
     let mut fetches = Vec::new();
-    for (shard_index, docs) in &by_shard {
-        let (shard, context) = contexts[shard_index].clone();
-        let docs = docs.clone();
-        let spec = spec.clone();
-        fetches.push((
-            *shard_index,
-            pool.submit(move || shard.fetch(&context, &docs, &spec))?,
-        ));
+    let mut fetch_shards = Vec::new();
+    for (shard_index, docs) in by_shard {
+        let (copy, context_id) = contexts
+            .take(shard_index)
+            .ok_or_else(|| Error::illegal_state("a shard with hits to fetch kept no reader"))?;
+        fetch_shards.push((shard_index, docs.clone()));
+        fetches.push(copy.fetch(ShardFetchRequest { context_id, docs }));
     }
-    for (shard_index, handle) in fetches {
-        fetched.insert(shard_index, handle.await?.into_iter());
+    // the shards none of whose hits made the page are done with their readers
+    drop(contexts);
+    for ((shard_index, docs), fetched) in fetch_shards.into_iter().zip(join_all(fetches).await) {
+        for (doc, fetched) in docs.into_iter().zip(fetched?) {
+            prefetched.insert((shard_index, doc.0, doc.1), fetched);
+        }
     }
     let sort_fields = sort.fields().to_vec();
     let mut hits = Vec::with_capacity(page.len());
     for hit in &page {
-        let doc = fetched
-            .get_mut(&(hit.shard_index as usize))
-            .and_then(|docs| docs.next())
+        let shard_index = hit.shard_index as usize;
+        let doc = prefetched
+            .remove(&(shard_index, hit.segment_ord, hit.doc))
             .ok_or_else(|| {
                 Error::illegal_state("the fetch phase returned fewer documents than asked")
             })?;
-        let (shard, _) = &contexts[&(hit.shard_index as usize)];
+        let shard = &copies[&shard_index];
         let rendered_sort = (!request.sort.is_empty()).then(|| {
             sort_fields
                 .iter()
@@ -432,26 +571,17 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// `_count`: the number of matches (exact) and the shard summary.
+/// `_count`: the number of matches (exact) and the shard summary. `search` is a search with
+/// `size: 0` and exact totals (see [`count_source`]).
 pub async fn count(
     pool: &ThreadPool,
-    targets: Vec<Arc<dyn ShardSearcher>>,
-    query: tessera_query::QueryAst,
-    min_score: Option<f32>,
-    terminate_after: Option<u64>,
+    groups: Vec<ShardGroup>,
+    counted: Search,
 ) -> Result<(u64, ShardsSummary, Option<bool>)> {
-    let request = SearchRequest {
-        query,
-        size: 0,
-        track_total_hits: TrackTotalHits::Exact,
-        min_score,
-        terminate_after,
-        ..SearchRequest::default()
-    };
     let response = search(
         pool,
-        targets,
-        request,
+        groups,
+        counted,
         ResponseOptions {
             total_hits_as_int: true,
         },
@@ -464,4 +594,57 @@ pub async fn count(
         .and_then(Value::as_u64)
         .unwrap_or(0);
     Ok((total, response._shards, response.terminated_early))
+}
+
+/// The search a `_count` runs: its query (a body's `query`, or none) counted exactly, with
+/// `min_score` and `terminate_after`; URL parameters such as `q` apply as for a search.
+pub fn count_source(
+    query: Option<&Value>,
+    params: BTreeMap<String, String>,
+    min_score: Option<f32>,
+    terminate_after: Option<u64>,
+) -> SearchSource {
+    let mut body = json!({"size": 0, "track_total_hits": true});
+    if let Some(query) = query {
+        body["query"] = query.clone();
+    }
+    if let Some(min_score) = min_score {
+        body["min_score"] = json!(min_score);
+    }
+    if let Some(n) = terminate_after {
+        body["terminate_after"] = json!(n);
+    }
+    SearchSource {
+        body: Some(body.to_string()),
+        params,
+        ..SearchSource::default()
+    }
+}
+
+/// Polls every future at once and gives their outputs in order: the scatter of a phase.
+async fn join_all<T>(futures: Vec<Pin<Box<dyn Future<Output = T> + Send>>>) -> Vec<T> {
+    let mut pending: Vec<Option<Pin<Box<dyn Future<Output = T> + Send>>>> =
+        futures.into_iter().map(Some).collect();
+    let mut outputs: Vec<Option<T>> = pending.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut waiting = false;
+        for (slot, output) in pending.iter_mut().zip(outputs.iter_mut()) {
+            if let Some(future) = slot {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(value) => {
+                        *output = Some(value);
+                        *slot = None;
+                    }
+                    Poll::Pending => waiting = true,
+                }
+            }
+        }
+        if waiting {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
 }

@@ -3,6 +3,7 @@
 //! The source is returned as the raw bytes the client sent (no parse, no re-serialisation)
 //! unless `_source` filtering asks for a subset.
 
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tantivy::schema::Value as _;
@@ -30,8 +31,27 @@ pub struct FetchSpec {
     pub query: Option<tessera_query::QueryAst>,
 }
 
-/// One loaded hit.
-#[derive(Debug)]
+impl FetchSpec {
+    /// What a search request asks to load for each hit.
+    pub fn of(request: &crate::request::SearchRequest) -> FetchSpec {
+        FetchSpec {
+            source: request.source.clone(),
+            stored_fields: request.stored_fields,
+            docvalue_fields: request.docvalue_fields.clone(),
+            fields: request.fields.clone(),
+            version: request.version,
+            seq_no_primary_term: request.seq_no_primary_term,
+            explain: request.explain,
+            highlight: request.highlight.clone(),
+            query: request.highlight.as_ref().map(|_| request.query.clone()),
+        }
+    }
+}
+
+/// One loaded hit. It crosses the wire in [`WireFetchedDoc`]'s shape: JSON values as text,
+/// since the binary encoding is not self-describing.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(into = "WireFetchedDoc", try_from = "WireFetchedDoc")]
 pub struct FetchedDoc {
     pub id: Option<String>,
     pub source: Option<Box<RawValue>>,
@@ -42,6 +62,61 @@ pub struct FetchedDoc {
     pub fields: Map<String, Value>,
     pub explanation: Option<Value>,
     pub highlight: Option<Map<String, Value>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireFetchedDoc {
+    id: Option<String>,
+    source: Option<String>,
+    routing: Option<String>,
+    version: Option<u64>,
+    seq_no: Option<u64>,
+    primary_term: Option<u64>,
+    fields: String,
+    explanation: Option<String>,
+    highlight: Option<String>,
+}
+
+impl From<FetchedDoc> for WireFetchedDoc {
+    fn from(doc: FetchedDoc) -> WireFetchedDoc {
+        WireFetchedDoc {
+            id: doc.id,
+            source: doc.source.map(|s| String::from(Box::<str>::from(s))),
+            routing: doc.routing,
+            version: doc.version,
+            seq_no: doc.seq_no,
+            primary_term: doc.primary_term,
+            fields: Value::Object(doc.fields).to_string(),
+            explanation: doc.explanation.map(|e| e.to_string()),
+            highlight: doc.highlight.map(|h| Value::Object(h).to_string()),
+        }
+    }
+}
+
+impl TryFrom<WireFetchedDoc> for FetchedDoc {
+    type Error = serde_json::Error;
+
+    fn try_from(wire: WireFetchedDoc) -> std::result::Result<FetchedDoc, serde_json::Error> {
+        Ok(FetchedDoc {
+            id: wire.id,
+            source: wire.source.map(RawValue::from_string).transpose()?,
+            routing: wire.routing,
+            version: wire.version,
+            seq_no: wire.seq_no,
+            primary_term: wire.primary_term,
+            fields: serde_json::from_str(&wire.fields)?,
+            explanation: wire
+                .explanation
+                .as_deref()
+                .map(serde_json::from_str)
+                .transpose()?,
+            highlight: wire
+                .highlight
+                .as_deref()
+                .map(serde_json::from_str)
+                .transpose()?,
+        })
+    }
 }
 
 fn read_u64(snapshot: &ShardSnapshot, address: DocAddress, field: &str) -> Result<u64> {

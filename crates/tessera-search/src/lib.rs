@@ -9,15 +9,25 @@ pub mod coordinator;
 pub mod fetch;
 pub mod highlight;
 pub mod hits;
+pub mod messages;
 pub mod profile;
 pub mod query_phase;
+pub mod reader_context;
 pub mod request;
 pub mod shard;
 pub mod slice;
 pub mod sort;
 pub mod sort_keys;
 pub mod source_fields;
+pub mod transport;
+pub mod url_params;
 
-pub use coordinator::{count, search, ResponseOptions, SearchResponse};
+#[cfg(test)]
+mod test_support;
+
+pub use coordinator::{count, search, ResponseOptions, Search, SearchResponse, ShardGroup};
+pub use messages::SearchSource;
+pub use reader_context::ReaderContexts;
 pub use request::SearchRequest;
-pub use shard::{LocalShard, ShardSearcher};
+pub use shard::{LocalShard, ShardSearcher, ShardServices};
+pub use transport::LoopbackShard;

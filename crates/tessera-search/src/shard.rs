@@ -1,17 +1,23 @@
-//! The shard search service: what the coordinator asks of a shard (can_match, query, fetch),
-//! as a trait, so that local shards (now) and remote shards (later) look the same.
+//! The shard search service: what the coordinator asks of a shard copy (can_match, query,
+//! fetch, free a reader context), as a trait whose calls take and return the plain messages of
+//! [`crate::messages`], so that a local shard and a remote one look the same.
 //!
 //! The query phase of a local shard is: compile the query against the shard's fields, build
 //! the weight once, plan slices, collect each slice, reduce — the shape concurrent segment
-//! search runs in parallel.
+//! search runs in parallel. Its calls run on the node's `search` pool; the reader a query ran
+//! on waits for the fetch phase in the node's [`ReaderContexts`].
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
+use serde::{Deserialize, Serialize};
+
 use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, Weight};
 use tantivy::{DocSet, Searcher, TERMINATED};
-use tessera_aggs::{needs_scores, AggContext, InternalAggregations, PreparedAggs};
+use tessera_aggs::{needs_scores, AggContext, PreparedAggs};
 use tessera_index::index_service::IndexMetadata;
 
 use crate::concurrent::{ConcurrencySettings, ConcurrentMode, SliceExecutor};
@@ -23,51 +29,31 @@ use tessera_query::compile::ColumnFilter;
 use tessera_query::{compile, CompileContext};
 
 use crate::fetch::{fetch_docs, FetchSpec, FetchedDoc};
-use crate::hits::{HitSort, QueryResult, ShardHit};
+use crate::hits::{HitSort, ShardHit};
+use crate::messages::{
+    FetchedPage, QuerySearchResult, ReaderContextId, ShardFetchRequest, ShardSearchRequest,
+};
+use crate::reader_context::{ReaderContext, ReaderContexts};
 use crate::request::SearchRequest;
 use crate::slice::plan_slices;
 use crate::sort_keys::{sort_value_for, validate_sort};
+use tessera_common::breaker::RequestBreaker;
+use tessera_common::threadpool::ThreadPool;
 
-/// One shard's part of a search.
-#[derive(Clone)]
-pub struct ShardRequest {
-    pub search: Arc<SearchRequest>,
-    /// Position of this shard in the request (hit tie-breaker).
-    pub shard_index: u32,
-    /// "now" for date math, the same on every shard.
-    pub now_millis: i64,
-    /// When the whole request must end.
-    pub deadline: Option<Instant>,
-    /// How many shards the request searches (terms aggregations size their shard lists by it).
-    pub total_shards: u32,
-    /// Set when the request was abandoned (the client went away): slices not yet started
-    /// are skipped, running ones stop at their next deadline check.
-    pub cancelled: Arc<AtomicBool>,
-}
-
-/// The point-in-time reader a query ran on, for the fetch phase.
-#[derive(Clone)]
-pub enum ReaderContext {
-    /// The snapshot the query ran on, and its weight when hits must be explained.
-    Local {
-        snapshot: Arc<ShardSnapshot>,
-        weight: Option<Arc<dyn tantivy::query::Weight>>,
-    },
-}
-
-pub struct ShardQueryResult {
-    pub result: QueryResult,
-    /// The shard's aggregation results (slices reduced and trimmed), when requested.
-    pub aggregations: Option<InternalAggregations>,
-    pub context: ReaderContext,
-    /// Which sort fields render missing values as numbers.
-    pub numeric_sorts: Vec<bool>,
-    /// Timings for `"profile": true`.
-    pub profile: Option<ShardProfile>,
+/// A shard request as it runs here: the parsed search and the local handles the message
+/// left out.
+struct Prepared {
+    search: Arc<SearchRequest>,
+    shard_index: u32,
+    now_millis: i64,
+    deadline: Option<Instant>,
+    total_shards: u32,
+    fetch_page: Option<(u32, u32)>,
+    cancelled: Arc<AtomicBool>,
 }
 
 /// What `"profile": true` reports for one shard's query phase.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ShardProfile {
     pub query_type: String,
     pub description: String,
@@ -82,7 +68,11 @@ pub struct ShardProfile {
     pub aggregations: Vec<(String, String)>,
 }
 
-/// What the coordinator can ask of a shard.
+/// The answer of a shard call: a future that owns everything it needs, so that a local shard
+/// (a task on the `search` pool) and a remote one (a round trip) look the same.
+pub type ShardFuture<T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'static>>;
+
+/// What the coordinator can ask of a shard copy.
 pub trait ShardSearcher: Send + Sync {
     fn index_name(&self) -> String;
     fn index_uuid(&self) -> String;
@@ -90,22 +80,37 @@ pub trait ShardSearcher: Send + Sync {
     /// The node holding this copy (for failure reports).
     fn node_id(&self) -> String;
     /// False when the shard certainly has no match (so the query phase can skip it).
-    fn can_match(&self, request: &ShardRequest) -> Result<bool>;
-    fn query(&self, request: &ShardRequest) -> Result<ShardQueryResult>;
-    fn fetch(
-        &self,
-        context: &ReaderContext,
-        docs: &[(u32, u32)],
-        spec: &FetchSpec,
-    ) -> Result<Vec<FetchedDoc>>;
+    fn can_match(&self, request: ShardSearchRequest) -> ShardFuture<bool>;
+    fn query(&self, request: ShardSearchRequest) -> ShardFuture<QuerySearchResult>;
+    /// Loads hits from the reader context a query left, and releases it.
+    fn fetch(&self, request: ShardFetchRequest) -> ShardFuture<Vec<FetchedDoc>>;
+    /// Releases a reader context nobody will fetch from (fire and forget).
+    fn free_context(&self, id: ReaderContextId);
 }
 
+/// What a node lends the shards it holds to run their requests.
+pub struct ShardServices {
+    /// Runs the slices of a query phase on the `index_searcher` pool.
+    pub executor: Arc<SliceExecutor>,
+    /// The `search` pool, where shard requests run.
+    pub pool: ThreadPool,
+    /// Reader contexts between the query and the fetch phase.
+    pub contexts: Arc<ReaderContexts>,
+    /// A circuit breaker for a request that arrived as a message (one parsed on this node
+    /// carries its own).
+    pub breaker: Option<BreakerFactory>,
+}
+
+/// Makes the request circuit breaker of one search.
+pub type BreakerFactory = Arc<dyn Fn() -> Arc<RequestBreaker> + Send + Sync>;
+
 /// A shard of an index on this node.
+#[derive(Clone)]
 pub struct LocalShard {
     index: Arc<IndexService>,
     shard_id: u32,
-    node_id: String,
-    executor: Arc<SliceExecutor>,
+    node_id: Arc<str>,
+    services: Arc<ShardServices>,
 }
 
 impl LocalShard {
@@ -113,14 +118,59 @@ impl LocalShard {
         index: Arc<IndexService>,
         shard_id: u32,
         node_id: &str,
-        executor: Arc<SliceExecutor>,
+        services: Arc<ShardServices>,
     ) -> LocalShard {
         LocalShard {
             index,
             shard_id,
-            node_id: node_id.to_string(),
-            executor,
+            node_id: Arc::from(node_id),
+            services,
         }
+    }
+
+    /// Runs `f` on the `search` pool; the task is queued now (a request is sent when it is
+    /// made) and skipped if the answer is dropped before it starts.
+    fn on_pool<R, F>(&self, f: F) -> ShardFuture<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&LocalShard) -> Result<R> + Send + 'static,
+    {
+        let this = self.clone();
+        let handle = self.services.pool.submit(move || f(&this));
+        Box::pin(async move { handle?.await })
+    }
+
+    /// Checks that the message is for this copy and takes its search, parsed here when it
+    /// came over the wire.
+    fn prepare(&self, request: ShardSearchRequest) -> Result<Prepared> {
+        let uuid = self.index.metadata().uuid.clone();
+        if request.index_uuid != uuid || request.shard_id != self.shard_id {
+            return Err(Error::new(
+                "shard_not_found_exception",
+                404,
+                format!(
+                    "no such shard [{}][{}] (this copy is [{uuid}][{}])",
+                    request.index_uuid, request.shard_id, self.shard_id
+                ),
+            ));
+        }
+        let search = match request.parsed {
+            Some(parsed) => parsed,
+            None => {
+                let mut search = request.source.parse()?;
+                search.breaker = self.services.breaker.as_ref().map(|make| make());
+                Arc::new(search)
+            }
+        };
+        Ok(Prepared {
+            search,
+            shard_index: request.shard_index,
+            now_millis: request.now_millis,
+            deadline: request.deadline,
+            total_shards: request.total_shards,
+            fetch_page: request.fetch_page,
+            cancelled: request.cancelled.unwrap_or_default(),
+        })
     }
 
     /// How many slices this request gets: the index's concurrent search settings over the
@@ -145,7 +195,7 @@ impl LocalShard {
             (ConcurrentMode::None, _) => 1,
             // 0 = Lucene's heuristic, in `plan_slices`
             (ConcurrentMode::All, cap) => cap,
-            (ConcurrentMode::Auto, cap) => self.executor.auto_slices(phase.work(), cap),
+            (ConcurrentMode::Auto, cap) => self.services.executor.auto_slices(phase.work(), cap),
         }
     }
 
@@ -249,24 +299,9 @@ fn phase_slices(outcome: &Result<PhaseOutcome>) -> u64 {
     outcome.as_ref().map_or(0, |o| o.slice_nanos.len() as u64)
 }
 
-impl ShardSearcher for LocalShard {
-    fn index_name(&self) -> String {
-        self.index.metadata().name.clone()
-    }
-
-    fn index_uuid(&self) -> String {
-        self.index.metadata().uuid.clone()
-    }
-
-    fn shard_id(&self) -> u32 {
-        self.shard_id
-    }
-
-    fn node_id(&self) -> String {
-        self.node_id.clone()
-    }
-
-    fn can_match(&self, request: &ShardRequest) -> Result<bool> {
+/// The phases as they run on this node's `search` pool.
+impl LocalShard {
+    fn can_match_here(&self, request: &Prepared) -> Result<bool> {
         let snapshot = self.snapshot()?;
         if snapshot.searcher.num_docs() == 0 {
             return Ok(false);
@@ -280,7 +315,7 @@ impl ShardSearcher for LocalShard {
         ))
     }
 
-    fn query(&self, request: &ShardRequest) -> Result<ShardQueryResult> {
+    fn query_here(&self, request: &Prepared) -> Result<QuerySearchResult> {
         let started = Instant::now();
         let meta = self.index.metadata();
         let search = &request.search;
@@ -414,7 +449,7 @@ impl ShardSearcher for LocalShard {
         if concurrent {
             stats.concurrent_started();
         }
-        let outcome = phase.execute(slices, &self.executor);
+        let outcome = phase.execute(slices, &self.services.executor);
         if concurrent {
             stats.record_concurrent_query(started.elapsed(), phase_slices(&outcome));
         }
@@ -444,26 +479,78 @@ impl ShardSearcher for LocalShard {
                 .map(|a| (a.name.clone(), a.kind.type_name().to_string()))
                 .collect(),
         });
-        Ok(ShardQueryResult {
+        let weight = search.explain.then_some(weight);
+        let (context_id, fetched) =
+            self.keep_for_fetch(request, &outcome.hits.hits, &snapshot, weight)?;
+        Ok(QuerySearchResult {
             result: outcome.hits,
             aggregations,
-            context: ReaderContext::Local {
-                snapshot: snapshot.clone(),
-                weight: search.explain.then_some(weight),
-            },
             numeric_sorts,
             profile,
+            context_id,
+            fetched,
         })
     }
 
-    fn fetch(
+    /// After the query: fetches the page now when the request asked for it (a single-shard
+    /// search), else keeps the reader for the fetch phase when there is anything to fetch.
+    fn keep_for_fetch(
         &self,
-        context: &ReaderContext,
+        request: &Prepared,
+        hits: &[ShardHit],
+        snapshot: &Arc<ShardSnapshot>,
+        weight: Option<Arc<dyn Weight>>,
+    ) -> Result<(Option<ReaderContextId>, Option<FetchedPage>)> {
+        let search = &request.search;
+        if let Some((from, k)) = request.fetch_page {
+            let docs: Vec<(u32, u32)> = hits
+                .iter()
+                .take(k as usize)
+                .skip(from as usize)
+                .map(|h| (h.segment_ord, h.doc))
+                .collect();
+            // a failed early fetch is not an answer: the reader is kept and the coordinator's
+            // fetch phase tries again, failing in its own phase
+            if let Ok(fetched) = self.load(snapshot, weight.as_deref(), search, &docs) {
+                return Ok((None, Some(docs.into_iter().zip(fetched).collect())));
+            }
+        }
+        if hits.is_empty() || search.size == 0 {
+            return Ok((None, None));
+        }
+        let id = self.services.contexts.register(ReaderContext {
+            index_uuid: self.index.metadata().uuid.clone(),
+            shard_id: self.shard_id,
+            snapshot: snapshot.clone(),
+            weight,
+            request: search.clone(),
+        });
+        Ok((Some(id), None))
+    }
+
+    fn fetch_here(&self, request: &ShardFetchRequest) -> Result<Vec<FetchedDoc>> {
+        let context = self.services.contexts.take(request.context_id)?;
+        if context.index_uuid != self.index.metadata().uuid || context.shard_id != self.shard_id {
+            return Err(Error::search_context_missing(request.context_id.id));
+        }
+        self.load(
+            &context.snapshot,
+            context.weight.as_deref(),
+            &context.request,
+            &request.docs,
+        )
+    }
+
+    /// Loads `docs` from `snapshot` as the request asks (source, fields, highlights).
+    fn load(
+        &self,
+        snapshot: &ShardSnapshot,
+        weight: Option<&dyn Weight>,
+        search: &SearchRequest,
         docs: &[(u32, u32)],
-        spec: &FetchSpec,
     ) -> Result<Vec<FetchedDoc>> {
         let started = Instant::now();
-        let ReaderContext::Local { snapshot, weight } = context;
+        let spec = FetchSpec::of(search);
         let highlight_terms = match (&spec.highlight, &spec.query) {
             (Some(_), Some(query)) => {
                 let meta = self.index.metadata();
@@ -483,10 +570,44 @@ impl ShardSearcher for LocalShard {
             }
             _ => Vec::new(),
         };
-        let fetched = fetch_docs(snapshot, docs, spec, weight.as_deref(), &highlight_terms)?;
+        let fetched = fetch_docs(snapshot, docs, &spec, weight, &highlight_terms)?;
         if let Ok(shard) = self.index.shard(self.shard_id) {
             shard.stats.record_fetch(started.elapsed());
         }
         Ok(fetched)
+    }
+}
+
+impl ShardSearcher for LocalShard {
+    fn index_name(&self) -> String {
+        self.index.metadata().name.clone()
+    }
+
+    fn index_uuid(&self) -> String {
+        self.index.metadata().uuid.clone()
+    }
+
+    fn shard_id(&self) -> u32 {
+        self.shard_id
+    }
+
+    fn node_id(&self) -> String {
+        self.node_id.to_string()
+    }
+
+    fn can_match(&self, request: ShardSearchRequest) -> ShardFuture<bool> {
+        self.on_pool(move |shard| shard.can_match_here(&shard.prepare(request)?))
+    }
+
+    fn query(&self, request: ShardSearchRequest) -> ShardFuture<QuerySearchResult> {
+        self.on_pool(move |shard| shard.query_here(&shard.prepare(request)?))
+    }
+
+    fn fetch(&self, request: ShardFetchRequest) -> ShardFuture<Vec<FetchedDoc>> {
+        self.on_pool(move |shard| shard.fetch_here(&request))
+    }
+
+    fn free_context(&self, id: ReaderContextId) {
+        self.services.contexts.free(id);
     }
 }

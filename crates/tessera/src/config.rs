@@ -2,7 +2,8 @@
 //! `opensearch.yml` (`http.port`, `path.data`, `node.name`, `cluster.name`, `network.host`,
 //! `http.max_content_length`, `indexing_pressure.memory.limit`, `thread_pool.search.queue_size`,
 //! `thread_pool.write.queue_size`, `indices.query.bool.max_clause_count`, and Tessera's
-//! `http.max_in_flight_requests`). Flags win over the file. The security keys (`security.*`, `http.tls.*`, `http.allowed_hosts`, `http.cors.*`)
+//! `http.max_in_flight_requests`, and `transport.shard_requests: loopback` that sends every shard
+//! request through the wire encoding, for tests). Flags win over the file. The security keys (`security.*`, `http.tls.*`, `http.allowed_hosts`, `http.cors.*`)
 //! go to `tessera_rest::security`.
 
 use std::path::PathBuf;
@@ -112,6 +113,14 @@ impl ServeArgs {
                     "http.max_in_flight_requests" => {
                         config.max_in_flight_requests = parse_count(key, value)?
                     }
+                    "transport.shard_requests" => {
+                        config.shard_transport = tessera_node::ShardTransport::parse(value)
+                            .with_context(|| {
+                                format!(
+                                "invalid transport.shard_requests [{value}] (local or loopback)"
+                            )
+                            })?
+                    }
                     "indices.query.bool.max_clause_count" => {
                         config.max_clause_count = value.parse().with_context(|| {
                             format!("invalid indices.query.bool.max_clause_count [{value}]")
@@ -164,7 +173,7 @@ mod tests {
     fn config_file_and_flags() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tessera.yml");
-        std::fs::write(&file, "# comment\nhttp.port: 9300\nnode.name: n1\npath.data: /tmp/x\nhttp.max_content_length: 10mb\nindexing_pressure.memory.limit: 64kb\nthread_pool.search.queue_size: 5\nthread_pool.write.queue_size: 7\nhttp.max_in_flight_requests: 9\n").unwrap();
+        std::fs::write(&file, "# comment\nhttp.port: 9300\nnode.name: n1\npath.data: /tmp/x\nhttp.max_content_length: 10mb\nindexing_pressure.memory.limit: 64kb\nthread_pool.search.queue_size: 5\nthread_pool.write.queue_size: 7\nhttp.max_in_flight_requests: 9\ntransport.shard_requests: loopback\n").unwrap();
         let args = ServeArgs {
             port: Some(9400),
             ..file_args(file)
@@ -176,6 +185,10 @@ mod tests {
         assert_eq!(config.indexing_pressure_limit, 64 << 10);
         assert_eq!((config.search_queue_size, config.write_queue_size), (5, 7));
         assert_eq!(config.max_in_flight_requests, 9);
+        assert_eq!(
+            config.shard_transport,
+            tessera_node::ShardTransport::Loopback
+        );
         assert_eq!(config.max_content_length, 10 << 20);
     }
 

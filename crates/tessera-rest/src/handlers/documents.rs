@@ -213,36 +213,7 @@ fn update_source_spec(request: &RestRequest, body: &[u8]) -> Result<Option<Sourc
 
 /// `_source`, `_source_includes`, `_source_excludes` URL parameters.
 pub fn url_source_spec(request: &RestRequest) -> Result<Option<SourceSpec>> {
-    let list = |name: &str| -> Vec<String> {
-        request
-            .param(name)
-            .map(|v| {
-                v.split(',')
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let includes = list("_source_includes");
-    let excludes = list("_source_excludes");
-    let mut spec = match request.param("_source") {
-        None if includes.is_empty() && excludes.is_empty() => return Ok(None),
-        None => SourceSpec::default(),
-        Some("" | "true") => SourceSpec::default(),
-        Some("false") => SourceSpec {
-            enabled: false,
-            ..Default::default()
-        },
-        Some(fields) => SourceSpec {
-            enabled: true,
-            includes: fields.split(',').map(|s| s.trim().to_string()).collect(),
-            excludes: Vec::new(),
-        },
-    };
-    spec.includes.extend(includes);
-    spec.excludes.extend(excludes);
-    Ok(Some(spec))
+    tessera_search::url_params::source_spec(&request.params)
 }
 
 fn render_source(bytes: &[u8], spec: &SourceSpec) -> Result<Option<Value>> {

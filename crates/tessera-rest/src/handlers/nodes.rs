@@ -118,7 +118,10 @@ fn indices_section(node: &Node) -> Value {
         .iter()
         .filter_map(|name| node.index(name))
         .collect();
-    indices_stats(&indices)
+    let mut stats = indices_stats(&indices);
+    // reader contexts waiting for a fetch phase (or a scroll, once there are scrolls)
+    stats["search"]["open_contexts"] = json!(node.shard_services.contexts.open_count());
+    stats
 }
 
 fn node_stats(node: &Node, metrics: &[&str], index_metrics: &[&str]) -> Value {

@@ -19,7 +19,11 @@ use tessera_index::index_service::UpdateRequest;
 use tessera_index::{Conditions, DocWrite, IndexService, NodeResources};
 use tessera_mapping::Mapping;
 use tessera_search::concurrent::{ConcurrencySettings, ConcurrentMode, SliceExecutor};
-use tessera_search::{LocalShard, ResponseOptions, SearchRequest, ShardSearcher};
+use tessera_search::reader_context::DEFAULT_KEEP_ALIVE;
+use tessera_search::{
+    LocalShard, LoopbackShard, ReaderContexts, ResponseOptions, Search, SearchSource, ShardGroup,
+    ShardSearcher, ShardServices,
+};
 
 // ---------------------------------------------------------------------------------------------
 // PRNG
@@ -803,7 +807,7 @@ pub struct Engine {
     runtime: tokio::runtime::Runtime,
     search_pool: ThreadPool,
     index_searcher: ThreadPool,
-    executor: Arc<SliceExecutor>,
+    services: Arc<ShardServices>,
 }
 
 impl Default for Engine {
@@ -821,29 +825,46 @@ impl Engine {
                 .enable_all()
                 .build()
                 .expect("runtime"),
-            executor: Arc::new(SliceExecutor::new(
-                index_searcher.clone(),
-                search_pool.clone(),
-                4,
-                Arc::new(|| 0.0),
-            )),
+            services: Arc::new(ShardServices {
+                executor: Arc::new(SliceExecutor::new(
+                    index_searcher.clone(),
+                    search_pool.clone(),
+                    4,
+                    Arc::new(|| 0.0),
+                )),
+                pool: search_pool.clone(),
+                contexts: Arc::new(ReaderContexts::new(DEFAULT_KEEP_ALIVE)),
+                breaker: None,
+            }),
             search_pool,
             index_searcher,
         }
     }
 
-    /// One `LocalShard` target per shard of `index`.
+    /// One `LocalShard` target per shard of `index`; behind the loopback transport (every
+    /// request and answer through the wire encoding) when `TESSERA_SHARD_TRANSPORT=loopback`.
     pub fn targets(&self, index: &Arc<IndexService>) -> Vec<Arc<dyn ShardSearcher>> {
+        let loopback = std::env::var("TESSERA_SHARD_TRANSPORT").as_deref() == Ok("loopback");
         (0..index.metadata().number_of_shards)
             .map(|shard| {
-                Arc::new(LocalShard::new(
+                let local = Arc::new(LocalShard::new(
                     index.clone(),
                     shard,
                     "node-props",
-                    self.executor.clone(),
-                )) as Arc<dyn ShardSearcher>
+                    self.services.clone(),
+                )) as Arc<dyn ShardSearcher>;
+                if loopback {
+                    Arc::new(LoopbackShard::new(local)) as Arc<dyn ShardSearcher>
+                } else {
+                    local
+                }
             })
             .collect()
+    }
+
+    /// Reader contexts still open (every search must have released its own).
+    pub fn open_contexts(&self) -> usize {
+        self.services.contexts.open_count()
     }
 
     /// Runs `body` through the real coordinator. The answer is the response JSON without
@@ -854,17 +875,36 @@ impl Engine {
         body: &Value,
         concurrency: ConcurrencySettings,
     ) -> Value {
-        let mut request = match SearchRequest::parse(body) {
-            Ok(r) => r,
+        let groups = targets.iter().cloned().map(ShardGroup::single).collect();
+        self.search_groups(groups, body, concurrency)
+    }
+
+    /// [`search`](Self::search) over shard groups of any number of copies.
+    pub fn search_groups(
+        &self,
+        groups: Vec<ShardGroup>,
+        body: &Value,
+        concurrency: ConcurrencySettings,
+    ) -> Value {
+        let source = SearchSource {
+            concurrency,
+            ..SearchSource::from_body(body)
+        };
+        let search = match Search::parse(source) {
+            Ok(s) => s,
             Err(e) => return json!({"error": e.to_json(), "status": e.status()}),
         };
-        request.concurrency = concurrency;
         let response = self.runtime.block_on(tessera_search::search(
             &self.search_pool,
-            targets.to_vec(),
-            request,
+            groups,
+            search,
             ResponseOptions::default(),
         ));
+        assert_eq!(
+            self.open_contexts(),
+            0,
+            "the search left reader contexts open"
+        );
         match response {
             Ok(response) => {
                 let mut value = serde_json::to_value(&response).expect("serialise the response");

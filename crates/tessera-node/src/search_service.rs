@@ -1,0 +1,96 @@
+//! The search service: what the REST layer asks of a node to search. It completes a search
+//! with the node's settings (max buckets, concurrency, the request breaker), resolves the index
+//! expression into shard groups, and runs the coordinator's phases; the REST layer only parses
+//! the HTTP request and renders the answer, and never sees the node's pools or shards.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tessera_common::{Error, Result};
+use tessera_search::coordinator::ShardsSummary;
+use tessera_search::{ResponseOptions, Search, SearchResponse, SearchSource};
+
+use crate::{Node, ResolveOptions};
+
+/// Where a search goes: an index expression, how to resolve it, and `routing`.
+#[derive(Clone, Debug)]
+pub struct SearchTarget {
+    pub expression: String,
+    pub options: ResolveOptions,
+    /// `routing=a,b`: only the shards these values route to.
+    pub routing: Option<String>,
+}
+
+/// The node's search service (cheap to clone: a handle).
+#[derive(Clone)]
+pub struct SearchService {
+    node: Arc<Node>,
+}
+
+impl SearchService {
+    pub fn new(node: Arc<Node>) -> SearchService {
+        SearchService { node }
+    }
+
+    /// A search as the client sent it, completed with the settings the coordinator resolves
+    /// for every shard (`search.max_buckets`, the cluster's concurrent search settings).
+    pub fn source(&self, body: Option<String>, params: BTreeMap<String, String>) -> SearchSource {
+        self.complete(SearchSource {
+            body,
+            params,
+            ..SearchSource::default()
+        })
+    }
+
+    /// Sets what the coordinator decides on a source built elsewhere (a `_count`).
+    pub fn complete(&self, source: SearchSource) -> SearchSource {
+        SearchSource {
+            max_buckets: self.node.cluster_settings.get_usize("search.max_buckets"),
+            concurrency: self.node.concurrency_settings(),
+            ..source
+        }
+    }
+
+    /// Parses the source into a search, charged to a circuit breaker of its own; `locate`
+    /// sees an error of the body.
+    pub fn prepare(
+        &self,
+        source: SearchSource,
+        locate: impl FnOnce(Error) -> Error,
+    ) -> Result<Search> {
+        let mut request = source.parse_with(locate)?;
+        request.breaker = Some(self.node.request_breaker());
+        Ok(Search::new(source, request))
+    }
+
+    /// Runs `search` over the shards `target` names. No index, or a routing that selects no
+    /// shard, is an empty answer, as in OpenSearch.
+    pub async fn search(
+        &self,
+        target: &SearchTarget,
+        search: Search,
+        options: ResponseOptions,
+    ) -> Result<SearchResponse> {
+        let indices = self.node.resolve(&target.expression, &target.options)?;
+        let groups = self.node.shard_groups(&indices, target.routing.as_deref());
+        if groups.is_empty() {
+            return SearchResponse::empty(&search.request, options);
+        }
+        tessera_search::search(&self.node.pools.search, groups, search, options).await
+    }
+
+    /// `_count`: how many documents `search` (see [`tessera_search::coordinator::count_source`])
+    /// matches, the shard summary, and `terminated_early` when `terminate_after` was set.
+    pub async fn count(
+        &self,
+        target: &SearchTarget,
+        search: Search,
+    ) -> Result<(u64, ShardsSummary, Option<bool>)> {
+        let indices = self.node.resolve(&target.expression, &target.options)?;
+        let groups = self.node.shard_groups(&indices, target.routing.as_deref());
+        if groups.is_empty() {
+            return Ok((0, ShardsSummary::default(), None));
+        }
+        tessera_search::count(&self.node.pools.search, groups, search).await
+    }
+}

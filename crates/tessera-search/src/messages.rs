@@ -1,0 +1,263 @@
+//! The shard-level protocol: what a coordinator sends to a shard copy and what comes back, as
+//! plain data. A local shard and a remote one take the same messages; only a transport sits
+//! between them (see [`crate::transport`]), which is why nothing here holds a handle that
+//! cannot cross a wire: the search travels as its body and URL parameters, the time budget as
+//! the milliseconds left, the reader a query ran on as a [`ReaderContextId`].
+//!
+//! In-process extras (the parsed request, the cancel flag) ride along in fields the encoding
+//! skips, so the local path never parses a request twice.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use tessera_aggs::InternalAggregations;
+use tessera_common::{Error, Result};
+
+use crate::concurrent::ConcurrencySettings;
+use crate::fetch::FetchedDoc;
+use crate::hits::QueryResult;
+use crate::request::SearchRequest;
+use crate::shard::ShardProfile;
+
+/// A search as the client sent it, with what the coordinator resolved for every shard.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchSource {
+    /// The JSON body (or the `source` parameter), as text.
+    pub body: Option<String>,
+    /// The URL parameters (`q`, `size`, `sort`, …: see [`crate::url_params`]).
+    pub params: BTreeMap<String, String>,
+    /// `search.max_buckets` on the coordinator.
+    pub max_buckets: usize,
+    /// The cluster-level concurrent segment search settings on the coordinator.
+    pub concurrency: ConcurrencySettings,
+}
+
+impl SearchSource {
+    /// A source with a body and no URL parameters.
+    pub fn from_body(body: &serde_json::Value) -> SearchSource {
+        SearchSource {
+            body: Some(body.to_string()),
+            max_buckets: tessera_aggs::DEFAULT_MAX_BUCKETS,
+            ..SearchSource::default()
+        }
+    }
+
+    /// The search request: the body parsed, the URL parameters applied over it.
+    pub fn parse(&self) -> Result<SearchRequest> {
+        self.parse_with(|e| e)
+    }
+
+    /// [`parse`](Self::parse), with `locate` applied to an error of the body (the REST layer
+    /// adds where in the body it is).
+    pub fn parse_with(&self, locate: impl FnOnce(Error) -> Error) -> Result<SearchRequest> {
+        let mut search = match &self.body {
+            Some(text) => {
+                let body: serde_json::Value = serde_json::from_str(text)
+                    .map_err(|e| Error::parsing(format!("failed to parse the search body: {e}")))?;
+                SearchRequest::parse(&body).map_err(locate)?
+            }
+            None => SearchRequest::default(),
+        };
+        crate::url_params::apply(&self.params, &mut search)?;
+        search.max_buckets = self.max_buckets;
+        search.concurrency = self.concurrency;
+        Ok(search)
+    }
+}
+
+/// One shard's part of a search (the query phase, and the can_match probe before it).
+#[derive(Clone, Serialize, Deserialize)]
+pub struct ShardSearchRequest {
+    /// Shared by the requests of every shard of the search.
+    #[serde(with = "shared_source")]
+    pub source: Arc<SearchSource>,
+    /// The copy this request is for (checked by the shard that receives it).
+    pub index_uuid: String,
+    pub shard_id: u32,
+    /// Position of this shard in the request (the hit tie-breaker).
+    pub shard_index: u32,
+    /// How many shards the request searches (terms aggregations size their shard lists by it).
+    pub total_shards: u32,
+    /// "now" for date math, the same on every shard.
+    pub now_millis: i64,
+    /// When the whole request must end; on the wire, the milliseconds left when it was sent.
+    #[serde(with = "deadline_as_millis_left")]
+    pub deadline: Option<Instant>,
+    /// `(from, k)`: fetch this page of the shard's hits in the same call, for a search that
+    /// has a single shard (OpenSearch's "query and fetch"), sparing a round trip.
+    pub fetch_page: Option<(u32, u32)>,
+    /// The parsed request, when the coordinator is on the same node (never encoded).
+    #[serde(skip)]
+    pub parsed: Option<Arc<SearchRequest>>,
+    /// Set when the request was abandoned (the client went away): slices not yet started are
+    /// skipped, running ones stop at their next deadline check. A transport sets its own on
+    /// the receiving side.
+    #[serde(skip)]
+    pub cancelled: Option<Arc<AtomicBool>>,
+}
+
+/// Names a reader context kept on a shard's node between the query and the fetch phase. The
+/// session tells one registry's ids from another's (a restarted node forgets its contexts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ReaderContextId {
+    pub session: u64,
+    pub id: u64,
+}
+
+/// What a shard's query phase returns.
+#[derive(Serialize, Deserialize)]
+pub struct QuerySearchResult {
+    pub result: QueryResult,
+    /// The shard's aggregation results (slices reduced and trimmed), when requested.
+    pub aggregations: Option<InternalAggregations>,
+    /// Which sort fields render missing values as numbers.
+    pub numeric_sorts: Vec<bool>,
+    /// Timings for `"profile": true`.
+    pub profile: Option<ShardProfile>,
+    /// The reader the query ran on, kept for the fetch phase: set when the shard has hits the
+    /// coordinator may fetch (the coordinator frees it when none of them make the page).
+    pub context_id: Option<ReaderContextId>,
+    /// The page asked for with `fetch_page`.
+    pub fetched: Option<FetchedPage>,
+}
+
+/// Hits loaded with their query, keyed by `(segment, doc)`.
+pub type FetchedPage = Vec<((u32, u32), FetchedDoc)>;
+
+/// The fetch phase on one shard: load these hits from the reader the query ran on. The
+/// context is released once they are loaded.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShardFetchRequest {
+    pub context_id: ReaderContextId,
+    /// `(segment, doc)` of each hit, in page order.
+    pub docs: Vec<(u32, u32)>,
+}
+
+/// `Option<Instant>` on the wire: the milliseconds left (clocks of two nodes are not
+/// comparable; a remaining budget is).
+mod deadline_as_millis_left {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(deadline: &Option<Instant>, s: S) -> Result<S::Ok, S::Error> {
+        deadline
+            .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as u64)
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Instant>, D::Error> {
+        let left: Option<u64> = Option::deserialize(d)?;
+        Ok(left.map(|millis| Instant::now() + Duration::from_millis(millis)))
+    }
+}
+
+/// `Arc<SearchSource>` on the wire: the source itself.
+mod shared_source {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(source: &Arc<SearchSource>, s: S) -> Result<S::Ok, S::Error> {
+        source.as_ref().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<SearchSource>, D::Error> {
+        SearchSource::deserialize(d).map(Arc::new)
+    }
+}
+
+/// Encodes a message (or a result carrying an [`Error`]) in the transport's binary form.
+pub fn encode<T: Serialize>(message: &T) -> Result<Vec<u8>> {
+    postcard::to_stdvec(message).map_err(|e| Error::internal("encode a shard message", e))
+}
+
+/// Decodes what [`encode`] wrote.
+pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T> {
+    postcard::from_bytes(bytes).map_err(|e| Error::internal("decode a shard message", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hits::ShardHit;
+    use crate::sort::SortValue;
+    use serde_json::json;
+
+    #[test]
+    fn a_search_source_parses_its_body_and_lets_the_url_win() {
+        let mut source =
+            SearchSource::from_body(&json!({"size": 3, "query": {"term": {"a": "x"}}}));
+        source.params.insert("size".into(), "7".into());
+        source.max_buckets = 12;
+        let search = source.parse().unwrap();
+        assert_eq!((search.size, search.max_buckets), (7, 12));
+        let round: SearchSource = decode(&encode(&source).unwrap()).unwrap();
+        assert_eq!(round, source);
+    }
+
+    #[test]
+    fn a_shard_request_round_trips_with_its_budget_and_without_local_handles() {
+        let request = ShardSearchRequest {
+            source: Arc::new(SearchSource::from_body(
+                &json!({"query": {"match_all": {}}}),
+            )),
+            index_uuid: "u".into(),
+            shard_id: 2,
+            shard_index: 5,
+            total_shards: 6,
+            now_millis: 1_700_000_000_000,
+            deadline: Some(Instant::now() + Duration::from_secs(60)),
+            fetch_page: Some((0, 10)),
+            parsed: Some(Arc::new(SearchRequest::default())),
+            cancelled: Some(Arc::new(AtomicBool::new(false))),
+        };
+        let round: ShardSearchRequest = decode(&encode(&request).unwrap()).unwrap();
+        assert_eq!(round.source, request.source);
+        assert_eq!(
+            (round.shard_id, round.shard_index, round.total_shards),
+            (2, 5, 6)
+        );
+        assert_eq!(round.fetch_page, Some((0, 10)));
+        assert!(round.parsed.is_none() && round.cancelled.is_none());
+        let left = round.deadline.unwrap() - Instant::now();
+        assert!(left > Duration::from_secs(50) && left <= Duration::from_secs(60));
+    }
+
+    #[test]
+    fn query_results_and_errors_cross_the_wire() {
+        let result = QuerySearchResult {
+            result: QueryResult {
+                hits: vec![ShardHit {
+                    shard_index: 1,
+                    segment_ord: 0,
+                    segment_rank: 0,
+                    doc: 42,
+                    score: 1.5,
+                    sort: vec![SortValue::Str("k".into()), SortValue::Missing],
+                }],
+                total: 9,
+                ..QueryResult::default()
+            },
+            aggregations: None,
+            numeric_sorts: vec![false, true],
+            profile: None,
+            context_id: Some(ReaderContextId { session: 7, id: 3 }),
+            fetched: None,
+        };
+        let ok: Result<QuerySearchResult> = Ok(result);
+        let round: Result<QuerySearchResult> = decode(&encode(&ok).unwrap()).unwrap();
+        let round = round.unwrap();
+        assert_eq!(round.result.hits[0].doc, 42);
+        assert_eq!(round.result.total, 9);
+        assert_eq!(
+            round.context_id,
+            Some(ReaderContextId { session: 7, id: 3 })
+        );
+
+        let failed: Result<QuerySearchResult> = Err(Error::search_context_missing(3));
+        let round: Result<QuerySearchResult> = decode(&encode(&failed).unwrap()).unwrap();
+        let error = round.err().unwrap();
+        assert_eq!(error.kind(), "search_context_missing_exception");
+        assert_eq!(error.status(), 404);
+    }
+}

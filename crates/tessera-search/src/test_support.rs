@@ -1,0 +1,36 @@
+//! Real engine pieces for unit tests: an index on a temporary directory.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::json;
+use tessera_common::settings::Settings;
+use tessera_index::{IndexService, NodeResources, ShardSnapshot};
+use tessera_mapping::Mapping;
+
+/// A one-shard index `i` with a keyword field `k`, under `dir`.
+pub fn test_index(dir: &Path) -> Arc<IndexService> {
+    let settings =
+        json!({"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"});
+    let index = IndexService::create(
+        &dir.join("i"),
+        "i",
+        "i-uuid",
+        Settings::from_json(&settings)
+            .expect("settings")
+            .with_prefix("index."),
+        Mapping::parse(&json!({"properties": {"k": {"type": "keyword"}}})).expect("mapping"),
+        &NodeResources {
+            indexing_threads: 1,
+            indexing_buffer_bytes: 16 << 20,
+            merge_threads: 1,
+        },
+    )
+    .expect("create the index");
+    Arc::new(index)
+}
+
+/// The reader of an empty one-shard index.
+pub fn empty_snapshot(dir: &Path) -> Arc<ShardSnapshot> {
+    test_index(dir).shard(0).expect("shard 0").snapshot()
+}
