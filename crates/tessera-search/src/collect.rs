@@ -24,6 +24,7 @@ use tessera_common::{Error, Result};
 use tessera_index::ShardSnapshot;
 use tessera_query::compile::ColumnFilter;
 
+use crate::collect_plan::{plan_part, AggShortcuts, PartPath};
 use crate::hits::{HitSort, QueryResult, ShardHit, TopK};
 use crate::slice::{SegmentPart, Slice};
 use crate::sort::SortField;
@@ -60,6 +61,9 @@ pub struct CollectParams<'a> {
     pub column_filter: Option<&'a ColumnFilter>,
     /// The query matches every live document (`match_all`).
     pub matches_all: bool,
+    /// What the request's aggregations can count without documents; `None` without
+    /// aggregations.
+    pub aggs: Option<&'a AggShortcuts>,
 }
 
 const DEADLINE_CHECK_INTERVAL: u32 = 4096;
@@ -188,6 +192,11 @@ pub fn collect_slice(
     params: &CollectParams,
     aggs: Option<&mut SliceAggregator>,
 ) -> Result<QueryResult> {
+    debug_assert_eq!(
+        params.aggs.is_some(),
+        aggs.is_some(),
+        "the collection plan must know whether aggregations are collected"
+    );
     if let Some(breaker) = params.breaker {
         // the slice's top-k queue, before it is allocated
         breaker.charge(params.k as u64 * HIT_BYTES, REUSED_ARRAYS)?;
@@ -295,21 +304,27 @@ impl SliceCollector<'_, '_> {
     }
 
     fn collect_part(&mut self, reader: &SegmentReader, part: &SegmentPart) -> Result<Flow> {
-        let params = self.params;
         let whole_segment = part.docs.start == 0 && part.docs.end >= reader.max_doc();
-        if whole_segment && (self.collect_sorted(reader)? || self.count_from_dictionary(reader)?) {
-            return Ok(Flow::Continue);
-        }
-        let plain = params.min_score.is_none() && !params.scoring && params.post_filter.is_none();
-        if params.k == 0 && plain {
-            if self.feed.aggs.is_none() && whole_segment {
-                return self.count_part(reader);
+        let mut path = plan_part(self.params, reader, whole_segment);
+        loop {
+            match path {
+                PartPath::SortedColumns if self.collect_sorted(reader)? => {
+                    return Ok(Flow::Continue)
+                }
+                PartPath::Dictionary if self.count_from_dictionary(reader)? => {
+                    return Ok(Flow::Continue)
+                }
+                PartPath::SortedColumns | PartPath::Dictionary => {
+                    path = path.fallback(self.params, reader)
+                }
+                PartPath::CountOnly => return self.count_part(reader),
+                PartPath::Blocks => return self.collect_blocks(reader, part),
+                PartPath::Docs {
+                    first_hits_only,
+                    sorted_candidates,
+                } => return self.collect_docs(reader, part, first_hits_only, sorted_candidates),
             }
-            if self.feed.aggs.is_some() {
-                return self.collect_blocks(reader, part);
-            }
         }
-        self.collect_docs(reader, part)
     }
 
     /// A whole segment answered from sorted column values, when the query is a column filter
@@ -358,12 +373,10 @@ impl SliceCollector<'_, '_> {
     /// field's terms dictionary (document frequencies), as OpenSearch counts a match-all
     /// `terms` aggregation; false when documents must be visited.
     fn count_from_dictionary(&mut self, reader: &SegmentReader) -> Result<bool> {
-        let (Some(ColumnFilter::All), Some(aggs)) =
-            (self.params.column_filter, self.feed.aggs.as_deref_mut())
-        else {
+        let Some(aggs) = self.feed.aggs.as_deref_mut() else {
             return Ok(false);
         };
-        if reader.num_deleted_docs() > 0 || !aggs.collect_from_dictionary(reader)? {
+        if !aggs.collect_from_dictionary(reader)? {
             return Ok(false);
         }
         self.result.total += reader.num_docs() as u64;
@@ -462,18 +475,16 @@ impl SliceCollector<'_, '_> {
     }
 
     /// Doc at a time: scores, `min_score`, `post_filter`, hits and aggregations.
-    fn collect_docs(&mut self, reader: &SegmentReader, part: &SegmentPart) -> Result<Flow> {
+    fn collect_docs(
+        &mut self,
+        reader: &SegmentReader,
+        part: &SegmentPart,
+        first_hits_only: bool,
+        sorted_candidates: bool,
+    ) -> Result<Flow> {
         let params = self.params;
         let snapshot = self.snapshot;
         let whole_segment = part.docs.start == 0 && part.docs.end >= reader.max_doc();
-        let aggregating = self.feed.aggs.is_some();
-        let first_hits_only = params.constant_score
-            && params.sort.is_score()
-            && params.min_score.is_none()
-            && params.search_after.is_none()
-            && params.terminate_after.is_none()
-            && params.post_filter.is_none()
-            && !aggregating;
         let mut keys = match params.sort {
             HitSort::Score => None,
             HitSort::Fields { fields, .. } => Some(SegmentSortKeys::new(
@@ -491,7 +502,7 @@ impl SliceCollector<'_, '_> {
             None => None,
         };
         let candidates = match &keys {
-            Some(keys) if whole_segment && !aggregating => self.top_candidates(keys, reader)?,
+            Some(keys) if sorted_candidates => self.top_candidates(keys, reader)?,
             _ => None,
         };
         let total_before = self.result.total;

@@ -4,6 +4,7 @@
 
 pub mod can_match;
 pub mod collect;
+pub mod collect_plan;
 pub mod concurrent;
 pub mod coordinator;
 pub mod fetch;

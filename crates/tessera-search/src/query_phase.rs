@@ -8,7 +8,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tantivy::columnar::{Cardinality, ColumnIndex};
 use tantivy::query::Weight;
 use tessera_aggs::{InternalAggregations, PreparedAggs};
 use tessera_common::breaker::RequestBreaker;
@@ -17,6 +16,7 @@ use tessera_index::ShardSnapshot;
 use tessera_query::compile::ColumnFilter;
 
 use crate::collect::{collect_slice, CollectParams};
+use crate::collect_plan::{plan_part, AggShortcuts};
 use crate::concurrent::{cancelled_error, SliceExecutor, Work};
 use crate::hits::{reduce, HitSort, QueryResult, ShardHit};
 use crate::slice::Slice;
@@ -44,6 +44,8 @@ pub struct QueryPhase {
     pub column_filter: Option<ColumnFilter>,
     /// The query matches every live document.
     pub matches_all: bool,
+    /// What the aggregations can count without documents (with aggregations only).
+    pub agg_shortcuts: Option<AggShortcuts>,
 }
 
 /// What one slice produced, and how long it took.
@@ -80,95 +82,32 @@ impl QueryPhase {
             post_filter: self.post_filter.as_deref(),
             column_filter: self.column_filter.as_ref(),
             matches_all: self.matches_all,
+            aggs: self.agg_shortcuts.as_ref(),
         }
     }
 
-    /// Whether collection stops early or counts in bulk (see `collect`): then slicing never
-    /// pays, however many documents match.
-    fn is_cheap(&self) -> bool {
-        let plain = self.min_score.is_none() && !self.scoring && self.post_filter.is_none();
-        if let Some(aggs) = &self.aggs {
-            // aggregations counted from sorted columns or a terms dictionary visit no documents
-            return match (&self.column_filter, aggs.sorted_fields()) {
-                (Some(ColumnFilter::All), Some(_)) => true,
-                (Some(ColumnFilter::Range { field, .. }), Some(fields)) => {
-                    fields.iter().all(|f| f == field)
-                }
-                (Some(ColumnFilter::All), None) => aggs
-                    .dictionary_field()
-                    .is_some_and(|field| self.every_segment_counts_from_dictionary(&field)),
-                _ => false,
-            };
-        }
-        // a match-all sorted by a numeric column takes its top from the sorted copies
-        if self.sorts_from_candidates() {
-            return true;
-        }
-        let counts_in_bulk = self.k == 0 && plain;
-        let first_hits = self.constant_score
-            && self.sort.is_score()
-            && self.min_score.is_none()
-            && self.search_after.is_none()
-            && self.terminate_after.is_none()
-            && self.post_filter.is_none();
-        counts_in_bulk || first_hits
-    }
-
-    /// Whether every segment is single-valued in `field` and has no deletions, so that
-    /// `collect` counts it from the terms dictionary.
-    fn every_segment_counts_from_dictionary(&self, field: &str) -> bool {
-        self.snapshot
-            .searcher
-            .segment_readers()
-            .iter()
-            .all(|reader| {
-                reader.num_deleted_docs() == 0
-                    && match reader.fast_fields().str(field) {
-                        Ok(Some(column)) => {
-                            column.ords().get_cardinality() != Cardinality::Multivalued
-                        }
-                        Ok(None) => true,
-                        Err(_) => false,
-                    }
-            })
-    }
-
-    /// Whether the hits are a `match_all` sorted by a numeric column that every document of
-    /// every segment has, whose top `collect` takes from the segments' sorted copies.
-    fn sorts_from_candidates(&self) -> bool {
-        let params = self.params();
-        let Some(field) = params.candidate_sort_field() else {
-            return false;
-        };
-        self.snapshot
-            .searcher
-            .segment_readers()
-            .iter()
-            .all(|reader| {
-                let fast = reader.fast_fields();
-                let full = |index: &ColumnIndex| matches!(index, ColumnIndex::Full);
-                match (fast.column_opt::<i64>(field), fast.column_opt::<f64>(field)) {
-                    (Ok(Some(column)), _) => full(&column.index),
-                    (_, Ok(Some(column))) => full(&column.index),
-                    _ => false,
-                }
-            })
-    }
-
-    /// The work estimate `auto` decides with: tantivy's cost of driving the query over each
-    /// segment (about the documents visited).
+    /// The work estimate `auto` decides with: nothing when every segment's collection path
+    /// (the plan the collector follows, see [`crate::collect_plan`]) is cheap; else tantivy's
+    /// cost of driving the query over the segments that are not (about the documents visited).
     pub fn work(&self) -> Work {
-        if self.is_cheap() {
-            return Work::Cheap;
-        }
+        let params = self.params();
         let mut docs = 0u64;
+        let mut cheap = true;
         for reader in self.snapshot.searcher.segment_readers() {
+            if plan_part(&params, reader, true).is_cheap() {
+                continue;
+            }
+            cheap = false;
             docs += match self.weight.scorer(reader, 1.0) {
                 Ok(scorer) => scorer.cost().min(reader.max_doc() as u64),
                 Err(_) => reader.max_doc() as u64,
             };
         }
-        Work::Docs(docs)
+        if cheap {
+            Work::Cheap
+        } else {
+            Work::Docs(docs)
+        }
     }
 
     /// Collects one slice, unless the request was cancelled or timed out before it started.

@@ -20,6 +20,7 @@ use tantivy::{DocSet, Searcher, TERMINATED};
 use tessera_aggs::{needs_scores, AggContext, PreparedAggs};
 use tessera_index::index_service::IndexMetadata;
 
+use crate::collect_plan::AggShortcuts;
 use crate::concurrent::{ConcurrencySettings, ConcurrentMode, SliceExecutor};
 use crate::query_phase::{PhaseOutcome, QueryPhase};
 use tessera_common::{Error, Result};
@@ -405,22 +406,15 @@ impl LocalShard {
             )?)),
             None => None,
         };
-        let matches_all = matches!(
-            tessera_query::compile::column_filter(&search.query, &ctx),
-            Ok(Some(ColumnFilter::All))
-        );
-        // only aggregations collected, from a query this simple: they may count from columns
-        let column_filter = if prepared.is_some()
-            && k == 0
-            && !scoring
-            && search.post_filter.is_none()
-            && search.min_score.is_none()
-            && search.terminate_after.is_none()
-        {
-            tessera_query::compile::column_filter(&search.query, &ctx)?
-        } else {
-            None
+        // whether aggregations may then count without visiting documents is the collection
+        // plan's decision (`collect_plan`), per segment part
+        let filter = tessera_query::compile::column_filter(&search.query, &ctx);
+        let matches_all = matches!(filter, Ok(Some(ColumnFilter::All)));
+        let column_filter = match &prepared {
+            Some(_) => filter?,
+            None => None,
         };
+        let agg_shortcuts = prepared.as_deref().map(AggShortcuts::of);
         let phase = Arc::new(QueryPhase {
             snapshot: snapshot.clone(),
             weight: weight.clone(),
@@ -440,6 +434,7 @@ impl LocalShard {
             breaker: search.breaker.clone(),
             column_filter,
             matches_all,
+            agg_shortcuts,
         });
         let slice_count = self.slice_count(&phase, &meta, search);
         let slices = plan_shard_slices(&snapshot, slice_count);
