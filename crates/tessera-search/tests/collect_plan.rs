@@ -1,0 +1,139 @@
+//! The collection plan on real segments: which path each request shape gets, whole segments
+//! and parts of them, so that a change that silently sends a cheap request down a slow path
+//! (or the work estimate and the collector apart) fails here, not only in a benchmark.
+
+mod common;
+
+use common::{Rng, TestIndex};
+use tessera_query::compile::ColumnFilter;
+use tessera_search::collect::CollectParams;
+use tessera_search::collect_plan::{plan_part, AggShortcuts, PartPath};
+use tessera_search::hits::HitSort;
+
+fn params<'a>(sort: &'a HitSort, k: usize) -> CollectParams<'a> {
+    CollectParams {
+        sort,
+        k,
+        total_hits_threshold: 10_000,
+        terminate_after: None,
+        deadline: None,
+        cancelled: None,
+        breaker: None,
+        min_score: None,
+        search_after: None,
+        constant_score: false,
+        scoring: false,
+        shard_index: 0,
+        post_filter: None,
+        column_filter: None,
+        matches_all: false,
+        aggs: None,
+    }
+}
+
+const DOCS: PartPath = PartPath::Docs {
+    first_hits_only: false,
+    sorted_candidates: false,
+};
+
+#[test]
+fn each_request_shape_gets_its_path() {
+    let index = TestIndex::random(&mut Rng::new(11), (300, 600), &[1]);
+    let shard = index.index.shard(0).unwrap();
+    let snapshot = shard.snapshot();
+    let readers = snapshot.searcher.segment_readers();
+    assert!(!readers.is_empty());
+    let by_score = HitSort::new(Vec::new());
+    let histogram_on_n = AggShortcuts {
+        sorted_fields: Some(vec!["n".into()]),
+        dictionary_field: None,
+    };
+    let terms_on_user = AggShortcuts {
+        sorted_fields: None,
+        dictionary_field: Some("user".into()),
+    };
+    let other_aggs = AggShortcuts::default();
+    let all = ColumnFilter::All;
+    let range_on_n = ColumnFilter::Range {
+        field: "n".into(),
+        low: 0,
+        high: 100,
+    };
+    let range_on_x = ColumnFilter::Range {
+        field: "x".into(),
+        low: 0,
+        high: 100,
+    };
+
+    for reader in readers {
+        // a count: whole segments are counted, parts of them visited
+        let count = params(&by_score, 0);
+        assert_eq!(plan_part(&count, reader, true), PartPath::CountOnly);
+        assert_eq!(plan_part(&count, reader, false), DOCS);
+
+        // aggregations that count from the sorted copy of their column
+        let mut sorted = params(&by_score, 0);
+        sorted.aggs = Some(&histogram_on_n);
+        sorted.column_filter = Some(&all);
+        assert_eq!(plan_part(&sorted, reader, true), PartPath::SortedColumns);
+        assert_eq!(plan_part(&sorted, reader, false), PartPath::Blocks);
+        sorted.column_filter = Some(&range_on_n);
+        assert_eq!(plan_part(&sorted, reader, true), PartPath::SortedColumns);
+        // a range on another column than the aggregation's visits the matches
+        sorted.column_filter = Some(&range_on_x);
+        assert_eq!(plan_part(&sorted, reader, true), PartPath::Blocks);
+        // so does anything that limits or scores the matches, or hits to keep
+        sorted.column_filter = Some(&all);
+        sorted.terminate_after = Some(10);
+        assert_eq!(plan_part(&sorted, reader, true), PartPath::Blocks);
+        sorted.terminate_after = None;
+        sorted.min_score = Some(1.0);
+        assert_eq!(plan_part(&sorted, reader, true), DOCS);
+        sorted.min_score = None;
+        sorted.k = 5;
+        assert_eq!(plan_part(&sorted, reader, true), DOCS);
+
+        // a lone terms aggregation over a match-all counts from the dictionary when the
+        // segment has no deletions (user is single-valued)
+        let mut dictionary = params(&by_score, 0);
+        dictionary.aggs = Some(&terms_on_user);
+        dictionary.column_filter = Some(&all);
+        let expected = if reader.num_deleted_docs() == 0 {
+            PartPath::Dictionary
+        } else {
+            PartPath::Blocks
+        };
+        assert_eq!(plan_part(&dictionary, reader, true), expected);
+        assert_eq!(
+            PartPath::SortedColumns.fallback(&dictionary, reader),
+            expected
+        );
+        assert_eq!(
+            PartPath::Dictionary.fallback(&dictionary, reader),
+            PartPath::Blocks
+        );
+
+        // other aggregations: blocks
+        let mut blocks = params(&by_score, 0);
+        blocks.aggs = Some(&other_aggs);
+        assert_eq!(plan_part(&blocks, reader, true), PartPath::Blocks);
+
+        // a constant-score query by score keeps its first hits and counts the rest
+        let mut first = params(&by_score, 10);
+        first.constant_score = true;
+        let first_hits = PartPath::Docs {
+            first_hits_only: true,
+            sorted_candidates: false,
+        };
+        assert_eq!(plan_part(&first, reader, true), first_hits);
+        assert!(plan_part(&first, reader, true).is_cheap());
+        first.aggs = Some(&other_aggs);
+        assert_eq!(plan_part(&first, reader, true), DOCS);
+
+        // scored hits: doc at a time, and not cheap
+        let mut scored = params(&by_score, 10);
+        scored.scoring = true;
+        assert_eq!(plan_part(&scored, reader, true), DOCS);
+        assert!(!plan_part(&scored, reader, true).is_cheap());
+    }
+}
