@@ -161,6 +161,15 @@ impl PreparedAggs {
         self.slice_aggregator().ok()?.top.dictionary_field()
     }
 
+    /// [`sorted_fields`](Self::sorted_fields) and [`dictionary_field`](Self::dictionary_field)
+    /// at once (one set of collectors made, not two).
+    pub fn column_shortcuts(&self) -> (Option<Vec<String>>, Option<String>) {
+        match self.slice_aggregator() {
+            Ok(aggregator) => (aggregator.sorted_fields(), aggregator.top.dictionary_field()),
+            Err(_) => (None, None),
+        }
+    }
+
     /// A fresh set of collectors for one slice.
     pub fn slice_aggregator(&self) -> Result<SliceAggregator> {
         let collectors = self

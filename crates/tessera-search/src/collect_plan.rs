@@ -26,9 +26,10 @@ pub struct AggShortcuts {
 
 impl AggShortcuts {
     pub fn of(aggs: &PreparedAggs) -> AggShortcuts {
+        let (sorted_fields, dictionary_field) = aggs.column_shortcuts();
         AggShortcuts {
-            sorted_fields: aggs.sorted_fields(),
-            dictionary_field: aggs.dictionary_field(),
+            sorted_fields,
+            dictionary_field,
         }
     }
 }
