@@ -165,7 +165,10 @@ impl PreparedAggs {
     /// at once (one set of collectors made, not two).
     pub fn column_shortcuts(&self) -> (Option<Vec<String>>, Option<String>) {
         match self.slice_aggregator() {
-            Ok(aggregator) => (aggregator.sorted_fields(), aggregator.top.dictionary_field()),
+            Ok(aggregator) => (
+                aggregator.sorted_fields(),
+                aggregator.top.dictionary_field(),
+            ),
             Err(_) => (None, None),
         }
     }

@@ -2,11 +2,12 @@
 //! (does slicing pay? see [`crate::concurrent`]) and the slice collector read the same
 //! [`PartPath`], so `auto` never estimates one path while the collector takes another.
 //!
-//! The plan is made from what is known before collecting: the request's shape and the
-//! segment's static facts (deletions, column cardinality). A path may still find at run time
-//! that it cannot serve the part (a sorted copy that holds floats, an aggregation that declines
-//! the dictionary): it then falls back along [`PartPath::fallback`], never to a path the
-//! plan ruled out.
+//! The plan is made from what is known before collecting without opening a column: the
+//! request's shape and the segment's deletions. A column path checks its column when it runs
+//! (a sorted copy that holds floats, a multi-valued dictionary field, a sort column some
+//! documents lack) and falls back along [`PartPath::fallback`], never to a path the plan ruled
+//! out. The work estimate, made before any slice runs, asks [`estimate_part`]: the same plan
+//! with those column checks made up front, so it predicts the fallback the collector would take.
 
 use tantivy::columnar::{Cardinality, ColumnIndex};
 use tantivy::SegmentReader;
@@ -92,22 +93,22 @@ fn plain(params: &CollectParams) -> bool {
     params.min_score.is_none() && !params.scoring && params.post_filter.is_none()
 }
 
-/// A match-all whose `terms` aggregation counts this segment from its dictionary: the field is
-/// single-valued here and no document is deleted.
+/// A match-all whose `terms` aggregation may count this segment from its dictionary: no
+/// document is deleted (the field being single-valued is checked when it runs).
 fn dictionary_counts(params: &CollectParams, reader: &SegmentReader) -> bool {
     let (Some(ColumnFilter::All), Some(aggs)) = (params.column_filter, params.aggs) else {
         return false;
     };
-    let Some(field) = aggs.dictionary_field.as_deref() else {
-        return false;
-    };
-    only_counts(params)
-        && reader.num_deleted_docs() == 0
-        && match reader.fast_fields().str(field) {
-            Ok(Some(column)) => column.ords().get_cardinality() != Cardinality::Multivalued,
-            Ok(None) => true,
-            Err(_) => false,
-        }
+    aggs.dictionary_field.is_some() && only_counts(params) && reader.num_deleted_docs() == 0
+}
+
+/// The field is single-valued in the segment (or absent from it).
+fn single_valued(reader: &SegmentReader, field: &str) -> bool {
+    match reader.fast_fields().str(field) {
+        Ok(Some(column)) => column.ords().get_cardinality() != Cardinality::Multivalued,
+        Ok(None) => true,
+        Err(_) => false,
+    }
 }
 
 /// Every document of the segment has a value in `field` (a numeric column).
@@ -157,11 +158,33 @@ pub fn plan_part(params: &CollectParams, reader: &SegmentReader, whole_segment: 
             && params.search_after.is_none()
             && params.terminate_after.is_none()
             && params.post_filter.is_none(),
-        sorted_candidates: !aggregating
-            && whole_segment
-            && params
+        sorted_candidates: !aggregating && whole_segment && params.candidate_sort_field().is_some(),
+    }
+}
+
+/// The path the collector will end up on for a whole segment: [`plan_part`] with the column
+/// checks a column path makes when it runs made now (the work estimate's view; it opens
+/// columns, which the collector's plan avoids doing twice).
+pub fn estimate_part(params: &CollectParams, reader: &SegmentReader) -> PartPath {
+    match plan_part(params, reader, true) {
+        PartPath::Dictionary => {
+            let field = params.aggs.and_then(|a| a.dictionary_field.as_deref());
+            if field.is_some_and(|f| single_valued(reader, f)) {
+                PartPath::Dictionary
+            } else {
+                PartPath::Blocks
+            }
+        }
+        PartPath::Docs {
+            first_hits_only,
+            sorted_candidates: true,
+        } => PartPath::Docs {
+            first_hits_only,
+            sorted_candidates: params
                 .candidate_sort_field()
                 .is_some_and(|field| column_is_full(reader, field)),
+        },
+        path => path,
     }
 }
 

@@ -16,7 +16,7 @@ use tessera_index::ShardSnapshot;
 use tessera_query::compile::ColumnFilter;
 
 use crate::collect::{collect_slice, CollectParams};
-use crate::collect_plan::{plan_part, AggShortcuts};
+use crate::collect_plan::{estimate_part, AggShortcuts};
 use crate::concurrent::{cancelled_error, SliceExecutor, Work};
 use crate::hits::{reduce, HitSort, QueryResult, ShardHit};
 use crate::slice::Slice;
@@ -87,14 +87,15 @@ impl QueryPhase {
     }
 
     /// The work estimate `auto` decides with: nothing when every segment's collection path
-    /// (the plan the collector follows, see [`crate::collect_plan`]) is cheap; else tantivy's
-    /// cost of driving the query over the segments that are not (about the documents visited).
+    /// (the plan the collector follows, see [`crate::collect_plan::estimate_part`]) is cheap;
+    /// else tantivy's cost of driving the query over the segments that are not (about the
+    /// documents visited).
     pub fn work(&self) -> Work {
         let params = self.params();
         let mut docs = 0u64;
         let mut cheap = true;
         for reader in self.snapshot.searcher.segment_readers() {
-            if plan_part(&params, reader, true).is_cheap() {
+            if estimate_part(&params, reader).is_cheap() {
                 continue;
             }
             cheap = false;

@@ -5,10 +5,13 @@
 mod common;
 
 use common::{Rng, TestIndex};
+use serde_json::json;
+use tantivy::columnar::{Cardinality, ColumnIndex};
 use tessera_query::compile::ColumnFilter;
 use tessera_search::collect::CollectParams;
-use tessera_search::collect_plan::{plan_part, AggShortcuts, PartPath};
+use tessera_search::collect_plan::{estimate_part, plan_part, AggShortcuts, PartPath};
 use tessera_search::hits::HitSort;
+use tessera_search::sort::parse_sort;
 
 fn params<'a>(sort: &'a HitSort, k: usize) -> CollectParams<'a> {
     CollectParams {
@@ -94,7 +97,8 @@ fn each_request_shape_gets_its_path() {
         assert_eq!(plan_part(&sorted, reader, true), DOCS);
 
         // a lone terms aggregation over a match-all counts from the dictionary when the
-        // segment has no deletions (user is single-valued)
+        // segment has no deletions; the estimate also checks that the field is single-valued
+        // (user is; color may not be)
         let mut dictionary = params(&by_score, 0);
         dictionary.aggs = Some(&terms_on_user);
         dictionary.column_filter = Some(&all);
@@ -104,6 +108,28 @@ fn each_request_shape_gets_its_path() {
             PartPath::Blocks
         };
         assert_eq!(plan_part(&dictionary, reader, true), expected);
+        assert_eq!(estimate_part(&dictionary, reader), expected);
+        let terms_on_color = AggShortcuts {
+            sorted_fields: None,
+            dictionary_field: Some("color".into()),
+        };
+        let mut on_color = params(&by_score, 0);
+        on_color.aggs = Some(&terms_on_color);
+        on_color.column_filter = Some(&all);
+        let color_multi = reader
+            .fast_fields()
+            .str("color")
+            .unwrap()
+            .is_some_and(|c| c.ords().get_cardinality() == Cardinality::Multivalued);
+        assert_eq!(plan_part(&on_color, reader, true), expected);
+        assert_eq!(
+            estimate_part(&on_color, reader),
+            if color_multi {
+                PartPath::Blocks
+            } else {
+                expected
+            }
+        );
         assert_eq!(
             PartPath::SortedColumns.fallback(&dictionary, reader),
             expected
@@ -129,6 +155,27 @@ fn each_request_shape_gets_its_path() {
         assert!(plan_part(&first, reader, true).is_cheap());
         first.aggs = Some(&other_aggs);
         assert_eq!(plan_part(&first, reader, true), DOCS);
+
+        // a match_all sorted by a numeric column takes candidates from its sorted copy; the
+        // estimate counts on it only where every document has a value
+        let by_n = HitSort::new(parse_sort(&json!([{"n": "asc"}])).unwrap());
+        let mut sorted_by_n = params(&by_n, 10);
+        sorted_by_n.matches_all = true;
+        let candidates = |yes| PartPath::Docs {
+            first_hits_only: false,
+            sorted_candidates: yes,
+        };
+        assert_eq!(plan_part(&sorted_by_n, reader, true), candidates(true));
+        assert_eq!(plan_part(&sorted_by_n, reader, false), candidates(false));
+        let n_full = matches!(
+            reader
+                .fast_fields()
+                .column_opt::<i64>("n")
+                .unwrap()
+                .map(|c| c.index),
+            Some(ColumnIndex::Full)
+        );
+        assert_eq!(estimate_part(&sorted_by_n, reader), candidates(n_full));
 
         // scored hits: doc at a time, and not cheap
         let mut scored = params(&by_score, 10);
