@@ -235,6 +235,11 @@ impl SliceAggregator {
         self.top.sorted_fields()
     }
 
+    /// The field a lone aggregation can count segments from by its terms dictionary.
+    pub fn dictionary_field(&self) -> Option<String> {
+        self.top.dictionary_field()
+    }
+
     /// Counts the current segment from sorted values (see [`SliceAggregator::sorted_fields`]).
     pub fn collect_sorted(&mut self, segment: &SortedSegment) {
         self.top.collect_sorted(segment)

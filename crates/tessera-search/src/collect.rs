@@ -61,9 +61,6 @@ pub struct CollectParams<'a> {
     pub column_filter: Option<&'a ColumnFilter>,
     /// The query matches every live document (`match_all`).
     pub matches_all: bool,
-    /// What the request's aggregations can count without documents; `None` without
-    /// aggregations.
-    pub aggs: Option<&'a AggShortcuts>,
 }
 
 const DEADLINE_CHECK_INTERVAL: u32 = 4096;
@@ -192,11 +189,6 @@ pub fn collect_slice(
     params: &CollectParams,
     aggs: Option<&mut SliceAggregator>,
 ) -> Result<QueryResult> {
-    debug_assert_eq!(
-        params.aggs.is_some(),
-        aggs.is_some(),
-        "the collection plan must know whether aggregations are collected"
-    );
     if let Some(breaker) = params.breaker {
         // the slice's top-k queue, before it is allocated
         breaker.charge(params.k as u64 * HIT_BYTES, REUSED_ARRAYS)?;
@@ -211,6 +203,7 @@ pub fn collect_slice(
         doc_bases: doc_bases(snapshot),
         since_check: 0,
         cancelled: false,
+        shortcuts: aggs.as_deref().map(AggShortcuts::of_slice),
         feed: AggFeed {
             aggs,
             block: Vec::with_capacity(AGG_BLOCK),
@@ -261,6 +254,9 @@ struct SliceCollector<'a, 'b> {
     since_check: u32,
     /// The request was cancelled while this slice ran.
     cancelled: bool,
+    /// What the slice's aggregations can count without documents (the collection plan's
+    /// view of them), read once from its own collectors.
+    shortcuts: Option<AggShortcuts>,
     feed: AggFeed<'b>,
 }
 
@@ -305,7 +301,7 @@ impl SliceCollector<'_, '_> {
 
     fn collect_part(&mut self, reader: &SegmentReader, part: &SegmentPart) -> Result<Flow> {
         let whole_segment = part.docs.start == 0 && part.docs.end >= reader.max_doc();
-        let mut path = plan_part(self.params, reader, whole_segment);
+        let mut path = plan_part(self.params, self.shortcuts.as_ref(), reader, whole_segment);
         loop {
             match path {
                 PartPath::SortedColumns if self.collect_sorted(reader)? => {
@@ -315,7 +311,7 @@ impl SliceCollector<'_, '_> {
                     return Ok(Flow::Continue)
                 }
                 PartPath::SortedColumns | PartPath::Dictionary => {
-                    path = path.fallback(self.params, reader)
+                    path = path.fallback(self.params, self.shortcuts.as_ref(), reader)
                 }
                 PartPath::CountOnly => return self.count_part(reader),
                 PartPath::Blocks => return self.collect_blocks(reader, part),

@@ -11,7 +11,7 @@
 
 use tantivy::columnar::{Cardinality, ColumnIndex};
 use tantivy::SegmentReader;
-use tessera_aggs::PreparedAggs;
+use tessera_aggs::{PreparedAggs, SliceAggregator};
 use tessera_query::compile::ColumnFilter;
 
 use crate::collect::CollectParams;
@@ -26,11 +26,19 @@ pub struct AggShortcuts {
 }
 
 impl AggShortcuts {
-    pub fn of(aggs: &PreparedAggs) -> AggShortcuts {
-        let (sorted_fields, dictionary_field) = aggs.column_shortcuts();
+    /// Read from a slice's own collectors (what the collector plans with: nothing to build).
+    pub fn of_slice(aggs: &SliceAggregator) -> AggShortcuts {
         AggShortcuts {
-            sorted_fields,
-            dictionary_field,
+            sorted_fields: aggs.sorted_fields(),
+            dictionary_field: aggs.dictionary_field(),
+        }
+    }
+
+    /// Read from collectors made for the purpose (the work estimate, before any slice runs).
+    pub fn of(aggs: &PreparedAggs) -> AggShortcuts {
+        match aggs.slice_aggregator() {
+            Ok(aggregator) => AggShortcuts::of_slice(&aggregator),
+            Err(_) => AggShortcuts::default(),
         }
     }
 }
@@ -73,9 +81,16 @@ impl PartPath {
 
     /// The path to take when this one turns out, at run time, not to serve the part: a
     /// column-counting path falls back to the one after it, then to blocks.
-    pub fn fallback(self, params: &CollectParams, reader: &SegmentReader) -> PartPath {
+    pub fn fallback(
+        self,
+        params: &CollectParams,
+        aggs: Option<&AggShortcuts>,
+        reader: &SegmentReader,
+    ) -> PartPath {
         match self {
-            PartPath::SortedColumns if dictionary_counts(params, reader) => PartPath::Dictionary,
+            PartPath::SortedColumns if dictionary_counts(params, aggs, reader) => {
+                PartPath::Dictionary
+            }
             PartPath::SortedColumns | PartPath::Dictionary => PartPath::Blocks,
             other => other,
         }
@@ -95,8 +110,12 @@ fn plain(params: &CollectParams) -> bool {
 
 /// A match-all whose `terms` aggregation may count this segment from its dictionary: no
 /// document is deleted (the field being single-valued is checked when it runs).
-fn dictionary_counts(params: &CollectParams, reader: &SegmentReader) -> bool {
-    let (Some(ColumnFilter::All), Some(aggs)) = (params.column_filter, params.aggs) else {
+fn dictionary_counts(
+    params: &CollectParams,
+    aggs: Option<&AggShortcuts>,
+    reader: &SegmentReader,
+) -> bool {
+    let (Some(ColumnFilter::All), Some(aggs)) = (params.column_filter, aggs) else {
         return false;
     };
     aggs.dictionary_field.is_some() && only_counts(params) && reader.num_deleted_docs() == 0
@@ -122,12 +141,18 @@ fn column_is_full(reader: &SegmentReader, field: &str) -> bool {
     }
 }
 
-/// The path for the part of `reader` a slice collects (`whole_segment`: all of it).
-pub fn plan_part(params: &CollectParams, reader: &SegmentReader, whole_segment: bool) -> PartPath {
-    let aggregating = params.aggs.is_some();
+/// The path for the part of `reader` a slice collects (`whole_segment`: all of it); `aggs`:
+/// what the request's aggregations can count without documents, `None` without aggregations.
+pub fn plan_part(
+    params: &CollectParams,
+    aggs: Option<&AggShortcuts>,
+    reader: &SegmentReader,
+    whole_segment: bool,
+) -> PartPath {
+    let aggregating = aggs.is_some();
     if whole_segment && only_counts(params) {
-        if let (Some(filter), Some(aggs)) = (params.column_filter, params.aggs) {
-            let from_sorted = match (&aggs.sorted_fields, filter) {
+        if let (Some(filter), Some(shortcuts)) = (params.column_filter, aggs) {
+            let from_sorted = match (&shortcuts.sorted_fields, filter) {
                 (Some(_), ColumnFilter::All) => true,
                 (Some(fields), ColumnFilter::Range { field, .. }) => {
                     fields.iter().all(|f| f == field)
@@ -137,7 +162,7 @@ pub fn plan_part(params: &CollectParams, reader: &SegmentReader, whole_segment: 
             if from_sorted {
                 return PartPath::SortedColumns;
             }
-            if dictionary_counts(params, reader) {
+            if dictionary_counts(params, aggs, reader) {
                 return PartPath::Dictionary;
             }
         }
@@ -165,10 +190,14 @@ pub fn plan_part(params: &CollectParams, reader: &SegmentReader, whole_segment: 
 /// The path the collector will end up on for a whole segment: [`plan_part`] with the column
 /// checks a column path makes when it runs made now (the work estimate's view; it opens
 /// columns, which the collector's plan avoids doing twice).
-pub fn estimate_part(params: &CollectParams, reader: &SegmentReader) -> PartPath {
-    match plan_part(params, reader, true) {
+pub fn estimate_part(
+    params: &CollectParams,
+    aggs: Option<&AggShortcuts>,
+    reader: &SegmentReader,
+) -> PartPath {
+    match plan_part(params, aggs, reader, true) {
         PartPath::Dictionary => {
-            let field = params.aggs.and_then(|a| a.dictionary_field.as_deref());
+            let field = aggs.and_then(|a| a.dictionary_field.as_deref());
             if field.is_some_and(|f| single_valued(reader, f)) {
                 PartPath::Dictionary
             } else {

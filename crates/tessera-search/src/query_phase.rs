@@ -44,8 +44,6 @@ pub struct QueryPhase {
     pub column_filter: Option<ColumnFilter>,
     /// The query matches every live document.
     pub matches_all: bool,
-    /// What the aggregations can count without documents (with aggregations only).
-    pub agg_shortcuts: Option<AggShortcuts>,
 }
 
 /// What one slice produced, and how long it took.
@@ -82,7 +80,6 @@ impl QueryPhase {
             post_filter: self.post_filter.as_deref(),
             column_filter: self.column_filter.as_ref(),
             matches_all: self.matches_all,
-            aggs: self.agg_shortcuts.as_ref(),
         }
     }
 
@@ -92,10 +89,11 @@ impl QueryPhase {
     /// documents visited).
     pub fn work(&self) -> Work {
         let params = self.params();
+        let shortcuts = self.aggs.as_deref().map(AggShortcuts::of);
         let mut docs = 0u64;
         let mut cheap = true;
         for reader in self.snapshot.searcher.segment_readers() {
-            if estimate_part(&params, reader).is_cheap() {
+            if estimate_part(&params, shortcuts.as_ref(), reader).is_cheap() {
                 continue;
             }
             cheap = false;

@@ -20,7 +20,6 @@ use tantivy::{DocSet, Searcher, TERMINATED};
 use tessera_aggs::{needs_scores, AggContext, PreparedAggs};
 use tessera_index::index_service::IndexMetadata;
 
-use crate::collect_plan::AggShortcuts;
 use crate::concurrent::{ConcurrencySettings, ConcurrentMode, SliceExecutor};
 use crate::query_phase::{PhaseOutcome, QueryPhase};
 use tessera_common::{Error, Result};
@@ -414,7 +413,6 @@ impl LocalShard {
             Some(_) => filter?,
             None => None,
         };
-        let agg_shortcuts = prepared.as_deref().map(AggShortcuts::of);
         let phase = Arc::new(QueryPhase {
             snapshot: snapshot.clone(),
             weight: weight.clone(),
@@ -434,7 +432,6 @@ impl LocalShard {
             breaker: search.breaker.clone(),
             column_filter,
             matches_all,
-            agg_shortcuts,
         });
         let slice_count = self.slice_count(&phase, &meta, search);
         let slices = plan_shard_slices(&snapshot, slice_count);

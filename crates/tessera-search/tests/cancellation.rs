@@ -14,7 +14,6 @@ use tantivy::query::EnableScoring;
 use tessera_aggs::{AggContext, PreparedAggs, RenderContext, DEFAULT_MAX_BUCKETS};
 use tessera_query::{compile, parse_query, CompileContext};
 use tessera_search::collect::{collect_slice, CollectParams};
-use tessera_search::collect_plan::AggShortcuts;
 use tessera_search::hits::HitSort;
 use tessera_search::slice::{SegmentPart, Slice};
 
@@ -83,7 +82,6 @@ fn a_cancelled_request_stops_its_running_slice() {
     .unwrap();
     let sort = HitSort::new(Vec::new());
     for k in [0, 10] {
-        let shortcuts = AggShortcuts::of(&prepared);
         let run = |cancelled: &AtomicBool| {
             let params = CollectParams {
                 sort: &sort,
@@ -101,7 +99,6 @@ fn a_cancelled_request_stops_its_running_slice() {
                 post_filter: None,
                 column_filter: None,
                 matches_all: false,
-                aggs: Some(&shortcuts),
             };
             let mut aggregator = prepared.slice_aggregator().unwrap();
             let outcome = collect_slice(

@@ -30,7 +30,6 @@ fn params<'a>(sort: &'a HitSort, k: usize) -> CollectParams<'a> {
         post_filter: None,
         column_filter: None,
         matches_all: false,
-        aggs: None,
     }
 }
 
@@ -71,59 +70,74 @@ fn each_request_shape_gets_its_path() {
     for reader in readers {
         // a count: whole segments are counted, parts of them visited
         let count = params(&by_score, 0);
-        assert_eq!(plan_part(&count, reader, true), PartPath::CountOnly);
-        assert_eq!(plan_part(&count, reader, false), DOCS);
+        assert_eq!(plan_part(&count, None, reader, true), PartPath::CountOnly);
+        assert_eq!(plan_part(&count, None, reader, false), DOCS);
 
         // aggregations that count from the sorted copy of their column
+        let histogram = Some(&histogram_on_n);
         let mut sorted = params(&by_score, 0);
-        sorted.aggs = Some(&histogram_on_n);
         sorted.column_filter = Some(&all);
-        assert_eq!(plan_part(&sorted, reader, true), PartPath::SortedColumns);
-        assert_eq!(plan_part(&sorted, reader, false), PartPath::Blocks);
+        assert_eq!(
+            plan_part(&sorted, histogram, reader, true),
+            PartPath::SortedColumns
+        );
+        assert_eq!(
+            plan_part(&sorted, histogram, reader, false),
+            PartPath::Blocks
+        );
         sorted.column_filter = Some(&range_on_n);
-        assert_eq!(plan_part(&sorted, reader, true), PartPath::SortedColumns);
+        assert_eq!(
+            plan_part(&sorted, histogram, reader, true),
+            PartPath::SortedColumns
+        );
         // a range on another column than the aggregation's visits the matches
         sorted.column_filter = Some(&range_on_x);
-        assert_eq!(plan_part(&sorted, reader, true), PartPath::Blocks);
+        assert_eq!(
+            plan_part(&sorted, histogram, reader, true),
+            PartPath::Blocks
+        );
         // so does anything that limits or scores the matches, or hits to keep
         sorted.column_filter = Some(&all);
         sorted.terminate_after = Some(10);
-        assert_eq!(plan_part(&sorted, reader, true), PartPath::Blocks);
+        assert_eq!(
+            plan_part(&sorted, histogram, reader, true),
+            PartPath::Blocks
+        );
         sorted.terminate_after = None;
         sorted.min_score = Some(1.0);
-        assert_eq!(plan_part(&sorted, reader, true), DOCS);
+        assert_eq!(plan_part(&sorted, histogram, reader, true), DOCS);
         sorted.min_score = None;
         sorted.k = 5;
-        assert_eq!(plan_part(&sorted, reader, true), DOCS);
+        assert_eq!(plan_part(&sorted, histogram, reader, true), DOCS);
 
         // a lone terms aggregation over a match-all counts from the dictionary when the
         // segment has no deletions; the estimate also checks that the field is single-valued
         // (user is; color may not be)
+        let terms = Some(&terms_on_user);
         let mut dictionary = params(&by_score, 0);
-        dictionary.aggs = Some(&terms_on_user);
         dictionary.column_filter = Some(&all);
         let expected = if reader.num_deleted_docs() == 0 {
             PartPath::Dictionary
         } else {
             PartPath::Blocks
         };
-        assert_eq!(plan_part(&dictionary, reader, true), expected);
-        assert_eq!(estimate_part(&dictionary, reader), expected);
+        assert_eq!(plan_part(&dictionary, terms, reader, true), expected);
+        assert_eq!(estimate_part(&dictionary, terms, reader), expected);
         let terms_on_color = AggShortcuts {
             sorted_fields: None,
             dictionary_field: Some("color".into()),
         };
+        let color_terms = Some(&terms_on_color);
         let mut on_color = params(&by_score, 0);
-        on_color.aggs = Some(&terms_on_color);
         on_color.column_filter = Some(&all);
         let color_multi = reader
             .fast_fields()
             .str("color")
             .unwrap()
             .is_some_and(|c| c.ords().get_cardinality() == Cardinality::Multivalued);
-        assert_eq!(plan_part(&on_color, reader, true), expected);
+        assert_eq!(plan_part(&on_color, color_terms, reader, true), expected);
         assert_eq!(
-            estimate_part(&on_color, reader),
+            estimate_part(&on_color, color_terms, reader),
             if color_multi {
                 PartPath::Blocks
             } else {
@@ -131,18 +145,20 @@ fn each_request_shape_gets_its_path() {
             }
         );
         assert_eq!(
-            PartPath::SortedColumns.fallback(&dictionary, reader),
+            PartPath::SortedColumns.fallback(&dictionary, terms, reader),
             expected
         );
         assert_eq!(
-            PartPath::Dictionary.fallback(&dictionary, reader),
+            PartPath::Dictionary.fallback(&dictionary, terms, reader),
             PartPath::Blocks
         );
 
         // other aggregations: blocks
-        let mut blocks = params(&by_score, 0);
-        blocks.aggs = Some(&other_aggs);
-        assert_eq!(plan_part(&blocks, reader, true), PartPath::Blocks);
+        let blocks = params(&by_score, 0);
+        assert_eq!(
+            plan_part(&blocks, Some(&other_aggs), reader, true),
+            PartPath::Blocks
+        );
 
         // a constant-score query by score keeps its first hits and counts the rest
         let mut first = params(&by_score, 10);
@@ -151,10 +167,9 @@ fn each_request_shape_gets_its_path() {
             first_hits_only: true,
             sorted_candidates: false,
         };
-        assert_eq!(plan_part(&first, reader, true), first_hits);
-        assert!(plan_part(&first, reader, true).is_cheap());
-        first.aggs = Some(&other_aggs);
-        assert_eq!(plan_part(&first, reader, true), DOCS);
+        assert_eq!(plan_part(&first, None, reader, true), first_hits);
+        assert!(plan_part(&first, None, reader, true).is_cheap());
+        assert_eq!(plan_part(&first, Some(&other_aggs), reader, true), DOCS);
 
         // a match_all sorted by a numeric column takes candidates from its sorted copy; the
         // estimate counts on it only where every document has a value
@@ -165,8 +180,14 @@ fn each_request_shape_gets_its_path() {
             first_hits_only: false,
             sorted_candidates: yes,
         };
-        assert_eq!(plan_part(&sorted_by_n, reader, true), candidates(true));
-        assert_eq!(plan_part(&sorted_by_n, reader, false), candidates(false));
+        assert_eq!(
+            plan_part(&sorted_by_n, None, reader, true),
+            candidates(true)
+        );
+        assert_eq!(
+            plan_part(&sorted_by_n, None, reader, false),
+            candidates(false)
+        );
         let n_full = matches!(
             reader
                 .fast_fields()
@@ -175,12 +196,15 @@ fn each_request_shape_gets_its_path() {
                 .map(|c| c.index),
             Some(ColumnIndex::Full)
         );
-        assert_eq!(estimate_part(&sorted_by_n, reader), candidates(n_full));
+        assert_eq!(
+            estimate_part(&sorted_by_n, None, reader),
+            candidates(n_full)
+        );
 
         // scored hits: doc at a time, and not cheap
         let mut scored = params(&by_score, 10);
         scored.scoring = true;
-        assert_eq!(plan_part(&scored, reader, true), DOCS);
-        assert!(!plan_part(&scored, reader, true).is_cheap());
+        assert_eq!(plan_part(&scored, None, reader, true), DOCS);
+        assert!(!plan_part(&scored, None, reader, true).is_cheap());
     }
 }

@@ -25,7 +25,6 @@ use tessera_aggs::{
 use tessera_index::ShardSnapshot;
 use tessera_query::{compile, parse_query, CompileContext};
 use tessera_search::collect::{collect_slice, CollectParams};
-use tessera_search::collect_plan::AggShortcuts;
 use tessera_search::hits::{reduce, HitSort, QueryResult};
 use tessera_search::slice::{SegmentPart, Slice};
 use tessera_search::sort::parse_sort;
@@ -223,7 +222,6 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
             }
             checked += 1;
             let collect = |run: &ShardRun, shard_index: u32, slice: &Slice| {
-                let shortcuts = AggShortcuts::of(&run.prepared);
                 let params = CollectParams {
                     sort: &sort,
                     k,
@@ -240,7 +238,6 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                     post_filter: None,
                     column_filter: None,
                     matches_all: false,
-                    aggs: Some(&shortcuts),
                 };
                 let mut aggregator = run.prepared.slice_aggregator().expect("slice aggregator");
                 let hits = collect_slice(
