@@ -52,13 +52,18 @@ impl SearchService {
     }
 
     /// Parses the source into a search, charged to a circuit breaker of its own; `locate`
-    /// sees an error of the body.
+    /// sees an error of the body. `body` is the source's body when the caller parsed it
+    /// already (it is not parsed twice).
     pub fn prepare(
         &self,
         source: SearchSource,
+        body: Option<&serde_json::Value>,
         locate: impl FnOnce(Error) -> Error,
     ) -> Result<Search> {
-        let mut request = source.parse_with(locate)?;
+        let mut request = match body {
+            Some(body) => source.parse_body(Some(body), locate)?,
+            None => source.parse_with(locate)?,
+        };
         request.breaker = Some(self.node.request_breaker());
         Ok(Search::new(source, request))
     }

@@ -53,12 +53,25 @@ impl SearchSource {
     /// [`parse`](Self::parse), with `locate` applied to an error of the body (the REST layer
     /// adds where in the body it is).
     pub fn parse_with(&self, locate: impl FnOnce(Error) -> Error) -> Result<SearchRequest> {
-        let mut search = match &self.body {
-            Some(text) => {
-                let body: serde_json::Value = serde_json::from_str(text)
-                    .map_err(|e| Error::parsing(format!("failed to parse the search body: {e}")))?;
-                SearchRequest::parse(&body).map_err(locate)?
-            }
+        let body = match &self.body {
+            Some(text) => Some(
+                serde_json::from_str(text)
+                    .map_err(|e| Error::parsing(format!("failed to parse the search body: {e}")))?,
+            ),
+            None => None,
+        };
+        self.parse_body(body.as_ref(), locate)
+    }
+
+    /// [`parse_with`](Self::parse_with) for a caller that holds the body already parsed
+    /// (`body` must be this source's body).
+    pub fn parse_body(
+        &self,
+        body: Option<&serde_json::Value>,
+        locate: impl FnOnce(Error) -> Error,
+    ) -> Result<SearchRequest> {
+        let mut search = match body {
+            Some(body) => SearchRequest::parse(body).map_err(locate)?,
             None => SearchRequest::default(),
         };
         crate::url_params::apply(&self.params, &mut search)?;

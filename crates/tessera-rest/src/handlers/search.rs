@@ -19,15 +19,16 @@ fn index_expression(request: &RestRequest) -> &str {
         .unwrap_or("_all")
 }
 
-/// The body as text: the request body, or the `source` parameter.
-fn body_text(request: &RestRequest) -> Result<Option<String>> {
-    // parsed here so that a malformed body fails as OpenSearch fails it
-    Ok(request.json_body()?.map(|_| {
-        if request.has_body() {
+/// The body, parsed (so that a malformed body fails as OpenSearch fails it), and as the text
+/// that travels to the shards: the request body, or the `source` parameter.
+fn body(request: &RestRequest) -> Result<Option<(Value, String)>> {
+    Ok(request.json_body()?.map(|value| {
+        let text = if request.has_body() {
             String::from_utf8_lossy(&request.body).into_owned()
         } else {
             request.param("source").unwrap_or_default().to_string()
-        }
+        };
+        (value, text)
     }))
 }
 
@@ -41,8 +42,9 @@ fn target(request: &RestRequest) -> Result<SearchTarget> {
 
 /// `GET|POST /_search`, `/{index}/_search`.
 pub async fn search(service: SearchService, request: RestRequest) -> Result<RestResponse> {
-    let source = service.source(body_text(&request)?, request.params.clone());
-    let search = service.prepare(source, |e| with_position(e, &request.body))?;
+    let (value, text) = body(&request)?.unzip();
+    let source = service.source(text, request.params.clone());
+    let search = service.prepare(source, value.as_ref(), |e| with_position(e, &request.body))?;
     let options = ResponseOptions {
         total_hits_as_int: request.param_bool("rest_total_hits_as_int", false)?,
     };
@@ -97,7 +99,7 @@ pub async fn count(service: SearchService, request: RestRequest) -> Result<RestR
         min_score,
         terminate_after,
     ));
-    let search = service.prepare(source, |e| e)?;
+    let search = service.prepare(source, None, |e| e)?;
     let (count, shards, terminated) = service.count(&target(&request)?, search).await?;
     let mut body = json!({ "count": count, "_shards": shards });
     if let Some(terminated) = terminated {
