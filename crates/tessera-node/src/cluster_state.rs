@@ -122,7 +122,7 @@ impl ClusterService {
         cluster_name: &str,
         indices: &BTreeMap<String, Arc<IndexService>>,
     ) -> Result<ClusterService> {
-        let cluster_uuid = cluster_uuid(store.as_ref())?;
+        let cluster_uuid = cluster_uuid(store.as_ref(), &local.id)?;
         let mut states = BTreeMap::new();
         for (name, service) in indices {
             let meta = import_index(store.as_ref(), service)?;
@@ -329,8 +329,10 @@ impl ClusterService {
     }
 }
 
-/// The cluster uuid, chosen by the first node that finds none.
-fn cluster_uuid(store: &dyn MetaStore) -> Result<String> {
+/// The cluster uuid, chosen by the first node that finds none: its node id, which is what
+/// `GET /` reported as the cluster uuid before the store existed, so a data directory written
+/// then keeps its identity.
+fn cluster_uuid(store: &dyn MetaStore, first_node_id: &str) -> Result<String> {
     loop {
         if let Some(kv) = store.get(CLUSTER_KEY)? {
             let value: serde_json::Value = serde_json::from_slice(&kv.value)
@@ -340,7 +342,7 @@ fn cluster_uuid(store: &dyn MetaStore) -> Result<String> {
                 .map(String::from)
                 .ok_or_else(|| Error::internal("read the cluster metadata", "no cluster_uuid"));
         }
-        let value = json!({ "cluster_uuid": tessera_common::ids::random_uuid() });
+        let value = json!({ "cluster_uuid": first_node_id });
         match store.compare_and_set(CLUSTER_KEY, Expect::Absent, value.to_string().as_bytes(), 0) {
             Ok(_) | Err(MetaError::Conflict { .. }) => continue,
             Err(e) => return Err(e.into()),
@@ -601,6 +603,10 @@ mod tests {
             let node = start(dir.path());
             let state = wait_started(&node, "old");
             assert_eq!(state.cluster_uuid, cluster_uuid);
+            assert_eq!(
+                state.cluster_uuid, node.node_id,
+                "the identity GET / reported"
+            );
             assert_eq!(state.shard("old", 0).unwrap().in_sync, vec![allocation_id]);
             node.shutdown();
         }
