@@ -245,6 +245,16 @@ impl PartialEq for IndexState {
     }
 }
 
+/// Reads index metadata from its JSON form; a mapping may nest deeper than serde_json's
+/// default recursion limit (the index's own `_state.json` is read the same way).
+pub fn metadata_from_json(bytes: &[u8]) -> tessera_common::Result<IndexMetadata> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    deserializer.disable_recursion_limit();
+    let value = serde_json::Value::deserialize(&mut deserializer)
+        .map_err(|e| tessera_common::Error::internal("parse index metadata", e))?;
+    IndexMetadata::from_json(&value)
+}
+
 mod metadata_as_json {
     use std::sync::Arc;
 
@@ -257,9 +267,7 @@ mod metadata_as_json {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<IndexMetadata>, D::Error> {
         let text = String::deserialize(d)?;
-        let value: serde_json::Value =
-            serde_json::from_str(&text).map_err(serde::de::Error::custom)?;
-        IndexMetadata::from_json(&value)
+        super::metadata_from_json(text.as_bytes())
             .map(Arc::new)
             .map_err(|e| serde::de::Error::custom(e.reason().to_string()))
     }
@@ -507,6 +515,30 @@ pub(crate) mod tests {
         assert!(routing.set_replica_count(0, 9));
         assert_eq!(routing.shards[1].copies.len(), 1);
         assert!(!routing.set_replica_count(0, 9));
+    }
+
+    #[test]
+    fn a_deeply_nested_mapping_round_trips() {
+        let mut properties = serde_json::json!({"leaf": {"type": "keyword"}});
+        for depth in 0..100 {
+            properties = serde_json::json!({format!("o{depth}"): {"properties": properties}});
+        }
+        let mut meta = (*metadata("deep", 1)).clone();
+        meta.mapping =
+            Arc::new(Mapping::parse(&serde_json::json!({"properties": properties})).unwrap());
+        let state = ClusterState::empty("c", "u")
+            .builder()
+            .put_index(IndexState {
+                metadata: Arc::new(meta),
+                routing: IndexRouting::single_node(1, 0, "n", 0),
+            })
+            .build();
+        let back: ClusterState =
+            serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
+        assert_eq!(back, state);
+        let back: ClusterState =
+            postcard::from_bytes(&postcard::to_stdvec(&state).unwrap()).unwrap();
+        assert_eq!(back, state);
     }
 
     #[test]

@@ -76,9 +76,7 @@ fn metadata_bytes(meta: &IndexMetadata) -> Vec<u8> {
 }
 
 fn parse_metadata(bytes: &[u8]) -> Result<IndexMetadata> {
-    let value: serde_json::Value = serde_json::from_slice(bytes)
-        .map_err(|e| Error::internal("parse stored index metadata", e))?;
-    IndexMetadata::from_json(&value)
+    tessera_cluster::state::metadata_from_json(bytes)
 }
 
 /// The order of two copies of one index's metadata.
