@@ -227,11 +227,20 @@ impl ClusterService {
         })
     }
 
-    /// An index deleted: gone from the store, then from the state.
+    /// An index deleted: gone from the store, then from the state. Deleting is how a full
+    /// disk gets room again, so a store that cannot be written does not stop it: the index
+    /// leaves the state, and its stored entry, which then names no directory, is dropped when
+    /// the node next starts.
     pub fn index_deleted(&self, name: &str) -> Result<()> {
         let _write = self.write.lock().unwrap();
-        self.store.delete(&index_key(name), Expect::Any)?;
-        let revision = self.store.delete(&routing_key(name), Expect::Any)?;
+        let deleted = self
+            .store
+            .delete(&index_key(name), Expect::Any)
+            .and_then(|_| self.store.delete(&routing_key(name), Expect::Any));
+        let revision = deleted.unwrap_or_else(|e| {
+            eprintln!("[{name}] could not be deleted from the metadata store ({e}): it is dropped from there when the node next starts");
+            0
+        });
         self.publish(revision, |current| current.builder().remove_index(name))
     }
 
@@ -284,7 +293,16 @@ impl ClusterService {
         if !apply_slots(&mut routing, index, &self.local.id) {
             return Ok(());
         }
-        let revision = put_routing(self.store.as_ref(), &meta, &routing)?;
+        // the routing of a shard that fails because its disk is full cannot be written either:
+        // the state follows the shard all the same (once, not at every round), and the store
+        // catches up with the next change; a start derives the states from the shards anyway
+        let revision = put_routing(self.store.as_ref(), &meta, &routing).unwrap_or_else(|e| {
+            eprintln!(
+                "[{}] could not write the shard routing to the metadata store: {e}",
+                meta.name
+            );
+            0
+        });
         let name = meta.name.clone();
         self.publish(revision, |current| {
             current.builder().put_routing(&name, routing)
