@@ -84,18 +84,23 @@ fn metadata_order(meta: &IndexMetadata) -> (u64, u64) {
     (meta.mapping_version, meta.settings_version)
 }
 
-/// The state of each primary, from the node's shard slots, with why a failed one failed.
-fn primary_states(index: &IndexService) -> Vec<(ShardState, Option<String>)> {
+/// The state of each primary, from the node's shard slots, with why a failed one failed (in
+/// allocation explain's words).
+fn primary_states(index: &IndexService, node_id: &str) -> Vec<(ShardState, Option<String>)> {
     index
         .shard_slots()
         .iter()
         .map(|slot| match slot {
             ShardSlot::Started(_) => (ShardState::Started, None),
             ShardSlot::Initializing => (ShardState::Initializing, None),
-            ShardSlot::Failed(failure) => (
-                ShardState::Unassigned,
-                Some(failure.error.reason().to_string()),
-            ),
+            ShardSlot::Failed(failure) => {
+                let details = format!(
+                    "failed shard on node [{node_id}]: {}[{}]",
+                    failure.error.kind(),
+                    failure.error.reason()
+                );
+                (ShardState::Unassigned, Some(details))
+            }
         })
         .collect()
 }
@@ -447,7 +452,7 @@ fn put_routing(store: &dyn MetaStore, meta: &IndexMetadata, routing: &IndexRouti
 fn apply_slots(routing: &mut IndexRouting, index: &IndexService, node_id: &str) -> bool {
     let now = tessera_common::time::now_millis();
     let mut changed = false;
-    for (shard, (state, failure)) in primary_states(index).into_iter().enumerate() {
+    for (shard, (state, failure)) in primary_states(index, node_id).into_iter().enumerate() {
         let reason = failure
             .as_deref()
             .map(|details| ("ALLOCATION_FAILED", details, now));
