@@ -35,6 +35,9 @@ pub struct IndexMetadata {
     pub settings: Settings,
     pub mapping: Arc<Mapping>,
     pub mapping_version: u64,
+    /// Bumped by every settings update (OpenSearch's `settings_version`); with
+    /// `mapping_version` it orders two copies of the same index's metadata.
+    pub settings_version: u64,
     pub number_of_shards: u32,
     pub routing_shards: u32,
 }
@@ -105,7 +108,8 @@ impl IndexMetadata {
         out
     }
 
-    fn to_json(&self) -> Value {
+    /// The persisted form (`_state.json`, and the cluster state's index metadata).
+    pub fn to_json(&self) -> Value {
         json!({
             "name": self.name,
             "uuid": self.uuid,
@@ -113,12 +117,14 @@ impl IndexMetadata {
             "settings": self.settings.to_flat_json(),
             "mappings": self.mapping.to_json(),
             "mapping_version": self.mapping_version,
+            "settings_version": self.settings_version,
             "number_of_shards": self.number_of_shards,
             "routing_shards": self.routing_shards,
         })
     }
 
-    fn from_json(value: &Value) -> Result<IndexMetadata> {
+    /// Reads the persisted form; `settings_version`, which older files lack, defaults to 1.
+    pub fn from_json(value: &Value) -> Result<IndexMetadata> {
         let bad = |what: &str| {
             Error::internal(
                 "read index metadata",
@@ -142,6 +148,10 @@ impl IndexMetadata {
             mapping_version: value["mapping_version"]
                 .as_u64()
                 .ok_or_else(|| bad("mapping_version"))?,
+            settings_version: match &value["settings_version"] {
+                Value::Null => 1,
+                v => v.as_u64().ok_or_else(|| bad("settings_version"))?,
+            },
             number_of_shards: value["number_of_shards"]
                 .as_u64()
                 .ok_or_else(|| bad("number_of_shards"))? as u32,
@@ -217,10 +227,15 @@ pub struct DocWriteResult {
     pub forced_refresh: bool,
 }
 
+/// Called with an index's next metadata before a mapping or settings update installs it: the
+/// node writes it to the cluster state's store there, and an error fails the update.
+pub type MetadataSink = Arc<dyn Fn(&IndexMetadata) -> Result<()> + Send + Sync>;
+
 /// An open index.
 pub struct IndexService {
     path: PathBuf,
     metadata: RwLock<Arc<IndexMetadata>>,
+    metadata_sink: RwLock<Option<MetadataSink>>,
     mapping_lock: Mutex<()>,
     shards: RwLock<Vec<ShardSlot>>,
     resources: NodeResources,
@@ -429,6 +444,7 @@ impl IndexService {
             settings,
             mapping: Arc::new(mapping),
             mapping_version: 1,
+            settings_version: 1,
             number_of_shards,
             routing_shards,
         };
@@ -478,6 +494,7 @@ impl IndexService {
         IndexService {
             path: path.to_path_buf(),
             metadata: RwLock::new(Arc::new(metadata)),
+            metadata_sink: RwLock::new(None),
             mapping_lock: Mutex::new(()),
             shards: RwLock::new(shards),
             resources: resources.clone(),
@@ -514,6 +531,41 @@ impl IndexService {
 
     pub fn metadata(&self) -> Arc<IndexMetadata> {
         self.metadata.read().unwrap().clone()
+    }
+
+    /// Sets the function every later mapping and settings update hands its next metadata to
+    /// before installing it.
+    pub fn set_metadata_sink(&self, sink: MetadataSink) {
+        *self.metadata_sink.write().unwrap() = Some(sink);
+    }
+
+    /// Hands `next` to the metadata sink, if there is one.
+    fn sink(&self, next: &IndexMetadata) -> Result<()> {
+        let sink = self.metadata_sink.read().unwrap().clone();
+        match sink {
+            Some(sink) => sink(next),
+            None => Ok(()),
+        }
+    }
+
+    /// Installs metadata decided elsewhere (the cluster state's copy, when it is newer than
+    /// this index's `_state.json`): persisted here, not handed to the sink.
+    pub fn apply_metadata(&self, next: IndexMetadata) -> Result<()> {
+        let _guard = self.mapping_lock.lock().unwrap();
+        let current = self.metadata();
+        if next.uuid != current.uuid || next.number_of_shards != current.number_of_shards {
+            return Err(Error::illegal_state(format!(
+                "metadata of [{}/{}] cannot replace [{}/{}]",
+                next.name, next.uuid, current.name, current.uuid
+            )));
+        }
+        persist(&self.path, &next)?;
+        let durability = next.durability();
+        *self.metadata.write().unwrap() = Arc::new(next);
+        for shard in self.shards() {
+            shard.set_durability(durability);
+        }
+        Ok(())
     }
 
     pub fn name(&self) -> String {
@@ -658,6 +710,7 @@ impl IndexService {
         let mut next = current.clone();
         next.mapping = Arc::new(mapping);
         next.mapping_version += 1;
+        self.sink(&next)?;
         persist(&self.path, &next)?;
         *self.metadata.write().unwrap() = Arc::new(next);
         Ok(())
@@ -671,6 +724,11 @@ impl IndexService {
         index_settings::validate(update, true, &target)?;
         let mut next = (*current).clone();
         next.settings.merge(update);
+        if next.settings == current.settings {
+            return Ok(());
+        }
+        next.settings_version += 1;
+        self.sink(&next)?;
         persist(&self.path, &next)?;
         let durability = next.durability();
         *self.metadata.write().unwrap() = Arc::new(next);

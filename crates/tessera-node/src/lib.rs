@@ -2,6 +2,7 @@
 //! settings, health, background refresh, thread pools and process statistics.
 
 pub mod cluster_settings;
+pub mod cluster_state;
 pub mod disk;
 pub mod health;
 pub mod indexing_pressure;

@@ -29,6 +29,7 @@ use tessera_search::{
 };
 
 use crate::cluster_settings::ClusterSettings;
+use crate::cluster_state::ClusterService;
 use crate::health::{Health, IndexHealth, PrimaryState, Status};
 use crate::indexing_pressure::IndexingPressure;
 use crate::process_stats::{cores, CpuSampler};
@@ -140,6 +141,8 @@ pub struct Node {
     /// What this node's shards run their requests with (pools, reader contexts, breaker).
     pub shard_services: Arc<ShardServices>,
     pub cluster_settings: ClusterSettings,
+    /// The cluster state and the metadata store it is written through.
+    pub cluster: Arc<ClusterService>,
     pub cpu: Arc<CpuSampler>,
     /// Bytes of write requests in flight, bounded by `indexing_pressure.memory.limit`.
     pub indexing_pressure: IndexingPressure,
@@ -227,6 +230,25 @@ impl Node {
                 ),
             }
         }
+        let local = tessera_cluster::DiscoveryNode {
+            id: node_id.clone(),
+            name: config.name.clone(),
+            ephemeral_id: tessera_common::ids::random_uuid(),
+            transport_address: format!("{}:{}", config.host, config.port + 100),
+            http_address: format!("{}:{}", config.host, config.port),
+            roles: ["cluster_manager", "data", "ingest", "remote_cluster_client"]
+                .map(String::from)
+                .to_vec(),
+        };
+        let cluster = Arc::new(ClusterService::open(
+            &config.data_path,
+            local,
+            &config.cluster_name,
+            &indices,
+        )?);
+        for index in indices.values() {
+            write_metadata_through(index, &cluster);
+        }
         let pools = ThreadPools::new(&config);
         let indexing_pressure = IndexingPressure::new(config.indexing_pressure_limit);
         let cpu = Arc::new(CpuSampler::default());
@@ -266,6 +288,7 @@ impl Node {
                 slice_executor,
                 shard_services,
                 cluster_settings,
+                cluster,
                 cpu,
                 indexing_pressure,
                 breakers,
@@ -392,6 +415,13 @@ impl Node {
                 return Err(e);
             }
         };
+        if let Err(e) = self.cluster.index_created(&service) {
+            service.close_for_delete();
+            drop(service);
+            let _ = std::fs::remove_dir_all(&path);
+            return Err(e);
+        }
+        write_metadata_through(&service, &self.cluster);
         self.indices
             .write()
             .unwrap()
@@ -455,6 +485,10 @@ impl Node {
         let names = resolve_names(expression, &self.index_names(), options)?;
         let _guard = self.create_lock.lock().unwrap();
         for name in names {
+            if self.index(&name).is_none() {
+                continue;
+            }
+            self.cluster.index_deleted(&name)?;
             let removed = self.indices.write().unwrap().remove(&name);
             if let Some(index) = removed {
                 index.close_for_delete();
@@ -593,6 +627,18 @@ impl Node {
         }
     }
 
+    /// The cluster state now.
+    pub fn cluster_state(&self) -> Arc<tessera_cluster::ClusterState> {
+        self.cluster.state()
+    }
+
+    /// Brings the cluster state's routing of `index` in line with its shards.
+    fn sync_routing(&self, index: &IndexService) {
+        if let Err(e) = self.cluster.sync_shards(index) {
+            eprintln!("[{}] could not update the shard routing: {e}", index.name());
+        }
+    }
+
     pub fn is_shutting_down(&self) -> bool {
         self.shutdown.load(Ordering::Relaxed)
     }
@@ -606,6 +652,7 @@ impl Node {
         for pool in self.pools.all() {
             pool.shutdown();
         }
+        self.cluster.shutdown();
     }
 
     /// Applies the disk watermarks (see [`crate::disk`]): past the flood stage every index gets
@@ -703,6 +750,12 @@ impl Node {
     }
 }
 
+/// Makes the index's mapping and settings updates go through the cluster state's store.
+fn write_metadata_through(index: &IndexService, cluster: &Arc<ClusterService>) {
+    let cluster = cluster.clone();
+    index.set_metadata_sink(Arc::new(move |next| cluster.metadata_changed(next)));
+}
+
 /// The indices of the node, or `None` once it is gone or shutting down.
 fn live_indices(node: &std::sync::Weak<Node>) -> Option<Vec<Arc<IndexService>>> {
     let node = node.upgrade()?;
@@ -722,6 +775,9 @@ fn open_shards(node: std::sync::Weak<Node>) {
     };
     for index in indices {
         index.start_shards(|| node.upgrade().is_none_or(|node| node.is_shutting_down()));
+        if let Some(node) = node.upgrade() {
+            node.sync_routing(&index);
+        }
     }
 }
 
@@ -736,6 +792,10 @@ fn recover_shards(node: std::sync::Weak<Node>) {
         };
         for index in indices {
             index.recover_failed_shards();
+            // a shard that failed or recovered since the last round changes the routing
+            if let Some(node) = node.upgrade() {
+                node.sync_routing(&index);
+            }
         }
     }
 }
@@ -748,6 +808,9 @@ fn run_scheduler(node: std::sync::Weak<Node>) {
         let Some(node) = node.upgrade() else { return };
         if node.is_shutting_down() {
             return;
+        }
+        if let Err(e) = node.cluster.keep_alive() {
+            eprintln!("could not renew the node's lease: {e}");
         }
         if last_disk_check.elapsed() >= DISK_CHECK_INTERVAL {
             node.check_disk();

@@ -25,6 +25,14 @@ const STATS_PARAMS: &[&str] = &[
     "include_unloaded_segments",
 ];
 
+/// The URL parameters of `_cluster/state`.
+const CLUSTER_STATE: &[&str] = &[
+    "local",
+    "flat_settings",
+    "master_timeout",
+    "cluster_manager_timeout",
+];
+
 const GET: Method = Method::GET;
 const POST: Method = Method::POST;
 const PUT: Method = Method::PUT;
@@ -226,6 +234,24 @@ pub fn all() -> Vec<Route> {
                 "timeout",
             ],
             handler: handler!(cluster::get_settings),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cluster/state",
+            params: CLUSTER_STATE,
+            handler: handler!(cluster::state),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cluster/state/{metric}",
+            params: CLUSTER_STATE,
+            handler: handler!(cluster::state),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cluster/state/{metric}/{index}",
+            params: CLUSTER_STATE,
+            handler: handler!(cluster::state),
         },
         Route {
             methods: &[GET, POST],

@@ -95,9 +95,40 @@ fn cat_shards(node: &Node, index: &str) -> Vec<Value> {
     rows.as_array().unwrap().clone()
 }
 
+/// The primary of `index`'s shard 0 in the published cluster state, once its state is `state`
+/// (the routing follows the shard within a recovery round).
+fn routed_primary(node: &Node, index: &str, state: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let body = node
+            .get(&format!("/_cluster/state/routing_table/{index}"))
+            .expect(200)
+            .json();
+        let primary = body["routing_table"]["indices"][index]["shards"]["0"][0].clone();
+        if primary["state"] == state {
+            return primary;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "[{index}] is not {state} in the cluster state: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Asserts that `index`'s only shard is failed with an error of `kind`, and that the node
 /// reports and answers accordingly.
 fn assert_failed_alone(node: &Node, index: &str, kind: &str) {
+    let routed = routed_primary(node, index, "UNASSIGNED");
+    assert_eq!(routed["node"], Value::Null, "{routed}");
+    assert_eq!(
+        routed["unassigned_info"]["reason"], "ALLOCATION_FAILED",
+        "{routed}"
+    );
+    let details = routed["unassigned_info"]["details"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(details.contains(kind), "{routed}");
     let rows = cat_shards(node, index);
     assert_eq!(rows[0]["state"], "UNASSIGNED", "{rows:?}");
     assert_eq!(
@@ -220,6 +251,11 @@ fn a_full_disk_loses_no_acknowledged_write() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // the cluster state saw the shard come back, under the allocation id it always had
+    let routed = routed_primary(&node, "full", "STARTED");
+    let state = node.get("/_cluster/state/metadata/full").expect(200).json();
+    let in_sync = &state["metadata"]["indices"]["full"]["in_sync_allocations"]["0"];
+    assert_eq!(in_sync, &json!([routed["allocation_id"]["id"]]), "{state}");
     let assert_all_acked = |node: &Node| {
         let ids: Vec<&String> = acked.iter().collect();
         for chunk in ids.chunks(2000) {

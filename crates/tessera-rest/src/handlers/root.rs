@@ -16,7 +16,7 @@ pub async fn info(node: Arc<Node>, _request: RestRequest) -> Result<RestResponse
     Ok(RestResponse::ok(json!({
         "name": node.config.name,
         "cluster_name": node.config.cluster_name,
-        "cluster_uuid": node.node_id,
+        "cluster_uuid": node.cluster_state().cluster_uuid,
         "version": {
             "distribution": "tessera",
             "number": COMPATIBLE_VERSION,
