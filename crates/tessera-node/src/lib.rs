@@ -1,5 +1,5 @@
 //! The node and its cluster-level state: indices registry, index name resolution, cluster
-//! settings, health, background refresh, thread pools and process statistics.
+//! settings, health, background refresh, thread pools and process statistics; the write service.
 
 pub mod cluster_settings;
 pub mod disk;
@@ -8,7 +8,9 @@ pub mod indexing_pressure;
 pub mod node;
 pub mod process_stats;
 pub mod resolve;
+pub mod write;
 
 pub use indexing_pressure::{IndexingPermit, IndexingPressure};
 pub use node::{Node, NodeConfig};
 pub use resolve::ResolveOptions;
+pub use write::WriteService;
