@@ -26,9 +26,21 @@ pub struct Route {
     pub handler: Handler,
 }
 
-/// Wraps an `async fn(Arc<Node>, RestRequest) -> Result<RestResponse>` as a [`Handler`].
+/// Wraps an `async fn(Arc<Node>, RestRequest) -> Result<RestResponse>` as a [`Handler`];
+/// `handler!(write: f)` wraps an `async fn(Arc<WriteService>, RestRequest)`.
 #[macro_export]
 macro_rules! handler {
+    // a document write handler: `async fn(Arc<WriteService>, RestRequest)`, given the node's
+    // write service rather than the node
+    (write: $f:path) => {{
+        fn boxed(
+            node: std::sync::Arc<tessera_node::Node>,
+            request: $crate::request::RestRequest,
+        ) -> $crate::router::HandlerFuture {
+            Box::pin($f(node.write_service(), request))
+        }
+        boxed as $crate::router::Handler
+    }};
     ($f:path) => {{
         fn boxed(
             node: std::sync::Arc<tessera_node::Node>,
