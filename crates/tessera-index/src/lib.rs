@@ -9,6 +9,7 @@ pub mod shard;
 pub mod sorted_columns;
 pub mod stats;
 pub mod translog;
+mod wire;
 
 pub use index_service::{
     DocWrite, DocWriteResult, IndexMetadata, IndexService, NodeResources, UpdateRequest,

@@ -82,7 +82,7 @@ impl Default for ShardConfig {
 }
 
 /// Version information of a live document.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DocVersion {
     pub version: u64,
     pub seq_no: u64,
@@ -1175,7 +1175,7 @@ pub struct PreparedDoc {
 }
 
 /// Optimistic concurrency conditions of a write.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Conditions {
     pub create_only: bool,
     pub if_seq_no: Option<u64>,
@@ -1183,7 +1183,7 @@ pub struct Conditions {
 }
 
 /// The outcome of one write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum WriteOutcome {
     Created,
     Updated,
@@ -1204,7 +1204,7 @@ impl WriteOutcome {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Written {
     pub outcome: WriteOutcome,
     pub version: DocVersion,

@@ -1,5 +1,5 @@
 //! The node and its cluster-level state: indices registry, index name resolution, cluster
-//! settings, health, background refresh, thread pools and process statistics.
+//! settings, health, background refresh, thread pools and process statistics; the write service.
 
 pub mod cluster_settings;
 pub mod cluster_state;
@@ -10,8 +10,10 @@ pub mod node;
 pub mod process_stats;
 pub mod resolve;
 pub mod search_service;
+pub mod write;
 
 pub use indexing_pressure::{IndexingPermit, IndexingPressure};
 pub use node::{Node, NodeConfig, ShardTransport};
 pub use resolve::ResolveOptions;
 pub use search_service::{SearchService, SearchTarget};
+pub use write::WriteService;

@@ -1,6 +1,6 @@
 //! The node: one `tessera serve` process. It owns the data directory, the open indices, the
-//! cluster settings, the thread pools and the background scheduler (refresh, translog sync,
-//! flush on translog size).
+//! cluster settings, the thread pools, the write service (`crate::write`) and the background
+//! scheduler (refresh, translog sync, flush on translog size).
 //!
 //! A single-node cluster is the same code as a multi-node one will be: searches go through
 //! [`tessera_search::ShardSearcher`] targets, which remote shards will implement too.
@@ -35,6 +35,7 @@ use crate::indexing_pressure::IndexingPressure;
 use crate::process_stats::{cores, CpuSampler};
 use crate::resolve::{resolve_names, validate_index_name, ResolveOptions};
 use crate::search_service::SearchService;
+use crate::write::WriteService;
 
 /// How a node is started.
 #[derive(Clone, Debug)]
@@ -148,6 +149,8 @@ pub struct Node {
     pub indexing_pressure: IndexingPressure,
     /// The request circuit breaker and its parent (`tessera_common::breaker`).
     breakers: Arc<CircuitBreakerService>,
+    /// Document writes, from parsed operations to per-item results (`crate::write`).
+    write: Arc<WriteService>,
     indices: RwLock<BTreeMap<String, Arc<IndexService>>>,
     create_lock: Mutex<()>,
     shutdown: AtomicBool,
@@ -265,6 +268,7 @@ impl Node {
             cores_count,
             external_load,
         ));
+        let write_pool = pools.write.clone();
         let node = Arc::new_cyclic(|node: &Weak<Node>| {
             let breaker_node = node.clone();
             let breakers = Arc::new(CircuitBreakerService::new(
@@ -292,6 +296,7 @@ impl Node {
                 cpu,
                 indexing_pressure,
                 breakers,
+                write: Arc::new(WriteService::new(node.clone(), write_pool)),
                 indices: RwLock::new(indices),
                 create_lock: Mutex::new(()),
                 shutdown: AtomicBool::new(false),
@@ -328,6 +333,11 @@ impl Node {
                 thread::sleep(Duration::from_millis(10));
             }
         }
+    }
+
+    /// The write service, which REST's document write handlers receive.
+    pub fn write_service(&self) -> Arc<WriteService> {
+        self.write.clone()
     }
 
     /// The health states of an index's primaries.

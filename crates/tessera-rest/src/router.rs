@@ -26,9 +26,22 @@ pub struct Route {
     pub handler: Handler,
 }
 
-/// Wraps an `async fn(Arc<Node>, RestRequest) -> Result<RestResponse>` as a [`Handler`].
+/// Wraps an `async fn(Arc<Node>, RestRequest) -> Result<RestResponse>` as a [`Handler`];
+/// `handler!(write: f)` wraps an `async fn(Arc<WriteService>, RestRequest)` and
+/// `handler!(search: f)` an `async fn(SearchService, RestRequest)`: the services, not the node.
 #[macro_export]
 macro_rules! handler {
+    // a document write handler: `async fn(Arc<WriteService>, RestRequest)`, given the node's
+    // write service rather than the node
+    (write: $f:path) => {{
+        fn boxed(
+            node: std::sync::Arc<tessera_node::Node>,
+            request: $crate::request::RestRequest,
+        ) -> $crate::router::HandlerFuture {
+            Box::pin($f(node.write_service(), request))
+        }
+        boxed as $crate::router::Handler
+    }};
     ($f:path) => {{
         fn boxed(
             node: std::sync::Arc<tessera_node::Node>,
@@ -38,6 +51,7 @@ macro_rules! handler {
         }
         boxed as $crate::router::Handler
     }};
+    // a search handler: given the node's search service rather than the node
     (search: $f:path) => {{
         fn boxed(
             node: std::sync::Arc<tessera_node::Node>,

@@ -456,13 +456,13 @@ pub fn all() -> Vec<Route> {
             methods: &[POST, PUT],
             pattern: "/_bulk",
             params: BULK,
-            handler: handler!(bulk::bulk),
+            handler: handler!(write: bulk::bulk),
         },
         Route {
             methods: &[POST, PUT],
             pattern: "/{index}/_bulk",
             params: BULK,
-            handler: handler!(bulk::bulk),
+            handler: handler!(write: bulk::bulk),
         },
         Route {
             methods: &[GET],
@@ -474,13 +474,13 @@ pub fn all() -> Vec<Route> {
             methods: &[POST, PUT],
             pattern: "/{index}/_doc/{id}",
             params: DOC_WRITE,
-            handler: handler!(documents::index),
+            handler: handler!(write: documents::index),
         },
         Route {
             methods: &[DELETE],
             pattern: "/{index}/_doc/{id}",
             params: DOC_WRITE,
-            handler: handler!(documents::delete),
+            handler: handler!(write: documents::delete),
         },
         Route {
             methods: &[HEAD],
@@ -492,13 +492,13 @@ pub fn all() -> Vec<Route> {
             methods: &[POST],
             pattern: "/{index}/_doc",
             params: DOC_WRITE,
-            handler: handler!(documents::index),
+            handler: handler!(write: documents::index),
         },
         Route {
             methods: &[PUT, POST],
             pattern: "/{index}/_create/{id}",
             params: DOC_WRITE,
-            handler: handler!(documents::index),
+            handler: handler!(write: documents::index),
         },
         Route {
             methods: &[GET, HEAD],
@@ -510,7 +510,7 @@ pub fn all() -> Vec<Route> {
             methods: &[POST],
             pattern: "/{index}/_update/{id}",
             params: UPDATE,
-            handler: handler!(documents::update),
+            handler: handler!(write: documents::update),
         },
         Route {
             methods: &[GET, POST],

@@ -1,8 +1,7 @@
-//! `_bulk`, and the write path every document API shares: items are grouped by shard, each
-//! shard's group runs on the `write` pool (one fsync per group), and the answers come back in
-//! the order of the request. A bad item fails alone.
+//! `_bulk`: the NDJSON body parsed into operations, and the bulk response rendered from their
+//! results; the write service (`tessera_node::write`) runs them. Also the write response body
+//! every document API shares. A bad item fails alone.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -12,171 +11,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tessera_common::ids::index_id_problems;
 use tessera_common::{Error, Result};
-use tessera_index::index_service::{IndexMetadata, UpdateRequest};
-use tessera_index::{Conditions, DocWrite, DocWriteResult, IndexService, WriteOutcome};
-use tessera_node::Node;
+use tessera_index::index_service::UpdateRequest;
+use tessera_index::{Conditions, DocWrite};
+use tessera_node::write::{ItemResponse, ItemResult, Operation, ShardInfo};
+use tessera_node::WriteService;
 
-use super::{refresh_param, Refresh};
+use super::refresh_param;
 use crate::request::RestRequest;
 use crate::response::RestResponse;
-
-/// One write addressed to an index by name.
-pub struct Item {
-    pub index: String,
-    pub write: DocWrite,
-}
-
-/// The outcome of one item.
-pub type ItemResult = Result<(Arc<IndexService>, DocWriteResult)>;
-
-/// Adds the index uuid that OpenSearch puts on shard-level document errors.
-fn with_uuid(error: Error, index: &IndexService) -> Error {
-    match error.kind() {
-        "version_conflict_engine_exception" | "document_missing_exception"
-            if error.meta("index_uuid").is_none() =>
-        {
-            error.with_meta("index_uuid", index.metadata().uuid.clone())
-        }
-        _ => error,
-    }
-}
-
-/// Runs writes (any indices, any shards) and returns their results in order.
-pub async fn execute(node: &Arc<Node>, items: Vec<Item>, refresh: Refresh) -> Vec<ItemResult> {
-    let mut results: Vec<Option<ItemResult>> = (0..items.len()).map(|_| None).collect();
-    // grouped by (index, shard); the index key is the service's address (unique while held)
-    let mut groups: BTreeMap<(usize, u32), ShardWrites> = BTreeMap::new();
-    let mut last: Option<(String, Arc<IndexService>)> = None;
-    let count = items.len();
-    for (position, item) in items.into_iter().enumerate() {
-        let remaining = count - position;
-        let cached = last
-            .as_ref()
-            .filter(|(name, _)| *name == item.index)
-            .map(|(_, index)| index.clone());
-        let lookup = match (cached, &item.write) {
-            (Some(index), _) => Ok(index),
-            // a delete never creates an index
-            (None, DocWrite::Delete { .. }) => node
-                .index(&item.index)
-                .ok_or_else(|| missing_index(&item.index)),
-            (None, _) => node.index_or_create(&item.index),
-        };
-        if let Ok(index) = &lookup {
-            if last.as_ref().is_none_or(|(name, _)| *name != item.index) {
-                last = Some((item.index.clone(), index.clone()));
-            }
-        }
-        let index = match lookup {
-            Ok(index) => index,
-            Err(e) => {
-                results[position] = Some(Err(e));
-                continue;
-            }
-        };
-        let shard = match item.write.id() {
-            Some(id) => index.shard_for(id, item.write.routing()),
-            // generated ids spread over shards like OpenSearch's: by a hash of the id we make
-            None => {
-                let id = tessera_common::ids::time_based_id();
-                let shard = index.shard_for(&id, item.write.routing());
-                let write = match item.write {
-                    DocWrite::Index {
-                        source,
-                        routing,
-                        conditions,
-                        ..
-                    } => DocWrite::Index {
-                        id: Some(id),
-                        auto_generated_id: true,
-                        source,
-                        routing,
-                        conditions: Conditions {
-                            create_only: true,
-                            ..conditions
-                        },
-                    },
-                    other => other,
-                };
-                let key = (Arc::as_ptr(&index) as usize, shard);
-                groups
-                    .entry(key)
-                    .or_insert_with(|| ShardWrites::new(index.clone(), remaining))
-                    .push(position, write);
-                continue;
-            }
-        };
-        let key = (Arc::as_ptr(&index) as usize, shard);
-        groups
-            .entry(key)
-            .or_insert_with(|| ShardWrites::new(index.clone(), remaining))
-            .push(position, item.write);
-    }
-    let mut pending = Vec::new();
-    for ((_, shard), group) in groups {
-        let ShardWrites {
-            index,
-            positions,
-            writes,
-        } = group;
-        let task_index = index.clone();
-        let immediate = refresh != Refresh::None;
-        let handle = node
-            .pools
-            .write
-            .submit(move || task_index.write_shard(shard, writes, immediate));
-        pending.push((index, positions, handle));
-    }
-    for (index, positions, handle) in pending {
-        let outcome = match handle {
-            Ok(handle) => handle.await,
-            Err(e) => Err(e),
-        };
-        match outcome {
-            Ok(shard_results) => {
-                for (position, result) in positions.into_iter().zip(shard_results) {
-                    let result = result.map(|mut r| {
-                        // `wait_for` waits for a refresh rather than forcing one, and says so
-                        r.forced_refresh &= refresh == Refresh::Immediate;
-                        (index.clone(), r)
-                    });
-                    results[position] = Some(result.map_err(|e| with_uuid(e, &index)));
-                }
-            }
-            Err(error) => {
-                for position in positions {
-                    results[position] = Some(Err(error.clone()));
-                }
-            }
-        }
-    }
-    results
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(Error::illegal_state("a bulk item got no answer"))))
-        .collect()
-}
-
-/// `index_not_found_exception` as document APIs report it.
-pub fn missing_index(index: &str) -> Error {
-    Error::new(
-        "index_not_found_exception",
-        404,
-        format!("no such index [{index}]"),
-    )
-    .with_meta("index", index.to_string())
-    .with_meta("resource.id", index.to_string())
-    .with_meta("resource.type", "index_expression")
-    .with_meta("index_uuid", "_na_")
-}
-
-/// HTTP status of a write outcome.
-pub fn status_of(outcome: WriteOutcome) -> u16 {
-    match outcome {
-        WriteOutcome::Created => 201,
-        WriteOutcome::NotFound => 404,
-        _ => 200,
-    }
-}
 
 /// The response fields of a successful write, serialised directly (a bulk response holds
 /// thousands of them).
@@ -188,38 +30,23 @@ pub struct WriteBody<'a> {
     pub result: &'static str,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub forced_refresh: bool,
-    pub _shards: ShardCounts,
+    pub _shards: ShardInfo,
     pub _seq_no: u64,
     pub _primary_term: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
 }
 
-#[derive(Serialize)]
-pub struct ShardCounts {
-    total: u32,
-    successful: u32,
-    failed: u32,
-}
-
 impl<'a> WriteBody<'a> {
-    pub fn new(index: &'a IndexMetadata, result: &'a DocWriteResult) -> WriteBody<'a> {
-        let noop = result.written.outcome == WriteOutcome::Noop;
+    pub fn new(item: &'a ItemResponse) -> WriteBody<'a> {
+        let result = &item.result;
         WriteBody {
-            _index: &index.name,
+            _index: &item.index,
             _id: &result.id,
             _version: result.written.version.version,
             result: result.written.outcome.as_str(),
             forced_refresh: result.forced_refresh,
-            _shards: ShardCounts {
-                total: if noop {
-                    0
-                } else {
-                    1 + index.number_of_replicas()
-                },
-                successful: if noop { 0 } else { 1 },
-                failed: 0,
-            },
+            _shards: item.shards,
             _seq_no: result.written.version.seq_no,
             _primary_term: result.written.version.primary_term,
             status: None,
@@ -228,9 +55,8 @@ impl<'a> WriteBody<'a> {
 }
 
 /// The response fields of a successful write as a JSON object.
-pub fn write_json(index: &IndexService, result: &DocWriteResult) -> Map<String, Value> {
-    let meta = index.metadata();
-    match serde_json::to_value(WriteBody::new(&meta, result)) {
+pub fn write_json(item: &ItemResponse) -> Map<String, Value> {
+    match serde_json::to_value(WriteBody::new(item)) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     }
@@ -452,36 +278,6 @@ fn general_action(
     })
 }
 
-/// The writes of a bulk request bound for one shard, with their positions in the request.
-struct ShardWrites {
-    index: Arc<IndexService>,
-    positions: Vec<usize>,
-    writes: Vec<DocWrite>,
-}
-
-impl ShardWrites {
-    /// A new group, with `remaining` items of the request still to come: room for all of them
-    /// when the index has one shard (a bulk load's usual case), so lists of thousands of
-    /// writes never regrow.
-    fn new(index: Arc<IndexService>, remaining: usize) -> ShardWrites {
-        let capacity = if index.shards().len() == 1 {
-            remaining
-        } else {
-            0
-        };
-        ShardWrites {
-            index,
-            positions: Vec::with_capacity(capacity),
-            writes: Vec::with_capacity(capacity),
-        }
-    }
-
-    fn push(&mut self, position: usize, write: DocWrite) {
-        self.positions.push(position);
-        self.writes.push(write);
-    }
-}
-
 /// One parsed bulk item: its index, the write (or its parse error), the action name and id.
 pub type ParsedItem = (String, Result<DocWrite>, &'static str, Option<String>);
 
@@ -628,7 +424,7 @@ pub fn parse_update(
 }
 
 /// `POST /_bulk`, `POST /{index}/_bulk`.
-pub async fn bulk(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+pub async fn bulk(service: Arc<WriteService>, request: RestRequest) -> Result<RestResponse> {
     let started = Instant::now();
     let refresh = refresh_param(&request)?;
     super::check_write_params(&request)?;
@@ -638,40 +434,45 @@ pub async fn bulk(node: Arc<Node>, request: RestRequest) -> Result<RestResponse>
         .filter(|r| !r.is_empty())
         .map(String::from);
     let body = request.body.clone();
-    let parsed = node
-        .pools
-        .write
-        .run(move || parse_bulk(&body, default_index.as_deref(), default_routing.as_deref()))
-        .await?;
+    service
+        .bulk(
+            move || {
+                let parsed =
+                    parse_bulk(&body, default_index.as_deref(), default_routing.as_deref())?;
+                Ok(operations(parsed))
+            },
+            refresh,
+            move |(kinds, early), ran| render_bulk(started, kinds, early, ran),
+        )
+        .await
+}
+
+/// The action name, index and id of each bulk item, for its answer.
+type Kinds = Vec<(&'static str, String, Option<String>)>;
+
+/// The operations to run, and for every item of the request its action, index and id, and the
+/// error of an item that did not parse.
+fn operations(parsed: Vec<ParsedItem>) -> (Vec<Operation>, (Kinds, Vec<Option<Error>>)) {
     let mut kinds = Vec::with_capacity(parsed.len());
-    let mut items = Vec::with_capacity(parsed.len());
+    let mut operations = Vec::with_capacity(parsed.len());
     let mut early: Vec<Option<Error>> = Vec::with_capacity(parsed.len());
     for (index, write, kind, id) in parsed {
         kinds.push((kind, index.clone(), id));
         match write {
             Ok(write) => {
-                items.push(Some(Item { index, write }));
+                operations.push(Operation { index, write });
                 early.push(None);
             }
-            Err(e) => {
-                items.push(None);
-                early.push(Some(e));
-            }
+            Err(e) => early.push(Some(e)),
         }
     }
-    let to_run: Vec<Item> = items.into_iter().flatten().collect();
-    let ran = execute(&node, to_run, refresh).await;
-    // rendering thousands of items is CPU work: it runs on the write pool too
-    node.pools
-        .write
-        .run(move || render_bulk(started, kinds, early, ran))
-        .await
+    (operations, (kinds, early))
 }
 
 /// The bulk response: one item per action line, in order.
 fn render_bulk(
     started: Instant,
-    kinds: Vec<(&'static str, String, Option<String>)>,
+    kinds: Kinds,
     early: Vec<Option<Error>>,
     ran: Vec<ItemResult>,
 ) -> Result<RestResponse> {
@@ -685,20 +486,16 @@ fn render_bulk(
                 .unwrap_or_else(|| Err(Error::illegal_state("missing bulk result"))),
         });
     }
-    let metas: Vec<Option<Arc<IndexMetadata>>> = results
-        .iter()
-        .map(|r| r.as_ref().ok().map(|(index, _)| index.metadata()))
-        .collect();
     let mut errors = false;
     let mut items = Vec::with_capacity(kinds.len());
-    for (((kind, index_name, id), result), meta) in kinds.iter().zip(&results).zip(&metas) {
-        let body = match (result, meta) {
-            (Ok((_, result)), Some(meta)) => {
-                let mut body = WriteBody::new(meta, result);
-                body.status = Some(status_of(result.written.outcome));
+    for ((kind, index_name, id), result) in kinds.iter().zip(&results) {
+        let body = match result {
+            Ok(item) => {
+                let mut body = WriteBody::new(item);
+                body.status = Some(item.status());
                 BulkItemBody::Written(body)
             }
-            (Err(error), _) => {
+            Err(error) => {
                 errors = true;
                 let mut body = Map::new();
                 body.insert("_index".into(), json!(index_name));
@@ -709,7 +506,6 @@ fn render_bulk(
                 body.insert("error".into(), error.to_json());
                 BulkItemBody::Failed(Value::Object(body))
             }
-            (Ok(_), None) => return Err(Error::illegal_state("bulk result without an index")),
         };
         items.push(BulkItem { kind, body });
     }

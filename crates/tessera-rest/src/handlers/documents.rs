@@ -1,4 +1,5 @@
-//! Single-document APIs: index, create, get, exists, `_source`, delete, update, mget.
+//! Single-document APIs: index, create, get, exists, `_source`, delete, update, mget. The
+//! writes (index, create, update, delete) go through the node's write service, as `_bulk`'s do.
 
 use std::sync::Arc;
 
@@ -7,10 +8,11 @@ use tessera_common::ids::index_id_problems;
 use tessera_common::{Error, Result};
 use tessera_index::{Conditions, DocWrite, IndexService, StoredDoc};
 use tessera_mapping::SourceFilter;
-use tessera_node::Node;
+use tessera_node::write::{missing_index, Operation};
+use tessera_node::{Node, WriteService};
 use tessera_search::request::{parse_source_spec, SourceSpec};
 
-use super::bulk::{execute, parse_update, status_of, write_json, Item};
+use super::bulk::{parse_update, write_json};
 use super::refresh_param;
 use crate::request::RestRequest;
 use crate::response::RestResponse;
@@ -72,32 +74,23 @@ fn conditions(request: &RestRequest, create_only: bool) -> Result<Conditions> {
 }
 
 async fn write_one(
-    node: Arc<Node>,
+    service: Arc<WriteService>,
     request: &RestRequest,
     write: DocWrite,
-    index_name: &str,
+    index: String,
 ) -> Result<RestResponse> {
     let refresh = refresh_param(request)?;
-    let mut results = execute(
-        &node,
-        vec![Item {
-            index: index_name.to_string(),
-            write,
-        }],
-        refresh,
-    )
-    .await;
-    let (index, result) = results
-        .pop()
-        .unwrap_or_else(|| Err(Error::illegal_state("no write result")))?;
+    let item = service
+        .execute_one(Operation { index, write }, refresh)
+        .await?;
     Ok(RestResponse::json(
-        status_of(result.written.outcome),
-        Value::Object(write_json(&index, &result)),
+        item.status(),
+        Value::Object(write_json(&item)),
     ))
 }
 
 /// `PUT|POST /{index}/_doc/{id}`, `POST /{index}/_doc`, `PUT|POST /{index}/_create/{id}`.
-pub async fn index(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+pub async fn index(service: Arc<WriteService>, request: RestRequest) -> Result<RestResponse> {
     let create_only = request.path.contains("/_create/");
     let id = request.path_params.get("id").cloned();
     let problems = id.as_deref().map(index_id_problems).unwrap_or_default();
@@ -122,14 +115,14 @@ pub async fn index(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
         conditions: conditions(&request, create_only)?,
     };
     let index_name = request.path_param("index").to_string();
-    write_one(node, &request, write, &index_name).await
+    write_one(service, &request, write, index_name).await
 }
 
 /// `DELETE /{index}/_doc/{id}`.
-pub async fn delete(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+pub async fn delete(service: Arc<WriteService>, request: RestRequest) -> Result<RestResponse> {
     let index_name = request.path_param("index").to_string();
-    if node.index(&index_name).is_none() {
-        return Err(super::bulk::missing_index(&index_name));
+    if !service.index_exists(&index_name) {
+        return Err(missing_index(&index_name));
     }
     let write = DocWrite::Delete {
         id: request.path_param("id").to_string(),
@@ -139,11 +132,11 @@ pub async fn delete(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
             .map(String::from),
         conditions: conditions(&request, false)?,
     };
-    write_one(node, &request, write, &index_name).await
+    write_one(service, &request, write, index_name).await
 }
 
 /// `POST /{index}/_update/{id}`.
-pub async fn update(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+pub async fn update(service: Arc<WriteService>, request: RestRequest) -> Result<RestResponse> {
     let index_name = request.path_param("index").to_string();
     let body = if request.has_body() {
         request.body.clone()
@@ -165,19 +158,17 @@ pub async fn update(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
     )?;
     let source_spec = update_source_spec(&request, &body)?;
     let refresh = refresh_param(&request)?;
-    let mut results = execute(
-        &node,
-        vec![Item {
-            index: index_name,
-            write,
-        }],
-        refresh,
-    )
-    .await;
-    let (index, result) = results
-        .pop()
-        .unwrap_or_else(|| Err(Error::illegal_state("no write result")))?;
-    let mut out = write_json(&index, &result);
+    let item = service
+        .execute_one(
+            Operation {
+                index: index_name,
+                write,
+            },
+            refresh,
+        )
+        .await?;
+    let mut out = write_json(&item);
+    let result = &item.result;
     if let (Some(spec), Some(source)) = (source_spec, &result.source) {
         let mut get = Map::new();
         get.insert("_seq_no".into(), json!(result.written.version.seq_no));
@@ -191,10 +182,7 @@ pub async fn update(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
         }
         out.insert("get".into(), Value::Object(get));
     }
-    Ok(RestResponse::json(
-        status_of(result.written.outcome),
-        Value::Object(out),
-    ))
+    Ok(RestResponse::json(item.status(), Value::Object(out)))
 }
 
 fn update_source_spec(request: &RestRequest, body: &[u8]) -> Result<Option<SourceSpec>> {
@@ -259,7 +247,7 @@ async fn load(
 ) -> Result<(Arc<IndexService>, Option<StoredDoc>)> {
     let index = node
         .index(index_name)
-        .ok_or_else(|| super::bulk::missing_index(index_name))?;
+        .ok_or_else(|| missing_index(index_name))?;
     let id = id.to_string();
     let reader = index.clone();
     let doc = node
@@ -429,7 +417,7 @@ pub async fn mget(node: Arc<Node>, request: RestRequest) -> Result<RestResponse>
             ]));
         };
         match node.index(&index_name) {
-            None => docs.push(json!({"_index": index_name, "_id": id, "error": super::bulk::missing_index(&index_name).to_json()})),
+            None => docs.push(json!({"_index": index_name, "_id": id, "error": missing_index(&index_name).to_json()})),
             Some(index) => {
                 let doc = index.get(&id, routing.as_deref(), request.param_bool("realtime", true)?)?;
                 docs.push(get_json(&index, &id, doc.as_ref(), &spec, false)?);

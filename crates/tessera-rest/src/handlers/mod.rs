@@ -1,5 +1,7 @@
 //! One module per API family. Handlers parse parameters and bodies, call the node, and shape
-//! the answer as OpenSearch does; CPU work goes to the node's thread pools.
+//! the answer as OpenSearch does; CPU work goes to the node's thread pools. Document writes
+//! (`bulk`, and index, create, update, delete in `documents`) call the node's write service
+//! instead (`tessera_node::write`), which chooses its pool itself.
 
 pub mod allocation;
 pub mod bulk;
@@ -31,13 +33,7 @@ pub fn resolve_options(
     })
 }
 
-/// `refresh`: `true` (or a bare flag), `wait_for`, `false`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refresh {
-    None,
-    Immediate,
-    WaitFor,
-}
+pub use tessera_node::write::Refresh;
 
 /// Checks the write parameters Tessera accepts but does not act on (`timeout`,
 /// `wait_for_active_shards`, `version_type`) as OpenSearch parses them, so that a malformed
@@ -66,6 +62,7 @@ pub fn check_write_params(request: &RestRequest) -> Result<()> {
     Ok(())
 }
 
+/// `refresh`: `true` (or a bare flag), `wait_for`, `false`.
 pub fn refresh_param(request: &RestRequest) -> Result<Refresh> {
     match request.param("refresh") {
         None | Some("false") => Ok(Refresh::None),

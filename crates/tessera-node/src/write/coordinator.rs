@@ -1,0 +1,264 @@
+//! The write coordinator: the node that received a write routes each operation to its shard
+//! (auto-creating indices as `action.auto_create_index` allows; deletes never create), groups
+//! them by shard, sends each group to its primary as one [`ShardWriteRequest`] on the `write`
+//! pool, and puts the answers back in the request's order. A bad item fails alone.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tessera_common::threadpool::ThreadPool;
+use tessera_common::{Error, Result};
+use tessera_index::{Conditions, DocWrite, IndexService, WriteOutcome};
+
+use super::operation::{missing_index, ItemResponse, ItemResult, Operation, Refresh, ShardInfo};
+use super::primary::{self, ShardWriteRequest};
+use crate::node::Node;
+
+/// The operations of a request bound for one shard, with their positions in the request.
+pub(super) struct ShardGroup {
+    pub positions: Vec<usize>,
+    pub request: ShardWriteRequest,
+}
+
+impl ShardGroup {
+    /// A new group, with `remaining` operations of the request still to come: room for all of
+    /// them when the index has one shard (a bulk load's usual case), so lists of thousands of
+    /// writes never regrow.
+    fn new(
+        index: &IndexService,
+        name: &str,
+        shard_id: u32,
+        refresh: Refresh,
+        remaining: usize,
+    ) -> ShardGroup {
+        let capacity = if index.shards().len() == 1 {
+            remaining
+        } else {
+            0
+        };
+        ShardGroup {
+            positions: Vec::with_capacity(capacity),
+            request: ShardWriteRequest {
+                index: name.to_string(),
+                index_uuid: index.metadata().uuid.clone(),
+                shard_id,
+                refresh,
+                operations: Vec::with_capacity(capacity),
+            },
+        }
+    }
+
+    fn push(&mut self, position: usize, write: DocWrite) {
+        self.positions.push(position);
+        self.request.operations.push(write);
+    }
+}
+
+/// The index an operation goes to, created if it is missing and allowed.
+fn index_for(node: &Node, operation: &Operation) -> Result<Arc<IndexService>> {
+    match &operation.write {
+        // a delete never creates an index
+        DocWrite::Delete { .. } => node
+            .index(&operation.index)
+            .ok_or_else(|| missing_index(&operation.index)),
+        _ => node.index_or_create(&operation.index),
+    }
+}
+
+/// Routes every operation to its shard (murmur3 of `routing`, or of the id; a missing id
+/// becomes a generated one, create-only) and groups them by (index, shard), in the order
+/// their primaries are called. Operations that cannot be routed (a missing index that may not
+/// be created) get their error in `results` at once.
+pub(super) fn group_by_shard(
+    node: &Node,
+    operations: Vec<Operation>,
+    refresh: Refresh,
+    results: &mut [Option<ItemResult>],
+) -> Vec<ShardGroup> {
+    // keyed by (index, shard); the index key is the service's address (unique while held)
+    let mut groups: BTreeMap<(usize, u32), (Arc<IndexService>, ShardGroup)> = BTreeMap::new();
+    let mut last: Option<(String, Arc<IndexService>)> = None;
+    let count = operations.len();
+    for (position, operation) in operations.into_iter().enumerate() {
+        let remaining = count - position;
+        let index = match &last {
+            Some((name, index)) if *name == operation.index => index.clone(),
+            _ => match index_for(node, &operation) {
+                Ok(index) => {
+                    last = Some((operation.index.clone(), index.clone()));
+                    index
+                }
+                Err(e) => {
+                    results[position] = Some(Err(e));
+                    continue;
+                }
+            },
+        };
+        let Operation { index: name, write } = operation;
+        let (shard, write) = match write.id() {
+            Some(id) => (index.shard_for(id, write.routing()), write),
+            // generated ids spread over shards like OpenSearch's: by a hash of the id we make
+            None => {
+                let id = tessera_common::ids::time_based_id();
+                let shard = index.shard_for(&id, write.routing());
+                let write = match write {
+                    DocWrite::Index {
+                        source,
+                        routing,
+                        conditions,
+                        ..
+                    } => DocWrite::Index {
+                        id: Some(id),
+                        auto_generated_id: true,
+                        source,
+                        routing,
+                        conditions: Conditions {
+                            create_only: true,
+                            ..conditions
+                        },
+                    },
+                    other => other,
+                };
+                (shard, write)
+            }
+        };
+        let key = (Arc::as_ptr(&index) as usize, shard);
+        groups
+            .entry(key)
+            .or_insert_with(|| {
+                let group = ShardGroup::new(&index, &name, shard, refresh, remaining);
+                (index.clone(), group)
+            })
+            .1
+            .push(position, write);
+    }
+    groups.into_values().map(|(_, group)| group).collect()
+}
+
+/// Runs operations (any indices, any shards) and returns their results in order: one `write`
+/// pool task per shard group, all started before any is awaited.
+pub(super) async fn execute(
+    node: &Arc<Node>,
+    pool: &ThreadPool,
+    operations: Vec<Operation>,
+    refresh: Refresh,
+) -> Vec<ItemResult> {
+    let mut results: Vec<Option<ItemResult>> = (0..operations.len()).map(|_| None).collect();
+    let groups = group_by_shard(node, operations, refresh, &mut results);
+    let mut pending = Vec::with_capacity(groups.len());
+    for ShardGroup { positions, request } in groups {
+        let index: Arc<str> = Arc::from(request.index.as_str());
+        let primary = node.clone();
+        let handle = pool.submit(move || primary::write_on_node(&primary, request));
+        pending.push((index, positions, handle));
+    }
+    for (index, positions, handle) in pending {
+        let outcome = match handle {
+            Ok(handle) => handle.await,
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(response) => {
+                let shards = response.shards;
+                for (position, result) in positions.into_iter().zip(response.results) {
+                    results[position] = Some(result.map(|result| ItemResponse {
+                        index: index.clone(),
+                        shards: if result.written.outcome == WriteOutcome::Noop {
+                            ShardInfo::default()
+                        } else {
+                            shards
+                        },
+                        result,
+                    }));
+                }
+            }
+            Err(error) => {
+                for position in positions {
+                    results[position] = Some(Err(error.clone()));
+                }
+            }
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(Error::illegal_state("a bulk item got no answer"))))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::write::tests::{create, index_op, start};
+
+    #[test]
+    fn a_mixed_request_is_grouped_by_shard_in_request_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = start(dir.path());
+        create(&node, "a", 3);
+        create(&node, "b", 2);
+        let mut operations = Vec::new();
+        for i in 0..30 {
+            let index = if i % 3 == 0 { "b" } else { "a" };
+            operations.push(index_op(index, Some(&i.to_string()), None, json!({"i": i})));
+        }
+        operations.push(index_op("a", None, None, json!({})));
+        operations.push(index_op("-bad-name", Some("1"), None, json!({})));
+        let mut results: Vec<Option<ItemResult>> = (0..operations.len()).map(|_| None).collect();
+        let expected: Vec<(String, Option<String>)> = operations
+            .iter()
+            .map(|o| (o.index.clone(), o.write.id().map(String::from)))
+            .collect();
+        let groups = group_by_shard(&node, operations, Refresh::None, &mut results);
+        // only the item whose index cannot be created is answered at once
+        assert!(results[..31].iter().all(Option::is_none));
+        assert_eq!(
+            results[31].as_ref().unwrap().as_ref().unwrap_err().kind(),
+            "invalid_index_name_exception"
+        );
+        let mut seen = Vec::new();
+        let mut keys = std::collections::BTreeSet::new();
+        for group in &groups {
+            let request = &group.request;
+            let index = node.index(&request.index).unwrap();
+            assert_eq!(request.index_uuid, index.metadata().uuid);
+            assert!(
+                keys.insert((request.index.clone(), request.shard_id)),
+                "one group per shard"
+            );
+            assert!(
+                group.positions.windows(2).all(|w| w[0] < w[1]),
+                "request order kept"
+            );
+            assert_eq!(group.positions.len(), request.operations.len());
+            for (&position, write) in group.positions.iter().zip(&request.operations) {
+                let (name, id) = &expected[position];
+                assert_eq!(name, &request.index);
+                let id = match (id, write) {
+                    (Some(id), _) => id.clone(),
+                    // a missing id is generated here, and the write is then create-only
+                    (
+                        None,
+                        DocWrite::Index {
+                            id: Some(id),
+                            auto_generated_id: true,
+                            conditions,
+                            ..
+                        },
+                    ) => {
+                        assert!(conditions.create_only);
+                        id.clone()
+                    }
+                    other => panic!("{other:?}"),
+                };
+                assert_eq!(write.id(), Some(id.as_str()));
+                assert_eq!(request.shard_id, index.shard_for(&id, None));
+                seen.push(position);
+            }
+        }
+        assert_eq!(keys.len(), 5, "3 shards of a, 2 of b: {keys:?}");
+        seen.sort_unstable();
+        assert_eq!(seen, (0..31).collect::<Vec<_>>());
+    }
+}
