@@ -477,25 +477,13 @@ fn register(store: &dyn MetaStore, local: &DiscoveryNode, lease: LeaseId) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Node, NodeConfig, ResolveOptions};
+    use crate::{Node, ResolveOptions};
     use serde_json::Value;
     use tessera_common::settings::Settings;
-    use tessera_index::NodeResources;
     use tessera_mapping::Mapping;
 
     fn start(dir: &Path) -> Arc<Node> {
-        let node = Node::start(NodeConfig {
-            data_path: dir.to_path_buf(),
-            resources: NodeResources {
-                indexing_threads: 1,
-                indexing_buffer_bytes: 32 << 20,
-                merge_threads: 1,
-            },
-            ..NodeConfig::default()
-        })
-        .unwrap();
-        node.wait_for_shards();
-        node
+        crate::node::test_node(dir)
     }
 
     /// Waits until every primary of `index` is started in the published routing.

@@ -834,23 +834,29 @@ fn run_scheduler(node: std::sync::Weak<Node>) {
 /// a bulk load fills a small disk faster than that).
 const DISK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
+/// A node on `dir` with small resources, its shards open (for unit tests).
+#[cfg(test)]
+pub(crate) fn test_node(dir: &Path) -> Arc<Node> {
+    let node = Node::start(NodeConfig {
+        data_path: dir.to_path_buf(),
+        resources: NodeResources {
+            indexing_threads: 1,
+            indexing_buffer_bytes: 32 << 20,
+            merge_threads: 1,
+        },
+        ..NodeConfig::default()
+    })
+    .unwrap();
+    node.wait_for_shards();
+    node
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn start(dir: &Path) -> Arc<Node> {
-        let node = Node::start(NodeConfig {
-            data_path: dir.to_path_buf(),
-            resources: NodeResources {
-                indexing_threads: 1,
-                indexing_buffer_bytes: 32 << 20,
-                merge_threads: 1,
-            },
-            ..NodeConfig::default()
-        })
-        .unwrap();
-        node.wait_for_shards();
-        node
+        test_node(dir)
     }
 
     #[test]

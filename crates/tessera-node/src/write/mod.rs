@@ -90,26 +90,14 @@ pub(crate) mod tests {
     use serde_json::{json, Value};
     use tessera_common::settings::Settings;
     use tessera_index::index_service::UpdateRequest;
-    use tessera_index::{Conditions, DocWrite, NodeResources, WriteOutcome};
+    use tessera_index::{Conditions, DocWrite, WriteOutcome};
     use tessera_mapping::Mapping;
 
     use super::*;
-    use crate::node::NodeConfig;
 
     /// A node on `dir`, its shards open.
     pub(crate) fn start(dir: &Path) -> Arc<Node> {
-        let node = Node::start(NodeConfig {
-            data_path: dir.to_path_buf(),
-            resources: NodeResources {
-                indexing_threads: 1,
-                indexing_buffer_bytes: 16 << 20,
-                merge_threads: 1,
-            },
-            ..NodeConfig::default()
-        })
-        .unwrap();
-        node.wait_for_shards();
-        node
+        crate::node::test_node(dir)
     }
 
     /// Creates `name` with `shards` shards and no replicas.
