@@ -155,6 +155,12 @@ pub struct ScheduleArgs {
     /// Do not write per-request CSV files
     #[arg(long)]
     pub no_raw: bool,
+    /// With several targets, take turns operation by operation (which target goes first
+    /// alternating) instead of running each target's operations in one block, so that drift
+    /// on a shared machine falls on every target alike; each target's system metrics then span
+    /// the whole run
+    #[arg(long)]
+    pub interleave: bool,
 }
 
 /// Load the corpus first when the index does not hold it yet (`--docs` given).
@@ -691,6 +697,7 @@ fn execute(
         on_error: s.on_error,
         out_dir: &out_dir,
         raw: !s.no_raw,
+        interleave: s.interleave,
     };
     let outcome = matrix::sweep(&sweep, &mut result, &stop);
     let interrupted = stop.load(Ordering::Relaxed);

@@ -11,7 +11,7 @@
 
 use crate::client::Client;
 use crate::results::{BenchResult, TargetInfo};
-use crate::runner::{self, CellSpec, OnError, OpPlan};
+use crate::runner::{self, CellOutcome, CellRun, CellSpec, OnError, OpPlan};
 use crate::timefmt;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
@@ -268,6 +268,8 @@ pub struct Sweep<'a> {
     /// Where `results.json` and `raw/*.csv` go.
     pub out_dir: &'a Path,
     pub raw: bool,
+    /// Several targets take turns operation by operation (see [`run_interleaved`]).
+    pub interleave: bool,
 }
 
 /// Runs the sweep, filling `result.cells`; returns why it stopped early, if it did.
@@ -337,37 +339,67 @@ fn sweep_cells(
             }
             sent.push(body);
         }
+        let label = setting.label();
         for &clients in s.clients {
-            for (i, t) in s.targets.iter().enumerate() {
-                if stop.load(Ordering::Relaxed) {
-                    return Ok(Some("interrupted".into()));
-                }
-                n += 1;
-                eprintln!(
-                    "[{n}/{total}] {} · slices: {} · {clients} client{}",
-                    t.info.label,
-                    setting.label(),
-                    if clients == 1 { "" } else { "s" }
-                );
-                let spec = CellSpec {
+            let specs: Vec<CellSpec<'_>> = s
+                .targets
+                .iter()
+                .enumerate()
+                .map(|(i, t)| CellSpec {
                     target_label: &t.info.label,
                     client: &t.client,
                     index: s.index,
-                    setting: &setting.label(),
+                    setting: &label,
                     cluster_settings: sent[i].clone(),
                     clients,
                     plans: s.plans,
                     sample_interval: s.sample_interval,
                     on_error: s.on_error,
                     processors: t.info.available_processors,
-                };
-                let out = runner::run_cell(&spec, stop);
+                })
+                .collect();
+            let outcomes = if s.interleave && specs.len() > 1 {
+                n += specs.len();
+                eprintln!(
+                    "[{n}/{total}] {} interleaved · slices: {} · {clients} client{}",
+                    specs
+                        .iter()
+                        .map(|spec| spec.target_label)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    setting.label(),
+                    if clients == 1 { "" } else { "s" }
+                );
+                run_interleaved(&specs, stop)
+            } else {
+                let mut outcomes = Vec::new();
+                for spec in &specs {
+                    if stop.load(Ordering::Relaxed) {
+                        return Ok(Some("interrupted".into()));
+                    }
+                    n += 1;
+                    eprintln!(
+                        "[{n}/{total}] {} · slices: {} · {clients} client{}",
+                        spec.target_label,
+                        setting.label(),
+                        if clients == 1 { "" } else { "s" }
+                    );
+                    let out = runner::run_cell(spec, stop);
+                    let aborted = out.abort.is_some();
+                    outcomes.push(out);
+                    if aborted {
+                        break;
+                    }
+                }
+                outcomes
+            };
+            for out in outcomes {
                 if s.raw && !out.raw.is_empty() {
                     let dir = s.out_dir.join("raw");
                     std::fs::create_dir_all(&dir)?;
                     let name = format!(
                         "{}-{}-c{clients}.csv",
-                        file_part(&t.info.label),
+                        file_part(&out.cell.target),
                         file_part(&setting.label())
                     );
                     runner::write_raw_csv(&dir.join(name), &out.raw)?;
@@ -378,18 +410,51 @@ fn sweep_cells(
                 if let Some(a) = out.abort {
                     return Ok(Some(a));
                 }
-                if stop.load(Ordering::Relaxed) {
-                    return Ok(Some("interrupted".into()));
-                }
+            }
+            if stop.load(Ordering::Relaxed) {
+                return Ok(Some("interrupted".into()));
             }
         }
     }
     Ok(None)
 }
 
+/// The cells of several targets run side by side, taking turns operation by operation (the
+/// first target of each turn alternating), so that drift on a shared machine falls on every
+/// target alike. Each cell's sampler runs throughout, so its system metrics span the whole run
+/// (per-operation metrics stay each operation's own).
+fn run_interleaved(specs: &[CellSpec<'_>], stop: &Arc<AtomicBool>) -> Vec<CellOutcome> {
+    let mut runs: Vec<CellRun<'_>> = specs.iter().map(CellRun::start).collect();
+    'operations: for (k, plan) in specs[0].plans.iter().enumerate() {
+        for i in turn_order(runs.len(), k) {
+            if stop.load(Ordering::Relaxed) || !runs[i].run(plan, stop) {
+                break 'operations;
+            }
+        }
+    }
+    runs.into_iter().map(|run| run.finish(stop)).collect()
+}
+
+/// Which target goes first in the `k`-th turn: forwards, then backwards.
+fn turn_order(targets: usize, k: usize) -> Vec<usize> {
+    if k.is_multiple_of(2) {
+        (0..targets).collect()
+    } else {
+        (0..targets).rev().collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interleaved_turns_alternate_which_target_goes_first() {
+        assert_eq!(turn_order(2, 0), [0, 1]);
+        assert_eq!(turn_order(2, 1), [1, 0]);
+        assert_eq!(turn_order(3, 2), [0, 1, 2]);
+        assert_eq!(turn_order(3, 3), [2, 1, 0]);
+    }
 
     #[test]
     fn settings_parse_and_label() {

@@ -93,19 +93,50 @@ pub struct CellOutcome {
 
 /// Runs every planned operation with `spec.clients` clients, sampling system metrics throughout.
 pub fn run_cell(spec: &CellSpec<'_>, stop: &Arc<AtomicBool>) -> CellOutcome {
-    let origin = Instant::now();
-    let started_at = timefmt::now_millis();
-    let sampler = Sampler::start(spec.client, spec.sample_interval, origin);
-    let clock = LoadgenClock::start();
-    let mut operations = Vec::new();
-    let mut raw = Vec::new();
-    let mut abort = None;
+    let mut run = CellRun::start(spec);
     for plan in spec.plans {
-        if stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) || !run.run(plan, stop) {
             break;
         }
-        let mut out = run_operation(spec, plan, origin, stop);
-        let snapshot = sampler.snapshot();
+    }
+    run.finish(stop)
+}
+
+/// A cell in progress: its sampler and clocks run from [`CellRun::start`] to
+/// [`CellRun::finish`], and operations are run one at a time, so that the cells of several
+/// targets can take turns operation by operation (`--interleave`).
+pub struct CellRun<'a> {
+    spec: &'a CellSpec<'a>,
+    origin: Instant,
+    started_at: i64,
+    sampler: Sampler,
+    clock: LoadgenClock,
+    operations: Vec<OpResult>,
+    raw: Vec<RawSample>,
+    abort: Option<String>,
+}
+
+impl<'a> CellRun<'a> {
+    pub fn start(spec: &'a CellSpec<'a>) -> CellRun<'a> {
+        let origin = Instant::now();
+        CellRun {
+            spec,
+            origin,
+            started_at: timefmt::now_millis(),
+            sampler: Sampler::start(spec.client, spec.sample_interval, origin),
+            clock: LoadgenClock::start(),
+            operations: Vec::new(),
+            raw: Vec::new(),
+            abort: None,
+        }
+    }
+
+    /// Runs one operation; false when the cell must stop (a refused request, an unreachable
+    /// target: see [`CellOutcome::abort`]).
+    pub fn run(&mut self, plan: &OpPlan, stop: &Arc<AtomicBool>) -> bool {
+        let spec = self.spec;
+        let mut out = run_operation(spec, plan, self.origin, stop);
+        let snapshot = self.sampler.snapshot();
         out.result.system = system::summarize(
             &snapshot,
             out.result.started_s,
@@ -113,32 +144,39 @@ pub fn run_cell(spec: &CellSpec<'_>, stop: &Arc<AtomicBool>) -> CellOutcome {
             spec.processors,
         );
         eprintln!("    {}", op_line(&out.result));
-        operations.push(out.result);
-        raw.extend(out.raw);
-        if let Some(a) = out.abort {
-            abort = Some(a);
-            break;
+        self.operations.push(out.result);
+        self.raw.extend(out.raw);
+        self.abort = out.abort;
+        self.abort.is_none()
+    }
+
+    /// Stops the sampler and makes the cell.
+    pub fn finish(self, stop: &Arc<AtomicBool>) -> CellOutcome {
+        let spec = self.spec;
+        let (samples, sampler_error) = self.sampler.stop();
+        let end = self.origin.elapsed().as_secs_f64();
+        let mut system = system::summarize(&samples, 0.0, end, spec.processors);
+        system.error = sampler_error;
+        let loadgen = self.clock.finish(system.target_cpu_seconds);
+        let cell = Cell {
+            target: spec.target_label.to_string(),
+            setting: spec.setting.to_string(),
+            cluster_settings: spec.cluster_settings.clone(),
+            clients: spec.clients,
+            started_at: timefmt::rfc3339_millis(self.started_at),
+            finished_at: timefmt::rfc3339_millis(timefmt::now_millis()),
+            duration_s: end,
+            interrupted: stop.load(Ordering::Relaxed),
+            operations: self.operations,
+            system,
+            loadgen,
+        };
+        CellOutcome {
+            cell,
+            raw: self.raw,
+            abort: self.abort,
         }
     }
-    let (samples, sampler_error) = sampler.stop();
-    let end = origin.elapsed().as_secs_f64();
-    let mut system = system::summarize(&samples, 0.0, end, spec.processors);
-    system.error = sampler_error;
-    let loadgen = clock.finish(system.target_cpu_seconds);
-    let cell = Cell {
-        target: spec.target_label.to_string(),
-        setting: spec.setting.to_string(),
-        cluster_settings: spec.cluster_settings.clone(),
-        clients: spec.clients,
-        started_at: timefmt::rfc3339_millis(started_at),
-        finished_at: timefmt::rfc3339_millis(timefmt::now_millis()),
-        duration_s: end,
-        interrupted: stop.load(Ordering::Relaxed),
-        operations,
-        system,
-        loadgen,
-    };
-    CellOutcome { cell, raw, abort }
 }
 
 /// One line about a finished operation, for the console.

@@ -193,6 +193,56 @@ fn small_end_to_end_run() {
     let terms = &op("terms_payment_type").response["aggregations"]["payment_types"];
     assert_eq!(terms["doc_count"].as_u64(), Some(docs), "{terms}");
 
+    // Two targets taking turns operation by operation: both cells hold every operation, and
+    // they ran over the same span of time (one after the other they could not overlap).
+    let a = format!("a={url}");
+    let b = format!("b={url}");
+    let code = bench(&[
+        "run",
+        "nyc_taxis",
+        "-t",
+        &a,
+        "-t",
+        &b,
+        "--interleave",
+        "--index",
+        &index,
+        "--ops",
+        "default,range,terms_payment_type",
+        "--warmup",
+        "1",
+        "--iterations",
+        "3",
+        "--out",
+        &dir("interleaved"),
+    ]);
+    assert_eq!(code, 0);
+    let r = load_result(Path::new(&dir("interleaved")));
+    assert_eq!(r.cells.len(), 2);
+    for cell in &r.cells {
+        let names: Vec<&str> = cell.operations.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["default", "range", "terms_payment_type"],
+            "{}",
+            cell.target
+        );
+        assert!(cell
+            .operations
+            .iter()
+            .all(|o| o.requests == 3 && o.errors == 0));
+    }
+    let (first, second) = (&r.cells[0], &r.cells[1]);
+    assert_eq!((first.target.as_str(), second.target.as_str()), ("a", "b"));
+    assert!(
+        first.started_at <= second.started_at && second.started_at < first.finished_at,
+        "{} {} {} {}",
+        first.started_at,
+        first.finished_at,
+        second.started_at,
+        second.finished_at
+    );
+
     // Matrix: 2 settings × 2 client counts, settings restored afterwards.
     let code = bench(&[
         "matrix",
