@@ -149,30 +149,6 @@ impl PreparedAggs {
         &self.requests
     }
 
-    /// The fields whose sorted values every top-level aggregation could count from (so that
-    /// a query filtering on one of them needs no document visits); `None` otherwise.
-    pub fn sorted_fields(&self) -> Option<Vec<String>> {
-        self.slice_aggregator().ok()?.sorted_fields()
-    }
-
-    /// The field whose terms dictionary can count every segment of a match-all (single-valued,
-    /// without deletions) for these aggregations, if any.
-    pub fn dictionary_field(&self) -> Option<String> {
-        self.slice_aggregator().ok()?.top.dictionary_field()
-    }
-
-    /// [`sorted_fields`](Self::sorted_fields) and [`dictionary_field`](Self::dictionary_field)
-    /// at once (one set of collectors made, not two).
-    pub fn column_shortcuts(&self) -> (Option<Vec<String>>, Option<String>) {
-        match self.slice_aggregator() {
-            Ok(aggregator) => (
-                aggregator.sorted_fields(),
-                aggregator.top.dictionary_field(),
-            ),
-            Err(_) => (None, None),
-        }
-    }
-
     /// A fresh set of collectors for one slice.
     pub fn slice_aggregator(&self) -> Result<SliceAggregator> {
         let collectors = self

@@ -326,20 +326,21 @@ impl SliceCollector<'_, '_> {
     /// A whole segment answered from sorted column values, when the query is a column filter
     /// and every aggregation counts from that column; false when documents must be visited.
     fn collect_sorted(&mut self, reader: &SegmentReader) -> Result<bool> {
-        let (Some(filter), Some(aggs)) = (self.params.column_filter, self.feed.aggs.as_deref_mut())
-        else {
-            return Ok(false);
-        };
-        let Some(fields) = aggs.sorted_fields() else {
+        // the plan chose this path: a column filter, and aggregations that all count from
+        // the filter's column (or any column, under a match-all)
+        let (Some(filter), Some(aggs), Some(fields)) = (
+            self.params.column_filter,
+            self.feed.aggs.as_deref_mut(),
+            self.shortcuts
+                .as_ref()
+                .and_then(|s| s.sorted_fields.as_deref()),
+        ) else {
             return Ok(false);
         };
         let sorted = &self.snapshot.sorted;
         let (low, high, matched) = match filter {
             ColumnFilter::All => (i64::MIN, i64::MAX, reader.num_docs() as u64),
             ColumnFilter::Range { field, low, high } => {
-                if fields.iter().any(|f| f != field) {
-                    return Ok(false);
-                }
                 let Some(values) = sorted.get(reader, field)?.filter(|v| !v.floats) else {
                     return Ok(false);
                 };
@@ -347,7 +348,7 @@ impl SliceCollector<'_, '_> {
             }
         };
         let mut columns = Vec::with_capacity(fields.len());
-        for field in &fields {
+        for field in fields {
             match sorted.get(reader, field)?.filter(|v| !v.floats) {
                 Some(values) => columns.push((field, values)),
                 None => return Ok(false),
