@@ -53,19 +53,15 @@ impl ReaderContexts {
         }
     }
 
-    /// Keeps `context` for a later fetch; contexts past their keep-alive are dropped on the way.
+    /// Keeps `context` for a later fetch (until [`reap_expired`](Self::reap_expired) drops it
+    /// past its keep-alive, if nothing took it before).
     pub fn register(&self, context: ReaderContext) -> ReaderContextId {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let now = Instant::now();
-        let mut open = self.open.lock().unwrap();
-        open.retain(|_, entry| entry.expires > now);
-        open.insert(
-            id,
-            Entry {
-                context: Arc::new(context),
-                expires: now + self.keep_alive,
-            },
-        );
+        let entry = Entry {
+            context: Arc::new(context),
+            expires: Instant::now() + self.keep_alive,
+        };
+        self.open.lock().unwrap().insert(id, entry);
         ReaderContextId {
             session: self.session,
             id,
