@@ -59,15 +59,30 @@ where
     })
 }
 
-/// A search request as the receiving node sees it: decoded, with a cancel flag of its own
-/// that the returned guard sets.
-fn search_call(request: ShardSearchRequest) -> (ShardSearchRequest, CancelOnDrop) {
-    let flag = Arc::new(AtomicBool::new(false));
-    let request = ShardSearchRequest {
-        cancelled: Some(flag.clone()),
-        ..request
-    };
-    (request, CancelOnDrop(flag))
+/// A round trip of a search request: the receiving side gives it a cancel flag of its own,
+/// set when the caller drops the call.
+fn search_round_trip<Resp>(
+    remote: &Arc<dyn ShardSearcher>,
+    request: &ShardSearchRequest,
+    call: fn(&dyn ShardSearcher, ShardSearchRequest) -> ShardFuture<Resp>,
+) -> ShardFuture<Resp>
+where
+    Resp: Serialize + for<'de> Deserialize<'de> + Send + 'static,
+{
+    let remote = remote.clone();
+    round_trip(request, move |received| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let received = ShardSearchRequest {
+            cancelled: Some(flag.clone()),
+            ..received
+        };
+        let answer = call(remote.as_ref(), received);
+        let guard = CancelOnDrop(flag);
+        Box::pin(async move {
+            let _guard = guard;
+            answer.await
+        })
+    })
 }
 
 impl ShardSearcher for LoopbackShard {
@@ -88,27 +103,11 @@ impl ShardSearcher for LoopbackShard {
     }
 
     fn can_match(&self, request: ShardSearchRequest) -> ShardFuture<bool> {
-        let remote = self.remote.clone();
-        round_trip(&request, move |received| {
-            let (received, guard) = search_call(received);
-            let answer = remote.can_match(received);
-            Box::pin(async move {
-                let _guard = guard;
-                answer.await
-            })
-        })
+        search_round_trip(&self.remote, &request, |shard, r| shard.can_match(r))
     }
 
     fn query(&self, request: ShardSearchRequest) -> ShardFuture<QuerySearchResult> {
-        let remote = self.remote.clone();
-        round_trip(&request, move |received| {
-            let (received, guard) = search_call(received);
-            let answer = remote.query(received);
-            Box::pin(async move {
-                let _guard = guard;
-                answer.await
-            })
-        })
+        search_round_trip(&self.remote, &request, |shard, r| shard.query(r))
     }
 
     fn fetch(&self, request: ShardFetchRequest) -> ShardFuture<Vec<FetchedDoc>> {
