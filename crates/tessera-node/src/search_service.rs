@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tessera_common::{Error, Result};
 use tessera_search::coordinator::ShardsSummary;
-use tessera_search::{ResponseOptions, Search, SearchResponse, SearchSource};
+use tessera_search::{ResponseOptions, Search, SearchResponse, SearchSource, ShardGroup};
 
 use crate::{Node, ResolveOptions};
 
@@ -76,8 +76,7 @@ impl SearchService {
         search: Search,
         options: ResponseOptions,
     ) -> Result<SearchResponse> {
-        let indices = self.node.resolve(&target.expression, &target.options)?;
-        let groups = self.node.shard_groups(&indices, target.routing.as_deref());
+        let groups = self.groups(target)?;
         if groups.is_empty() {
             return SearchResponse::empty(&search.request, options);
         }
@@ -91,11 +90,16 @@ impl SearchService {
         target: &SearchTarget,
         search: Search,
     ) -> Result<(u64, ShardsSummary, Option<bool>)> {
-        let indices = self.node.resolve(&target.expression, &target.options)?;
-        let groups = self.node.shard_groups(&indices, target.routing.as_deref());
+        let groups = self.groups(target)?;
         if groups.is_empty() {
             return Ok((0, ShardsSummary::default(), None));
         }
         tessera_search::count(&self.node.pools.search, groups, search).await
+    }
+
+    /// The shard groups `target` names.
+    fn groups(&self, target: &SearchTarget) -> Result<Vec<ShardGroup>> {
+        let indices = self.node.resolve(&target.expression, &target.options)?;
+        Ok(self.node.shard_groups(&indices, target.routing.as_deref()))
     }
 }
