@@ -8,7 +8,10 @@
 //! - The revision counter is persisted without a write of its own per put: a put's file
 //!   carries its `mod_revision`, a delete first writes the `revision` file; on open the
 //!   revision is the highest of both, so it never goes back.
-//! - Writes are checked and applied under one lock (compare-and-set is a real compare).
+//! - Writes are checked and applied under one lock (compare-and-set is a real compare). A
+//!   `commit` checks its fence and every op before it writes anything and applies them all at
+//!   one revision, as etcd does; a crash in the middle of a multi-key commit can leave part
+//!   of it on disk (each key's file is atomic, the commit is not journalled).
 //! - Leases live in memory with real expiry (a reaper thread deletes their keys when they
 //!   expire); they do not outlive the process, so keys bound to a lease are deleted when the
 //!   store is opened again, as etcd does for a lease that expired while its holder was gone.
@@ -28,8 +31,8 @@ use serde::{Deserialize, Serialize};
 use tessera_index::translog::{sync_dir, write_atomic};
 
 use super::{
-    election_prefix, Expect, KeyValue, LeaderKey, LeaseId, Listing, MetaError, MetaResult,
-    MetaStore, Revision, Watch, WatchEvent,
+    check_commit, election_prefix, Expect, KeyValue, LeaderKey, LeaseId, Listing, MetaError,
+    MetaResult, MetaStore, Revision, TxnOp, Watch, WatchEvent,
 };
 
 /// Changes kept in memory for watches that start in the past.
@@ -313,6 +316,22 @@ impl Inner {
         lease: LeaseId,
     ) -> MetaResult<Revision> {
         let revision = state.revision + 1;
+        let kv = self.write_key(state, key, value, lease, revision)?;
+        state.revision = revision;
+        self.publish(state, vec![WatchEvent::Put(kv)]);
+        Ok(revision)
+    }
+
+    /// Writes the key's file and puts it in the map at `revision`; the caller bumps the
+    /// revision and publishes the event.
+    fn write_key(
+        &self,
+        state: &mut State,
+        key: &str,
+        value: &[u8],
+        lease: LeaseId,
+        revision: Revision,
+    ) -> MetaResult<KeyValue> {
         let previous = state.kvs.get(key);
         let kv = KeyValue {
             key: key.to_string(),
@@ -339,9 +358,83 @@ impl Inner {
         write_atomic(&path, &encode_file(&kv)).map_err(|e| io_error(path.display(), e))?;
         state.files.insert(key.to_string(), file);
         state.kvs.insert(key.to_string(), kv.clone());
+        Ok(kv)
+    }
+
+    /// Applies a checked commit at one revision: the revision file first when the commit
+    /// deletes (no key file will remember that revision), then every key's file.
+    fn apply(&self, state: &mut State, ops: &[TxnOp]) -> MetaResult<Revision> {
+        let revision = state.revision + 1;
+        let deletes = ops
+            .iter()
+            .any(|op| matches!(op, TxnOp::Delete { key, .. } if state.kvs.contains_key(key)));
+        if !ops.iter().any(|op| matches!(op, TxnOp::Put { .. })) && !deletes {
+            // nothing changes: as etcd, no new revision
+            return Ok(state.revision);
+        }
+        if deletes {
+            let revision_path = self.dir.join(REVISION_FILE);
+            write_atomic(&revision_path, revision.to_string().as_bytes())
+                .map_err(|e| io_error(revision_path.display(), e))?;
+        }
+        let mut events = Vec::with_capacity(ops.len());
+        let mut result = Ok(revision);
+        for op in ops {
+            let applied = match op {
+                TxnOp::Put {
+                    key, value, lease, ..
+                } => self
+                    .write_key(state, key, value, *lease, revision)
+                    .map(|kv| Some(WatchEvent::Put(kv))),
+                TxnOp::Delete { key, .. } => self
+                    .remove_key(state, key, revision)
+                    .map(|kv| kv.map(WatchEvent::Delete)),
+            };
+            match applied {
+                Ok(event) => events.extend(event),
+                Err(e) => {
+                    // what was written stays written (and is published): a disk that fails
+                    // half way through is not something a single node can undo
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if deletes {
+            if let Err(e) = sync_dir(&self.keys_dir()) {
+                result = result.and(Err(io_error("sync the keys directory", e)));
+            }
+        }
         state.revision = revision;
-        self.publish(state, vec![WatchEvent::Put(kv)]);
-        Ok(revision)
+        self.publish(state, events);
+        result
+    }
+
+    /// Removes the key's file and the key at `revision`; returns it as its delete event
+    /// carries it (`None`: it was not there).
+    fn remove_key(
+        &self,
+        state: &mut State,
+        key: &str,
+        revision: Revision,
+    ) -> MetaResult<Option<KeyValue>> {
+        let Some(file) = state.files.remove(key) else {
+            return Ok(None);
+        };
+        let path = self.keys_dir().join(format!("{file}.json"));
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                state.files.insert(key.to_string(), file);
+                return Err(io_error(path.display(), e));
+            }
+        }
+        Ok(state.kvs.remove(key).map(|mut kv| {
+            kv.mod_revision = revision;
+            kv.value.clear();
+            kv
+        }))
     }
 
     /// Deletes existing keys, all at one revision.
@@ -354,21 +447,7 @@ impl Inner {
         state.revision = revision;
         let mut events = Vec::with_capacity(keys.len());
         for key in keys {
-            let Some(file) = state.files.remove(key) else {
-                continue;
-            };
-            let path = self.keys_dir().join(format!("{file}.json"));
-            match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    state.files.insert(key.clone(), file);
-                    return Err(io_error(path.display(), e));
-                }
-            }
-            if let Some(mut kv) = state.kvs.remove(key) {
-                kv.mod_revision = revision;
-                kv.value.clear();
+            if let Some(kv) = self.remove_key(state, key, revision)? {
                 events.push(WatchEvent::Delete(kv));
             }
         }
@@ -466,6 +545,31 @@ impl MetaStore for FileMetaStore {
             return Ok(state.revision);
         }
         self.inner.delete_keys(&mut state, &[key.to_string()])
+    }
+
+    fn commit(&self, fence: Option<&LeaderKey>, ops: &[TxnOp]) -> MetaResult<Revision> {
+        check_commit(ops)?;
+        let mut state = self.inner.lock();
+        self.inner.expire_leases(&mut state)?;
+        if let Some(fence) = fence {
+            match state.kvs.get(&fence.key) {
+                Some(kv) if kv.create_revision == fence.create_revision => {}
+                _ => {
+                    return Err(MetaError::NotLeader {
+                        key: fence.key.clone(),
+                    })
+                }
+            }
+        }
+        for op in ops {
+            Inner::check(&state, op.key(), op.expect())?;
+            if let TxnOp::Put { lease, .. } = op {
+                if *lease != 0 && !state.leases.contains_key(lease) {
+                    return Err(MetaError::LeaseNotFound(*lease));
+                }
+            }
+        }
+        self.inner.apply(&mut state, ops)
     }
 
     fn watch(&self, prefix: &str, from_revision: Revision) -> MetaResult<Watch> {
@@ -937,5 +1041,136 @@ mod tests {
             store.leader("cluster_manager").unwrap().unwrap().value,
             b"node-3"
         );
+    }
+
+    #[test]
+    fn a_commit_applies_every_op_at_one_revision_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileMetaStore::open(dir.path()).unwrap();
+        let a = store
+            .compare_and_set("k/a", Expect::Absent, b"a", 0)
+            .unwrap();
+        store
+            .compare_and_set("k/b", Expect::Absent, b"b", 0)
+            .unwrap();
+        let watch = store.watch("k/", 0).unwrap();
+        let put = |key: &str, expect, value: &[u8]| TxnOp::Put {
+            key: key.into(),
+            expect,
+            value: value.to_vec(),
+            lease: 0,
+        };
+        // one failed expect: nothing is written, the conflict names the key
+        assert_eq!(
+            store.commit(
+                None,
+                &[
+                    put("k/a", Expect::ModRevision(a), b"a2"),
+                    put("k/b", Expect::Absent, b"b2"),
+                ]
+            ),
+            Err(MetaError::Conflict {
+                key: "k/b".into(),
+                current: Some(2)
+            })
+        );
+        assert_eq!(store.revision(), 2);
+        assert_eq!(store.get("k/a").unwrap().unwrap().value, b"a");
+        // all hold: one revision for puts and deletes alike
+        let rev = store
+            .commit(
+                None,
+                &[
+                    put("k/a", Expect::ModRevision(a), b"a2"),
+                    put("k/c", Expect::Absent, b"c"),
+                    TxnOp::Delete {
+                        key: "k/b".into(),
+                        expect: Expect::Any,
+                    },
+                ],
+            )
+            .unwrap();
+        assert_eq!(rev, 3);
+        assert_eq!(store.revision(), 3);
+        assert_eq!(store.get("k/a").unwrap().unwrap().mod_revision, 3);
+        assert_eq!(store.get("k/c").unwrap().unwrap().create_revision, 3);
+        assert_eq!(store.get("k/b").unwrap(), None);
+        let events: Vec<(bool, String, Revision)> = (0..3)
+            .map(|_| {
+                let event = recv(&watch);
+                let put = matches!(event, WatchEvent::Put(_));
+                (put, event.kv().key.clone(), event.revision())
+            })
+            .collect();
+        assert_eq!(
+            events,
+            [
+                (true, "k/a".to_string(), 3),
+                (true, "k/c".to_string(), 3),
+                (false, "k/b".to_string(), 3)
+            ]
+        );
+        // a key written twice is refused, a commit that changes nothing keeps the revision
+        assert!(matches!(
+            store.commit(
+                None,
+                &[put("k/x", Expect::Any, b"1"), put("k/x", Expect::Any, b"2")]
+            ),
+            Err(MetaError::Unavailable(_))
+        ));
+        assert_eq!(
+            store.commit(
+                None,
+                &[TxnOp::Delete {
+                    key: "k/missing".into(),
+                    expect: Expect::Any
+                }]
+            ),
+            Ok(3)
+        );
+        // the whole commit survives a reopen, deletes included
+        drop(watch);
+        drop(store);
+        let store = FileMetaStore::open(dir.path()).unwrap();
+        assert_eq!(store.revision(), 3);
+        assert_eq!(store.get("k/b").unwrap(), None);
+        assert_eq!(store.get("k/c").unwrap().unwrap().value, b"c");
+    }
+
+    #[test]
+    fn a_fenced_commit_needs_the_leadership() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileMetaStore::open(dir.path()).unwrap();
+        let lease = store.grant(Duration::from_secs(60)).unwrap();
+        let leader = store
+            .campaign("manager", b"n1", lease, Duration::from_secs(1))
+            .unwrap();
+        let write = |value: &[u8]| {
+            vec![TxnOp::Put {
+                key: "state".into(),
+                expect: Expect::Any,
+                value: value.to_vec(),
+                lease: 0,
+            }]
+        };
+        let rev = store.commit(Some(&leader), &write(b"1")).unwrap();
+        assert_eq!(store.get("state").unwrap().unwrap().mod_revision, rev);
+        store.resign(&leader).unwrap();
+        let not_leader = Err(MetaError::NotLeader {
+            key: leader.key.clone(),
+        });
+        assert_eq!(store.commit(Some(&leader), &write(b"2")), not_leader);
+        // leading again is a new key (a new create_revision): the old fence stays stale
+        let again = store
+            .campaign("manager", b"n1", lease, Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(again.key, leader.key);
+        assert_ne!(again.create_revision, leader.create_revision);
+        assert_eq!(store.commit(Some(&leader), &write(b"3")), not_leader);
+        assert_eq!(store.get("state").unwrap().unwrap().value, b"1");
+        assert!(store.commit(Some(&again), &write(b"4")).is_ok());
+        let error: tessera_common::Error = MetaError::NotLeader { key: "k".into() }.into();
+        assert_eq!(error.status(), 503);
+        assert_eq!(error.kind(), "not_cluster_manager_exception");
     }
 }

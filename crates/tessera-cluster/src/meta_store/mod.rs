@@ -9,6 +9,9 @@
 //! - `get` / `list(prefix)` (etcd `Range` with a prefix, returning the header revision);
 //! - `compare_and_set` / `delete` are single-key transactions (etcd `Txn` comparing the key's
 //!   `mod_revision`, or `create_revision == 0` for "absent", then `Put`/`DeleteRange`);
+//! - `commit` is the multi-key one, optionally fenced by a [`LeaderKey`]: every op applies at
+//!   one revision or none does, and none does once the caller is no longer the leader, so a
+//!   cluster manager that lost its election cannot overwrite what its successor wrote;
 //! - `watch(prefix, from_revision)` delivers puts and deletes in revision order (etcd `Watch`
 //!   with `start_revision`); a revision the store no longer remembers is `Compacted`;
 //! - leases (`grant`, `keep_alive`, `revoke`): keys put with a lease vanish when it expires;
@@ -17,9 +20,10 @@
 //!   `<name>/` leading.
 //!
 //! The trait is synchronous and object-safe: the node calls it from its management pool or
-//! its own threads, never on the async runtime's workers; the etcd implementation blocks on
-//! its client's futures the same way.
+//! its own threads, never on the async runtime's workers; the etcd implementation runs its
+//! client's futures on a runtime of its own and waits for them.
 
+pub mod etcd;
 pub mod file;
 
 use std::fmt;
@@ -101,6 +105,35 @@ pub struct LeaderKey {
     pub lease: LeaseId,
 }
 
+/// One write of a [`MetaStore::commit`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TxnOp {
+    /// Puts `value` under `key` (bound to `lease` unless 0) if the key is as `expect` says.
+    Put {
+        key: String,
+        expect: Expect,
+        value: Vec<u8>,
+        lease: LeaseId,
+    },
+    /// Deletes `key` if it is as `expect` says (a missing key with [`Expect::Any`] is no
+    /// change).
+    Delete { key: String, expect: Expect },
+}
+
+impl TxnOp {
+    pub fn key(&self) -> &str {
+        match self {
+            TxnOp::Put { key, .. } | TxnOp::Delete { key, .. } => key,
+        }
+    }
+
+    pub fn expect(&self) -> Expect {
+        match self {
+            TxnOp::Put { expect, .. } | TxnOp::Delete { expect, .. } => *expect,
+        }
+    }
+}
+
 /// Why a store call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MetaError {
@@ -118,6 +151,9 @@ pub enum MetaError {
     Timeout,
     /// The store cannot be read or written.
     Unavailable(String),
+    /// A fenced commit found the leader key `key` gone or re-created: the caller is no longer
+    /// the leader.
+    NotLeader { key: String },
 }
 
 impl fmt::Display for MetaError {
@@ -134,6 +170,10 @@ impl fmt::Display for MetaError {
             MetaError::LeaseNotFound(id) => write!(f, "lease [{id:x}] not found"),
             MetaError::Timeout => write!(f, "timed out"),
             MetaError::Unavailable(why) => write!(f, "metadata store unavailable: {why}"),
+            MetaError::NotLeader { key } => write!(
+                f,
+                "this node is no longer the elected cluster manager (leader key [{key}] is gone)"
+            ),
         }
     }
 }
@@ -148,6 +188,9 @@ impl From<MetaError> for tessera_common::Error {
             }
             MetaError::Unavailable(_) | MetaError::Timeout => {
                 tessera_common::Error::new("cluster_block_exception", 503, e.to_string())
+            }
+            MetaError::NotLeader { .. } => {
+                tessera_common::Error::new("not_cluster_manager_exception", 503, e.to_string())
             }
             MetaError::Compacted { .. } | MetaError::LeaseNotFound(_) => {
                 tessera_common::Error::illegal_state(e.to_string())
@@ -179,6 +222,14 @@ pub trait MetaStore: Send + Sync {
     /// Deletes `key` if it is as `expect` says. Returns the revision of the delete; deleting a
     /// missing key with [`Expect::Any`] changes nothing and returns the current revision.
     fn delete(&self, key: &str, expect: Expect) -> MetaResult<Revision>;
+
+    /// Applies every op or none: each op's `expect` must hold, and when `fence` is given the
+    /// leader key must still exist with its create_revision (the caller is still the leader).
+    /// Returns the revision of the transaction: every key it writes gets that `mod_revision`
+    /// and its watch events all carry it. A failed fence is [`MetaError::NotLeader`] (checked
+    /// first), a failed expect [`MetaError::Conflict`]; an empty `ops` only checks the fence
+    /// and returns the current revision. A key may appear in `ops` once.
+    fn commit(&self, fence: Option<&LeaderKey>, ops: &[TxnOp]) -> MetaResult<Revision>;
 
     /// Changes under `prefix` from `from_revision` on (0: from the next change), in revision
     /// order.
@@ -213,4 +264,20 @@ pub trait MetaStore: Send + Sync {
 /// The prefix of an election's candidate keys.
 pub fn election_prefix(name: &str) -> String {
     format!("{name}/")
+}
+
+/// Refuses a commit that writes a key twice, as etcd does ("duplicate key given in txn
+/// request"): which of the two writes wins would be up to the store. A caller's bug, so it
+/// is not a `Conflict` the caller could retry.
+pub(crate) fn check_commit(ops: &[TxnOp]) -> MetaResult<()> {
+    let mut keys = std::collections::HashSet::with_capacity(ops.len());
+    for op in ops {
+        if !keys.insert(op.key()) {
+            return Err(MetaError::Unavailable(format!(
+                "a commit writes [{}] twice",
+                op.key()
+            )));
+        }
+    }
+    Ok(())
 }
