@@ -452,6 +452,13 @@ fn namespaces_keep_clusters_apart() {
     assert!(raw_keys.contains("/tessera/a/nodes/1"), "{raw_keys:?}");
     assert!(raw_keys.contains("/tessera/a/x"), "{raw_keys:?}");
     assert!(raw_keys.contains(&format!("/tessera/a/{}", leader_a.key)));
+    // a store without a namespace sees every key, from a past revision too
+    let first = a.get("nodes/1").unwrap().unwrap().mod_revision;
+    let all = raw.watch("", first).unwrap();
+    assert_eq!(
+        describe(&recv(&all)),
+        format!("put /tessera/a/nodes/1 {first}")
+    );
 }
 
 #[test]
@@ -565,4 +572,55 @@ fn the_store_works_from_inside_another_runtime() {
         assert_eq!(store.get("k").unwrap().unwrap().mod_revision, rev);
         drop(store);
     });
+}
+
+/// etcd's count of its watchers, from its metrics.
+fn etcd_watchers(etcd: &EtcdProcess) -> u64 {
+    use std::io::{Read, Write};
+    let address = etcd.endpoint().trim_start_matches("http://").to_string();
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .unwrap();
+    let mut metrics = String::new();
+    stream.read_to_string(&mut metrics).unwrap();
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("etcd_debugging_mvcc_watcher_total "))
+        .and_then(|value| value.trim().parse::<f64>().ok())
+        .expect("etcd reports its watchers") as u64
+}
+
+#[test]
+fn a_dropped_watch_ends_the_etcd_watch_and_a_dropped_store_its_watches() {
+    let etcd = etcd();
+    let store = etcd_store(&etcd, "/d/");
+    let watch = store.watch("k", 0).unwrap();
+    let other = store.watch("", 0).unwrap();
+    assert_eq!(etcd_watchers(&etcd), 2);
+    drop(watch);
+    // the store learns it at the next event for that watch
+    store.compare_and_set("k", Expect::Any, b"v", 0).unwrap();
+    recv(&other);
+    let started = Instant::now();
+    while etcd_watchers(&etcd) != 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the watch stayed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(store);
+    assert_eq!(
+        other.events.recv_timeout(Duration::from_secs(5)),
+        Err(RecvTimeoutError::Disconnected)
+    );
+    let started = Instant::now();
+    while etcd_watchers(&etcd) != 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the watches stayed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -408,6 +408,7 @@ impl MetaStore for EtcdMetaStore {
                 // 100 ms): a read at that revision says so at once, then wait for the answer
                 // that carries the compact revision
                 let probe = GetOptions::new()
+                    .with_prefix()
                     .with_revision(from_revision as i64)
                     .with_count_only();
                 if let Err(e) = kv.get(full.as_str(), Some(probe)).await {
@@ -428,7 +429,8 @@ impl MetaStore for EtcdMetaStore {
                                 });
                             }
                             if !response.events().is_empty() {
-                                // not compacted after all (a race with the read): go on
+                                // events: the watch itself was not compacted (cannot
+                                // happen after that read, but then it is a good watch)
                                 first = Some(response);
                                 break;
                             }

@@ -563,6 +563,9 @@ impl MetaStore for FileMetaStore {
         }
         for op in ops {
             Inner::check(&state, op.key(), op.expect())?;
+        }
+        // as etcd, which checks the leases of the branch its compares chose
+        for op in ops {
             if let TxnOp::Put { lease, .. } = op {
                 if *lease != 0 && !state.leases.contains_key(lease) {
                     return Err(MetaError::LeaseNotFound(*lease));
