@@ -10,8 +10,9 @@
 //!   revision is the highest of both, so it never goes back.
 //! - Writes are checked and applied under one lock (compare-and-set is a real compare). A
 //!   `commit` checks its fence and every op before it writes anything and applies them all at
-//!   one revision, as etcd does; a crash in the middle of a multi-key commit can leave part
-//!   of it on disk (each key's file is atomic, the commit is not journalled).
+//!   one revision, as etcd does. One that writes several keys is first written whole to a
+//!   journal (`commit.journal`), removed once every key file is written; opening a store
+//!   with a journal in place finishes that commit, so a crash keeps all of it or none.
 //! - Leases live in memory with real expiry (a reaper thread deletes their keys when they
 //!   expire); they do not outlive the process, so keys bound to a lease are deleted when the
 //!   store is opened again, as etcd does for a lease that expired while its holder was gone.
@@ -39,6 +40,8 @@ use super::{
 const HISTORY: usize = 10_000;
 const KEYS_DIR: &str = "keys";
 const REVISION_FILE: &str = "revision";
+/// A multi-key commit while it is being applied (see [`Journal`]).
+const JOURNAL_FILE: &str = "commit.journal";
 /// The longest key file name (file systems allow 255 bytes).
 const MAX_FILE_NAME: usize = 200;
 
@@ -50,6 +53,27 @@ struct Header {
     mod_revision: Revision,
     version: u64,
     lease: LeaseId,
+}
+
+/// A commit that writes more than one key, written (atomically) before its first key file
+/// and removed after its last: a store opened with it in place applies the rest, so a
+/// crash leaves all of a commit or none of it.
+#[derive(Serialize, Deserialize)]
+struct Journal {
+    revision: Revision,
+    ops: Vec<JournalOp>,
+}
+
+#[derive(Serialize, Deserialize)]
+enum JournalOp {
+    Put {
+        key: String,
+        value: Vec<u8>,
+        lease: LeaseId,
+    },
+    Delete {
+        key: String,
+    },
 }
 
 struct Lease {
@@ -74,6 +98,9 @@ struct State {
     leases: HashMap<LeaseId, Lease>,
     next_lease: LeaseId,
     closed: bool,
+    /// Tests: a commit stops (as a crash would) before writing its op of this index.
+    #[cfg(test)]
+    crash_before_op: Option<usize>,
 }
 
 struct Inner {
@@ -189,12 +216,17 @@ impl FileMetaStore {
                     // lease ids of an earlier process are never handed out again
                     next_lease: tessera_common::ids::random_u64() >> 2 | 1,
                     closed: false,
+                    #[cfg(test)]
+                    crash_before_op: None,
                 }),
                 changed: Condvar::new(),
             }),
         };
         {
             let mut state = store.inner.lock();
+            if store.inner.finish_journal(&mut state)? {
+                state.compact_revision = state.revision;
+            }
             let orphans: Vec<String> = state
                 .kvs
                 .values()
@@ -368,9 +400,37 @@ impl Inner {
         let deletes = ops
             .iter()
             .any(|op| matches!(op, TxnOp::Delete { key, .. } if state.kvs.contains_key(key)));
-        if !ops.iter().any(|op| matches!(op, TxnOp::Put { .. })) && !deletes {
+        let writes = ops
+            .iter()
+            .filter(|op| match op {
+                TxnOp::Put { .. } => true,
+                TxnOp::Delete { key, .. } => state.kvs.contains_key(key),
+            })
+            .count();
+        if writes == 0 {
             // nothing changes: as etcd, no new revision
             return Ok(state.revision);
+        }
+        let journal_path = self.dir.join(JOURNAL_FILE);
+        if writes > 1 {
+            let journal = Journal {
+                revision,
+                ops: ops
+                    .iter()
+                    .map(|op| match op {
+                        TxnOp::Put {
+                            key, value, lease, ..
+                        } => JournalOp::Put {
+                            key: key.clone(),
+                            value: value.clone(),
+                            lease: *lease,
+                        },
+                        TxnOp::Delete { key, .. } => JournalOp::Delete { key: key.clone() },
+                    })
+                    .collect(),
+            };
+            let bytes = postcard::to_stdvec(&journal).expect("a journal serialises");
+            write_atomic(&journal_path, &bytes).map_err(|e| io_error(journal_path.display(), e))?;
         }
         if deletes {
             let revision_path = self.dir.join(REVISION_FILE);
@@ -379,7 +439,8 @@ impl Inner {
         }
         let mut events = Vec::with_capacity(ops.len());
         let mut result = Ok(revision);
-        for op in ops {
+        for (index, op) in ops.iter().enumerate() {
+            simulated_crash(state, index)?;
             let applied = match op {
                 TxnOp::Put {
                     key, value, lease, ..
@@ -393,8 +454,8 @@ impl Inner {
             match applied {
                 Ok(event) => events.extend(event),
                 Err(e) => {
-                    // what was written stays written (and is published): a disk that fails
-                    // half way through is not something a single node can undo
+                    // what was written stays written (and is published); the journal stays
+                    // too, so the store opened again applies the rest
                     result = Err(e);
                     break;
                 }
@@ -405,9 +466,56 @@ impl Inner {
                 result = result.and(Err(io_error("sync the keys directory", e)));
             }
         }
+        if writes > 1 && result.is_ok() {
+            // the key files are durable: the journal has done its work
+            if let Err(e) = std::fs::remove_file(&journal_path)
+                .map_err(|e| io_error(journal_path.display(), e))
+                .and_then(|()| {
+                    sync_dir(&self.dir).map_err(|e| io_error("sync the store directory", e))
+                })
+            {
+                result = Err(e);
+            }
+        }
         state.revision = revision;
         self.publish(state, events);
         result
+    }
+
+    /// Applies what a commit cut short by a crash left in its journal (the ops it had
+    /// written already are skipped: their key files carry its revision). Returns whether
+    /// there was one.
+    fn finish_journal(&self, state: &mut State) -> MetaResult<bool> {
+        let path = self.dir.join(JOURNAL_FILE);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(io_error(path.display(), e)),
+        };
+        let journal: Journal =
+            postcard::from_bytes(&bytes).map_err(|e| io_error(path.display(), e))?;
+        let revision = journal.revision;
+        let revision_path = self.dir.join(REVISION_FILE);
+        let highest = state.revision.max(revision);
+        write_atomic(&revision_path, highest.to_string().as_bytes())
+            .map_err(|e| io_error(revision_path.display(), e))?;
+        for op in &journal.ops {
+            match op {
+                JournalOp::Put { key, value, lease } => {
+                    if state.kvs.get(key).map(|kv| kv.mod_revision) != Some(revision) {
+                        self.write_key(state, key, value, *lease, revision)?;
+                    }
+                }
+                JournalOp::Delete { key } => {
+                    self.remove_key(state, key, revision)?;
+                }
+            }
+        }
+        state.revision = highest;
+        sync_dir(&self.keys_dir()).map_err(|e| io_error("sync the keys directory", e))?;
+        std::fs::remove_file(&path).map_err(|e| io_error(path.display(), e))?;
+        sync_dir(&self.dir).map_err(|e| io_error("sync the store directory", e))?;
+        Ok(true)
     }
 
     /// Removes the key's file and the key at `revision`; returns it as its delete event
@@ -702,6 +810,21 @@ impl MetaStore for FileMetaStore {
             _ => Ok(()),
         }
     }
+}
+
+/// Tests: fails (as a crash would stop it) a commit before its op `index`.
+#[cfg(test)]
+fn simulated_crash(state: &State, index: usize) -> MetaResult<()> {
+    if state.crash_before_op == Some(index) {
+        return Err(MetaError::Unavailable("a simulated crash".into()));
+    }
+    Ok(())
+}
+
+#[cfg(not(test))]
+#[inline(always)]
+fn simulated_crash(_: &State, _: usize) -> MetaResult<()> {
+    Ok(())
 }
 
 /// Writes `bytes` to a file next to the store's keys without the atomic protocol: for tests
@@ -1175,5 +1298,75 @@ mod tests {
         let error: tessera_common::Error = MetaError::NotLeader { key: "k".into() }.into();
         assert_eq!(error.status(), 503);
         assert_eq!(error.kind(), "not_cluster_manager_exception");
+    }
+
+    #[test]
+    fn a_crash_in_a_commit_keeps_all_of_it() {
+        for crash_before_op in [0, 1, 2] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = FileMetaStore::open(dir.path()).unwrap();
+            store
+                .compare_and_set("k/a", Expect::Absent, b"a", 0)
+                .unwrap();
+            store
+                .compare_and_set("k/b", Expect::Absent, b"b", 0)
+                .unwrap();
+            let ops = [
+                TxnOp::Put {
+                    key: "k/a".into(),
+                    expect: Expect::ModRevision(1),
+                    value: b"a2".to_vec(),
+                    lease: 0,
+                },
+                TxnOp::Delete {
+                    key: "k/b".into(),
+                    expect: Expect::Any,
+                },
+                TxnOp::Put {
+                    key: "k/c".into(),
+                    expect: Expect::Absent,
+                    value: b"c".to_vec(),
+                    lease: 0,
+                },
+            ];
+            store.inner.lock().crash_before_op = Some(crash_before_op);
+            assert!(store.commit(None, &ops).is_err());
+            // the process dies here: part of the commit may be on disk
+            std::mem::forget(store);
+            assert!(dir.path().join(JOURNAL_FILE).exists());
+            let store = FileMetaStore::open(dir.path()).unwrap();
+            assert_eq!(store.revision(), 3, "crash before op {crash_before_op}");
+            let a = store.get("k/a").unwrap().unwrap();
+            assert_eq!(
+                (
+                    a.value.as_slice(),
+                    a.create_revision,
+                    a.mod_revision,
+                    a.version
+                ),
+                (&b"a2"[..], 1, 3, 2)
+            );
+            assert_eq!(store.get("k/b").unwrap(), None);
+            let c = store.get("k/c").unwrap().unwrap();
+            assert_eq!((c.create_revision, c.mod_revision, c.version), (3, 3, 1));
+            assert!(!dir.path().join(JOURNAL_FILE).exists());
+            // and the store goes on from there
+            assert_eq!(store.compare_and_set("k/d", Expect::Absent, b"d", 0), Ok(4));
+            drop(store);
+            let store = FileMetaStore::open(dir.path()).unwrap();
+            assert_eq!(store.revision(), 4);
+        }
+        // a commit that writes one key needs no journal
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileMetaStore::open(dir.path()).unwrap();
+        store.inner.lock().crash_before_op = Some(0);
+        let one = [TxnOp::Put {
+            key: "k".into(),
+            expect: Expect::Any,
+            value: b"v".to_vec(),
+            lease: 0,
+        }];
+        assert!(store.commit(None, &one).is_err());
+        assert!(!dir.path().join(JOURNAL_FILE).exists());
     }
 }
