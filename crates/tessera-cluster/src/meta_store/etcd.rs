@@ -129,14 +129,21 @@ impl EtcdMetaStore {
             runtime: Some(runtime),
         };
         // the client connects lazily: make sure etcd is there
-        let mut kv = store.client.kv_client();
-        let key = store.namespace.clone();
-        store.run(async move {
+        store.ping()?;
+        Ok(store)
+    }
+
+    /// One read (a count of the namespace's keys): `Unavailable` unless etcd answers within
+    /// the timeout.
+    fn ping(&self) -> MetaResult<()> {
+        let mut kv = self.client.kv_client();
+        let key = self.namespace.clone();
+        self.run(async move {
             kv.get(key, Some(GetOptions::new().with_prefix().with_count_only()))
                 .await
-                .map_err(unavailable)
-        })?;
-        Ok(store)
+                .map_err(unavailable)?;
+            Ok(())
+        })
     }
 
     /// The namespace every key is stored under.
@@ -539,6 +546,8 @@ impl MetaStore for EtcdMetaStore {
         if lease == 0 {
             return Err(MetaError::LeaseNotFound(0));
         }
+        // an etcd that is gone is Unavailable now, not a Timeout after the whole wait
+        self.ping()?;
         let mut election = self.client.election_client();
         let full_name = self.full_key(name);
         let value = value.to_vec();
