@@ -589,10 +589,17 @@ fn the_store_works_from_inside_another_runtime() {
         assert_eq!(kv.mod_revision, on_worker);
         on_worker
     });
-    // and it may be dropped there
+    // and it may be dropped there, connected or not
     runtime.block_on(async move {
         assert_eq!(store.get("k").unwrap().unwrap().mod_revision, rev);
         drop(store);
+        for endpoint in ["http://[not-an-address", "http://127.0.0.1:1"] {
+            let connected = EtcdMetaStore::connect(&[endpoint.to_string()], "/r/", TIMEOUT);
+            assert!(
+                matches!(connected, Err(MetaError::Unavailable(_))),
+                "{endpoint}"
+            );
+        }
     });
 }
 

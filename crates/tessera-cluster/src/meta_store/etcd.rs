@@ -113,15 +113,22 @@ impl EtcdMetaStore {
             .with_keep_alive(KEEP_ALIVE_INTERVAL, timeout)
             .with_keep_alive_while_idle(true);
         let endpoints = endpoints.to_vec();
-        let client = run_on(runtime.handle(), timeout, async move {
+        let connected = run_on(runtime.handle(), timeout, async move {
             Client::connect(endpoints, Some(options))
                 .await
                 .map_err(unavailable)
-        })
-        .map_err(|e| match e {
-            MetaError::Timeout => unavailable(format!("no connection within {timeout:?}")),
-            e => e,
-        })?;
+        });
+        let client = match connected {
+            Ok(client) => client,
+            Err(e) => {
+                // not a plain drop, which panics inside another runtime's context
+                runtime.shutdown_background();
+                return Err(match e {
+                    MetaError::Timeout => unavailable(format!("no connection within {timeout:?}")),
+                    e => e,
+                });
+            }
+        };
         let store = EtcdMetaStore {
             client,
             namespace: namespace.to_string(),
