@@ -352,6 +352,10 @@ fn leadership_passes_on_resign_and_on_revoke(store: &dyn MetaStore) {
         assert_eq!(store.leader(name).unwrap().unwrap().value, b"node-2");
         store.revoke(second).unwrap();
         let third_key = waiting.join().unwrap().unwrap();
+        assert_eq!(
+            store.campaign(name, b"node-2", second, Duration::from_secs(1)),
+            Err(MetaError::LeaseNotFound(second))
+        );
         assert_eq!(third_key.lease, third);
         assert_eq!(store.leader(name).unwrap().unwrap().value, b"node-3");
     });

@@ -111,7 +111,10 @@ impl EtcdMetaStore {
         let options = ConnectOptions::new()
             .with_connect_timeout(timeout)
             .with_keep_alive(KEEP_ALIVE_INTERVAL, timeout)
-            .with_keep_alive_while_idle(true);
+            .with_keep_alive_while_idle(true)
+            // a member cut off from its cluster refuses calls (and ends watches) rather than
+            // serve what may be stale
+            .with_require_leader(true);
         let endpoints = endpoints.to_vec();
         let connected = run_on(runtime.handle(), timeout, async move {
             Client::connect(endpoints, Some(options))
