@@ -6,8 +6,13 @@
 pub mod holder;
 pub mod meta_store;
 pub mod state;
+pub mod transport;
 
 pub use holder::ClusterStateHolder;
 pub use meta_store::file::FileMetaStore;
 pub use meta_store::{Expect, KeyValue, LeaseId, MetaError, MetaStore, Revision};
 pub use state::{ClusterState, DiscoveryNode, IndexRouting, IndexState, ShardRouting, ShardState};
+pub use transport::{
+    register_search_handlers, Handlers, RemoteShard, RequestContext, TransportClient,
+    TransportServer,
+};
