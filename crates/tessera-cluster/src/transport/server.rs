@@ -11,11 +11,13 @@
 //! drops the service future — with it the handler's future, whose drop guards run. That is how
 //! a remote shard learns that nobody waits for its answer any more.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -232,12 +234,23 @@ impl Service<tonic::Request<Bytes>> for Call {
                 Ok(envelope) => match handlers.get(&envelope.action).cloned() {
                     Some(handler) => {
                         let context = RequestContext {
-                            action: envelope.action,
+                            action: envelope.action.clone(),
                             deadline: envelope.deadline,
                             from_node: envelope.from_node,
                             peer,
                         };
-                        handler(envelope.body.to_vec(), context).await
+                        let body = envelope.body.to_vec();
+                        let started = catch_unwind(AssertUnwindSafe(|| handler(body, context)));
+                        match started {
+                            Ok(future) => {
+                                CatchPanic {
+                                    action: envelope.action,
+                                    inner: future,
+                                }
+                                .await
+                            }
+                            Err(panic) => Err(panicked(&envelope.action, panic)),
+                        }
                     }
                     None => Err(action_not_found(&envelope.action)),
                 },
@@ -246,6 +259,38 @@ impl Service<tonic::Request<Bytes>> for Call {
             Ok(tonic::Response::new(encode_answer(&answer)))
         })
     }
+}
+
+/// A handler's future, a panic in it answered as an error: the caller learns that the action
+/// failed here and why, instead of seeing its stream reset like a lost connection (which it
+/// would retry on another copy, to the same panic).
+struct CatchPanic {
+    action: String,
+    inner: HandlerFuture,
+}
+
+impl Future for CatchPanic {
+    type Output = Result<Vec<u8>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        match catch_unwind(AssertUnwindSafe(|| this.inner.as_mut().poll(cx))) {
+            Ok(poll) => poll,
+            Err(panic) => Poll::Ready(Err(panicked(&this.action, panic))),
+        }
+    }
+}
+
+fn panicked(action: &str, panic: Box<dyn Any + Send>) -> Error {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string());
+    Error::internal(
+        format!("run action [{action}]"),
+        format!("panicked: {message}"),
+    )
 }
 
 #[cfg(test)]
