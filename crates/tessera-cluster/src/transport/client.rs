@@ -21,7 +21,7 @@ use tonic::Status;
 use super::codec::BytesCodec;
 use super::envelope::{decode_answer, Envelope, CALL_PATH, MAX_MESSAGE_SIZE};
 use super::errors::{connect_failed, from_status, timed_out};
-use super::http2::{CONNECTION_WINDOW, STREAM_WINDOW};
+use super::http2::{CONNECTION_WINDOW, MAX_FRAME, STREAM_WINDOW};
 
 /// How a client connects and watches its connections.
 #[derive(Clone, Debug)]
@@ -162,7 +162,8 @@ impl TransportClient {
             .keep_alive_timeout(settings.keepalive_timeout)
             .keep_alive_while_idle(true)
             .initial_connection_window_size(CONNECTION_WINDOW)
-            .initial_stream_window_size(STREAM_WINDOW);
+            .initial_stream_window_size(STREAM_WINDOW)
+            .max_frame_size(MAX_FRAME);
         let channel = endpoint.connect_lazy();
         channels.insert(address.to_string(), channel.clone());
         Ok(channel)

@@ -10,7 +10,7 @@
 //! - [`envelope`]: the request and answer frames, the method path, the message size limit;
 //! - [`actions`]: the action names (OpenSearch's);
 //! - [`errors`]: the transport's own failures, as OpenSearch names them;
-//! - [`http2`]: the flow-control windows both sides use, and why they are fixed;
+//! - [`http2`]: the HTTP/2 windows and frame size both sides use, and why;
 //! - [`server`]: [`TransportServer`], serving a registry of [`Handlers`];
 //! - [`client`]: [`TransportClient`], one cached channel per node address;
 //! - [`remote_shard`]: [`RemoteShard`], a `ShardSearcher` over the client, and

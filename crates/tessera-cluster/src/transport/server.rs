@@ -35,7 +35,7 @@ use tonic::Status;
 use super::codec::BytesCodec;
 use super::envelope::{encode_answer, Envelope, CALL_PATH, MAX_MESSAGE_SIZE, SERVICE_NAME};
 use super::errors::action_not_found;
-use super::http2::{CONNECTION_WINDOW, STREAM_WINDOW};
+use super::http2::{CONNECTION_WINDOW, MAX_FRAME, STREAM_WINDOW};
 
 /// What a handler answers: the encoded answer, or the error the caller gets as itself.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Vec<u8>>> + Send + 'static>>;
@@ -128,6 +128,7 @@ impl TransportServer {
             .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
             .initial_connection_window_size(CONNECTION_WINDOW)
             .initial_stream_window_size(STREAM_WINDOW)
+            .max_frame_size(Some(MAX_FRAME))
             .add_service(TransportService { handlers });
         let task = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async move {
             // a dropped sender stops the server as a sent signal does
@@ -452,27 +453,59 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_panicking_handler_answers_an_error_and_the_connection_lives_on() {
+        let mut handlers = echo();
+        handlers.register("test:panic", |body, _| async move {
+            if body.is_empty() {
+                panic!("no body");
+            }
+            Ok(body)
+        });
+        handlers.insert(
+            "test:panic_early",
+            Arc::new(|_, _| panic!("before any future")),
+        );
+        let (address, _server) =
+            TransportServer::bind("127.0.0.1:0".parse().unwrap(), Arc::new(handlers)).unwrap();
+        let address = address.to_string();
+        let client = crate::transport::TransportClient::new("a");
+        for (action, message) in [
+            ("test:panic", "no body"),
+            ("test:panic_early", "before any future"),
+        ] {
+            let error = client
+                .call(&address, action, Vec::new(), None)
+                .await
+                .unwrap_err();
+            assert_eq!((error.kind(), error.status()), ("exception", 500));
+            assert_eq!(
+                error.reason(),
+                format!("failed to run action [{action}]: panicked: {message}")
+            );
+        }
+        let answer = client
+            .call(&address, "echo", b"still here".to_vec(), None)
+            .await;
+        assert_eq!(answer.unwrap(), b"still here");
+    }
+
+    #[tokio::test]
     async fn a_shut_down_server_refuses_new_calls() {
         let (address, server) =
             TransportServer::bind("127.0.0.1:0".parse().unwrap(), Arc::new(echo())).unwrap();
         let address = address.to_string();
         let client = crate::transport::TransportClient::new("a");
-        assert_eq!(
-            client
-                .call(&address, "echo", b"1".to_vec(), None)
-                .await
-                .unwrap(),
-            b"1"
-        );
-        drop(client);
-        tokio::time::timeout(Duration::from_secs(5), server.shutdown())
+        let answer = client.call(&address, "echo", b"1".to_vec(), None).await;
+        assert_eq!(answer.unwrap(), b"1");
+        // the client keeps its (idle) connection: the shutdown closes it
+        within(server.shutdown())
             .await
-            .expect("shutdown waits for no idle connection")
+            .expect("shutdown waits for an idle connection")
             .unwrap();
-        let error = crate::transport::TransportClient::new("b")
+        let error = client
             .call(&address, "echo", b"2".to_vec(), None)
             .await
             .unwrap_err();
-        assert_eq!(error.kind(), "connect_transport_exception");
+        assert_eq!(error.kind(), "connect_transport_exception", "{error:?}");
     }
 }
