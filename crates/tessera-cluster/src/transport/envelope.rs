@@ -1,9 +1,10 @@
-//! What one transport call carries, inside the single gRPC method `/tessera.transport.Transport/Call`.
+//! What one transport call carries, inside the single gRPC method
+//! `/tessera.transport.Transport/Call`.
 //!
 //! Every action (`indices:data/read/search[phase/query]`, …) goes through the same method: the
 //! action name travels in a small header in front of the body rather than in the gRPC path, so
 //! no name needs escaping and adding an action never touches the service. The request frame is
-//! the postcard-encoded [`Header`] (action, the deadline as milliseconds left — two nodes'
+//! the postcard-encoded header (action, the deadline as milliseconds left — two nodes'
 //! clocks are not comparable, a remaining budget is — and the caller's node id) followed by the
 //! body, unchanged. The answer frame is a tag byte and then either the body (`0`) or the
 //! postcard-encoded [`tessera_common::Error`] (`1`): a remote error comes back as itself, and a
