@@ -7,6 +7,7 @@ pub mod etcd_process;
 pub mod holder;
 pub mod meta_store;
 pub mod state;
+pub mod transport;
 
 pub use etcd_process::EtcdProcess;
 pub use holder::ClusterStateHolder;
@@ -17,3 +18,7 @@ pub use meta_store::{
     WatchEvent,
 };
 pub use state::{ClusterState, DiscoveryNode, IndexRouting, IndexState, ShardRouting, ShardState};
+pub use transport::{
+    register_search_handlers, Handlers, RemoteShard, RequestContext, TransportClient,
+    TransportServer,
+};
