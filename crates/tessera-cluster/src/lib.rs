@@ -3,8 +3,10 @@
 //! runs the same code over local files and an in-process transport; a cluster runs it over etcd
 //! ([`EtcdMetaStore`]) and gRPC behind the same seams.
 
+pub mod allocation;
 pub mod etcd_process;
 pub mod holder;
+pub mod layout;
 pub mod meta_store;
 pub mod state;
 pub mod transport;

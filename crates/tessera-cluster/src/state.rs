@@ -54,6 +54,10 @@ pub struct UnassignedInfo {
     pub reason: String,
     pub at_millis: i64,
     pub details: Option<String>,
+    /// The node that held the copy last (OpenSearch's `last_allocated_node`): a primary whose
+    /// only data is there goes back to it when it returns.
+    #[serde(default)]
+    pub last_node: Option<String>,
 }
 
 /// One copy of a shard.
@@ -130,6 +134,7 @@ impl IndexRouting {
                             reason: "INDEX_CREATED".to_string(),
                             at_millis: now_millis,
                             details: None,
+                            last_node: None,
                         }),
                     }));
                     ShardTable {
@@ -169,6 +174,7 @@ impl IndexRouting {
                     reason: reason.to_string(),
                     at_millis,
                     details: Some(details.to_string()),
+                    last_node: primary.node_id.clone(),
                 }),
                 ..primary.clone()
             }
@@ -207,6 +213,7 @@ impl IndexRouting {
                             reason: "REPLICA_ADDED".to_string(),
                             at_millis: now_millis,
                             details: None,
+                            last_node: None,
                         }),
                     });
                 }

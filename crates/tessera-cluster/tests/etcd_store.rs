@@ -35,7 +35,6 @@ fn on_both(check: fn(&dyn MetaStore)) {
 
 fn recv(watch: &Watch) -> WatchEvent {
     watch
-        .events
         .recv_timeout(Duration::from_secs(10))
         .expect("a watch event")
 }
@@ -177,6 +176,16 @@ fn watches_deliver_changes_in_order(store: &dyn MetaStore) {
         WatchEvent::Put(kv) => assert_eq!((kv.value, kv.mod_revision), (b"3".to_vec(), r4)),
         other => panic!("expected the put at {r4}, got {other:?}"),
     }
+    // a commit arrives as one batch, whole, live or replayed
+    let batch: Vec<String> = store
+        .watch("w/", r6)
+        .unwrap()
+        .next_batch(Duration::from_secs(10))
+        .expect("the commit's batch")
+        .iter()
+        .map(describe)
+        .collect();
+    assert_eq!(batch, expected[4..]);
     // a watch from a past revision replays from there (inclusive), then goes on live
     let replay = store.watch("w/", r3).unwrap();
     let seen: Vec<String> = (0..expected.len() - 1)
@@ -190,7 +199,7 @@ fn watches_deliver_changes_in_order(store: &dyn MetaStore) {
     assert_eq!(describe(&recv(&live)), format!("put w/e {r7}"));
     // nothing else came: not the other prefix, not twice
     assert_eq!(
-        live.events.recv_timeout(Duration::from_millis(200)),
+        live.recv_timeout(Duration::from_millis(200)),
         Err(RecvTimeoutError::Timeout)
     );
 }
@@ -274,7 +283,7 @@ fn an_expired_lease_deletes_its_keys(store: &dyn MetaStore) {
     let started = Instant::now();
     let expired = loop {
         assert!(store.keep_alive(kept).unwrap() >= Duration::from_secs(1));
-        match watch.events.recv_timeout(Duration::from_millis(200)) {
+        match watch.recv_timeout(Duration::from_millis(200)) {
             Ok(event) => break event,
             Err(RecvTimeoutError::Timeout) => {
                 assert!(started.elapsed() < Duration::from_secs(10), "no expiry");
@@ -422,7 +431,7 @@ fn namespaces_keep_clusters_apart() {
     assert_eq!(keys, ["nodes/1", "nodes/2"]);
     assert_eq!(describe(&recv(&watch_a)).split(' ').nth(1), Some("nodes/1"));
     assert_eq!(
-        watch_a.events.recv_timeout(Duration::from_millis(300)),
+        watch_a.recv_timeout(Duration::from_millis(300)),
         Err(RecvTimeoutError::Timeout)
     );
     // one leader per namespace, its key given without the namespace
@@ -477,7 +486,7 @@ fn calls_fail_fast_while_etcd_is_down_and_work_again_after() {
     etcd.kill();
     // the watch ends: its consumer re-lists when the store is back
     assert_eq!(
-        watch.events.recv_timeout(Duration::from_secs(10)),
+        watch.recv_timeout(Duration::from_secs(10)),
         Err(RecvTimeoutError::Disconnected)
     );
     let unavailable = |what: &str, result: Result<(), MetaError>, started: Instant| {
@@ -645,7 +654,7 @@ fn a_dropped_watch_ends_the_etcd_watch_and_a_dropped_store_its_watches() {
     }
     drop(store);
     assert_eq!(
-        other.events.recv_timeout(Duration::from_secs(5)),
+        other.recv_timeout(Duration::from_secs(5)),
         Err(RecvTimeoutError::Disconnected)
     );
     let started = Instant::now();

@@ -473,6 +473,8 @@ impl MetaStore for EtcdMetaStore {
                     }
                     continue;
                 };
+                // one batch per revision (etcd sends a revision's events in one response)
+                let mut batches: Vec<Vec<WatchEvent>> = Vec::new();
                 for event in response.events() {
                     let Some(kv) = event.kv() else {
                         continue;
@@ -485,7 +487,13 @@ impl MetaStore for EtcdMetaStore {
                             WatchEvent::Delete(kv)
                         }
                     };
-                    if sender.send(event).is_err() {
+                    match batches.last_mut() {
+                        Some(batch) if batch[0].revision() == event.revision() => batch.push(event),
+                        _ => batches.push(vec![event]),
+                    }
+                }
+                for batch in batches {
+                    if sender.send(batch).is_err() {
                         // the receiver is gone: dropping the stream ends the etcd watch
                         let _ = stream.cancel(response.watch_id()).await;
                         return;
@@ -496,7 +504,7 @@ impl MetaStore for EtcdMetaStore {
                 }
             }
         });
-        Ok(Watch { events })
+        Ok(Watch::new(events))
     }
 
     fn grant(&self, ttl: Duration) -> MetaResult<LeaseId> {

@@ -83,7 +83,7 @@ struct Lease {
 
 struct Watcher {
     prefix: String,
-    sender: Sender<WatchEvent>,
+    sender: Sender<Vec<WatchEvent>>,
 }
 
 struct State {
@@ -565,12 +565,18 @@ impl Inner {
     }
 
     /// Records changes in the history and sends them to the watches they concern.
+    /// `events` are the changes of one revision: each watch gets those under its prefix as
+    /// one batch.
     fn publish(&self, state: &mut State, events: Vec<WatchEvent>) {
+        state.watchers.retain(|watcher| {
+            let batch: Vec<WatchEvent> = events
+                .iter()
+                .filter(|event| event.kv().key.starts_with(&watcher.prefix))
+                .cloned()
+                .collect();
+            batch.is_empty() || watcher.sender.send(batch).is_ok()
+        });
         for event in events {
-            state.watchers.retain(|watcher| {
-                !event.kv().key.starts_with(&watcher.prefix)
-                    || watcher.sender.send(event.clone()).is_ok()
-            });
             state.history.push_back(event);
             while state.history.len() > HISTORY {
                 if let Some(old) = state.history.pop_front() {
@@ -697,11 +703,21 @@ impl MetaStore for FileMetaStore {
             });
         }
         let (sender, events) = channel();
+        let mut batch: Vec<WatchEvent> = Vec::new();
         for event in &state.history {
             if event.revision() >= from && event.kv().key.starts_with(prefix) {
-                // the receiver is still in hand: this cannot fail
-                let _ = sender.send(event.clone());
+                if batch
+                    .last()
+                    .is_some_and(|last| last.revision() != event.revision())
+                {
+                    // the receiver is still in hand: this cannot fail
+                    let _ = sender.send(std::mem::take(&mut batch));
+                }
+                batch.push(event.clone());
             }
+        }
+        if !batch.is_empty() {
+            let _ = sender.send(batch);
         }
         if !state.closed {
             state.watchers.push(Watcher {
@@ -709,7 +725,7 @@ impl MetaStore for FileMetaStore {
                 sender,
             });
         }
-        Ok(Watch { events })
+        Ok(Watch::new(events))
     }
 
     fn grant(&self, ttl: Duration) -> MetaResult<LeaseId> {
@@ -842,7 +858,6 @@ mod tests {
 
     fn recv(watch: &Watch) -> WatchEvent {
         watch
-            .events
             .recv_timeout(Duration::from_secs(5))
             .expect("an event")
     }
@@ -1037,7 +1052,7 @@ mod tests {
         // dropping the store ends its watches
         let watch = store.watch("", 0).unwrap();
         drop(store);
-        assert!(watch.events.recv_timeout(Duration::from_secs(5)).is_err());
+        assert!(watch.recv_timeout(Duration::from_secs(5)).is_err());
     }
 
     #[test]

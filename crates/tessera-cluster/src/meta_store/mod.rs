@@ -26,8 +26,10 @@
 pub mod etcd;
 pub mod file;
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::fmt;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, RecvError, RecvTimeoutError};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -91,9 +93,64 @@ impl WatchEvent {
     }
 }
 
-/// A running watch: events in revision order until the store closes or the watch is dropped.
+/// A running watch: the changes under its prefix in revision order until the store closes or
+/// the watch is dropped. The changes of one revision (a transaction's keys) arrive as one batch,
+/// so whoever folds them into a state never builds half a transaction.
 pub struct Watch {
-    pub events: Receiver<WatchEvent>,
+    batches: Receiver<Vec<WatchEvent>>,
+    /// The rest of a batch handed out one change at a time.
+    pending: RefCell<VecDeque<WatchEvent>>,
+}
+
+impl Watch {
+    /// A watch fed by a store: one message per revision.
+    pub fn new(batches: Receiver<Vec<WatchEvent>>) -> Watch {
+        Watch {
+            batches,
+            pending: RefCell::new(VecDeque::new()),
+        }
+    }
+
+    /// The changes of the next revision, waiting up to `timeout`; `Disconnected` when the
+    /// watch ended (the store closed, or its history was compacted: list again).
+    pub fn next_batch(&self, timeout: Duration) -> Result<Vec<WatchEvent>, RecvTimeoutError> {
+        let pending: Vec<WatchEvent> = self.pending.borrow_mut().drain(..).collect();
+        if !pending.is_empty() {
+            return Ok(pending);
+        }
+        self.batches.recv_timeout(timeout)
+    }
+
+    /// The changes of the next revision if they already arrived.
+    pub fn try_next_batch(&self) -> Option<Vec<WatchEvent>> {
+        let pending: Vec<WatchEvent> = self.pending.borrow_mut().drain(..).collect();
+        if !pending.is_empty() {
+            return Some(pending);
+        }
+        self.batches.try_recv().ok()
+    }
+
+    /// The next change, one at a time, waiting up to `timeout` for a batch.
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<WatchEvent, RecvTimeoutError> {
+        loop {
+            if let Some(event) = self.pending.borrow_mut().pop_front() {
+                return Ok(event);
+            }
+            let batch = self.batches.recv_timeout(timeout)?;
+            self.pending.borrow_mut().extend(batch);
+        }
+    }
+
+    /// The next change, waiting as long as it takes.
+    pub fn recv(&self) -> Result<WatchEvent, RecvError> {
+        loop {
+            if let Some(event) = self.pending.borrow_mut().pop_front() {
+                return Ok(event);
+            }
+            let batch = self.batches.recv()?;
+            self.pending.borrow_mut().extend(batch);
+        }
+    }
 }
 
 /// The key that holds a leadership, as etcd's `LeaderKey`: resign with it.

@@ -118,7 +118,16 @@ impl TransportServer {
         addr: SocketAddr,
         handlers: Arc<Handlers>,
     ) -> io::Result<(SocketAddr, ServerHandle)> {
-        let incoming = TcpIncoming::bind(addr)?
+        // SO_REUSEADDR, as the HTTP listener has: a node restarted on its port binds it again
+        // while the previous process's connections linger in TIME_WAIT
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        let incoming = TcpIncoming::from(socket.listen(1024)?)
             .with_nodelay(Some(true))
             .with_keepalive(Some(KEEPALIVE_INTERVAL));
         let bound = incoming.local_addr()?;
