@@ -28,6 +28,8 @@ except ImportError:  # pragma: no cover
 BASE_URL = os.environ.get("TESSERA_URL", "http://127.0.0.1:9200").rstrip("/")
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 HTTP_TIMEOUT = float(os.environ.get("COMPAT_HTTP_TIMEOUT", "60"))
+# how many nodes the cluster under test has: "$nodes" in an expectation stands for it
+NODES = int(os.environ.get("TESSERA_NODES", "1"))
 
 
 # --------------------------------------------------------------------------- HTTP
@@ -125,6 +127,10 @@ def match(expected, actual, path="$", errors=None):
     """Partially match ``actual`` against ``expected``; return a list of mismatch strings."""
     if errors is None:
         errors = []
+    if expected == "$nodes":
+        if actual != NODES:
+            errors.append(f"{path}: expected {NODES} (the nodes of the cluster), got {_fmt(actual)}")
+        return errors
     if isinstance(expected, str) and expected in MARKERS:
         ok = {
             "$any": True,
@@ -176,6 +182,16 @@ def match(expected, actual, path="$", errors=None):
         if "$length" in expected:
             if not isinstance(actual, (list, dict, str)) or len(actual) != expected["$length"]:
                 errors.append(f"{path}: expected length {expected['$length']}, got {_fmt(actual)}")
+            return errors
+        if "$values_contain" in expected:
+            # an object of arrays (e.g. shards by node): together they hold a match for each element
+            if not isinstance(actual, dict) or not all(isinstance(v, list) for v in actual.values()):
+                errors.append(f"{path}: expected an object of arrays, got {_fmt(actual)}")
+                return errors
+            pooled = [item for value in actual.values() for item in value]
+            for want in expected["$values_contain"]:
+                if not any(not match(want, got, path) for got in pooled):
+                    errors.append(f"{path}: no element of any value matches {_fmt(want)} (actual: {_fmt(actual)})")
             return errors
         if "$every_value" in expected or "$some_value" in expected:
             if not isinstance(actual, dict) or not actual:

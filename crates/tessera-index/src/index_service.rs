@@ -48,6 +48,41 @@ impl IndexMetadata {
         index_settings::value(&self.settings, key)
     }
 
+    /// This metadata with `mapping` (the next mapping version), checked against the index's
+    /// mapping limits and buildable as a schema; `None` when the mapping is the same.
+    pub fn with_mapping(&self, mapping: Mapping) -> Result<Option<IndexMetadata>> {
+        if mapping == *self.mapping {
+            return Ok(None);
+        }
+        let total_limit = self
+            .setting("index.mapping.total_fields.limit")
+            .parse()
+            .unwrap_or(1000);
+        let depth_limit = self
+            .setting("index.mapping.depth.limit")
+            .parse()
+            .unwrap_or(20);
+        mapping.check_limits(total_limit, depth_limit)?;
+        // the schema must be buildable before the mapping is accepted
+        tessera_mapping::FieldTable::build(&mapping, None)?;
+        let mut next = self.clone();
+        next.mapping = Arc::new(mapping);
+        next.mapping_version += 1;
+        Ok(Some(next))
+    }
+
+    /// This metadata with a (validated) settings update applied (the next settings version);
+    /// `None` when nothing changes.
+    pub fn with_settings(&self, update: &Settings) -> Option<IndexMetadata> {
+        let mut next = self.clone();
+        next.settings.merge(update);
+        if next.settings == self.settings {
+            return None;
+        }
+        next.settings_version += 1;
+        Some(next)
+    }
+
     pub fn number_of_replicas(&self) -> u32 {
         self.setting("index.number_of_replicas")
             .parse()
@@ -233,9 +268,12 @@ pub struct DocWriteResult {
     pub forced_refresh: bool,
 }
 
-/// Called with an index's next metadata before a mapping or settings update installs it: the
-/// node writes it to the cluster state's store there, and an error fails the update.
-pub type MetadataSink = Arc<dyn Fn(&IndexMetadata) -> Result<()> + Send + Sync>;
+/// Called with an index's current and next metadata before a mapping or settings update installs
+/// it: the node writes it to the cluster state's store there, and an error fails the update. In a
+/// cluster the elected cluster manager decides the next metadata (it merges concurrent updates
+/// from every node): the sink returns what it decided, which is installed instead.
+pub type MetadataSink =
+    Arc<dyn Fn(&IndexMetadata, &IndexMetadata) -> Result<Option<IndexMetadata>> + Send + Sync>;
 
 /// An open index.
 pub struct IndexService {
@@ -259,6 +297,9 @@ pub enum ShardSlot {
     Initializing,
     Started(Arc<Shard>),
     Failed(ShardFailure),
+    /// No copy of this shard is allocated to this node (in a cluster, the routing puts it on
+    /// another node, or nowhere); its files, if any, stay on disk for when it comes back.
+    Unallocated,
 }
 
 /// Why a shard is not serving, and when that was found.
@@ -352,7 +393,7 @@ fn slot_view(slot: &ShardSlot) -> ShardSlot {
             None => slot.clone(),
             Some(error) => ShardSlot::Failed(ShardFailure::new(error, 0)),
         },
-        ShardSlot::Initializing | ShardSlot::Failed(_) => slot.clone(),
+        ShardSlot::Initializing | ShardSlot::Failed(_) | ShardSlot::Unallocated => slot.clone(),
     }
 }
 
@@ -408,6 +449,22 @@ impl IndexService {
         mapping: Mapping,
         resources: &NodeResources,
     ) -> Result<IndexService> {
+        let metadata = Self::new_metadata(name, uuid, settings, mapping)?;
+        std::fs::create_dir_all(path).map_err(|e| {
+            Error::internal(format!("create index directory {}", path.display()), e)
+        })?;
+        persist(path, &metadata)?;
+        Self::open_with(path, metadata, resources)
+    }
+
+    /// The metadata of a new index: its settings validated and completed (shard count, uuid,
+    /// creation date, defaults), its mapping checked against the limits.
+    pub fn new_metadata(
+        name: &str,
+        uuid: &str,
+        settings: Settings,
+        mapping: Mapping,
+    ) -> Result<IndexMetadata> {
         index_settings::validate(&settings, false, name)?;
         let number_of_shards: u32 = index_settings::value(&settings, "index.number_of_shards")
             .parse()
@@ -443,7 +500,9 @@ impl IndexService {
         if !settings.contains("index.replication.type") {
             settings.set("index.replication.type", "DOCUMENT");
         }
-        let metadata = IndexMetadata {
+        // the schema must be buildable before the index exists
+        tessera_mapping::FieldTable::build(&mapping, None)?;
+        Ok(IndexMetadata {
             name: name.to_string(),
             uuid: uuid.to_string(),
             creation_date,
@@ -453,12 +512,71 @@ impl IndexService {
             settings_version: 1,
             number_of_shards,
             routing_shards,
-        };
+        })
+    }
+
+    /// An index of a cluster, as a node holds it whatever copies it has: its metadata under
+    /// `path` (created if missing, written each time), every shard [`ShardSlot::Unallocated`]
+    /// until the routing allocates a copy here ([`IndexService::allocate_shard`]).
+    pub fn open_unallocated(
+        path: &Path,
+        metadata: IndexMetadata,
+        resources: &NodeResources,
+    ) -> Result<IndexService> {
         std::fs::create_dir_all(path).map_err(|e| {
             Error::internal(format!("create index directory {}", path.display()), e)
         })?;
         persist(path, &metadata)?;
-        Self::open_with(path, metadata, resources)
+        let slots = vec![ShardSlot::Unallocated; metadata.number_of_shards as usize];
+        Ok(Self::with_slots(path, metadata, resources, slots))
+    }
+
+    /// Opens (creating if new) the copy of shard `id` the routing allocated to this node;
+    /// returns its slot (started, or failed with why). A shard already open stays as it is.
+    pub fn allocate_shard(&self, id: u32) -> ShardSlot {
+        {
+            let mut slots = self.shards.write().unwrap();
+            match slots.get(id as usize) {
+                Some(ShardSlot::Unallocated) => slots[id as usize] = ShardSlot::Initializing,
+                Some(slot) => return slot_view(slot),
+                None => {
+                    return ShardSlot::Failed(ShardFailure::new(
+                        Error::illegal_state(format!("[{}] has no shard [{id}]", self.name())),
+                        0,
+                    ))
+                }
+            }
+        }
+        let metadata = self.metadata();
+        let slot = open_shard(&self.path, &metadata, &self.resources, id, 0);
+        if self.deleted.load(std::sync::atomic::Ordering::Acquire) {
+            if let ShardSlot::Started(shard) = &slot {
+                shard.close_for_delete(Error::index_not_found(&metadata.name));
+            }
+            return slot;
+        }
+        if let ShardSlot::Started(shard) = &slot {
+            // settings may have changed while it opened
+            shard.set_durability(self.metadata().durability());
+        }
+        self.shards.write().unwrap()[id as usize] = slot.clone();
+        slot
+    }
+
+    /// Closes this node's copy of shard `id` (the routing moved it away); its files stay.
+    pub fn release_shard(&self, id: u32) {
+        let previous = {
+            let mut slots = self.shards.write().unwrap();
+            match slots.get_mut(id as usize) {
+                Some(slot) => std::mem::replace(slot, ShardSlot::Unallocated),
+                None => return,
+            }
+        };
+        if let ShardSlot::Started(shard) = previous {
+            if let Err(e) = shard.close() {
+                eprintln!("[{}][{id}] closing the released shard: {e}", self.name());
+            }
+        }
     }
 
     /// Opens an existing index from its directory.
@@ -545,19 +663,37 @@ impl IndexService {
         *self.metadata_sink.write().unwrap() = Some(sink);
     }
 
-    /// Hands `next` to the metadata sink, if there is one.
-    fn sink(&self, next: &IndexMetadata) -> Result<()> {
+    /// Hands `next` to the metadata sink, if there is one; returns the metadata to install
+    /// (what the sink decided, or `next`), `None` when it is not newer than `current`.
+    fn sink(&self, current: &IndexMetadata, next: IndexMetadata) -> Result<Option<IndexMetadata>> {
         let sink = self.metadata_sink.read().unwrap().clone();
-        match sink {
-            Some(sink) => sink(next),
-            None => Ok(()),
-        }
+        let decided = match sink {
+            Some(sink) => sink(current, &next)?.unwrap_or(next),
+            None => next,
+        };
+        let newer = (decided.mapping_version, decided.settings_version)
+            > (current.mapping_version, current.settings_version);
+        Ok(newer.then_some(decided))
     }
 
     /// Installs metadata decided elsewhere (the cluster state's copy, when it is newer than
     /// this index's `_state.json`): persisted here, not handed to the sink.
     pub fn apply_metadata(&self, next: IndexMetadata) -> Result<()> {
         let _guard = self.mapping_lock.lock().unwrap();
+        self.apply_metadata_locked(next)
+    }
+
+    /// [`IndexService::apply_metadata`] unless a mapping or settings update of this node is
+    /// running (it holds the lock while the cluster manager decides it, and installs what was
+    /// decided): then nothing, and the caller tries again later.
+    pub fn try_apply_metadata(&self, next: IndexMetadata) -> Result<()> {
+        match self.mapping_lock.try_lock() {
+            Ok(_guard) => self.apply_metadata_locked(next),
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn apply_metadata_locked(&self, next: IndexMetadata) -> Result<()> {
         let current = self.metadata();
         if next.uuid != current.uuid || next.number_of_shards != current.number_of_shards {
             return Err(Error::illegal_state(format!(
@@ -565,13 +701,7 @@ impl IndexService {
                 next.name, next.uuid, current.name, current.uuid
             )));
         }
-        persist(&self.path, &next)?;
-        let durability = next.durability();
-        *self.metadata.write().unwrap() = Arc::new(next);
-        for shard in self.shards() {
-            shard.set_durability(durability);
-        }
-        Ok(())
+        self.install(next)
     }
 
     pub fn name(&self) -> String {
@@ -588,7 +718,7 @@ impl IndexService {
             .into_iter()
             .filter_map(|slot| match slot {
                 ShardSlot::Started(shard) => Some(shard),
-                ShardSlot::Initializing | ShardSlot::Failed(_) => None,
+                ShardSlot::Initializing | ShardSlot::Failed(_) | ShardSlot::Unallocated => None,
             })
             .collect()
     }
@@ -625,6 +755,16 @@ impl IndexService {
                 id,
                 &format!("the shard failed ({})", failure.error.reason()),
             )),
+            Some(ShardSlot::Unallocated) => Err(Error::new(
+                "shard_not_found_exception",
+                404,
+                format!(
+                    "no such shard: [{}][{id}] has no copy on this node",
+                    self.name()
+                ),
+            )
+            .with_meta("index", self.name())
+            .with_meta("shard", id.to_string())),
             None => Err(Error::illegal_state(format!(
                 "[{}] has no shard [{id}]",
                 self.name()
@@ -650,7 +790,7 @@ impl IndexService {
                     _ => continue,
                 },
                 ShardSlot::Failed(failure) => failure.clone(),
-                ShardSlot::Initializing => continue,
+                ShardSlot::Initializing | ShardSlot::Unallocated => continue,
             };
             let due =
                 tessera_common::time::now_millis() - failure.at_millis >= failure.backoff_millis();
@@ -699,27 +839,13 @@ impl IndexService {
     }
 
     fn install_mapping(&self, current: &IndexMetadata, mapping: Mapping) -> Result<()> {
-        if mapping == *current.mapping {
+        let Some(next) = current.with_mapping(mapping)? else {
             return Ok(());
-        }
-        let total_limit = current
-            .setting("index.mapping.total_fields.limit")
-            .parse()
-            .unwrap_or(1000);
-        let depth_limit = current
-            .setting("index.mapping.depth.limit")
-            .parse()
-            .unwrap_or(20);
-        mapping.check_limits(total_limit, depth_limit)?;
-        // the schema must be buildable before the mapping is accepted
-        tessera_mapping::FieldTable::build(&mapping, None)?;
-        let mut next = current.clone();
-        next.mapping = Arc::new(mapping);
-        next.mapping_version += 1;
-        self.sink(&next)?;
-        persist(&self.path, &next)?;
-        *self.metadata.write().unwrap() = Arc::new(next);
-        Ok(())
+        };
+        let Some(next) = self.sink(current, next)? else {
+            return Ok(());
+        };
+        self.install(next)
     }
 
     /// `PUT _settings` with dynamic settings only.
@@ -728,13 +854,17 @@ impl IndexService {
         let current = self.metadata();
         let target = format!("[{}/{}]", current.name, current.uuid);
         index_settings::validate(update, true, &target)?;
-        let mut next = (*current).clone();
-        next.settings.merge(update);
-        if next.settings == current.settings {
+        let Some(next) = current.with_settings(update) else {
             return Ok(());
-        }
-        next.settings_version += 1;
-        self.sink(&next)?;
+        };
+        let Some(next) = self.sink(&current, next)? else {
+            return Ok(());
+        };
+        self.install(next)
+    }
+
+    /// Persists `next` and makes it the index's metadata (under the mapping lock).
+    fn install(&self, next: IndexMetadata) -> Result<()> {
         persist(&self.path, &next)?;
         let durability = next.durability();
         *self.metadata.write().unwrap() = Arc::new(next);

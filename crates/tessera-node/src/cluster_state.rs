@@ -2,9 +2,10 @@
 //! [`FileMetaStore`], writes index metadata and shard routing through it, and publishes the
 //! [`ClusterState`] each change makes (its version is the store's revision of the change).
 //!
-//! Keys: `cluster` (the cluster uuid, chosen once), `indices/<name>` (the index metadata, as
-//! its `_state.json`), `routing/<name>` (the index's [`IndexRouting`] and uuid),
-//! `nodes/<id>` (the node, bound to its lease) and the `cluster_manager` election.
+//! The keys are those of a cluster (`tessera_cluster::layout`): `cluster` (the cluster uuid,
+//! chosen once), `indices/<name>` (the index metadata, as its `_state.json`), `routing/<name>`
+//! (the index's [`IndexRouting`] and uuid), `nodes/<id>` (the node, bound to its lease) and the
+//! `cluster_manager` election. A member of a cluster uses `crate::coordination` instead.
 //!
 //! A data directory written before the store existed opens unchanged: indices found only on
 //! disk are imported. When the store and an index's `_state.json` disagree (a crash between
@@ -17,8 +18,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tessera_cluster::layout::{
+    index_key, node_key, routing_key, StoredRouting, CLUSTER_KEY, ELECTION, INDICES, ROUTING,
+};
 use tessera_cluster::meta_store::LeaderKey;
 use tessera_cluster::{
     ClusterState, ClusterStateHolder, DiscoveryNode, Expect, FileMetaStore, IndexRouting,
@@ -28,23 +31,10 @@ use tessera_common::{Error, Result};
 use tessera_index::index_service::ShardSlot;
 use tessera_index::{IndexMetadata, IndexService};
 
-const CLUSTER_KEY: &str = "cluster";
-const INDICES: &str = "indices/";
-const ROUTING: &str = "routing/";
-const NODES: &str = "nodes/";
-/// The cluster-manager election.
-pub const ELECTION: &str = "cluster_manager";
 /// A node's lease: its `nodes/<id>` key and its leadership end this long after its last
 /// keep-alive.
 const LEASE_TTL: Duration = Duration::from_secs(30);
 const KEEP_ALIVE_EVERY: Duration = Duration::from_secs(3);
-
-/// What `routing/<name>` holds: the routing of one index, tied to its uuid.
-#[derive(Serialize, Deserialize)]
-struct StoredRouting {
-    index_uuid: String,
-    routing: IndexRouting,
-}
 
 struct Membership {
     lease: LeaseId,
@@ -61,14 +51,6 @@ pub struct ClusterService {
     /// versions are published in order.
     write: Mutex<()>,
     membership: Mutex<Membership>,
-}
-
-fn index_key(name: &str) -> String {
-    format!("{INDICES}{name}")
-}
-
-fn routing_key(name: &str) -> String {
-    format!("{ROUTING}{name}")
 }
 
 fn metadata_bytes(meta: &IndexMetadata) -> Vec<u8> {
@@ -93,6 +75,7 @@ fn primary_states(index: &IndexService, node_id: &str) -> Vec<(ShardState, Optio
         .map(|slot| match slot {
             ShardSlot::Started(_) => (ShardState::Started, None),
             ShardSlot::Initializing => (ShardState::Initializing, None),
+            ShardSlot::Unallocated => (ShardState::Unassigned, None),
             ShardSlot::Failed(failure) => {
                 let details = format!(
                     "failed shard on node [{node_id}]: {}[{}]",
@@ -413,7 +396,7 @@ fn import_routing(
 ) -> Result<IndexRouting> {
     let stored = store
         .get(&routing_key(&meta.name))?
-        .and_then(|kv| serde_json::from_slice::<StoredRouting>(&kv.value).ok())
+        .and_then(|kv| StoredRouting::from_bytes(&kv.value))
         .filter(|stored| {
             stored.index_uuid == meta.uuid
                 && stored.routing.shards.len() == meta.number_of_shards as usize
@@ -440,11 +423,11 @@ fn import_routing(
 }
 
 fn put_routing(store: &dyn MetaStore, meta: &IndexMetadata, routing: &IndexRouting) -> Result<u64> {
-    let value = serde_json::to_vec(&StoredRouting {
+    let value = StoredRouting {
         index_uuid: meta.uuid.clone(),
         routing: routing.clone(),
-    })
-    .map_err(|e| Error::internal("serialise the routing", e))?;
+    }
+    .to_bytes();
     Ok(store.compare_and_set(&routing_key(&meta.name), Expect::Any, &value, 0)?)
 }
 
@@ -465,7 +448,7 @@ fn apply_slots(routing: &mut IndexRouting, index: &IndexService, node_id: &str) 
 /// its key from an earlier process went with that process's lease).
 fn register(store: &dyn MetaStore, local: &DiscoveryNode, lease: LeaseId) -> Result<LeaderKey> {
     let value = serde_json::to_vec(local).map_err(|e| Error::internal("serialise the node", e))?;
-    store.compare_and_set(&format!("{NODES}{}", local.id), Expect::Any, &value, lease)?;
+    store.compare_and_set(&node_key(&local.id), Expect::Any, &value, lease)?;
     Ok(store.campaign(
         ELECTION,
         local.id.as_bytes(),
@@ -567,7 +550,7 @@ mod tests {
         assert_eq!(logs.metadata.settings_version, 2);
         assert_eq!(logs.routing.shards[0].copies.len(), 1, "the replicas went");
         // the store holds what the state shows, at the state's version
-        let listing = node.cluster.store().list(INDICES).unwrap();
+        let listing = node.metadata_store().list(INDICES).unwrap();
         assert_eq!(listing.revision, set.version);
         assert_eq!(
             parse_metadata(&listing.kvs[0].value).unwrap().to_json(),
@@ -579,8 +562,8 @@ mod tests {
         let deleted = node.cluster_state();
         assert!(deleted.version > set.version);
         assert!(deleted.index("logs").is_none());
-        assert!(node.cluster.store().get("indices/logs").unwrap().is_none());
-        assert!(node.cluster.store().get("routing/logs").unwrap().is_none());
+        assert!(node.metadata_store().get("indices/logs").unwrap().is_none());
+        assert!(node.metadata_store().get("routing/logs").unwrap().is_none());
         node.shutdown();
     }
 
@@ -704,7 +687,11 @@ mod tests {
         let node = start(dir.path());
         assert_eq!(node.index_names(), ["a"]);
         assert!(node.cluster_state().index("ghost").is_none());
-        assert!(node.cluster.store().get("indices/ghost").unwrap().is_none());
+        assert!(node
+            .metadata_store()
+            .get("indices/ghost")
+            .unwrap()
+            .is_none());
     }
 
     /// `_state.json`'s bytes as the store keeps metadata.

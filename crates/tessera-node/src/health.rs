@@ -110,6 +110,10 @@ pub struct Health {
     pub initializing_shards: u32,
     pub unassigned_shards: u32,
     pub indices: Vec<IndexHealth>,
+    pub number_of_nodes: usize,
+    pub number_of_data_nodes: usize,
+    /// Whether a cluster manager is elected.
+    pub discovered_cluster_manager: bool,
 }
 
 impl Health {
@@ -125,6 +129,9 @@ impl Health {
             initializing_shards: indices.iter().map(|i| i.initializing_shards).sum(),
             unassigned_shards: indices.iter().map(|i| i.unassigned_shards).sum(),
             indices,
+            number_of_nodes: 1,
+            number_of_data_nodes: 1,
+            discovered_cluster_manager: true,
         }
     }
 
@@ -143,10 +150,10 @@ impl Health {
             "cluster_name": cluster_name,
             "status": self.status.as_str(),
             "timed_out": timed_out,
-            "number_of_nodes": 1,
-            "number_of_data_nodes": 1,
-            "discovered_master": true,
-            "discovered_cluster_manager": true,
+            "number_of_nodes": self.number_of_nodes,
+            "number_of_data_nodes": self.number_of_data_nodes,
+            "discovered_master": self.discovered_cluster_manager,
+            "discovered_cluster_manager": self.discovered_cluster_manager,
             "active_primary_shards": self.active_primary_shards,
             "active_shards": self.active_shards,
             "relocating_shards": 0,

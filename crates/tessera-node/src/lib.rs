@@ -3,11 +3,13 @@
 
 pub mod cluster_settings;
 pub mod cluster_state;
+pub mod coordination;
 pub mod disk;
 pub mod health;
 pub mod indexing_pressure;
 pub mod node;
 pub mod process_stats;
+pub mod read;
 pub mod resolve;
 pub mod search_service;
 pub mod write;

@@ -13,12 +13,13 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use tessera_cluster::MetaStore;
 use tessera_common::breaker::{CircuitBreakerService, RequestBreaker};
 use tessera_common::settings::Settings;
 use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
 use tessera_index::index_service::ShardSlot;
-use tessera_index::shard::SEARCH_IDLE_AFTER_MILLIS;
+use tessera_index::shard::{shard_not_active, SEARCH_IDLE_AFTER_MILLIS};
 use tessera_index::translog::write_atomic;
 use tessera_index::{IndexService, NodeResources};
 use tessera_mapping::Mapping;
@@ -26,10 +27,12 @@ use tessera_search::concurrent::{ConcurrencySettings, SliceExecutor};
 use tessera_search::reader_context::DEFAULT_KEEP_ALIVE;
 use tessera_search::{
     LocalShard, LoopbackShard, ReaderContexts, ShardGroup, ShardSearcher, ShardServices,
+    UnavailableShard,
 };
 
 use crate::cluster_settings::ClusterSettings;
 use crate::cluster_state::ClusterService;
+use crate::coordination::Coordination;
 use crate::health::{Health, IndexHealth, PrimaryState, Status};
 use crate::indexing_pressure::IndexingPressure;
 use crate::process_stats::{cores, CpuSampler};
@@ -60,6 +63,15 @@ pub struct NodeConfig {
     pub max_in_flight_requests: usize,
     /// `transport.shard_requests`: how the coordinator reaches this node's shards.
     pub shard_transport: ShardTransport,
+    /// `cluster.coordination.etcd`: the etcd endpoints of the cluster this node joins; empty
+    /// for a single-node cluster that needs no other service.
+    pub etcd: Vec<String>,
+    /// `transport.host` / `transport.port`: where other nodes reach this one.
+    pub transport_host: String,
+    pub transport_port: u16,
+    /// How long the node's lease outlives its last keep-alive: how soon the cluster sees a
+    /// dead node leave (and a dead manager replaced).
+    pub lease_ttl: Duration,
 }
 
 /// How the coordinator reaches the shards of its own node.
@@ -99,6 +111,10 @@ impl Default for NodeConfig {
             write_queue_size: 10_000,
             max_in_flight_requests: 4096,
             shard_transport: ShardTransport::Local,
+            etcd: Vec::new(),
+            transport_host: "127.0.0.1".to_string(),
+            transport_port: 9300,
+            lease_ttl: Duration::from_secs(5),
         }
     }
 }
@@ -143,7 +159,7 @@ pub struct Node {
     pub shard_services: Arc<ShardServices>,
     pub cluster_settings: ClusterSettings,
     /// The cluster state and the metadata store it is written through.
-    pub cluster: Arc<ClusterService>,
+    cluster: ClusterMode,
     pub cpu: Arc<CpuSampler>,
     /// Bytes of write requests in flight, bounded by `indexing_pressure.memory.limit`.
     pub indexing_pressure: IndexingPressure,
@@ -159,6 +175,24 @@ pub struct Node {
 fn indices_dir(data: &Path) -> PathBuf {
     data.join("indices")
 }
+
+/// How the node takes part in a cluster.
+enum ClusterMode {
+    /// A single-node cluster: the node decides, over its own files.
+    Single(Arc<ClusterService>),
+    /// A member of a cluster coordinated through a shared store (etcd).
+    Member(Arc<Coordination>),
+}
+
+/// Where the primary of a shard is, for a write.
+pub enum PrimaryTarget {
+    Local,
+    Remote(tessera_cluster::DiscoveryNode),
+    Unavailable(Error),
+}
+
+/// How long a node started with `--etcd` waits for etcd to answer before it gives up.
+const ETCD_CONNECT_WAIT: Duration = Duration::from_secs(60);
 
 /// The suffix of an index directory being removed: such directories are never opened.
 const DELETED_SUFFIX: &str = ".deleted";
@@ -182,8 +216,47 @@ fn remove_index_dir(path: &Path) -> Result<()> {
 }
 
 impl Node {
-    /// Opens the data directory (creating it), every index in it, and starts the scheduler.
+    /// Opens the data directory (creating it), every index in it, and starts the scheduler;
+    /// with `etcd` endpoints in the config, joins that cluster instead (see
+    /// [`Node::start_member`]).
     pub fn start(config: NodeConfig) -> Result<Arc<Node>> {
+        if config.etcd.is_empty() {
+            return Self::start_with(config, None);
+        }
+        let namespace = format!("/tessera/{}/", config.cluster_name);
+        // etcd may come up after the node (a whole cluster started at once): keep trying
+        let deadline = Instant::now() + ETCD_CONNECT_WAIT;
+        let store = loop {
+            match tessera_cluster::EtcdMetaStore::connect(
+                &config.etcd,
+                &namespace,
+                Duration::from_secs(5),
+            ) {
+                Ok(store) => break store,
+                Err(e) if Instant::now() < deadline => {
+                    eprintln!("waiting for etcd at {}: {e}", config.etcd.join(","));
+                    thread::sleep(Duration::from_millis(500));
+                }
+                Err(e) => {
+                    return Err(Error::new(
+                        "cluster_manager_not_discovered_exception",
+                        503,
+                        format!("cannot reach etcd at {}: {e}", config.etcd.join(",")),
+                    ))
+                }
+            }
+        };
+        Self::start_with(config, Some(Arc::new(store)))
+    }
+
+    /// Starts a member of the cluster whose state `store` holds (every member shares it): the
+    /// node's indices are those of the cluster state, with the copies its routing allocates
+    /// here (`crate::coordination`).
+    pub fn start_member(config: NodeConfig, store: Arc<dyn MetaStore>) -> Result<Arc<Node>> {
+        Self::start_with(config, Some(store))
+    }
+
+    fn start_with(config: NodeConfig, store: Option<Arc<dyn MetaStore>>) -> Result<Arc<Node>> {
         let state_dir = config.data_path.join("_state");
         std::fs::create_dir_all(&state_dir).map_err(|e| {
             Error::internal(format!("create data directory {}", state_dir.display()), e)
@@ -218,7 +291,8 @@ impl Node {
                 let _ = std::fs::remove_dir_all(entry.path());
                 continue;
             }
-            if !entry.path().join("_state.json").exists() {
+            // a member opens the indices the cluster state names (`coordination::applier`)
+            if store.is_some() || !entry.path().join("_state.json").exists() {
                 continue;
             }
             // an index whose metadata cannot be read is left on disk, untouched, and the node
@@ -233,25 +307,56 @@ impl Node {
                 ),
             }
         }
-        let local = tessera_cluster::DiscoveryNode {
+        let mut local = tessera_cluster::DiscoveryNode {
             id: node_id.clone(),
             name: config.name.clone(),
             ephemeral_id: tessera_common::ids::random_uuid(),
-            transport_address: format!("{}:{}", config.host, config.port + 100),
+            transport_address: format!("{}:{}", config.transport_host, config.transport_port),
             http_address: format!("{}:{}", config.host, config.port),
             roles: ["cluster_manager", "data", "ingest", "remote_cluster_client"]
                 .map(String::from)
                 .to_vec(),
         };
-        let cluster = Arc::new(ClusterService::open(
-            &config.data_path,
-            local,
-            &config.cluster_name,
-            &indices,
-        )?);
-        for index in indices.values() {
-            write_metadata_through(index, &cluster);
-        }
+        // the node a member's transport hands requests to, once it exists
+        let member_node: Arc<std::sync::OnceLock<Weak<Node>>> = Arc::default();
+        let cluster = match store {
+            None => {
+                let cluster = Arc::new(ClusterService::open(
+                    &config.data_path,
+                    local,
+                    &config.cluster_name,
+                    &indices,
+                )?);
+                for index in indices.values() {
+                    write_metadata_through(index, &cluster);
+                }
+                ClusterMode::Single(cluster)
+            }
+            Some(store) => {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .thread_name("transport")
+                    .build()
+                    .map_err(|e| Error::internal("start the transport runtime", e))?;
+                let (address, server) = crate::coordination::actions::bind_transport(
+                    &runtime,
+                    &config.transport_host,
+                    config.transport_port,
+                    member_node.clone(),
+                )?;
+                local.transport_address = address.to_string();
+                let coordination = Coordination::join(
+                    &config.cluster_name,
+                    store,
+                    local,
+                    config.lease_ttl,
+                    runtime,
+                    server,
+                )?;
+                ClusterMode::Member(Arc::new(coordination))
+            }
+        };
         let pools = ThreadPools::new(&config);
         let indexing_pressure = IndexingPressure::new(config.indexing_pressure_limit);
         let cpu = Arc::new(CpuSampler::default());
@@ -302,6 +407,10 @@ impl Node {
                 shutdown: AtomicBool::new(false),
             }
         });
+        if let ClusterMode::Member(coordination) = &node.cluster {
+            let _ = member_node.set(Arc::downgrade(&node));
+            coordination.start_threads(Arc::downgrade(&node))?;
+        }
         let recovering = Arc::downgrade(&node);
         let recovery = thread::Builder::new()
             .name("shard_recovery".into())
@@ -340,15 +449,38 @@ impl Node {
         self.write.clone()
     }
 
-    /// The health states of an index's primaries.
-    pub fn primary_states(index: &IndexService) -> Vec<PrimaryState> {
+    /// The health states of an index's primaries: of its shard slots on a single node, of
+    /// the cluster state's routing on a member.
+    pub fn primary_states(&self, index: &IndexService) -> Vec<PrimaryState> {
+        if let Some(coordination) = self.coordination() {
+            let meta = index.metadata();
+            let state = coordination.holder.current();
+            let routing = state
+                .index(&meta.name)
+                .filter(|i| i.metadata.uuid == meta.uuid);
+            return (0..meta.number_of_shards as usize)
+                .map(|shard| {
+                    let primary = routing
+                        .and_then(|i| i.routing.shards.get(shard))
+                        .and_then(|table| table.primary());
+                    match primary.map(|p| p.state) {
+                        Some(tessera_cluster::ShardState::Started)
+                        | Some(tessera_cluster::ShardState::Relocating) => PrimaryState::Active,
+                        Some(tessera_cluster::ShardState::Initializing) => {
+                            PrimaryState::Initializing
+                        }
+                        _ => PrimaryState::Unassigned,
+                    }
+                })
+                .collect();
+        }
         index
             .shard_slots()
             .iter()
             .map(|slot| match slot {
                 ShardSlot::Started(_) => PrimaryState::Active,
                 ShardSlot::Initializing => PrimaryState::Initializing,
-                ShardSlot::Failed(_) => PrimaryState::Unassigned,
+                ShardSlot::Failed(_) | ShardSlot::Unallocated => PrimaryState::Unassigned,
             })
             .collect()
     }
@@ -390,6 +522,74 @@ impl Node {
         self.indices.read().unwrap().get(name).cloned()
     }
 
+    /// The index with this uuid, if the node has it open.
+    pub fn index_by_uuid(&self, uuid: &str) -> Option<Arc<IndexService>> {
+        self.indices
+            .read()
+            .unwrap()
+            .values()
+            .find(|index| index.metadata().uuid == uuid)
+            .cloned()
+    }
+
+    /// Refreshes every copy of `indices` (in a cluster, on every node holding one).
+    pub async fn refresh_indices(self: &Arc<Self>, indices: Vec<Arc<IndexService>>) -> Result<()> {
+        self.on_every_copy(crate::coordination::actions::BroadcastOp::Refresh, indices)
+            .await
+    }
+
+    /// Flushes every copy of `indices` (in a cluster, on every node holding one).
+    pub async fn flush_indices(self: &Arc<Self>, indices: Vec<Arc<IndexService>>) -> Result<()> {
+        self.on_every_copy(crate::coordination::actions::BroadcastOp::Flush, indices)
+            .await
+    }
+
+    async fn on_every_copy(
+        self: &Arc<Self>,
+        op: crate::coordination::actions::BroadcastOp,
+        indices: Vec<Arc<IndexService>>,
+    ) -> Result<()> {
+        match self.coordination() {
+            Some(coordination) => coordination.clone().broadcast(self, op, &indices).await,
+            None => {
+                self.pools
+                    .management
+                    .run(move || {
+                        for index in &indices {
+                            op.run(index)?;
+                        }
+                        Ok(())
+                    })
+                    .await
+            }
+        }
+    }
+
+    /// The figures of every started copy of `indices` (in a cluster, asked of the nodes that
+    /// hold them), by (index uuid, shard).
+    pub async fn shard_counts(
+        self: &Arc<Self>,
+        indices: Vec<Arc<IndexService>>,
+    ) -> Result<HashMap<(String, u32), crate::coordination::actions::ShardCounts>> {
+        if let Some(coordination) = self.coordination() {
+            return Ok(coordination.clone().shard_counts(self, &indices).await);
+        }
+        let here = self.clone();
+        self.pools
+            .management
+            .run(move || {
+                let uuids: Vec<String> =
+                    indices.iter().map(|i| i.metadata().uuid.clone()).collect();
+                Ok(
+                    crate::coordination::actions::shard_counts_here(&here, &uuids)
+                        .into_iter()
+                        .map(|(uuid, shard, counts)| ((uuid, shard), counts))
+                        .collect(),
+                )
+            })
+            .await
+    }
+
     pub fn index_names(&self) -> Vec<String> {
         self.indices.read().unwrap().keys().cloned().collect()
     }
@@ -402,6 +602,14 @@ impl Node {
         mapping: Mapping,
     ) -> Result<Arc<IndexService>> {
         validate_index_name(name)?;
+        let cluster = match &self.cluster {
+            ClusterMode::Member(coordination) => {
+                return coordination
+                    .create_index(self, name, settings, mapping)
+                    .map(|(index, _)| index)
+            }
+            ClusterMode::Single(cluster) => cluster,
+        };
         let _guard = self.create_lock.lock().unwrap();
         if let Some(existing) = self.index(name) {
             return Err(Error::resource_already_exists(
@@ -425,13 +633,13 @@ impl Node {
                 return Err(e);
             }
         };
-        if let Err(e) = self.cluster.index_created(&service) {
+        if let Err(e) = cluster.index_created(&service) {
             service.close_for_delete();
             drop(service);
             let _ = std::fs::remove_dir_all(&path);
             return Err(e);
         }
-        write_metadata_through(&service, &self.cluster);
+        write_metadata_through(&service, cluster);
         self.indices
             .write()
             .unwrap()
@@ -493,12 +701,16 @@ impl Node {
             ));
         }
         let names = resolve_names(expression, &self.index_names(), options)?;
+        let cluster = match &self.cluster {
+            ClusterMode::Member(coordination) => return coordination.delete_indices(&names),
+            ClusterMode::Single(cluster) => cluster,
+        };
         let _guard = self.create_lock.lock().unwrap();
         for name in names {
             if self.index(&name).is_none() {
                 continue;
             }
-            self.cluster.index_deleted(&name)?;
+            cluster.index_deleted(&name)?;
             let removed = self.indices.write().unwrap().remove(&name);
             if let Some(index) = removed {
                 index.close_for_delete();
@@ -542,6 +754,9 @@ impl Node {
                 .filter(|r| !r.is_empty())
                 .collect()
         });
+        let state = self
+            .coordination()
+            .map(|coordination| (coordination.clone(), coordination.holder.current()));
         let mut groups = Vec::new();
         for index in indices {
             let shards: Vec<u32> = match &values {
@@ -557,20 +772,61 @@ impl Node {
                 }
             };
             for shard in shards {
-                let local: Arc<dyn ShardSearcher> = Arc::new(LocalShard::new(
-                    index.clone(),
-                    shard,
-                    &self.node_id,
-                    self.shard_services.clone(),
-                ));
-                let copy = match self.config.shard_transport {
-                    ShardTransport::Local => local,
-                    ShardTransport::Loopback => Arc::new(LoopbackShard::new(local)),
-                };
-                groups.push(ShardGroup::single(copy));
+                groups.push(ShardGroup::single(self.shard_copy(index, shard, &state)));
             }
         }
         groups
+    }
+
+    /// The copy of a shard a search goes to: this node's, another node's (a member), or none.
+    fn shard_copy(
+        &self,
+        index: &Arc<IndexService>,
+        shard: u32,
+        state: &Option<(Arc<Coordination>, Arc<tessera_cluster::ClusterState>)>,
+    ) -> Arc<dyn ShardSearcher> {
+        let local = || -> Arc<dyn ShardSearcher> {
+            let local: Arc<dyn ShardSearcher> = Arc::new(LocalShard::new(
+                index.clone(),
+                shard,
+                &self.node_id,
+                self.shard_services.clone(),
+            ));
+            match self.config.shard_transport {
+                ShardTransport::Local => local,
+                ShardTransport::Loopback => Arc::new(LoopbackShard::new(local)),
+            }
+        };
+        let Some((coordination, state)) = state else {
+            return local();
+        };
+        let meta = index.metadata();
+        let primary = state
+            .index(&meta.name)
+            .filter(|i| i.metadata.uuid == meta.uuid)
+            .and_then(|i| i.routing.shards.get(shard as usize))
+            .and_then(|table| table.primary());
+        let holder = primary
+            .filter(|copy| copy.is_active())
+            .and_then(|copy| copy.node_id.as_ref())
+            .and_then(|id| state.nodes.get(id));
+        match holder {
+            Some(node) if node.id == self.node_id => local(),
+            Some(node) => Arc::new(tessera_cluster::transport::RemoteShard::new(
+                meta.name.as_str(),
+                meta.uuid.as_str(),
+                shard,
+                node.id.as_str(),
+                node.transport_address.as_str(),
+                coordination.transport.clone(),
+            )),
+            None => Arc::new(UnavailableShard::new(
+                &meta.name,
+                &meta.uuid,
+                shard,
+                "primary shard is not active",
+            )),
+        }
     }
 
     /// Health of the named indices (all when `None`).
@@ -589,12 +845,25 @@ impl Node {
                 &all
             }
         };
-        Health::of(
+        let mut health = Health::of(
             indices
                 .iter()
-                .map(|i| IndexHealth::of(&i.metadata(), Node::primary_states(i)))
+                .map(|i| IndexHealth::of(&i.metadata(), self.primary_states(i)))
                 .collect(),
-        )
+        );
+        let state = self.cluster_state();
+        health.number_of_nodes = state.nodes.len();
+        health.number_of_data_nodes = state
+            .nodes
+            .values()
+            .filter(|n| {
+                n.roles
+                    .iter()
+                    .any(|r| r == tessera_cluster::allocation::DATA_ROLE)
+            })
+            .count();
+        health.discovered_cluster_manager = state.cluster_manager.is_some();
+        health
     }
 
     /// Waits until the cluster (or the given indices) reach `status`, or `timeout` passes.
@@ -639,13 +908,128 @@ impl Node {
 
     /// The cluster state now.
     pub fn cluster_state(&self) -> Arc<tessera_cluster::ClusterState> {
-        self.cluster.state()
+        match &self.cluster {
+            ClusterMode::Single(cluster) => cluster.state(),
+            ClusterMode::Member(coordination) => coordination.holder.current(),
+        }
     }
 
-    /// Brings the cluster state's routing of `index` in line with its shards.
+    /// The store the cluster state is written through.
+    pub fn metadata_store(&self) -> &Arc<dyn MetaStore> {
+        match &self.cluster {
+            ClusterMode::Single(cluster) => cluster.store(),
+            ClusterMode::Member(coordination) => &coordination.store,
+        }
+    }
+
+    /// The node's part in a cluster coordinated through etcd; `None` for a single node.
+    pub fn coordination(&self) -> Option<&Arc<Coordination>> {
+        match &self.cluster {
+            ClusterMode::Single(_) => None,
+            ClusterMode::Member(coordination) => Some(coordination),
+        }
+    }
+
+    /// Brings the cluster state's routing of `index` in line with its shards (a member
+    /// reports its shards from the state applier instead).
     fn sync_routing(&self, index: &IndexService) {
-        if let Err(e) = self.cluster.sync_shards(index) {
-            eprintln!("[{}] could not update the shard routing: {e}", index.name());
+        if let ClusterMode::Single(cluster) = &self.cluster {
+            if let Err(e) = cluster.sync_shards(index) {
+                eprintln!("[{}] could not update the shard routing: {e}", index.name());
+            }
+        }
+    }
+
+    /// A member accepts writes on its primaries only while its lease is provably alive (etcd
+    /// confirmed it less than a ttl ago): past that the cluster may count it out. A single node
+    /// always does.
+    pub fn check_membership_for_writes(&self) -> Result<()> {
+        match &self.cluster {
+            ClusterMode::Member(coordination) if !coordination.membership.lease_alive() => {
+                Err(Error::new(
+                    "cluster_block_exception",
+                    503,
+                    "blocked by: [SERVICE_UNAVAILABLE/2/no cluster manager];: this node cannot reach the cluster's metadata store to renew its membership",
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Where the primary of shard `shard` of the index is now, for a write.
+    pub fn primary_target(&self, index: &str, uuid: &str, shard: u32) -> PrimaryTarget {
+        let ClusterMode::Member(coordination) = &self.cluster else {
+            return PrimaryTarget::Local;
+        };
+        let state = coordination.holder.current();
+        let primary = state
+            .index(index)
+            .filter(|i| i.metadata.uuid == uuid)
+            .and_then(|i| i.routing.shards.get(shard as usize))
+            .and_then(|table| table.primary().cloned());
+        match primary {
+            Some(copy) if copy.is_active() => {
+                let node_id = copy.node_id.unwrap_or_default();
+                if node_id == self.node_id {
+                    PrimaryTarget::Local
+                } else {
+                    match state.nodes.get(&node_id) {
+                        Some(node) => PrimaryTarget::Remote(node.clone()),
+                        None => PrimaryTarget::Unavailable(shard_not_active(
+                            index,
+                            shard,
+                            "its node left the cluster",
+                        )),
+                    }
+                }
+            }
+            Some(copy) => PrimaryTarget::Unavailable(shard_not_active(
+                index,
+                shard,
+                &format!("it is {}", copy.state.as_str().to_lowercase()),
+            )),
+            None => PrimaryTarget::Unavailable(Error::index_not_found(index)),
+        }
+    }
+
+    /// Opens an index of the cluster state on this node (a member; the state applier calls
+    /// it), with no copies yet.
+    pub(crate) fn open_cluster_index(
+        &self,
+        meta: &tessera_index::IndexMetadata,
+    ) -> Result<Arc<IndexService>> {
+        let ClusterMode::Member(coordination) = &self.cluster else {
+            return Err(Error::illegal_state("a single node opens its own indices"));
+        };
+        let _guard = self.create_lock.lock().unwrap();
+        let path = indices_dir(&self.config.data_path).join(&meta.uuid);
+        let service = Arc::new(IndexService::open_unallocated(
+            &path,
+            meta.clone(),
+            &self.config.resources,
+        )?);
+        let decider = coordination.clone();
+        service.set_metadata_sink(Arc::new(move |current, next| {
+            decider.decide_metadata(current, next)
+        }));
+        self.indices
+            .write()
+            .unwrap()
+            .insert(meta.name.clone(), service.clone());
+        Ok(service)
+    }
+
+    /// Deletes an index here because the cluster state no longer holds it (a member).
+    pub(crate) fn drop_local_index(&self, name: &str) {
+        let _guard = self.create_lock.lock().unwrap();
+        let removed = self.indices.write().unwrap().remove(name);
+        if let Some(index) = removed {
+            index.close_for_delete();
+            let path = index.path().to_path_buf();
+            drop(index);
+            if let Err(e) = remove_index_dir(&path) {
+                eprintln!("[{name}] cannot remove the deleted index's files: {e}");
+            }
         }
     }
 
@@ -662,7 +1046,10 @@ impl Node {
         for pool in self.pools.all() {
             pool.shutdown();
         }
-        self.cluster.shutdown();
+        match &self.cluster {
+            ClusterMode::Single(cluster) => cluster.shutdown(),
+            ClusterMode::Member(coordination) => coordination.leave(),
+        }
     }
 
     /// Applies the disk watermarks (see [`crate::disk`]): past the flood stage every index gets
@@ -763,7 +1150,9 @@ impl Node {
 /// Makes the index's mapping and settings updates go through the cluster state's store.
 fn write_metadata_through(index: &IndexService, cluster: &Arc<ClusterService>) {
     let cluster = cluster.clone();
-    index.set_metadata_sink(Arc::new(move |next| cluster.metadata_changed(next)));
+    index.set_metadata_sink(Arc::new(move |_, next| {
+        cluster.metadata_changed(next).map(|()| None)
+    }));
 }
 
 /// The indices of the node, or `None` once it is gone or shutting down.
@@ -819,8 +1208,10 @@ fn run_scheduler(node: std::sync::Weak<Node>) {
         if node.is_shutting_down() {
             return;
         }
-        if let Err(e) = node.cluster.keep_alive() {
-            eprintln!("could not renew the node's lease: {e}");
+        if let ClusterMode::Single(cluster) = &node.cluster {
+            if let Err(e) = cluster.keep_alive() {
+                eprintln!("could not renew the node's lease: {e}");
+            }
         }
         if last_disk_check.elapsed() >= DISK_CHECK_INTERVAL {
             node.check_disk();

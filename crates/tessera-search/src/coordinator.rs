@@ -146,7 +146,7 @@ fn phase_failure(failures: &[(Arc<dyn ShardSearcher>, Error)], phase: &str, reas
     }
     let failed_shards: Vec<Value> = grouped
         .iter()
-        .map(|(index, error, shard, node)| json!({"shard": shard, "index": index, "node": node, "reason": error.to_json()}))
+        .map(|(index, error, shard, node)| json!({"shard": shard, "index": index, "node": node_json(node), "reason": error.to_json()}))
         .collect();
     let mut roots: Vec<Error> = Vec::new();
     for (_, error, _, _) in &grouped {
@@ -166,7 +166,17 @@ fn phase_failure(failures: &[(Arc<dyn ShardSearcher>, Error)], phase: &str, reas
 }
 
 fn failure_json(shard: &Arc<dyn ShardSearcher>, error: &Error) -> Value {
-    json!({"shard": shard.shard_id(), "index": shard.index_name(), "node": shard.node_id(), "reason": error.to_json()})
+    json!({"shard": shard.shard_id(), "index": shard.index_name(), "node": node_json(&shard.node_id()), "reason": error.to_json()})
+}
+
+/// A failure's node: `null` for a shard no node holds (OpenSearch's answer for an unassigned
+/// shard).
+fn node_json(node_id: &str) -> Value {
+    if node_id.is_empty() {
+        Value::Null
+    } else {
+        Value::from(node_id)
+    }
 }
 
 /// One shard of a search: its copies, in the order to try them. The query goes to the first

@@ -21,6 +21,7 @@ pub mod sort;
 pub mod sort_keys;
 pub mod source_fields;
 pub mod transport;
+pub mod unavailable;
 pub mod url_params;
 
 #[cfg(test)]
@@ -32,3 +33,4 @@ pub use reader_context::ReaderContexts;
 pub use request::SearchRequest;
 pub use shard::{LocalShard, ShardSearcher, ShardServices};
 pub use transport::LoopbackShard;
+pub use unavailable::UnavailableShard;

@@ -3,7 +3,8 @@
 //! `http.max_content_length`, `indexing_pressure.memory.limit`, `thread_pool.search.queue_size`,
 //! `thread_pool.write.queue_size`, `indices.query.bool.max_clause_count`, and Tessera's
 //! `http.max_in_flight_requests`, and `transport.shard_requests: loopback` that sends every shard
-//! request through the wire encoding, for tests). Flags win over the file. The security keys (`security.*`, `http.tls.*`, `http.allowed_hosts`, `http.cors.*`)
+//! request through the wire encoding, for tests; `cluster.coordination.etcd`, `transport.host`,
+//! `transport.port` and `cluster.coordination.lease_ttl` for a cluster). Flags win over the file. The security keys (`security.*`, `http.tls.*`, `http.allowed_hosts`, `http.cors.*`)
 //! go to `tessera_rest::security`.
 
 use std::path::PathBuf;
@@ -30,9 +31,30 @@ pub struct ServeArgs {
     /// Cluster name.
     #[arg(long)]
     pub cluster_name: Option<String>,
+    /// etcd endpoints (`http://127.0.0.1:2379[,…]`) of the cluster to join; without them the
+    /// node is a single-node cluster.
+    #[arg(long, value_delimiter = ',')]
+    pub etcd: Vec<String>,
+    /// Address other nodes reach this one on (default: the HTTP host).
+    #[arg(long)]
+    pub transport_host: Option<String>,
+    /// Port other nodes reach this one on (default 9300).
+    #[arg(long)]
+    pub transport_port: Option<u16>,
     /// A config file with `key: value` lines (opensearch.yml style).
     #[arg(long, short)]
     pub config: Option<PathBuf>,
+}
+
+/// `a,b` or `[a, b]` (the YAML list form) as a list of endpoints.
+fn endpoint_list(value: &str) -> Vec<String> {
+    value
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(',')
+        .map(|endpoint| endpoint.trim().trim_matches('"').to_string())
+        .filter(|endpoint| !endpoint.is_empty())
+        .collect()
 }
 
 fn parse_count(key: &str, value: &str) -> anyhow::Result<usize> {
@@ -73,6 +95,7 @@ impl ServeArgs {
     pub fn into_configs(self) -> anyhow::Result<(NodeConfig, SecuritySettings)> {
         let mut config = NodeConfig::default();
         let mut security = SecuritySettings::default();
+        let mut transport_host = None;
         if let Some(path) = &self.config {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("read config file {}", path.display()))?;
@@ -121,6 +144,21 @@ impl ServeArgs {
                             )
                             })?
                     }
+                    "cluster.coordination.etcd" => {
+                        config.etcd = endpoint_list(value);
+                    }
+                    "transport.host" => transport_host = Some(value.to_string()),
+                    "transport.port" => {
+                        config.transport_port = value
+                            .parse()
+                            .with_context(|| format!("invalid transport.port [{value}]"))?
+                    }
+                    "cluster.coordination.lease_ttl" => {
+                        let millis = tessera_common::time::parse_time_value(value, key)
+                            .map_err(|e| anyhow::anyhow!("{}", e.reason()))?
+                            .unwrap_or(5000);
+                        config.lease_ttl = std::time::Duration::from_millis(millis.max(1000));
+                    }
                     "indices.query.bool.max_clause_count" => {
                         config.max_clause_count = value.parse().with_context(|| {
                             format!("invalid indices.query.bool.max_clause_count [{value}]")
@@ -149,6 +187,20 @@ impl ServeArgs {
         if let Some(name) = self.cluster_name {
             config.cluster_name = name;
         }
+        if !self.etcd.is_empty() {
+            config.etcd = self
+                .etcd
+                .iter()
+                .flat_map(|value| endpoint_list(value))
+                .collect();
+        }
+        if let Some(host) = self.transport_host {
+            transport_host = Some(host);
+        }
+        if let Some(port) = self.transport_port {
+            config.transport_port = port;
+        }
+        config.transport_host = transport_host.unwrap_or_else(|| config.host.clone());
         Ok((config, security))
     }
 }
@@ -165,6 +217,9 @@ mod tests {
             data: None,
             node_name: None,
             cluster_name: None,
+            etcd: Vec::new(),
+            transport_host: None,
+            transport_port: None,
             config: Some(file),
         }
     }

@@ -1,9 +1,13 @@
 //! The write coordinator: the node that received a write routes each operation to its shard
 //! (auto-creating indices as `action.auto_create_index` allows; deletes never create), groups
 //! them by shard, sends each group to its primary as one [`ShardWriteRequest`] on the `write`
-//! pool, and puts the answers back in the request's order. A bad item fails alone.
+//! pool (or, in a cluster, to the node holding the primary over the transport), and puts the
+//! answers back in the request's order. A bad item fails alone; a primary that cannot be
+//! reached fails its items with the reason, never a lost acknowledgement.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use tessera_common::threadpool::ThreadPool;
@@ -11,8 +15,9 @@ use tessera_common::{Error, Result};
 use tessera_index::{Conditions, DocWrite, IndexService, WriteOutcome};
 
 use super::operation::{missing_index, ItemResponse, ItemResult, Operation, Refresh, ShardInfo};
-use super::primary::{self, ShardWriteRequest};
-use crate::node::Node;
+use super::primary::{self, ShardWriteRequest, ShardWriteResponse};
+use crate::coordination::actions::WRITE_SHARD;
+use crate::node::{Node, PrimaryTarget};
 
 /// The operations of a request bound for one shard, with their positions in the request.
 pub(super) struct ShardGroup {
@@ -135,6 +140,34 @@ pub(super) fn group_by_shard(
     groups.into_values().map(|(_, group)| group).collect()
 }
 
+type WriteFuture = Pin<Box<dyn Future<Output = Result<ShardWriteResponse>> + Send>>;
+
+/// Starts a shard group's write on its primary: a `write` pool task when the primary is here,
+/// a transport call to the node that holds it otherwise (a member of a cluster).
+fn send_to_primary(node: &Arc<Node>, pool: &ThreadPool, request: ShardWriteRequest) -> WriteFuture {
+    match node.primary_target(&request.index, &request.index_uuid, request.shard_id) {
+        PrimaryTarget::Local => {
+            let primary = node.clone();
+            let handle = pool.submit(move || primary::write_on_node(&primary, request));
+            Box::pin(async move {
+                match handle {
+                    Ok(handle) => handle.await,
+                    Err(e) => Err(e),
+                }
+            })
+        }
+        PrimaryTarget::Remote(target) => match node.coordination() {
+            Some(coordination) => Box::pin(coordination.send(&target, WRITE_SHARD, &request)),
+            None => Box::pin(async {
+                Err(Error::illegal_state(
+                    "a single node has no remote primaries",
+                ))
+            }),
+        },
+        PrimaryTarget::Unavailable(error) => Box::pin(async move { Err(error) }),
+    }
+}
+
 /// Runs operations (any indices, any shards) and returns their results in order: one `write`
 /// pool task per shard group, all started before any is awaited.
 pub(super) async fn execute(
@@ -148,15 +181,11 @@ pub(super) async fn execute(
     let mut pending = Vec::with_capacity(groups.len());
     for ShardGroup { positions, request } in groups {
         let index: Arc<str> = Arc::from(request.index.as_str());
-        let primary = node.clone();
-        let handle = pool.submit(move || primary::write_on_node(&primary, request));
-        pending.push((index, positions, handle));
+        let outcome = send_to_primary(node, pool, request);
+        pending.push((index, positions, outcome));
     }
-    for (index, positions, handle) in pending {
-        let outcome = match handle {
-            Ok(handle) => handle.await,
-            Err(e) => Err(e),
-        };
+    for (index, positions, outcome) in pending {
+        let outcome = outcome.await;
         match outcome {
             Ok(response) => {
                 let shards = response.shards;

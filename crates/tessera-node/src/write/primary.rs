@@ -31,8 +31,11 @@ pub struct ShardWriteResponse {
 }
 
 /// Runs `request` on this node's primary of the shard; an error fails every operation of the
-/// request (the index is gone, the shard could not refresh or sync its translog).
+/// request (the index is gone, the shard could not refresh or sync its translog, or, in a
+/// cluster, the node cannot show that it is still a member: its lease may have expired, and the
+/// cluster may have given its shards to another node).
 pub fn write_on_node(node: &Node, request: ShardWriteRequest) -> Result<ShardWriteResponse> {
+    node.check_membership_for_writes()?;
     let index = node
         .index(&request.index)
         .filter(|index| index.metadata().uuid == request.index_uuid)

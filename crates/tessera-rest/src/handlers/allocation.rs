@@ -204,6 +204,12 @@ fn explain_copy(node: &Node, target: &Target) -> Result<Value> {
             "explanation": "the shard is opening on this node (replaying its translog)"
         }),
         ShardSlot::Failed(failure) => failed_primary(node, &target.index, target.shard, failure),
+        ShardSlot::Unallocated => {
+            return Err(Error::illegal_argument(format!(
+                "the primary of [{}][{}] is not on this node: ask the node that holds it",
+                target.index, target.shard
+            )))
+        }
     })
 }
 

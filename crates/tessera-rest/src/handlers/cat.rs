@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use tessera_common::Result;
 use tessera_index::index_service::{ShardFailure, ShardSlot};
+use tessera_node::coordination::actions::ShardCounts;
 use tessera_node::process_stats;
 use tessera_node::Node;
 
@@ -110,6 +111,8 @@ pub async fn indices(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
         &resolve_options(&request, true)?,
     )?;
     let health_filter = request.param("health").map(String::from);
+    let counts = node.shard_counts(indices.clone()).await?;
+    let reader = node.clone();
     let rows = node
         .pools
         .management
@@ -118,15 +121,22 @@ pub async fn indices(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
             for index in indices {
                 let meta = index.metadata();
                 let health =
-                    tessera_node::health::IndexHealth::of(&meta, Node::primary_states(&index));
+                    tessera_node::health::IndexHealth::of(&meta, reader.primary_states(&index));
                 if health_filter
                     .as_deref()
                     .is_some_and(|h| h != health.status.as_str())
                 {
                     continue;
                 }
-                let (docs, deleted) = index.doc_counts();
-                let store = index.store_size();
+                let mut figures = ShardCounts::default();
+                for shard in 0..meta.number_of_shards {
+                    if let Some(copy) = counts.get(&(meta.uuid.clone(), shard)) {
+                        figures.docs += copy.docs;
+                        figures.deleted += copy.deleted;
+                        figures.store_bytes += copy.store_bytes;
+                    }
+                }
+                let (docs, deleted, store) = (figures.docs, figures.deleted, figures.store_bytes);
                 rows.push(vec![
                     Cell::from(health.status.as_str()),
                     Cell::from("open"),
@@ -189,11 +199,76 @@ static SHARDS: &[Column] = &[
     ),
 ];
 
+/// `_cat/shards` of a cluster: every copy as the routing has it, with the figures its node
+/// sent.
+fn cluster_shard_rows(
+    state: &tessera_cluster::ClusterState,
+    indices: &[Arc<tessera_index::IndexService>],
+    counts: &std::collections::HashMap<(String, u32), ShardCounts>,
+) -> Vec<Vec<Cell>> {
+    let mut rows = Vec::new();
+    for index in indices {
+        let meta = index.metadata();
+        let Some(routing) = state
+            .index(&meta.name)
+            .filter(|i| i.metadata.uuid == meta.uuid)
+        else {
+            continue;
+        };
+        for table in &routing.routing.shards {
+            for copy in &table.copies {
+                let prirep = if copy.primary { "p" } else { "r" };
+                let holder = copy.node_id.as_ref().and_then(|id| state.nodes.get(id));
+                let figures = counts.get(&(meta.uuid.clone(), table.shard));
+                match (holder, copy.is_active()) {
+                    (Some(holder), true) => {
+                        let host = holder
+                            .transport_address
+                            .rsplit_once(':')
+                            .map_or(holder.transport_address.as_str(), |(host, _)| host);
+                        rows.push(vec![
+                            Cell::from(meta.name.clone()),
+                            Cell::from(table.shard),
+                            Cell::from(prirep),
+                            Cell::from(copy.state.as_str()),
+                            figures.map_or(Cell::Null, |f| Cell::from(f.docs)),
+                            figures.map_or(Cell::Null, |f| Cell::Bytes(f.store_bytes)),
+                            Cell::from(host.to_string()),
+                            Cell::from(holder.name.clone()),
+                            Cell::from(holder.id.clone()),
+                            Cell::Null,
+                            Cell::Null,
+                        ]);
+                    }
+                    _ => {
+                        let info = copy.unassigned.as_ref();
+                        rows.push(inactive_row(
+                            &meta.name,
+                            table.shard as usize,
+                            prirep,
+                            copy.state.as_str(),
+                            info.map_or(Cell::Null, |i| Cell::from(i.reason.clone())),
+                            info.and_then(|i| i.details.clone())
+                                .map_or(Cell::Null, Cell::from),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    rows
+}
+
 pub async fn shards(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let indices = node.resolve(
         index_expression(&request),
         &resolve_options(&request, true)?,
     )?;
+    if node.coordination().is_some() {
+        let counts = node.shard_counts(indices.clone()).await?;
+        let rows = cluster_shard_rows(&node.cluster_state(), &indices, &counts);
+        return render(&request, SHARDS, rows);
+    }
     let (host, name, id) = (
         node.config.host.clone(),
         node.config.name.clone(),
@@ -240,6 +315,8 @@ pub async fn shards(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
                             Cell::from("ALLOCATION_FAILED"),
                             Cell::from(failure_details(&failure)),
                         )),
+                        // another node's copy: that node lists it
+                        ShardSlot::Unallocated => continue,
                     }
                     for _ in 0..meta.number_of_replicas() {
                         rows.push(inactive_row(

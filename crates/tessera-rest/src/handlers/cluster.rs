@@ -38,9 +38,49 @@ pub async fn health(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
     } else {
         Duration::ZERO
     };
+    let nodes_wanted = match request.param("wait_for_nodes") {
+        None => None,
+        Some(text) => Some(parse_node_count(text)?),
+    };
+    let started = std::time::Instant::now();
+    let mut nodes_timed_out = false;
+    if let Some(wanted) = nodes_wanted {
+        while !wanted(node.cluster_state().nodes.len()) {
+            if started.elapsed() >= timeout {
+                nodes_timed_out = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let wait = wait.saturating_sub(started.elapsed());
     let (health, timed_out) = node.wait_for_health(expression, wait_for, wait).await?;
+    let timed_out = timed_out || nodes_timed_out;
     let body = health.to_json(&node.config.cluster_name, timed_out, level);
     Ok(RestResponse::json(if timed_out { 408 } else { 200 }, body))
+}
+
+/// `wait_for_nodes`: `N`, `>=N`, `<=N`, `>N`, `<N` (also `ge(N)`, `le(N)`, `gt(N)`, `lt(N)`).
+fn parse_node_count(text: &str) -> Result<Box<dyn Fn(usize) -> bool + Send>> {
+    let text = text.trim();
+    let (op, number) = [">=", "<=", ">", "<", "ge(", "le(", "gt(", "lt("]
+        .iter()
+        .find_map(|op| {
+            text.strip_prefix(op)
+                .map(|rest| (*op, rest.trim_end_matches(')')))
+        })
+        .unwrap_or(("", text));
+    let n: usize = number
+        .trim()
+        .parse()
+        .map_err(|_| Error::illegal_argument(format!("cannot parse wait_for_nodes [{text}]")))?;
+    Ok(match op {
+        ">=" | "ge(" => Box::new(move |count| count >= n),
+        "<=" | "le(" => Box::new(move |count| count <= n),
+        ">" | "gt(" => Box::new(move |count| count > n),
+        "<" | "lt(" => Box::new(move |count| count < n),
+        _ => Box::new(move |count| count == n),
+    })
 }
 
 pub async fn get_settings(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {

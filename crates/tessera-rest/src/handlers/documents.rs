@@ -8,6 +8,7 @@ use tessera_common::ids::index_id_problems;
 use tessera_common::{Error, Result};
 use tessera_index::{Conditions, DocWrite, IndexService, StoredDoc};
 use tessera_mapping::SourceFilter;
+use tessera_node::read::{get_document, GetRequest};
 use tessera_node::write::{missing_index, Operation};
 use tessera_node::{Node, WriteService};
 use tessera_search::request::{parse_source_spec, SourceSpec};
@@ -248,18 +249,16 @@ async fn load(
     let index = node
         .index(index_name)
         .ok_or_else(|| missing_index(index_name))?;
-    let id = id.to_string();
-    let reader = index.clone();
-    let doc = node
-        .pools
-        .search
-        .run(move || {
-            if options.refresh {
-                reader.refresh()?;
-            }
-            reader.get(&id, options.routing.as_deref(), options.realtime)
-        })
-        .await?;
+    let meta = index.metadata();
+    let request = GetRequest {
+        index: meta.name.clone(),
+        index_uuid: meta.uuid.clone(),
+        id: id.to_string(),
+        routing: options.routing,
+        realtime: options.realtime,
+        refresh: options.refresh,
+    };
+    let doc = get_document(node, &index, request).await?;
     Ok((index, doc))
 }
 
@@ -419,8 +418,23 @@ pub async fn mget(node: Arc<Node>, request: RestRequest) -> Result<RestResponse>
         match node.index(&index_name) {
             None => docs.push(json!({"_index": index_name, "_id": id, "error": missing_index(&index_name).to_json()})),
             Some(index) => {
-                let doc = index.get(&id, routing.as_deref(), request.param_bool("realtime", true)?)?;
-                docs.push(get_json(&index, &id, doc.as_ref(), &spec, false)?);
+                let meta = index.metadata();
+                let read = GetRequest {
+                    index: meta.name.clone(),
+                    index_uuid: meta.uuid.clone(),
+                    id: id.clone(),
+                    routing,
+                    realtime: request.param_bool("realtime", true)?,
+                    refresh: false,
+                };
+                match get_document(&node, &index, read).await {
+                    Ok(doc) => docs.push(get_json(&index, &id, doc.as_ref(), &spec, false)?),
+                    // a shard that cannot be read fails its documents alone
+                    Err(e) if e.status() >= 500 => docs.push(
+                        json!({"_index": index_name, "_id": id, "error": e.to_json()}),
+                    ),
+                    Err(e) => return Err(e),
+                }
             }
         }
     }

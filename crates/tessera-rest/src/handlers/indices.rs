@@ -291,31 +291,24 @@ fn shards_summary(indices: &[Arc<IndexService>]) -> Value {
     json!({"total": total, "successful": successful, "failed": 0})
 }
 
-async fn on_each_index(
-    node: Arc<Node>,
-    request: &RestRequest,
-    work: fn(&IndexService) -> Result<()>,
-) -> Result<RestResponse> {
-    let indices = node.resolve(index_expression(request), &resolve_options(request, true)?)?;
+pub async fn refresh(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let indices = node.resolve(
+        index_expression(&request),
+        &resolve_options(&request, true)?,
+    )?;
     let summary = shards_summary(&indices);
-    node.pools
-        .management
-        .run(move || {
-            for index in &indices {
-                work(index)?;
-            }
-            Ok(())
-        })
-        .await?;
+    node.refresh_indices(indices).await?;
     Ok(RestResponse::ok(json!({"_shards": summary})))
 }
 
-pub async fn refresh(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
-    on_each_index(node, &request, |index| index.refresh()).await
-}
-
 pub async fn flush(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
-    on_each_index(node, &request, |index| index.flush()).await
+    let indices = node.resolve(
+        index_expression(&request),
+        &resolve_options(&request, true)?,
+    )?;
+    let summary = shards_summary(&indices);
+    node.flush_indices(indices).await?;
+    Ok(RestResponse::ok(json!({"_shards": summary})))
 }
 
 pub async fn force_merge(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {

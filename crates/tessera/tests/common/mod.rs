@@ -302,9 +302,13 @@ impl Node {
             .arg("--port")
             .arg(self.port.to_string())
             .arg("--data")
-            .arg(self.data_dir())
-            .arg("--node-name")
-            .arg("test-node");
+            .arg(self.data_dir());
+        let names_itself = self.config_file.as_ref().is_some_and(|path| {
+            std::fs::read_to_string(path).is_ok_and(|text| text.contains("node.name:"))
+        });
+        if !names_itself {
+            command.arg("--node-name").arg("test-node");
+        }
         if let Some(config) = &self.config_file {
             command.arg("-c").arg(config);
         }

@@ -1,0 +1,163 @@
+//! Applying the cluster state: every node lists the store once, then follows one watch of the
+//! whole cluster's keys in revision order ([`StateFold`]); each change builds the next state,
+//! which the node applies to itself (its indices and shard copies) before publishing it, so
+//! whoever sees a state version finds the node's indices as that state says. A watch that ends
+//! (etcd compacted its history, or went away) starts over with a new listing; while the store
+//! cannot be read the node keeps serving with the last state it applied.
+//!
+//! Applying a state to the node:
+//! - every index of the state is open on every node (its metadata, for coordinating searches
+//!   and writes), with the copies the routing allocates to this node open, the others
+//!   unallocated; newer metadata is installed;
+//! - an index the state no longer holds is deleted here;
+//! - a local index directory the state does not name (the index was deleted while this node
+//!   was away, or the store was replaced) is left on disk untouched, reported as dangling.
+
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Arc, Weak};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tessera_cluster::allocation::primary_belongs_to;
+use tessera_cluster::layout::StateFold;
+use tessera_cluster::ClusterState;
+use tessera_index::index_service::ShardSlot;
+
+use super::Coordination;
+use crate::node::Node;
+
+/// How often the last state is applied again (to retry what failed, and to report shard
+/// states that changed without a state change: a failed shard that recovered).
+const REAPPLY_EVERY: Duration = Duration::from_secs(1);
+
+/// The applier's thread: runs until the node stops.
+pub(crate) fn run(node: Weak<Node>, coordination: Arc<Coordination>) {
+    let mut unavailable_since: Option<Instant> = None;
+    loop {
+        if stopped(&node) {
+            return;
+        }
+        let listing = match coordination.store.list("") {
+            Ok(listing) => listing,
+            Err(e) => {
+                if unavailable_since.is_none() {
+                    eprintln!("cannot read the cluster state ({e}): serving with the last one");
+                    unavailable_since = Some(Instant::now());
+                }
+                thread::sleep(Duration::from_millis(250));
+                continue;
+            }
+        };
+        if unavailable_since.take().is_some() {
+            eprintln!("the cluster state can be read again");
+        }
+        let mut fold = StateFold::new(&coordination.cluster_name, listing);
+        apply(&node, &coordination, fold.build());
+        let watch = match coordination.store.watch("", fold.revision() + 1) {
+            Ok(watch) => watch,
+            Err(e) => {
+                eprintln!("cannot watch the cluster state: {e}");
+                thread::sleep(Duration::from_millis(250));
+                continue;
+            }
+        };
+        let mut applied = Instant::now();
+        loop {
+            match watch.next_batch(Duration::from_millis(200)) {
+                Ok(batch) => {
+                    // whole revisions only: a state never holds half a transaction
+                    batch.into_iter().for_each(|event| fold.apply(event));
+                    while let Some(batch) = watch.try_next_batch() {
+                        batch.into_iter().for_each(|event| fold.apply(event));
+                    }
+                    apply(&node, &coordination, fold.build());
+                    applied = Instant::now();
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if stopped(&node) {
+                        return;
+                    }
+                    if applied.elapsed() >= REAPPLY_EVERY {
+                        if let Some(node) = node.upgrade() {
+                            reconcile(&node, &coordination, &coordination.holder.current());
+                        }
+                        applied = Instant::now();
+                    }
+                }
+                // compacted or broken: list again
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+}
+
+fn stopped(node: &Weak<Node>) -> bool {
+    node.upgrade().is_none_or(|node| node.is_shutting_down())
+}
+
+/// Applies `state` to the node, then publishes it (when it is newer than the one published).
+fn apply(node: &Weak<Node>, coordination: &Arc<Coordination>, state: ClusterState) {
+    let Some(node) = node.upgrade() else {
+        return;
+    };
+    reconcile(&node, coordination, &state);
+    let published = coordination
+        .holder
+        .update(|current| Ok((state.version > current.version).then_some(state)));
+    if let Err(e) = published {
+        eprintln!("cannot publish the cluster state: {e}");
+    }
+    coordination.state_changed();
+}
+
+/// Brings the node's indices and shard copies in line with `state` (module documentation).
+fn reconcile(node: &Arc<Node>, coordination: &Arc<Coordination>, state: &ClusterState) {
+    let me = coordination.membership.local().id.clone();
+    for (name, index) in &state.indices {
+        let meta = &index.metadata;
+        let service = match node.index(name) {
+            Some(service) if service.metadata().uuid == meta.uuid => {
+                let current = service.metadata();
+                let newer = (meta.mapping_version, meta.settings_version)
+                    > (current.mapping_version, current.settings_version);
+                // an update of this node's own holds the mapping lock while the manager decides
+                // it: it installs what the manager decided, and the next round catches up
+                if newer {
+                    if let Err(e) = service.try_apply_metadata((**meta).clone()) {
+                        eprintln!("[{name}] cannot install the cluster's metadata: {e}");
+                    }
+                }
+                service
+            }
+            stale => {
+                if stale.is_some() {
+                    node.drop_local_index(name);
+                }
+                match node.open_cluster_index(meta) {
+                    Ok(service) => service,
+                    Err(e) => {
+                        eprintln!("[{name}] cannot open the index here: {e}");
+                        continue;
+                    }
+                }
+            }
+        };
+        for (shard, slot) in service.shard_slots().into_iter().enumerate() {
+            let shard = shard as u32;
+            let belongs = primary_belongs_to(&index.routing, shard, &me);
+            match (belongs, slot) {
+                (true, ShardSlot::Unallocated) => {
+                    coordination.open_shard(node, service.clone(), shard)
+                }
+                (false, ShardSlot::Unallocated) => {}
+                (false, _) => service.release_shard(shard),
+                (true, slot) => coordination.report_if_changed(state, &service, shard, &slot),
+            }
+        }
+    }
+    for name in node.index_names() {
+        if !state.indices.contains_key(&name) {
+            node.drop_local_index(&name);
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! The elected cluster manager's side: the only writer of index metadata and shard routing.
+//! Every decision reads the cluster state as the store has it now (the manager first waits for
+//! its own state to reach the store's revision, so a decision never builds on a stale state,
+//! an earlier manager's last writes included), writes one transaction fenced by the manager's
+//! election key (a node that lost the election cannot write), and waits until its own state
+//! shows the write before the next decision. Decisions run one at a time.
+//!
+//! Other nodes send these requests over the transport (`super::actions`); on the manager
+//! itself they are direct calls.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tessera_cluster::layout::{index_key, routing_key, StoredRouting, CLUSTER_KEY};
+use tessera_cluster::meta_store::TxnOp;
+use tessera_cluster::{allocation, ClusterState, ClusterStateHolder, Expect, MetaError, MetaStore};
+use tessera_cluster::{IndexRouting, Revision};
+use tessera_common::settings::Settings;
+use tessera_common::{Error, Result};
+use tessera_index::{IndexMetadata, IndexService};
+use tessera_mapping::Mapping;
+
+use super::membership::Membership;
+
+/// How long a decision waits for the node's state to catch up with the store.
+const CATCH_UP: Duration = Duration::from_secs(10);
+
+/// `PUT /{index}` as the manager gets it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CreateIndex {
+    pub name: String,
+    /// Flat JSON settings.
+    pub settings: String,
+    /// The mapping's JSON.
+    pub mapping: String,
+}
+
+/// A change of an index's metadata asked for by any node.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MetadataUpdate {
+    pub index: String,
+    pub index_uuid: String,
+    pub change: MetadataChange,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum MetadataChange {
+    /// A mapping (JSON) to merge into the index's: new fields are added; a conflict fails.
+    Mapping(String),
+    /// A settings update (flat JSON; `null` resets a key).
+    Settings(String),
+}
+
+/// A node's news about its copy of a primary.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShardReport {
+    pub index: String,
+    pub index_uuid: String,
+    pub shard: u32,
+    pub node_id: String,
+    /// Why the copy failed; `None`: it started.
+    pub failure: Option<String>,
+}
+
+/// The answer to a metadata update: the metadata the manager decided (JSON) and the revision
+/// that wrote it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MetadataDecided {
+    pub revision: Revision,
+    pub metadata: String,
+}
+
+/// OpenSearch's error for a request that reached a node that does not lead.
+pub fn not_cluster_manager() -> Error {
+    Error::new(
+        "not_cluster_manager_exception",
+        503,
+        "no longer the elected cluster manager",
+    )
+}
+
+/// See the module documentation.
+pub struct Manager {
+    store: Arc<dyn MetaStore>,
+    holder: Arc<ClusterStateHolder>,
+    membership: Arc<Membership>,
+    decide: Mutex<()>,
+}
+
+fn parse_json(text: &str, what: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(text).map_err(|e| Error::internal(format!("read the {what}"), e))
+}
+
+fn put(key: String, expect: Expect, value: Vec<u8>) -> TxnOp {
+    TxnOp::Put {
+        key,
+        expect,
+        value,
+        lease: 0,
+    }
+}
+
+fn routing_op(name: &str, uuid: &str, routing: IndexRouting, expect: Expect) -> TxnOp {
+    let stored = StoredRouting {
+        index_uuid: uuid.to_string(),
+        routing,
+    };
+    put(routing_key(name), expect, stored.to_bytes())
+}
+
+fn metadata_op(meta: &IndexMetadata, expect: Expect) -> TxnOp {
+    put(
+        index_key(&meta.name),
+        expect,
+        meta.to_json().to_string().into_bytes(),
+    )
+}
+
+impl Manager {
+    pub fn new(
+        store: Arc<dyn MetaStore>,
+        holder: Arc<ClusterStateHolder>,
+        membership: Arc<Membership>,
+    ) -> Manager {
+        Manager {
+            store,
+            holder,
+            membership,
+            decide: Mutex::new(()),
+        }
+    }
+
+    /// Whether this node leads the cluster now.
+    pub fn is_leader(&self) -> bool {
+        self.membership.leader_key().is_some()
+    }
+
+    /// One decision: see the module documentation. Returns the revision that holds it (the
+    /// current one when there was nothing to write).
+    fn commit(&self, decide: impl FnOnce(&ClusterState) -> Result<Vec<TxnOp>>) -> Result<Revision> {
+        let _one_at_a_time = self.decide.lock().unwrap();
+        let fence = self
+            .membership
+            .leader_key()
+            .ok_or_else(not_cluster_manager)?;
+        let head = self.store.list(CLUSTER_KEY)?.revision;
+        let state = self
+            .holder
+            .wait_for_version(head, CATCH_UP)
+            .ok_or_else(|| catching_up(head))?;
+        let ops = decide(&state)?;
+        if ops.is_empty() {
+            return Ok(state.version);
+        }
+        match self.store.commit(Some(&fence), &ops) {
+            Ok(revision) => {
+                self.holder
+                    .wait_for_version(revision, CATCH_UP)
+                    .ok_or_else(|| catching_up(revision))?;
+                Ok(revision)
+            }
+            Err(MetaError::NotLeader { .. }) => {
+                self.membership.lost_leadership();
+                Err(not_cluster_manager())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Creates an index: its metadata, and its primaries allocated over the data nodes.
+    pub fn create_index(&self, request: &CreateIndex) -> Result<Revision> {
+        let settings = Settings::from_json(&parse_json(&request.settings, "settings")?)?;
+        let mapping = Mapping::parse(&parse_json(&request.mapping, "mapping")?)?;
+        let uuid = tessera_common::ids::random_uuid();
+        let meta = IndexService::new_metadata(&request.name, &uuid, settings, mapping)?;
+        let name = request.name.clone();
+        let result = self.commit(|state| {
+            if let Some(existing) = state.index(&name) {
+                return Err(Error::resource_already_exists(
+                    &name,
+                    &existing.metadata.uuid,
+                ));
+            }
+            let routing = allocation::new_index(
+                state,
+                meta.number_of_shards,
+                meta.number_of_replicas(),
+                meta.creation_date,
+            );
+            Ok(vec![
+                metadata_op(&meta, Expect::Absent),
+                routing_op(&name, &uuid, routing, Expect::Absent),
+            ])
+        });
+        match result {
+            Err(e) if e.kind() == "concurrent_modification_exception" => {
+                let uuid = self
+                    .holder
+                    .current()
+                    .index(&name)
+                    .map(|index| index.metadata.uuid.clone())
+                    .unwrap_or_default();
+                Err(Error::resource_already_exists(&name, &uuid))
+            }
+            other => other,
+        }
+    }
+
+    /// Deletes indices (those already gone are skipped).
+    pub fn delete_indices(&self, names: &[String]) -> Result<Revision> {
+        self.commit(|state| {
+            Ok(names
+                .iter()
+                .filter(|name| state.index(name).is_some())
+                .flat_map(|name| {
+                    [index_key(name), routing_key(name)].map(|key| TxnOp::Delete {
+                        key,
+                        expect: Expect::Any,
+                    })
+                })
+                .collect())
+        })
+    }
+
+    /// Merges a mapping or applies a settings update; returns the metadata decided (the
+    /// current one when nothing changes) and the revision that holds it.
+    pub fn update_metadata(&self, update: &MetadataUpdate) -> Result<MetadataDecided> {
+        let mut decided = None;
+        let revision = self.commit(|state| {
+            let index = state
+                .index(&update.index)
+                .filter(|index| index.metadata.uuid == update.index_uuid)
+                .ok_or_else(|| Error::index_not_found(&update.index))?;
+            let current = &index.metadata;
+            let next = match &update.change {
+                MetadataChange::Mapping(json) => {
+                    let mut mapping = (*current.mapping).clone();
+                    mapping.merge_json(&parse_json(json, "mapping")?)?;
+                    current.with_mapping(mapping)?
+                }
+                MetadataChange::Settings(json) => {
+                    let update = Settings::from_json(&parse_json(json, "settings")?)?;
+                    current.with_settings(&update)
+                }
+            };
+            let Some(next) = next else {
+                decided = Some((**current).clone());
+                return Ok(Vec::new());
+            };
+            let mut ops = vec![metadata_op(&next, Expect::Any)];
+            let mut routing = index.routing.clone();
+            let now = tessera_common::time::now_millis();
+            if routing.set_replica_count(next.number_of_replicas(), now) {
+                ops.push(routing_op(&next.name, &next.uuid, routing, Expect::Any));
+            }
+            decided = Some(next);
+            Ok(ops)
+        })?;
+        let metadata = decided.ok_or_else(|| Error::illegal_state("no metadata decided"))?;
+        Ok(MetadataDecided {
+            revision,
+            metadata: metadata.to_json().to_string(),
+        })
+    }
+
+    /// Records a node's news about its copy of a primary.
+    pub fn shard_report(&self, report: &ShardReport) -> Result<Revision> {
+        self.commit(|state| {
+            let Some(index) = state
+                .index(&report.index)
+                .filter(|index| index.metadata.uuid == report.index_uuid)
+            else {
+                return Ok(Vec::new());
+            };
+            let mut routing = index.routing.clone();
+            let changed = match &report.failure {
+                None => allocation::primary_started(&mut routing, report.shard, &report.node_id),
+                Some(details) => allocation::primary_failed(
+                    &mut routing,
+                    report.shard,
+                    &report.node_id,
+                    details,
+                    tessera_common::time::now_millis(),
+                ),
+            };
+            Ok(if changed {
+                vec![routing_op(
+                    &report.index,
+                    &report.index_uuid,
+                    routing,
+                    Expect::Any,
+                )]
+            } else {
+                Vec::new()
+            })
+        })
+    }
+
+    /// Applies what the nodes' comings and goings call for (`allocation::reroute`).
+    pub fn reroute(&self) -> Result<Revision> {
+        self.commit(|state| {
+            let now = tessera_common::time::now_millis();
+            Ok(allocation::reroute(state, now)
+                .into_iter()
+                .filter_map(|(name, routing)| {
+                    let uuid = state.index(&name)?.metadata.uuid.clone();
+                    Some(routing_op(&name, &uuid, routing, Expect::Any))
+                })
+                .collect())
+        })
+    }
+}
+
+fn catching_up(revision: Revision) -> Error {
+    Error::new(
+        "process_cluster_event_timeout_exception",
+        503,
+        format!("the cluster state did not reach revision [{revision}] in time"),
+    )
+}

@@ -1,0 +1,618 @@
+//! The node as a member of a cluster coordinated through a shared `MetaStore` (etcd, with
+//! `--etcd`): what a single node does by itself (`crate::cluster_state`), a cluster decides
+//! through its elected cluster manager and applies on every node.
+//!
+//! - [`membership`]: the node's key under its lease, and its candidacy for cluster manager;
+//! - [`applier`]: the state followed from the store, applied to the node's indices and shards;
+//! - [`manager`]: the elected manager's decisions (index creation and deletion, metadata
+//!   updates, allocation), written fenced by its election;
+//! - [`actions`]: the node-to-node calls over the transport, and their handlers.
+//!
+//! Any node accepts any request: what needs a decision goes to the manager (directly when this
+//! node leads), and the node answers once its own state shows the decision.
+
+pub mod actions;
+pub mod applier;
+pub mod manager;
+pub mod membership;
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tessera_cluster::allocation::primary_belongs_to;
+use tessera_cluster::transport::TransportClient;
+use tessera_cluster::{
+    ClusterState, ClusterStateHolder, DiscoveryNode, MetaStore, Revision, ShardState,
+};
+use tessera_common::settings::Settings;
+use tessera_common::{Error, Result};
+use tessera_index::index_service::ShardSlot;
+use tessera_index::{IndexMetadata, IndexService};
+use tessera_mapping::Mapping;
+
+use crate::node::Node;
+use manager::{CreateIndex, Manager, MetadataChange, MetadataDecided, MetadataUpdate, ShardReport};
+use membership::Membership;
+
+/// How long a request that needs the manager waits for one to be elected (or to answer).
+const MANAGER_WAIT: Duration = Duration::from_secs(30);
+/// How long a node waits for its state to show a decision the manager made.
+const APPLY_WAIT: Duration = Duration::from_secs(30);
+
+/// See the module documentation.
+pub struct Coordination {
+    pub cluster_name: String,
+    pub store: Arc<dyn MetaStore>,
+    pub holder: Arc<ClusterStateHolder>,
+    pub membership: Arc<Membership>,
+    pub manager: Manager,
+    pub transport: TransportClient,
+    /// The transport's runtime: its server, its connections, and the calls of threads that
+    /// are not on a runtime.
+    runtime: tokio::runtime::Runtime,
+    /// The node's transport server (dropping it stops the server).
+    _server: tessera_cluster::transport::ServerHandle,
+    /// Bumped with every state applied; the coordination thread waits on it.
+    changes: (Mutex<u64>, Condvar),
+    /// Shard reports on their way to the manager, by (index uuid, shard).
+    reporting: Mutex<HashSet<(String, u32)>>,
+}
+
+impl Coordination {
+    /// Joins the cluster: registers the node under a lease with `ttl`.
+    pub fn join(
+        cluster_name: &str,
+        store: Arc<dyn MetaStore>,
+        local: DiscoveryNode,
+        ttl: Duration,
+        runtime: tokio::runtime::Runtime,
+        server: tessera_cluster::transport::ServerHandle,
+    ) -> Result<Coordination> {
+        let state = ClusterState::empty(cluster_name, "");
+        let holder = Arc::new(ClusterStateHolder::new(state));
+        let membership = Arc::new(Membership::join(store.clone(), local, ttl)?);
+        let manager = Manager::new(store.clone(), holder.clone(), membership.clone());
+        let transport = {
+            // its channels live on the transport's runtime
+            let _runtime = runtime.enter();
+            TransportClient::new(membership.local().id.clone())
+        };
+        Ok(Coordination {
+            cluster_name: cluster_name.to_string(),
+            store,
+            holder,
+            membership,
+            manager,
+            transport,
+            runtime,
+            _server: server,
+            changes: (Mutex::new(0), Condvar::new()),
+            reporting: Mutex::new(HashSet::new()),
+        })
+    }
+
+    pub fn runtime(&self) -> &tokio::runtime::Runtime {
+        &self.runtime
+    }
+
+    pub fn local(&self) -> &DiscoveryNode {
+        self.membership.local()
+    }
+
+    /// Called by the applier after each state it applies.
+    fn state_changed(&self) {
+        let (count, changed) = &self.changes;
+        *count.lock().unwrap() += 1;
+        changed.notify_all();
+    }
+
+    /// Starts the node's coordination threads: the applier, and the one that renews the
+    /// lease, stands for election and, while this node leads, reroutes after every change.
+    pub(crate) fn start_threads(self: &Arc<Self>, node: Weak<Node>) -> Result<()> {
+        let applier = (node.clone(), self.clone());
+        thread::Builder::new()
+            .name("cluster_applier".into())
+            .spawn(move || applier::run(applier.0, applier.1))
+            .map_err(|e| Error::internal("start the cluster state applier", e))?;
+        let this = self.clone();
+        thread::Builder::new()
+            .name("cluster_coordination".into())
+            .spawn(move || this.coordinate(node))
+            .map_err(|e| Error::internal("start the cluster coordination", e))?;
+        Ok(())
+    }
+
+    fn coordinate(&self, node: Weak<Node>) {
+        let renew_every = Duration::from_millis(500);
+        let mut renewed = Instant::now();
+        let mut rerouted_at = None;
+        let mut seen = 0;
+        loop {
+            if node.upgrade().is_none_or(|node| node.is_shutting_down()) {
+                return;
+            }
+            if renewed.elapsed() >= renew_every {
+                if let Err(e) = self.membership.renew() {
+                    eprintln!("cannot renew the node's lease: {e}");
+                }
+                renewed = Instant::now();
+            }
+            let leads = match self.membership.campaign(Duration::from_millis(300)) {
+                Ok(leads) => leads,
+                Err(e) => {
+                    eprintln!("cannot stand for cluster manager: {e}");
+                    thread::sleep(Duration::from_millis(300));
+                    false
+                }
+            };
+            if !leads {
+                rerouted_at = None;
+                continue;
+            }
+            if rerouted_at.is_none() {
+                self.choose_cluster_uuid();
+            }
+            let version = self.holder.current().version;
+            if rerouted_at != Some(version) {
+                match self.manager.reroute() {
+                    Ok(_) => rerouted_at = Some(self.holder.current().version),
+                    Err(e) => eprintln!("cannot reroute: {e}"),
+                }
+            }
+            // wait for the next change, or renew
+            let (count, changed) = &self.changes;
+            let guard = count.lock().unwrap();
+            if *guard == seen {
+                let (guard, _) = changed.wait_timeout(guard, renew_every).unwrap();
+                seen = *guard;
+            } else {
+                seen = *guard;
+            }
+        }
+    }
+
+    /// Chooses the cluster's uuid once, when the first manager is elected.
+    fn choose_cluster_uuid(&self) {
+        let value = serde_json::json!({ "cluster_uuid": tessera_common::ids::random_uuid() });
+        let chosen = self.store.compare_and_set(
+            tessera_cluster::layout::CLUSTER_KEY,
+            tessera_cluster::Expect::Absent,
+            value.to_string().as_bytes(),
+            0,
+        );
+        match chosen {
+            Ok(_) | Err(tessera_cluster::MetaError::Conflict { .. }) => {}
+            Err(e) => eprintln!("cannot record the cluster uuid: {e}"),
+        }
+    }
+
+    /// Waits until the node's state is at least `revision`.
+    pub fn wait_for_revision(&self, revision: Revision) -> Result<Arc<ClusterState>> {
+        self.holder
+            .wait_for_version(revision, APPLY_WAIT)
+            .ok_or_else(|| {
+                Error::new(
+                    "process_cluster_event_timeout_exception",
+                    503,
+                    format!("this node did not apply cluster state [{revision}] in time"),
+                )
+            })
+    }
+
+    /// Runs `future` on the transport's runtime and waits for it, from any thread (a thread
+    /// of another runtime blocks while it waits, as a pool thread does).
+    pub fn block_on<T: Send + 'static>(
+        &self,
+        future: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T> {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        self.runtime.spawn(async move {
+            let _ = sender.send(future.await);
+        });
+        receiver
+            .recv()
+            .map_err(|_| Error::illegal_state("the transport runtime stopped"))
+    }
+
+    /// Calls `action` on `node` and waits for the answer.
+    pub fn call_blocking<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        node: &DiscoveryNode,
+        action: &str,
+        request: &Req,
+        timeout: Duration,
+    ) -> Result<Resp> {
+        let body = tessera_search::messages::encode(request)?;
+        let call = self.transport.call(
+            &node.transport_address,
+            action,
+            body,
+            Some(Instant::now() + timeout),
+        );
+        let bytes = self.block_on(call)??;
+        tessera_search::messages::decode(&bytes)
+    }
+
+    /// Calls `action` on `node`: the call starts now, on the transport's runtime, and the
+    /// future answers it.
+    pub fn send<Req, Resp>(
+        &self,
+        node: &DiscoveryNode,
+        action: &str,
+        request: &Req,
+    ) -> impl Future<Output = Result<Resp>> + Send + 'static
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned + Send + 'static,
+    {
+        let call = tessera_search::messages::encode(request).map(|body| {
+            self.runtime.spawn(
+                self.transport
+                    .call(&node.transport_address, action, body, None),
+            )
+        });
+        async move {
+            let bytes = call?
+                .await
+                .map_err(|e| Error::internal("run a transport call", e))??;
+            tessera_search::messages::decode(&bytes)
+        }
+    }
+
+    /// Runs `op` (refresh, flush) on every copy of `indices` in the cluster: on each node that
+    /// holds some, at once. The first error, after all answered.
+    pub async fn broadcast(
+        &self,
+        node: &Arc<Node>,
+        op: actions::BroadcastOp,
+        indices: &[Arc<IndexService>],
+    ) -> Result<()> {
+        let request = actions::Broadcast {
+            op,
+            index_uuids: indices.iter().map(|i| i.metadata().uuid.clone()).collect(),
+        };
+        let state = self.holder.current();
+        let mut holders: Vec<&str> = request
+            .index_uuids
+            .iter()
+            .filter_map(|uuid| state.indices.values().find(|i| &i.metadata.uuid == uuid))
+            .flat_map(|index| &index.routing.shards)
+            .flat_map(|table| &table.copies)
+            .filter(|copy| copy.is_active())
+            .filter_map(|copy| copy.node_id.as_deref())
+            .collect();
+        holders.sort_unstable();
+        holders.dedup();
+        let mut calls = Vec::new();
+        for id in holders {
+            if id == node.node_id {
+                let here = node.clone();
+                let request = request.clone();
+                let local = node
+                    .pools
+                    .management
+                    .submit(move || actions::broadcast_here(&here, &request));
+                calls.push(Box::pin(async move { local?.await })
+                    as std::pin::Pin<Box<dyn Future<Output = Result<()>> + Send>>);
+            } else if let Some(target) = state.nodes.get(id) {
+                calls.push(Box::pin(self.send(target, actions::BROADCAST, &request)));
+            }
+        }
+        let mut outcome = Ok(());
+        for call in calls {
+            if let Err(e) = call.await {
+                outcome = outcome.and(Err(e));
+            }
+        }
+        outcome
+    }
+
+    /// The figures of every started copy of `indices` in the cluster, by (index uuid, shard),
+    /// asked of each node that holds some. A node that does not answer leaves its copies out.
+    pub async fn shard_counts(
+        &self,
+        node: &Arc<Node>,
+        indices: &[Arc<IndexService>],
+    ) -> std::collections::HashMap<(String, u32), actions::ShardCounts> {
+        let uuids: Vec<String> = indices.iter().map(|i| i.metadata().uuid.clone()).collect();
+        let state = self.holder.current();
+        let mut holders: Vec<&str> = state
+            .indices
+            .values()
+            .filter(|index| uuids.contains(&index.metadata.uuid))
+            .flat_map(|index| &index.routing.shards)
+            .flat_map(|table| &table.copies)
+            .filter(|copy| copy.is_active())
+            .filter_map(|copy| copy.node_id.as_deref())
+            .collect();
+        holders.sort_unstable();
+        holders.dedup();
+        let mut calls = Vec::new();
+        for id in holders {
+            if id == node.node_id {
+                let here = node.clone();
+                let uuids = uuids.clone();
+                let local = node
+                    .pools
+                    .management
+                    .submit(move || Ok(actions::shard_counts_here(&here, &uuids)));
+                calls.push(Box::pin(async move { local?.await })
+                    as std::pin::Pin<
+                        Box<
+                            dyn Future<Output = Result<Vec<(String, u32, actions::ShardCounts)>>>
+                                + Send,
+                        >,
+                    >);
+            } else if let Some(target) = state.nodes.get(id) {
+                calls.push(Box::pin(self.send(target, actions::SHARD_STATS, &uuids)));
+            }
+        }
+        let mut counts = std::collections::HashMap::new();
+        for call in calls {
+            match call.await {
+                Ok(answer) => {
+                    for (uuid, shard, figures) in answer {
+                        counts.insert((uuid, shard), figures);
+                    }
+                }
+                Err(e) => eprintln!("a node did not send its shard figures: {e}"),
+            }
+        }
+        counts
+    }
+
+    /// Runs a manager request: here when this node leads, else on the elected manager; waits
+    /// (up to [`MANAGER_WAIT`]) for a manager to be elected, and tries again when the one
+    /// asked no longer leads or cannot be reached.
+    pub fn to_manager<Req, Resp>(
+        &self,
+        action: &str,
+        request: &Req,
+        here: impl Fn(&Manager, &Req) -> Result<Resp>,
+    ) -> Result<Resp>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+    {
+        let deadline = Instant::now() + MANAGER_WAIT;
+        loop {
+            let state = self.holder.current();
+            let outcome = if self.manager.is_leader() {
+                here(&self.manager, request)
+            } else {
+                match state
+                    .cluster_manager
+                    .as_ref()
+                    .and_then(|id| state.nodes.get(id))
+                {
+                    Some(manager) => {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        self.call_blocking(manager, action, request, left)
+                    }
+                    None => Err(manager_not_discovered()),
+                }
+            };
+            match outcome {
+                Err(e) if retry_on_manager(&e) && Instant::now() < deadline => {
+                    // a new manager, or the same one again, shows in the next state
+                    self.holder
+                        .wait_for_version(state.version + 1, Duration::from_millis(200));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Opens this node's copy of `shard` (allocated by the routing) on the management pool,
+    /// and tells the manager how that went.
+    fn open_shard(self: &Arc<Self>, node: &Arc<Node>, index: Arc<IndexService>, shard: u32) {
+        let this = self.clone();
+        let opened = node.pools.management.execute(move || {
+            let slot = index.allocate_shard(shard);
+            let state = this.holder.current();
+            this.report_if_changed(&state, &index, shard, &slot);
+        });
+        if let Err(e) = opened {
+            eprintln!("cannot open shard [{shard}]: {e}");
+        }
+    }
+
+    /// Tells the manager about this node's copy of `shard` when the routing does not say it
+    /// yet (started, or failed); one report per shard at a time, sent from the management pool.
+    fn report_if_changed(
+        self: &Arc<Self>,
+        state: &ClusterState,
+        index: &Arc<IndexService>,
+        shard: u32,
+        slot: &ShardSlot,
+    ) {
+        let meta = index.metadata();
+        let Some(routing) = state
+            .index(&meta.name)
+            .filter(|i| i.metadata.uuid == meta.uuid)
+        else {
+            return;
+        };
+        let me = &self.local().id;
+        if !primary_belongs_to(&routing.routing, shard, me) {
+            return;
+        }
+        let primary = routing.routing.shards[shard as usize].primary();
+        let routed = primary.map(|p| p.state);
+        let failure = match slot {
+            ShardSlot::Started(_) if routed != Some(ShardState::Started) => None,
+            ShardSlot::Failed(failure) if routed != Some(ShardState::Unassigned) => Some(format!(
+                "failed shard on node [{me}]: {}[{}]",
+                failure.error.kind(),
+                failure.error.reason()
+            )),
+            _ => return,
+        };
+        let key = (meta.uuid.clone(), shard);
+        if !self.reporting.lock().unwrap().insert(key.clone()) {
+            return;
+        }
+        let report = ShardReport {
+            index: meta.name.clone(),
+            index_uuid: meta.uuid.clone(),
+            shard,
+            node_id: me.clone(),
+            failure,
+        };
+        let this = self.clone();
+        thread::spawn(move || {
+            if let Err(e) = this.to_manager(actions::SHARD_REPORT, &report, |manager, report| {
+                manager.shard_report(report)
+            }) {
+                eprintln!(
+                    "[{}][{}] cannot report the shard to the cluster manager: {e}",
+                    report.index, report.shard
+                );
+            }
+            this.reporting.lock().unwrap().remove(&key);
+        });
+    }
+
+    /// `PUT /{index}`: the manager creates it; returns once this node has it open, and whether
+    /// its primaries started in time (`shards_acknowledged`).
+    pub fn create_index(
+        &self,
+        node: &Node,
+        name: &str,
+        settings: Settings,
+        mapping: Mapping,
+    ) -> Result<(Arc<IndexService>, bool)> {
+        let request = CreateIndex {
+            name: name.to_string(),
+            settings: settings.to_flat_json().to_string(),
+            mapping: mapping.to_json().to_string(),
+        };
+        let revision: Revision =
+            self.to_manager(actions::CREATE_INDEX, &request, Manager::create_index)?;
+        self.wait_for_revision(revision)?;
+        let index = node
+            .index(name)
+            .ok_or_else(|| Error::index_not_found(name))?;
+        let uuid = index.metadata().uuid.clone();
+        let started = self.wait_for_primaries(name, &uuid, Duration::from_secs(30));
+        Ok((index, started))
+    }
+
+    /// Waits until every primary of the index is started; returns whether they did in time.
+    pub fn wait_for_primaries(&self, name: &str, uuid: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let state = self.holder.current();
+            let Some(index) = state.index(name).filter(|i| i.metadata.uuid == uuid) else {
+                return false;
+            };
+            let started = index.routing.shards.iter().all(|table| {
+                table
+                    .primary()
+                    .is_some_and(|p| p.state == ShardState::Started)
+            });
+            if started {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            self.holder
+                .wait_for_version(state.version + 1, Duration::from_millis(100));
+        }
+    }
+
+    /// Deletes indices through the manager; returns once this node dropped them.
+    pub fn delete_indices(&self, names: &[String]) -> Result<()> {
+        let names = names.to_vec();
+        let revision: Revision =
+            self.to_manager(actions::DELETE_INDICES, &names, |m, n| m.delete_indices(n))?;
+        self.wait_for_revision(revision)?;
+        Ok(())
+    }
+
+    /// The metadata sink of an index in a cluster: the manager decides the update.
+    pub fn decide_metadata(
+        &self,
+        current: &IndexMetadata,
+        next: &IndexMetadata,
+    ) -> Result<Option<IndexMetadata>> {
+        let change = if next.mapping_version != current.mapping_version {
+            MetadataChange::Mapping(next.mapping.to_json().to_string())
+        } else {
+            MetadataChange::Settings(settings_delta(&current.settings, &next.settings))
+        };
+        let update = MetadataUpdate {
+            index: current.name.clone(),
+            index_uuid: current.uuid.clone(),
+            change,
+        };
+        let decided: MetadataDecided =
+            self.to_manager(actions::UPDATE_METADATA, &update, Manager::update_metadata)?;
+        let metadata = tessera_cluster::state::metadata_from_json(decided.metadata.as_bytes())?;
+        Ok(Some(metadata))
+    }
+
+    /// Leaves the cluster cleanly.
+    pub fn leave(&self) {
+        self.membership.leave();
+    }
+}
+
+/// The settings update that turns `current` into `next` (flat JSON, `null` removing a key).
+fn settings_delta(current: &Settings, next: &Settings) -> String {
+    let mut delta = Settings::new();
+    for (key, value) in next.iter() {
+        if current.get(key) != value {
+            delta.set_value(key, value.cloned());
+        }
+    }
+    for key in current.keys() {
+        if !next.contains(key) {
+            delta.set_value(key, None);
+        }
+    }
+    delta.to_flat_json().to_string()
+}
+
+/// OpenSearch's error while no cluster manager is elected.
+pub fn manager_not_discovered() -> Error {
+    Error::new(
+        "cluster_manager_not_discovered_exception",
+        503,
+        "no cluster manager is elected",
+    )
+}
+
+/// Whether a manager request may succeed when tried again (another manager, a reconnection).
+fn retry_on_manager(e: &Error) -> bool {
+    matches!(
+        e.kind(),
+        "not_cluster_manager_exception"
+            | "cluster_manager_not_discovered_exception"
+            | "node_not_connected_exception"
+            | "connect_transport_exception"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_settings_delta_sets_changes_and_resets_removals() {
+        let current = Settings::from_json(&serde_json::json!({"a": "1", "b": "2"})).unwrap();
+        let next = Settings::from_json(&serde_json::json!({"a": "1", "c": "3"})).unwrap();
+        let delta: serde_json::Value =
+            serde_json::from_str(&settings_delta(&current, &next)).unwrap();
+        assert_eq!(delta, serde_json::json!({"b": null, "c": "3"}));
+        let mut applied = current.clone();
+        applied.merge(&Settings::from_json(&delta).unwrap());
+        assert_eq!(applied, next);
+    }
+}
