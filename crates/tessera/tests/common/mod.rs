@@ -5,6 +5,8 @@
 //! helper, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::fs::{File, OpenOptions};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
