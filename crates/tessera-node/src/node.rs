@@ -532,14 +532,22 @@ impl Node {
             .cloned()
     }
 
-    /// Refreshes every copy of `indices` (in a cluster, on every node holding one).
-    pub async fn refresh_indices(self: &Arc<Self>, indices: Vec<Arc<IndexService>>) -> Result<()> {
+    /// Refreshes every copy of `indices` (in a cluster, on every node holding one); returns
+    /// the copies it failed on, `(index, shard, why)`.
+    pub async fn refresh_indices(
+        self: &Arc<Self>,
+        indices: Vec<Arc<IndexService>>,
+    ) -> Result<Vec<(String, u32, Error)>> {
         self.on_every_copy(crate::coordination::actions::BroadcastOp::Refresh, indices)
             .await
     }
 
-    /// Flushes every copy of `indices` (in a cluster, on every node holding one).
-    pub async fn flush_indices(self: &Arc<Self>, indices: Vec<Arc<IndexService>>) -> Result<()> {
+    /// Flushes every copy of `indices` (in a cluster, on every node holding one); returns the
+    /// copies it failed on.
+    pub async fn flush_indices(
+        self: &Arc<Self>,
+        indices: Vec<Arc<IndexService>>,
+    ) -> Result<Vec<(String, u32, Error)>> {
         self.on_every_copy(crate::coordination::actions::BroadcastOp::Flush, indices)
             .await
     }
@@ -548,9 +556,9 @@ impl Node {
         self: &Arc<Self>,
         op: crate::coordination::actions::BroadcastOp,
         indices: Vec<Arc<IndexService>>,
-    ) -> Result<()> {
+    ) -> Result<Vec<(String, u32, Error)>> {
         match self.coordination() {
-            Some(coordination) => coordination.clone().broadcast(self, op, &indices).await,
+            Some(coordination) => Ok(coordination.clone().broadcast(self, op, &indices).await),
             None => {
                 self.pools
                     .management
@@ -558,7 +566,7 @@ impl Node {
                         for index in &indices {
                             op.run(index)?;
                         }
-                        Ok(())
+                        Ok(Vec::new())
                     })
                     .await
             }

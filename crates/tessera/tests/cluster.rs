@@ -266,3 +266,48 @@ fn without_etcd_searches_go_on_and_changes_wait_for_it() {
     cluster.node(0).put("/other", &json!({})).ok();
     assert_eq!(cluster.node(0).count("items"), 61);
 }
+
+#[test]
+fn a_bulk_to_an_unreachable_primary_fails_its_items_alone() {
+    let mut cluster = Cluster::start(2);
+    cluster
+        .node(0)
+        .put(
+            "/logs",
+            &json!({"settings": {"number_of_shards": 2, "number_of_replicas": 0}}),
+        )
+        .ok();
+    let primaries = cluster.primaries(0, "logs");
+    let state = cluster.state(0);
+    let name_of = |id: &Option<String>| state["nodes"][id.as_ref().unwrap()]["name"].clone();
+    assert_ne!(
+        name_of(&primaries[0]),
+        name_of(&primaries[1]),
+        "{primaries:?}"
+    );
+    // kill node 1; before its lease runs out the routing still names it
+    cluster.nodes[1].kill_9();
+    let bulk = cluster
+        .node(0)
+        .bulk("/_bulk", &docs_ndjson("logs", 20))
+        .expect(200)
+        .json();
+    let items = bulk["items"].as_array().unwrap();
+    assert_eq!(items.len(), 20);
+    let failed: Vec<&Value> = items
+        .iter()
+        .filter(|item| item["index"]["error"].is_object())
+        .collect();
+    let created = items.len() - failed.len();
+    assert!(created > 0 && !failed.is_empty(), "{bulk}");
+    for item in &failed {
+        let status = item["index"]["status"].as_u64().unwrap();
+        assert!(status >= 500, "an unreachable primary is a 5xx: {item}");
+    }
+    // what was acknowledged is there
+    cluster.node(0).post_empty("/logs/_refresh").ok();
+    let hits = cluster
+        .node(0)
+        .search("logs", &json!({"size": 0, "query": {"match_all": {}}}));
+    assert_eq!(total_hits(&hits), created as u64, "{hits}");
+}

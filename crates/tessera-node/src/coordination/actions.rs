@@ -21,7 +21,7 @@ use super::manager::{CreateIndex, MetadataUpdate, ShardReport};
 use super::Coordination;
 use crate::node::Node;
 use crate::read::{get_here, GetRequest, GET_DOC};
-use crate::write::{primary, ShardWriteRequest};
+use crate::write::{primary, ShardWriteRequest, ShardWriteResponse};
 
 /// `PUT /{index}`, decided by the cluster manager.
 pub const CREATE_INDEX: &str = "indices:admin/create";
@@ -31,8 +31,9 @@ pub const DELETE_INDICES: &str = "indices:admin/delete";
 pub const UPDATE_METADATA: &str = "indices:admin/metadata/update";
 /// A node's news about its copy of a primary, to the cluster manager.
 pub const SHARD_REPORT: &str = "internal:cluster/shard/report";
-/// A shard group of writes, to the node holding the primary.
-pub const WRITE_SHARD: &str = "indices:data/write/bulk[s][p]";
+/// The shard groups of a request whose primaries one node holds, in one call (each group
+/// runs as `indices:data/write/bulk[s][p]` does in OpenSearch; the answers come back in order).
+pub const WRITE_SHARDS: &str = "indices:data/write/bulk[n]";
 /// Refresh or flush the copies a node holds of some indices.
 pub const BROADCAST: &str = "indices:admin/broadcast[n]";
 
@@ -197,19 +198,31 @@ pub(crate) fn bind_transport(
     );
     let writer = node.clone();
     handlers.register(
-        WRITE_SHARD,
+        WRITE_SHARDS,
         move |body: Vec<u8>, _context: RequestContext| {
             let node = node_of(&writer);
             async move {
                 let node = node?;
-                let request: ShardWriteRequest = decode(&body)?;
-                let primary_node = node.clone();
-                let response = node
-                    .pools
-                    .write
-                    .run(move || primary::write_on_node(&primary_node, request))
-                    .await?;
-                encode(&response)
+                let requests: Vec<ShardWriteRequest> = decode(&body)?;
+                // every group started on the `write` pool before any is awaited
+                let handles: Vec<_> = requests
+                    .into_iter()
+                    .map(|request| {
+                        let primary_node = node.clone();
+                        node.pools
+                            .write
+                            .submit(move || primary::write_on_node(&primary_node, request))
+                    })
+                    .collect();
+                let mut answers: Vec<Result<ShardWriteResponse>> =
+                    Vec::with_capacity(handles.len());
+                for handle in handles {
+                    answers.push(match handle {
+                        Ok(handle) => handle.await,
+                        Err(e) => Err(e),
+                    });
+                }
+                encode(&answers)
             }
         },
     );

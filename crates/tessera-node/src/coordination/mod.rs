@@ -16,7 +16,7 @@ pub mod applier;
 pub mod manager;
 pub mod membership;
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread;
@@ -264,52 +264,104 @@ impl Coordination {
         }
     }
 
+    /// Runs `here` on this node (on the `management` pool) and `action` on every other node
+    /// holding active copies of the indices with these uuids, all at once. Each answer comes
+    /// with the node's id and the copies it holds, as `(index name, shard)`.
+    async fn on_holders<Req, Resp>(
+        &self,
+        node: &Arc<Node>,
+        uuids: &[String],
+        action: &str,
+        request: Req,
+        here: fn(&Node, &Req) -> Result<Resp>,
+    ) -> Vec<(String, Vec<(String, u32)>, Result<Resp>)>
+    where
+        Req: Serialize + Clone + Send + 'static,
+        Resp: DeserializeOwned + Send + 'static,
+    {
+        let state = self.holder.current();
+        let mut holders: BTreeMap<String, Vec<(String, u32)>> = BTreeMap::new();
+        for index in state.indices.values() {
+            if !uuids.contains(&index.metadata.uuid) {
+                continue;
+            }
+            for table in &index.routing.shards {
+                for copy in table.copies.iter().filter(|copy| copy.is_active()) {
+                    if let Some(id) = &copy.node_id {
+                        holders
+                            .entry(id.clone())
+                            .or_default()
+                            .push((index.metadata.name.clone(), table.shard));
+                    }
+                }
+            }
+        }
+        type Answer<T> = std::pin::Pin<Box<dyn Future<Output = Result<T>> + Send>>;
+        let mut calls: Vec<(String, Vec<(String, u32)>, Answer<Resp>)> = Vec::new();
+        for (id, copies) in holders {
+            let call: Answer<Resp> = if id == node.node_id {
+                let (worker, request) = (node.clone(), request.clone());
+                let local = node
+                    .pools
+                    .management
+                    .submit(move || here(&worker, &request));
+                Box::pin(async move { local?.await })
+            } else {
+                match state.nodes.get(&id) {
+                    Some(target) => Box::pin(self.send(target, action, &request)),
+                    None => {
+                        let gone = Error::new(
+                            "node_not_connected_exception",
+                            500,
+                            format!("[{id}] is not in the cluster"),
+                        );
+                        Box::pin(async move { Err(gone) })
+                    }
+                }
+            };
+            calls.push((id, copies, call));
+        }
+        let mut answers = Vec::with_capacity(calls.len());
+        for (id, copies, call) in calls {
+            answers.push((id, copies, call.await));
+        }
+        answers
+    }
+
     /// Runs `op` (refresh, flush) on every copy of `indices` in the cluster: on each node that
-    /// holds some, at once. The first error, after all answered.
+    /// holds some, at once. Returns the copies it failed on, `(index, shard, why)`, as
+    /// OpenSearch's broadcast actions report shard failures.
     pub async fn broadcast(
         &self,
         node: &Arc<Node>,
         op: actions::BroadcastOp,
         indices: &[Arc<IndexService>],
-    ) -> Result<()> {
+    ) -> Vec<(String, u32, Error)> {
         let request = actions::Broadcast {
             op,
             index_uuids: indices.iter().map(|i| i.metadata().uuid.clone()).collect(),
         };
-        let state = self.holder.current();
-        let mut holders: Vec<&str> = request
-            .index_uuids
-            .iter()
-            .filter_map(|uuid| state.indices.values().find(|i| &i.metadata.uuid == uuid))
-            .flat_map(|index| &index.routing.shards)
-            .flat_map(|table| &table.copies)
-            .filter(|copy| copy.is_active())
-            .filter_map(|copy| copy.node_id.as_deref())
-            .collect();
-        holders.sort_unstable();
-        holders.dedup();
-        let mut calls = Vec::new();
-        for id in holders {
-            if id == node.node_id {
-                let here = node.clone();
-                let request = request.clone();
-                let local = node
-                    .pools
-                    .management
-                    .submit(move || actions::broadcast_here(&here, &request));
-                calls.push(Box::pin(async move { local?.await })
-                    as std::pin::Pin<Box<dyn Future<Output = Result<()>> + Send>>);
-            } else if let Some(target) = state.nodes.get(id) {
-                calls.push(Box::pin(self.send(target, actions::BROADCAST, &request)));
+        let uuids = request.index_uuids.clone();
+        let answers = self
+            .on_holders(
+                node,
+                &uuids,
+                actions::BROADCAST,
+                request,
+                |node, request| actions::broadcast_here(node, request),
+            )
+            .await;
+        let mut failures = Vec::new();
+        for (_, copies, answer) in answers {
+            if let Err(e) = answer {
+                failures.extend(
+                    copies
+                        .into_iter()
+                        .map(|(index, shard)| (index, shard, e.clone())),
+                );
             }
         }
-        let mut outcome = Ok(());
-        for call in calls {
-            if let Err(e) = call.await {
-                outcome = outcome.and(Err(e));
-            }
-        }
-        outcome
+        failures
     }
 
     /// The figures of every started copy of `indices` in the cluster, by (index uuid, shard),
@@ -318,49 +370,26 @@ impl Coordination {
         &self,
         node: &Arc<Node>,
         indices: &[Arc<IndexService>],
-    ) -> std::collections::HashMap<(String, u32), actions::ShardCounts> {
+    ) -> HashMap<(String, u32), actions::ShardCounts> {
         let uuids: Vec<String> = indices.iter().map(|i| i.metadata().uuid.clone()).collect();
-        let state = self.holder.current();
-        let mut holders: Vec<&str> = state
-            .indices
-            .values()
-            .filter(|index| uuids.contains(&index.metadata.uuid))
-            .flat_map(|index| &index.routing.shards)
-            .flat_map(|table| &table.copies)
-            .filter(|copy| copy.is_active())
-            .filter_map(|copy| copy.node_id.as_deref())
-            .collect();
-        holders.sort_unstable();
-        holders.dedup();
-        let mut calls = Vec::new();
-        for id in holders {
-            if id == node.node_id {
-                let here = node.clone();
-                let uuids = uuids.clone();
-                let local = node
-                    .pools
-                    .management
-                    .submit(move || Ok(actions::shard_counts_here(&here, &uuids)));
-                calls.push(Box::pin(async move { local?.await })
-                    as std::pin::Pin<
-                        Box<
-                            dyn Future<Output = Result<Vec<(String, u32, actions::ShardCounts)>>>
-                                + Send,
-                        >,
-                    >);
-            } else if let Some(target) = state.nodes.get(id) {
-                calls.push(Box::pin(self.send(target, actions::SHARD_STATS, &uuids)));
-            }
-        }
-        let mut counts = std::collections::HashMap::new();
-        for call in calls {
-            match call.await {
+        let answers = self
+            .on_holders(
+                node,
+                &uuids,
+                actions::SHARD_STATS,
+                uuids.clone(),
+                |node, uuids| Ok(actions::shard_counts_here(node, uuids)),
+            )
+            .await;
+        let mut counts = HashMap::new();
+        for (id, _, answer) in answers {
+            match answer {
                 Ok(answer) => {
                     for (uuid, shard, figures) in answer {
                         counts.insert((uuid, shard), figures);
                     }
                 }
-                Err(e) => eprintln!("a node did not send its shard figures: {e}"),
+                Err(e) => eprintln!("[{id}] did not send its shard figures: {e}"),
             }
         }
         counts

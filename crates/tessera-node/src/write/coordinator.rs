@@ -10,13 +10,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use tessera_cluster::DiscoveryNode;
 use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
 use tessera_index::{Conditions, DocWrite, IndexService, WriteOutcome};
 
 use super::operation::{missing_index, ItemResponse, ItemResult, Operation, Refresh, ShardInfo};
 use super::primary::{self, ShardWriteRequest, ShardWriteResponse};
-use crate::coordination::actions::WRITE_SHARD;
+use crate::coordination::actions::WRITE_SHARDS;
 use crate::node::{Node, PrimaryTarget};
 
 /// The operations of a request bound for one shard, with their positions in the request.
@@ -141,35 +142,39 @@ pub(super) fn group_by_shard(
 }
 
 type WriteFuture = Pin<Box<dyn Future<Output = Result<ShardWriteResponse>> + Send>>;
+type NodeWriteFuture =
+    Pin<Box<dyn Future<Output = Result<Vec<Result<ShardWriteResponse>>>> + Send>>;
 
-/// Starts a shard group's write on its primary: a `write` pool task when the primary is here,
-/// a transport call to the node that holds it otherwise (a member of a cluster).
-fn send_to_primary(node: &Arc<Node>, pool: &ThreadPool, request: ShardWriteRequest) -> WriteFuture {
-    match node.primary_target(&request.index, &request.index_uuid, request.shard_id) {
-        PrimaryTarget::Local => {
-            let primary = node.clone();
-            let handle = pool.submit(move || primary::write_on_node(&primary, request));
-            Box::pin(async move {
-                match handle {
-                    Ok(handle) => handle.await,
-                    Err(e) => Err(e),
-                }
-            })
+/// Writes on their way: a shard group on this node's `write` pool (or refused at once), or the
+/// shard groups bound for one other node, in one transport call.
+enum Pending {
+    Group {
+        index: Arc<str>,
+        positions: Vec<usize>,
+        outcome: WriteFuture,
+    },
+    Node {
+        groups: Vec<(Arc<str>, Vec<usize>)>,
+        outcome: NodeWriteFuture,
+    },
+}
+
+/// Starts a shard group's write on this node's primary, on the `write` pool.
+fn write_here(node: &Arc<Node>, pool: &ThreadPool, request: ShardWriteRequest) -> WriteFuture {
+    let primary = node.clone();
+    let handle = pool.submit(move || primary::write_on_node(&primary, request));
+    Box::pin(async move {
+        match handle {
+            Ok(handle) => handle.await,
+            Err(e) => Err(e),
         }
-        PrimaryTarget::Remote(target) => match node.coordination() {
-            Some(coordination) => Box::pin(coordination.send(&target, WRITE_SHARD, &request)),
-            None => Box::pin(async {
-                Err(Error::illegal_state(
-                    "a single node has no remote primaries",
-                ))
-            }),
-        },
-        PrimaryTarget::Unavailable(error) => Box::pin(async move { Err(error) }),
-    }
+    })
 }
 
 /// Runs operations (any indices, any shards) and returns their results in order: one `write`
-/// pool task per shard group, all started before any is awaited.
+/// pool task per shard group whose primary is here, one transport call per other node holding
+/// primaries (its shard groups together: `indices:data/write/bulk[n]`), all started before any
+/// is awaited.
 pub(super) async fn execute(
     node: &Arc<Node>,
     pool: &ThreadPool,
@@ -179,39 +184,109 @@ pub(super) async fn execute(
     let mut results: Vec<Option<ItemResult>> = (0..operations.len()).map(|_| None).collect();
     let groups = group_by_shard(node, operations, refresh, &mut results);
     let mut pending = Vec::with_capacity(groups.len());
-    for ShardGroup { positions, request } in groups {
+    let mut remote: BTreeMap<String, (DiscoveryNode, Vec<ShardGroup>)> = BTreeMap::new();
+    for group in groups {
+        let request = &group.request;
         let index: Arc<str> = Arc::from(request.index.as_str());
-        let outcome = send_to_primary(node, pool, request);
-        pending.push((index, positions, outcome));
+        match node.primary_target(&request.index, &request.index_uuid, request.shard_id) {
+            PrimaryTarget::Local => pending.push(Pending::Group {
+                index,
+                positions: group.positions,
+                outcome: write_here(node, pool, group.request),
+            }),
+            PrimaryTarget::Remote(target) => {
+                remote
+                    .entry(target.id.clone())
+                    .or_insert_with(|| (target, Vec::new()))
+                    .1
+                    .push(group);
+            }
+            PrimaryTarget::Unavailable(error) => pending.push(Pending::Group {
+                index,
+                positions: group.positions,
+                outcome: Box::pin(async move { Err(error) }),
+            }),
+        }
     }
-    for (index, positions, outcome) in pending {
-        let outcome = outcome.await;
-        match outcome {
-            Ok(response) => {
-                let shards = response.shards;
-                for (position, result) in positions.into_iter().zip(response.results) {
-                    results[position] = Some(result.map(|result| ItemResponse {
-                        index: index.clone(),
-                        shards: if result.written.outcome == WriteOutcome::Noop {
-                            ShardInfo::default()
-                        } else {
-                            shards
-                        },
-                        result,
-                    }));
+    for (target, groups) in remote.into_values() {
+        let (groups, requests): (Vec<_>, Vec<_>) = groups
+            .into_iter()
+            .map(|group| {
+                let index: Arc<str> = Arc::from(group.request.index.as_str());
+                ((index, group.positions), group.request)
+            })
+            .unzip();
+        let outcome: NodeWriteFuture = match node.coordination() {
+            Some(coordination) => Box::pin(coordination.send(&target, WRITE_SHARDS, &requests)),
+            None => Box::pin(async {
+                Err(Error::illegal_state(
+                    "a single node has no remote primaries",
+                ))
+            }),
+        };
+        pending.push(Pending::Node { groups, outcome });
+    }
+    for entry in pending {
+        match entry {
+            Pending::Group {
+                index,
+                positions,
+                outcome,
+            } => fill(&mut results, &index, positions, outcome.await),
+            Pending::Node { groups, outcome } => match outcome.await {
+                Ok(answers) if answers.len() == groups.len() => {
+                    for ((index, positions), answer) in groups.into_iter().zip(answers) {
+                        fill(&mut results, &index, positions, answer);
+                    }
                 }
-            }
-            Err(error) => {
-                for position in positions {
-                    results[position] = Some(Err(error.clone()));
+                Ok(_) => {
+                    let error = Error::illegal_state("a node answered for other shard groups");
+                    for (index, positions) in groups {
+                        fill(&mut results, &index, positions, Err(error.clone()));
+                    }
                 }
-            }
+                Err(error) => {
+                    for (index, positions) in groups {
+                        fill(&mut results, &index, positions, Err(error.clone()));
+                    }
+                }
+            },
         }
     }
     results
         .into_iter()
         .map(|r| r.unwrap_or_else(|| Err(Error::illegal_state("a bulk item got no answer"))))
         .collect()
+}
+
+/// Puts a shard group's answer at its operations' positions.
+fn fill(
+    results: &mut [Option<ItemResult>],
+    index: &Arc<str>,
+    positions: Vec<usize>,
+    outcome: Result<ShardWriteResponse>,
+) {
+    match outcome {
+        Ok(response) => {
+            let shards = response.shards;
+            for (position, result) in positions.into_iter().zip(response.results) {
+                results[position] = Some(result.map(|result| ItemResponse {
+                    index: index.clone(),
+                    shards: if result.written.outcome == WriteOutcome::Noop {
+                        ShardInfo::default()
+                    } else {
+                        shards
+                    },
+                    result,
+                }));
+            }
+        }
+        Err(error) => {
+            for position in positions {
+                results[position] = Some(Err(error.clone()));
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -291,14 +291,59 @@ fn shards_summary(indices: &[Arc<IndexService>]) -> Value {
     json!({"total": total, "successful": successful, "failed": 0})
 }
 
+/// A broadcast's answer: `_shards` with the copies it failed on (OpenSearch's shape: each
+/// failure's index, shard, status name and reason); 200 unless every copy failed, then the
+/// first failure's status, as OpenSearch's `BroadcastResponse`.
+fn broadcast_response(summary: Value, failures: Vec<(String, u32, Error)>) -> RestResponse {
+    let status = match failures.first() {
+        Some((_, _, error)) if summary["successful"].as_u64() <= Some(failures.len() as u64) => {
+            error.status()
+        }
+        _ => 200,
+    };
+    RestResponse::json(status, json!({"_shards": with_failures(summary, failures)}))
+}
+
+fn with_failures(mut summary: Value, failures: Vec<(String, u32, Error)>) -> Value {
+    if failures.is_empty() {
+        return summary;
+    }
+    let failed = failures.len() as u64;
+    summary["successful"] = json!(summary["successful"]
+        .as_u64()
+        .unwrap_or(0)
+        .saturating_sub(failed));
+    summary["failed"] = json!(failed);
+    summary["failures"] = failures
+        .into_iter()
+        .map(|(index, shard, error)| {
+            json!({"shard": shard, "index": index, "status": status_name(error.status()), "reason": error.to_json()})
+        })
+        .collect();
+    summary
+}
+
+/// OpenSearch's name of an HTTP status (its `RestStatus`), as shard failures carry it.
+fn status_name(status: u16) -> &'static str {
+    match status {
+        400 => "BAD_REQUEST",
+        403 => "FORBIDDEN",
+        404 => "NOT_FOUND",
+        409 => "CONFLICT",
+        429 => "TOO_MANY_REQUESTS",
+        503 => "SERVICE_UNAVAILABLE",
+        _ => "INTERNAL_SERVER_ERROR",
+    }
+}
+
 pub async fn refresh(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let indices = node.resolve(
         index_expression(&request),
         &resolve_options(&request, true)?,
     )?;
     let summary = shards_summary(&indices);
-    node.refresh_indices(indices).await?;
-    Ok(RestResponse::ok(json!({"_shards": summary})))
+    let failures = node.refresh_indices(indices).await?;
+    Ok(broadcast_response(summary, failures))
 }
 
 pub async fn flush(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
@@ -307,8 +352,8 @@ pub async fn flush(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
         &resolve_options(&request, true)?,
     )?;
     let summary = shards_summary(&indices);
-    node.flush_indices(indices).await?;
-    Ok(RestResponse::ok(json!({"_shards": summary})))
+    let failures = node.flush_indices(indices).await?;
+    Ok(broadcast_response(summary, failures))
 }
 
 pub async fn force_merge(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
