@@ -44,6 +44,11 @@ const MANAGER_WAIT: Duration = Duration::from_secs(30);
 /// How long a node waits for its state to show a decision the manager made.
 const APPLY_WAIT: Duration = Duration::from_secs(30);
 
+/// Shard copies a node holds, as `(index name, shard)`.
+type Copies = Vec<(String, u32)>;
+/// The answer of one node to a fanned-out call.
+type Answer<T> = std::pin::Pin<Box<dyn Future<Output = Result<T>> + Send>>;
+
 /// See the module documentation.
 pub struct Coordination {
     pub cluster_name: String,
@@ -274,13 +279,13 @@ impl Coordination {
         action: &str,
         request: Req,
         here: fn(&Node, &Req) -> Result<Resp>,
-    ) -> Vec<(String, Vec<(String, u32)>, Result<Resp>)>
+    ) -> Vec<(String, Copies, Result<Resp>)>
     where
         Req: Serialize + Clone + Send + 'static,
         Resp: DeserializeOwned + Send + 'static,
     {
         let state = self.holder.current();
-        let mut holders: BTreeMap<String, Vec<(String, u32)>> = BTreeMap::new();
+        let mut holders: BTreeMap<String, Copies> = BTreeMap::new();
         for index in state.indices.values() {
             if !uuids.contains(&index.metadata.uuid) {
                 continue;
@@ -296,8 +301,7 @@ impl Coordination {
                 }
             }
         }
-        type Answer<T> = std::pin::Pin<Box<dyn Future<Output = Result<T>> + Send>>;
-        let mut calls: Vec<(String, Vec<(String, u32)>, Answer<Resp>)> = Vec::new();
+        let mut calls: Vec<(String, Copies, Answer<Resp>)> = Vec::new();
         for (id, copies) in holders {
             let call: Answer<Resp> = if id == node.node_id {
                 let (worker, request) = (node.clone(), request.clone());
@@ -348,7 +352,7 @@ impl Coordination {
                 &uuids,
                 actions::BROADCAST,
                 request,
-                |node, request| actions::broadcast_here(node, request),
+                actions::broadcast_here,
             )
             .await;
         let mut failures = Vec::new();
