@@ -636,6 +636,123 @@ fn retry_on_manager(e: &Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{NodeConfig, ResolveOptions};
+    use serde_json::json;
+    use tessera_cluster::FileMetaStore;
+    use tessera_index::NodeResources;
+
+    /// A member of a cluster held in one process: its own data directory and transport (a free
+    /// port), the cluster's store shared with the other members.
+    fn member(dir: &std::path::Path, name: &str, store: &Arc<dyn MetaStore>) -> Arc<Node> {
+        Node::start_member(
+            NodeConfig {
+                name: name.to_string(),
+                data_path: dir.join(name),
+                transport_port: 0,
+                lease_ttl: Duration::from_secs(2),
+                resources: NodeResources {
+                    indexing_threads: 1,
+                    indexing_buffer_bytes: 32 << 20,
+                    merge_threads: 1,
+                },
+                ..NodeConfig::default()
+            },
+            store.clone(),
+        )
+        .unwrap()
+    }
+
+    fn wait_until(what: &str, check: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !check() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn members_sharing_a_store_spread_an_index_and_agree_on_its_metadata() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn MetaStore> =
+            Arc::new(FileMetaStore::open(&dir.path().join("store")).unwrap());
+        let a = member(dir.path(), "a", &store);
+        let b = member(dir.path(), "b", &store);
+        wait_until("two members and a manager", || {
+            let state = b.cluster_state();
+            state.nodes.len() == 2 && state.cluster_manager.is_some()
+        });
+        let manager = a.cluster_state().cluster_manager.clone().unwrap();
+        let other = if manager == a.node_id { &b } else { &a };
+
+        // created on the member that does not lead: one primary on each node, started
+        let settings = Settings::from_json(
+            &json!({"index.number_of_shards": 2, "index.number_of_replicas": 0}),
+        )
+        .unwrap();
+        let index = other
+            .create_index("logs", settings, Mapping::default())
+            .unwrap();
+        let uuid = index.metadata().uuid.clone();
+        let coordination = other.coordination().unwrap();
+        assert!(coordination.wait_for_primaries("logs", &uuid, Duration::from_secs(20)));
+        let state = other.cluster_state();
+        let holders: HashSet<String> = state
+            .index("logs")
+            .unwrap()
+            .routing
+            .shards
+            .iter()
+            .map(|t| t.primary().unwrap().node_id.clone().unwrap())
+            .collect();
+        assert_eq!(holders.len(), 2, "{holders:?}");
+        // each node holds exactly the copy the routing gives it
+        for node in [&a, &b] {
+            let slots = node.index("logs").unwrap().shard_slots();
+            let open: Vec<bool> = slots
+                .iter()
+                .map(|s| matches!(s, ShardSlot::Started(_)))
+                .collect();
+            assert_eq!(
+                open.iter().filter(|o| **o).count(),
+                1,
+                "{}",
+                node.config.name
+            );
+        }
+
+        // a mapping update on one member goes through the manager and reaches the other
+        index
+            .put_mapping(&json!({"properties": {"level": {"type": "keyword"}}}))
+            .unwrap();
+        let version = index.metadata().mapping_version;
+        let seen = if std::ptr::eq(other, &a) { &b } else { &a };
+        wait_until("the mapping on the other member", || {
+            seen.index("logs")
+                .is_some_and(|i| i.metadata().mapping_version == version)
+        });
+        assert!(seen
+            .index("logs")
+            .unwrap()
+            .metadata()
+            .mapping
+            .to_json()
+            .to_string()
+            .contains("level"));
+
+        // deleted from the manager's side: gone from both, directories included
+        let deleting = if std::ptr::eq(other, &a) { &b } else { &a };
+        deleting
+            .delete_indices("logs", &ResolveOptions::default())
+            .unwrap();
+        wait_until("the index gone everywhere", || {
+            a.index("logs").is_none() && b.index("logs").is_none()
+        });
+        for node in [&a, &b] {
+            assert!(!node.config.data_path.join("indices").join(&uuid).exists());
+        }
+        a.shutdown();
+        b.shutdown();
+    }
 
     #[test]
     fn a_settings_delta_sets_changes_and_resets_removals() {
