@@ -552,6 +552,18 @@ impl Node {
             .await
     }
 
+    /// Force-merges every copy of `indices` (in a cluster, on every node holding one);
+    /// returns the copies it failed on.
+    pub async fn force_merge_indices(
+        self: &Arc<Self>,
+        indices: Vec<Arc<IndexService>>,
+        max_segments: usize,
+    ) -> Result<Vec<(String, u32, Error)>> {
+        use crate::coordination::actions::BroadcastOp;
+        self.on_every_copy(BroadcastOp::ForceMerge(max_segments), indices)
+            .await
+    }
+
     async fn on_every_copy(
         self: &Arc<Self>,
         op: crate::coordination::actions::BroadcastOp,

@@ -60,6 +60,16 @@ fn a_cluster_spreads_an_index_over_its_nodes_and_answers_as_one_node_does() {
     single.bulk("/_bulk", &ndjson).ok();
     cluster.node(0).post_empty("/items/_refresh").ok();
     single.post_empty("/items/_refresh").ok();
+    // every node's copies merge, whichever node is asked
+    let merged = cluster
+        .node(1)
+        .post_empty("/items/_forcemerge?max_num_segments=1")
+        .ok()
+        .json();
+    assert_eq!(merged["_shards"]["successful"], 3, "{merged}");
+    single
+        .post_empty("/items/_forcemerge?max_num_segments=1")
+        .ok();
 
     let searches = [
         json!({"query": {"match_all": {}}, "sort": [{"n": "desc"}], "size": 7}),

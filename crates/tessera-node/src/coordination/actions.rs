@@ -82,6 +82,8 @@ pub(crate) fn shard_counts_here(
 pub enum BroadcastOp {
     Refresh,
     Flush,
+    /// `_forcemerge` down to this many segments per shard.
+    ForceMerge(usize),
 }
 
 impl BroadcastOp {
@@ -89,6 +91,7 @@ impl BroadcastOp {
         match self {
             BroadcastOp::Refresh => index.refresh(),
             BroadcastOp::Flush => index.flush(),
+            BroadcastOp::ForceMerge(max_segments) => index.force_merge(max_segments),
         }
     }
 }

@@ -371,14 +371,6 @@ pub async fn force_merge(node: Arc<Node>, request: RestRequest) -> Result<RestRe
         &resolve_options(&request, true)?,
     )?;
     let summary = shards_summary(&indices);
-    node.pools
-        .management
-        .run(move || {
-            for index in &indices {
-                index.force_merge(max_segments)?;
-            }
-            Ok(())
-        })
-        .await?;
-    Ok(RestResponse::ok(json!({"_shards": summary})))
+    let failures = node.force_merge_indices(indices, max_segments).await?;
+    Ok(broadcast_response(summary, failures))
 }
