@@ -1,6 +1,7 @@
 //! Where the cluster state lives in the `MetaStore`, and how a node rebuilds the state from it.
 //!
-//! Keys: `cluster` (the cluster uuid, chosen once), `nodes/<id>` (a node, bound to its lease:
+//! Keys: `cluster` (the cluster uuid, chosen once), `settings` (the cluster settings),
+//! `nodes/<id>` (a node, bound to its lease:
 //! it vanishes when the node dies), `cluster_manager/…` (the election's candidates, the lowest
 //! create revision leading), `indices/<name>` (an index's metadata, as its `_state.json`) and
 //! `routing/<name>` (its [`IndexRouting`] tied to its uuid). An index's two keys are written in
@@ -24,6 +25,8 @@ pub const ROUTING: &str = "routing/";
 pub const NODES: &str = "nodes/";
 /// The cluster-manager election.
 pub const ELECTION: &str = "cluster_manager";
+/// The cluster settings (`PUT _cluster/settings`), persistent and transient.
+pub const SETTINGS_KEY: &str = "settings";
 
 pub fn index_key(name: &str) -> String {
     format!("{INDICES}{name}")

@@ -1,5 +1,7 @@
 //! Cluster settings: the registry (with OpenSearch's names and messages), persistent and
-//! transient values, and their persistence under `_state/` in the data directory.
+//! transient values, and their persistence under `_state/` in the data directory. In a cluster
+//! they live in the cluster's metadata (the `settings` key), which the elected manager writes
+//! and every node applies ([`ClusterSettings::apply_stored`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
@@ -184,6 +186,46 @@ impl ClusterSettings {
         Ok((persistent.clone(), transient.clone()))
     }
 
+    /// Checks an update against the registry (what `update` checks first).
+    pub fn validate(persistent: &Settings, transient: &Settings) -> Result<()> {
+        REGISTRY.validate(persistent, false, "persistent")?;
+        REGISTRY.validate(transient, false, "transient")
+    }
+
+    /// The settings after `update` would apply, as stored in a cluster's metadata (flat JSON
+    /// `{"persistent": …, "transient": …}`), from the stored form `current`.
+    pub fn merged_stored(
+        current: Option<&[u8]>,
+        persistent: &Settings,
+        transient: &Settings,
+    ) -> Result<Vec<u8>> {
+        let (mut next_persistent, mut next_transient) = parse_stored(current)?;
+        next_persistent.merge(persistent);
+        next_transient.merge(transient);
+        serde_json::to_vec(&json!({
+            "persistent": next_persistent.to_flat_json(),
+            "transient": next_transient.to_flat_json(),
+        }))
+        .map_err(|e| Error::internal("write cluster settings", e))
+    }
+
+    /// Installs the cluster's settings as its metadata stores them (a member applies them
+    /// from the cluster state); the persistent ones are kept in `_state/` too.
+    pub fn apply_stored(&self, stored: Option<&[u8]>) -> Result<()> {
+        let (persistent, transient) = parse_stored(stored)?;
+        {
+            let mut current = self.persistent.write().unwrap();
+            if *current != persistent {
+                let bytes = serde_json::to_vec_pretty(&persistent.to_flat_json())
+                    .map_err(|e| Error::internal("write cluster settings", e))?;
+                write_atomic(&self.path, &bytes)?;
+                *current = persistent;
+            }
+        }
+        *self.transient.write().unwrap() = transient;
+        Ok(())
+    }
+
     /// `GET _cluster/settings`.
     pub fn render(&self, flat: bool, include_defaults: bool) -> Value {
         let render = |s: &Settings| {
@@ -206,6 +248,19 @@ impl ClusterSettings {
         }
         body
     }
+}
+
+/// The (persistent, transient) settings of their stored form; none stored: both empty.
+fn parse_stored(stored: Option<&[u8]>) -> Result<(Settings, Settings)> {
+    let Some(bytes) = stored else {
+        return Ok((Settings::new(), Settings::new()));
+    };
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| Error::internal("read cluster settings", e))?;
+    Ok((
+        Settings::from_json(&value["persistent"])?,
+        Settings::from_json(&value["transient"])?,
+    ))
 }
 
 /// Renders an update's echo for the `PUT` response (nested, resets omitted).
@@ -258,5 +313,33 @@ mod tests {
             Settings::from_json(&json!({"search.concurrent_segment_search.mode": null})).unwrap();
         cs.update(&reset, &Settings::new()).unwrap();
         assert_eq!(cs.get("search.concurrent_segment_search.mode"), "auto");
+    }
+
+    #[test]
+    fn a_cluster_stores_updates_and_every_node_applies_them() {
+        let persistent =
+            Settings::from_json(&json!({"action.auto_create_index": "false"})).unwrap();
+        let transient = Settings::from_json(&json!({"search.max_buckets": 10})).unwrap();
+        let stored = ClusterSettings::merged_stored(None, &persistent, &transient).unwrap();
+        // a later update merges into what is stored; a null resets
+        let reset = Settings::from_json(&json!({"search.max_buckets": null})).unwrap();
+        let stored =
+            ClusterSettings::merged_stored(Some(&stored), &Settings::new(), &reset).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cs = ClusterSettings::open(dir.path()).unwrap();
+        cs.apply_stored(Some(&stored)).unwrap();
+        assert!(!cs.get_bool("action.auto_create_index"));
+        assert_eq!(cs.get_usize("search.max_buckets"), 65535);
+        assert_eq!(
+            ClusterSettings::open(dir.path())
+                .unwrap()
+                .get("action.auto_create_index"),
+            "false"
+        );
+        cs.apply_stored(None).unwrap();
+        assert!(
+            cs.get_bool("action.auto_create_index"),
+            "nothing stored: the defaults"
+        );
     }
 }

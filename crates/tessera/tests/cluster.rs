@@ -186,6 +186,29 @@ fn indices_are_created_mapped_and_deleted_from_any_node() {
         .node(0)
         .get("/logs/_doc/1")
         .expect_error(404, "index_not_found_exception");
+
+    // cluster settings are the cluster's: set on one node, in force on all
+    cluster
+        .node(1)
+        .put(
+            "/_cluster/settings",
+            &json!({"persistent": {"action.auto_create_index": "false"}}),
+        )
+        .ok();
+    for i in 0..3 {
+        let settings = cluster
+            .node(i)
+            .get("/_cluster/settings?flat_settings=true")
+            .json();
+        assert_eq!(
+            settings["persistent"]["action.auto_create_index"], "false",
+            "node {i}: {settings}"
+        );
+    }
+    cluster
+        .node(2)
+        .post("/refused/_doc/1", &json!({"x": 1}))
+        .expect_error(404, "index_not_found_exception");
 }
 
 #[test]

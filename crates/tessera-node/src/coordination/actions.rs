@@ -17,7 +17,7 @@ use tessera_index::IndexService;
 use tessera_search::messages::{decode, encode};
 use tessera_search::{LocalShard, ShardSearcher};
 
-use super::manager::{CreateIndex, MetadataUpdate, ShardReport};
+use super::manager::{ClusterSettingsUpdate, CreateIndex, MetadataUpdate, ShardReport};
 use super::Coordination;
 use crate::node::Node;
 use crate::read::{get_here, GetRequest, GET_DOC};
@@ -29,6 +29,8 @@ pub const CREATE_INDEX: &str = "indices:admin/create";
 pub const DELETE_INDICES: &str = "indices:admin/delete";
 /// A mapping or settings update, decided by the cluster manager.
 pub const UPDATE_METADATA: &str = "indices:admin/metadata/update";
+/// `PUT _cluster/settings`, decided by the cluster manager.
+pub const UPDATE_CLUSTER_SETTINGS: &str = "cluster:admin/settings/update";
 /// A node's news about its copy of a primary, to the cluster manager.
 pub const SHARD_REPORT: &str = "internal:cluster/shard/report";
 /// The shard groups of a request whose primaries one node holds, in one call (each group
@@ -189,6 +191,12 @@ pub(crate) fn bind_transport(
         &node,
         SHARD_REPORT,
         |_, c, r: ShardReport| c.manager.shard_report(&r),
+    );
+    on_management(
+        &mut handlers,
+        &node,
+        UPDATE_CLUSTER_SETTINGS,
+        |_, c, r: ClusterSettingsUpdate| c.manager.update_cluster_settings(&r),
     );
     on_management(&mut handlers, &node, BROADCAST, |n, _, r: Broadcast| {
         broadcast_here(n, &r)

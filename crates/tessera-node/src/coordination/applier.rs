@@ -6,6 +6,8 @@
 //! cannot be read the node keeps serving with the last state it applied.
 //!
 //! Applying a state to the node:
+//! - the cluster settings are the state's (`PUT _cluster/settings` on any node goes through the
+//!   manager);
 //! - every index of the state is open on every node (its metadata, for coordinating searches
 //!   and writes), with the copies the routing allocates to this node open, the others
 //!   unallocated; newer metadata is installed;
@@ -19,7 +21,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use tessera_cluster::allocation::primary_belongs_to;
-use tessera_cluster::layout::StateFold;
+use tessera_cluster::layout::{StateFold, SETTINGS_KEY};
 use tessera_cluster::ClusterState;
 use tessera_index::index_service::ShardSlot;
 
@@ -52,7 +54,7 @@ pub(crate) fn run(node: Weak<Node>, coordination: Arc<Coordination>) {
             eprintln!("the cluster state can be read again");
         }
         let mut fold = StateFold::new(&coordination.cluster_name, listing);
-        apply(&node, &coordination, fold.build());
+        apply(&node, &coordination, &fold);
         let watch = match coordination.store.watch("", fold.revision() + 1) {
             Ok(watch) => watch,
             Err(e) => {
@@ -70,7 +72,7 @@ pub(crate) fn run(node: Weak<Node>, coordination: Arc<Coordination>) {
                     while let Some(batch) = watch.try_next_batch() {
                         batch.into_iter().for_each(|event| fold.apply(event));
                     }
-                    apply(&node, &coordination, fold.build());
+                    apply(&node, &coordination, &fold);
                     applied = Instant::now();
                 }
                 Err(RecvTimeoutError::Timeout) => {
@@ -95,11 +97,17 @@ fn stopped(node: &Weak<Node>) -> bool {
     node.upgrade().is_none_or(|node| node.is_shutting_down())
 }
 
-/// Applies `state` to the node, then publishes it (when it is newer than the one published).
-fn apply(node: &Weak<Node>, coordination: &Arc<Coordination>, state: ClusterState) {
+/// Applies the state the keys in `fold` make to the node (its indices and copies, and the
+/// cluster settings), then publishes it (when it is newer than the one published).
+fn apply(node: &Weak<Node>, coordination: &Arc<Coordination>, fold: &StateFold) {
     let Some(node) = node.upgrade() else {
         return;
     };
+    let state = fold.build();
+    let settings = fold.key(SETTINGS_KEY).map(|kv| kv.value.as_slice());
+    if let Err(e) = node.cluster_settings.apply_stored(settings) {
+        eprintln!("cannot apply the cluster settings: {e}");
+    }
     reconcile(&node, coordination, &state);
     let published = coordination
         .holder

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tessera_cluster::layout::{index_key, routing_key, StoredRouting, CLUSTER_KEY};
+use tessera_cluster::layout::{index_key, routing_key, StoredRouting, CLUSTER_KEY, SETTINGS_KEY};
 use tessera_cluster::meta_store::TxnOp;
 use tessera_cluster::{allocation, ClusterState, ClusterStateHolder, Expect, MetaError, MetaStore};
 use tessera_cluster::{IndexRouting, Revision};
@@ -50,6 +50,14 @@ pub enum MetadataChange {
     Mapping(String),
     /// A settings update (flat JSON; `null` resets a key).
     Settings(String),
+}
+
+/// `PUT _cluster/settings` as the manager gets it (flat JSON, validated by the node that took
+/// the request).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClusterSettingsUpdate {
+    pub persistent: String,
+    pub transient: String,
 }
 
 /// A node's news about its copy of a primary.
@@ -261,6 +269,29 @@ impl Manager {
         Ok(MetadataDecided {
             revision,
             metadata: metadata.to_json().to_string(),
+        })
+    }
+
+    /// Applies a cluster settings update to the stored settings.
+    pub fn update_cluster_settings(&self, update: &ClusterSettingsUpdate) -> Result<Revision> {
+        let persistent = Settings::from_json(&parse_json(&update.persistent, "settings")?)?;
+        let transient = Settings::from_json(&parse_json(&update.transient, "settings")?)?;
+        crate::cluster_settings::ClusterSettings::validate(&persistent, &transient)?;
+        self.commit(|_| {
+            let current = self.store.get(SETTINGS_KEY)?;
+            let next = crate::cluster_settings::ClusterSettings::merged_stored(
+                current.as_ref().map(|kv| kv.value.as_slice()),
+                &persistent,
+                &transient,
+            )?;
+            if current.as_ref().is_some_and(|kv| kv.value == next) {
+                return Ok(Vec::new());
+            }
+            let expect = match &current {
+                Some(kv) => Expect::ModRevision(kv.mod_revision),
+                None => Expect::Absent,
+            };
+            Ok(vec![put(SETTINGS_KEY.to_string(), expect, next)])
         })
     }
 

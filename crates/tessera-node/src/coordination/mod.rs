@@ -569,6 +569,26 @@ impl Coordination {
         Ok(())
     }
 
+    /// `PUT _cluster/settings`: the manager stores the update; returns once this node applied
+    /// it.
+    pub fn update_cluster_settings(
+        &self,
+        persistent: &Settings,
+        transient: &Settings,
+    ) -> Result<()> {
+        let update = manager::ClusterSettingsUpdate {
+            persistent: persistent.to_flat_json().to_string(),
+            transient: transient.to_flat_json().to_string(),
+        };
+        let revision: Revision = self.to_manager(
+            actions::UPDATE_CLUSTER_SETTINGS,
+            &update,
+            Manager::update_cluster_settings,
+        )?;
+        self.wait_for_revision(revision)?;
+        Ok(())
+    }
+
     /// The metadata sink of an index in a cluster: the manager decides the update.
     pub fn decide_metadata(
         &self,

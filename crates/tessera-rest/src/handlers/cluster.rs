@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use tessera_cluster::{ClusterState, IndexState, ShardRouting, ShardState};
 use tessera_common::settings::Settings;
 use tessera_common::{Error, Result};
-use tessera_node::cluster_settings::render_update;
+use tessera_node::cluster_settings::{render_update, ClusterSettings};
 use tessera_node::health::Status;
 use tessera_node::resolve::resolve_names;
 use tessera_node::{Node, ResolveOptions};
@@ -128,7 +128,19 @@ pub async fn put_settings(node: Arc<Node>, request: RestRequest) -> Result<RestR
             }
         }
     }
-    let (persistent, transient) = node.cluster_settings.update(&persistent, &transient)?;
+    let (persistent, transient) = match node.coordination() {
+        Some(coordination) => {
+            ClusterSettings::validate(&persistent, &transient)?;
+            let coordination = coordination.clone();
+            let applied = (persistent.clone(), transient.clone());
+            node.pools
+                .management
+                .run(move || coordination.update_cluster_settings(&persistent, &transient))
+                .await?;
+            applied
+        }
+        None => node.cluster_settings.update(&persistent, &transient)?,
+    };
     Ok(RestResponse::ok(json!({
         "acknowledged": true,
         "persistent": render_update(&persistent),
