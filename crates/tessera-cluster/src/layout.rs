@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::meta_store::{election_prefix, KeyValue, Listing, Revision, WatchEvent};
 use crate::state::{metadata_from_json, ClusterState, DiscoveryNode, IndexRouting, IndexState};
+use tessera_index::IndexMetadata;
 
 pub const CLUSTER_KEY: &str = "cluster";
 pub const INDICES: &str = "indices/";
@@ -68,6 +69,9 @@ pub struct StateFold {
     cluster_name: String,
     keys: BTreeMap<String, KeyValue>,
     revision: Revision,
+    /// Index metadata already parsed, by key, with the revision it was parsed at: a state is
+    /// built after every change, and most changes touch no metadata (routing, nodes).
+    parsed: BTreeMap<String, (Revision, Arc<IndexMetadata>)>,
 }
 
 impl StateFold {
@@ -81,6 +85,7 @@ impl StateFold {
                 .map(|kv| (kv.key.clone(), kv))
                 .collect(),
             revision: listing.revision,
+            parsed: BTreeMap::new(),
         }
     }
 
@@ -115,7 +120,12 @@ impl StateFold {
 
     /// The state at the last revision folded in. Entries that cannot be read are left out
     /// with a message (a newer node's format, a torn write): the rest of the cluster works.
-    pub fn build(&self) -> ClusterState {
+    pub fn build(&mut self) -> ClusterState {
+        self.parsed.retain(|key, (revision, _)| {
+            self.keys
+                .get(key)
+                .is_some_and(|kv| kv.mod_revision == *revision)
+        });
         let cluster_uuid = self
             .key(CLUSTER_KEY)
             .and_then(|kv| cluster_uuid_of(&kv.value))
@@ -137,13 +147,21 @@ impl StateFold {
             .map(|(_, kv)| String::from_utf8_lossy(&kv.value).into_owned())
             // a leader whose node key is gone (its lease is ending) leads nothing
             .filter(|id| state.nodes.contains_key(id));
+        let mut parsed_now = Vec::new();
         for (name, kv) in self.under(INDICES) {
-            let metadata = match metadata_from_json(&kv.value) {
-                Ok(metadata) => metadata,
-                Err(e) => {
-                    eprintln!("cannot read the index [{name}] in the metadata store: {e}");
-                    continue;
-                }
+            let metadata = match self.parsed.get(&kv.key) {
+                Some((_, metadata)) => metadata.clone(),
+                None => match metadata_from_json(&kv.value) {
+                    Ok(metadata) => {
+                        let metadata = Arc::new(metadata);
+                        parsed_now.push((kv.key.clone(), kv.mod_revision, metadata.clone()));
+                        metadata
+                    }
+                    Err(e) => {
+                        eprintln!("cannot read the index [{name}] in the metadata store: {e}");
+                        continue;
+                    }
+                },
             };
             let routing = self
                 .key(&routing_key(name))
@@ -157,13 +175,16 @@ impl StateFold {
                     state.indices.insert(
                         name.to_string(),
                         IndexState {
-                            metadata: Arc::new(metadata),
+                            metadata,
                             routing: stored.routing,
                         },
                     );
                 }
                 None => eprintln!("the index [{name}] has no routing in the metadata store"),
             }
+        }
+        for (key, revision, metadata) in parsed_now {
+            self.parsed.insert(key, (revision, metadata));
         }
         state
     }
@@ -234,6 +255,13 @@ mod tests {
         assert_eq!(state.nodes.len(), 2);
         assert_eq!(state.indices.len(), 1);
         assert_eq!(state.index("logs").unwrap().routing, routing);
+
+        // metadata is parsed once per change of its key
+        let again = fold.build();
+        assert!(Arc::ptr_eq(
+            &state.index("logs").unwrap().metadata,
+            &again.index("logs").unwrap().metadata
+        ));
 
         // the leader's node leaves: the next candidate leads once its key is the lowest
         fold.apply(WatchEvent::Delete(kv("nodes/n1", vec![], 8)));

@@ -54,7 +54,7 @@ pub(crate) fn run(node: Weak<Node>, coordination: Arc<Coordination>) {
             eprintln!("the cluster state can be read again");
         }
         let mut fold = StateFold::new(&coordination.cluster_name, listing);
-        apply(&node, &coordination, &fold);
+        apply(&node, &coordination, &mut fold);
         let watch = match coordination.store.watch("", fold.revision() + 1) {
             Ok(watch) => watch,
             Err(e) => {
@@ -72,7 +72,7 @@ pub(crate) fn run(node: Weak<Node>, coordination: Arc<Coordination>) {
                     while let Some(batch) = watch.try_next_batch() {
                         batch.into_iter().for_each(|event| fold.apply(event));
                     }
-                    apply(&node, &coordination, &fold);
+                    apply(&node, &coordination, &mut fold);
                     applied = Instant::now();
                 }
                 Err(RecvTimeoutError::Timeout) => {
@@ -99,7 +99,7 @@ fn stopped(node: &Weak<Node>) -> bool {
 
 /// Applies the state the keys in `fold` make to the node (its indices and copies, and the
 /// cluster settings), then publishes it (when it is newer than the one published).
-fn apply(node: &Weak<Node>, coordination: &Arc<Coordination>, fold: &StateFold) {
+fn apply(node: &Weak<Node>, coordination: &Arc<Coordination>, fold: &mut StateFold) {
     let Some(node) = node.upgrade() else {
         return;
     };
