@@ -333,6 +333,10 @@ impl Node {
                 ClusterMode::Single(cluster)
             }
             Some(store) => {
+                crate::coordination::membership::check_cluster_uuid(
+                    &config.data_path,
+                    store.as_ref(),
+                )?;
                 let runtime = tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(2)
                     .enable_all()

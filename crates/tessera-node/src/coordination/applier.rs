@@ -104,6 +104,12 @@ fn apply(node: &Weak<Node>, coordination: &Arc<Coordination>, fold: &mut StateFo
         return;
     };
     let state = fold.build();
+    if !state.cluster_uuid.is_empty() {
+        let data = &node.config.data_path;
+        if let Err(e) = super::membership::record_cluster_uuid(data, &state.cluster_uuid) {
+            eprintln!("cannot record the cluster uuid: {e}");
+        }
+    }
     let settings = fold.key(SETTINGS_KEY).map(|kv| kv.value.as_slice());
     if let Err(e) = node.cluster_settings.apply_stored(settings) {
         eprintln!("cannot apply the cluster settings: {e}");

@@ -7,10 +7,11 @@
 //! metadata change goes on only while the last successful keep-alive is younger than the ttl,
 //! that is while the rest of the cluster still counts this node in.
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tessera_cluster::layout::{node_key, ELECTION};
+use tessera_cluster::layout::{cluster_uuid_of, node_key, CLUSTER_KEY, ELECTION};
 use tessera_cluster::meta_store::LeaderKey;
 use tessera_cluster::{DiscoveryNode, Expect, LeaseId, MetaError, MetaStore};
 use tessera_common::{Error, Result};
@@ -135,6 +136,45 @@ impl Membership {
     }
 }
 
+/// Where a node remembers the cluster it belongs to (beside its node id).
+fn node_file(data: &Path) -> PathBuf {
+    data.join("_state").join("node.json")
+}
+
+/// Refuses to join a cluster other than the one this node's data belongs to (OpenSearch's
+/// check: a node's shards are only meaningful in their own cluster, and an etcd that was
+/// replaced or a wrong `--etcd` must not silently pair them with another cluster's state).
+pub fn check_cluster_uuid(data: &Path, store: &dyn MetaStore) -> Result<()> {
+    let remembered = std::fs::read(node_file(data))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|value| value["cluster_uuid"].as_str().map(String::from));
+    let stored = store
+        .get(CLUSTER_KEY)?
+        .and_then(|kv| cluster_uuid_of(&kv.value));
+    match (remembered, stored) {
+        (Some(mine), Some(theirs)) if mine != theirs => Err(Error::illegal_state(format!(
+            "This node previously joined a cluster with UUID [{mine}] and is now trying to join a different cluster with UUID [{theirs}]. This is forbidden and usually indicates an incorrect discovery or cluster bootstrapping configuration. Note that the cluster UUID persists across restarts and can only be changed by deleting the contents of the node's data path [{}]",
+            data.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Remembers the cluster this node belongs to, once it is known.
+pub fn record_cluster_uuid(data: &Path, uuid: &str) -> Result<()> {
+    let path = node_file(data);
+    let mut value: serde_json::Value = std::fs::read(&path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_else(|| serde_json::json!({}));
+    if value["cluster_uuid"].as_str() == Some(uuid) {
+        return Ok(());
+    }
+    value["cluster_uuid"] = serde_json::Value::from(uuid);
+    tessera_index::translog::write_atomic(&path, value.to_string().as_bytes())
+}
+
 fn register(store: &dyn MetaStore, local: &DiscoveryNode, lease: LeaseId) -> Result<()> {
     let value = serde_json::to_vec(local).map_err(|e| Error::internal("serialise the node", e))?;
     store.compare_and_set(&node_key(&local.id), Expect::Any, &value, lease)?;
@@ -176,5 +216,37 @@ mod tests {
             "its key went with its lease"
         );
         assert!(b.campaign(Duration::from_millis(500)).unwrap());
+    }
+
+    #[test]
+    fn a_node_refuses_another_cluster_than_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(data.join("_state")).unwrap();
+        let store = FileMetaStore::open(&dir.path().join("store")).unwrap();
+        // nothing known on either side, or only one side: fine
+        check_cluster_uuid(&data, &store).unwrap();
+        record_cluster_uuid(&data, "first").unwrap();
+        check_cluster_uuid(&data, &store).unwrap();
+        store
+            .compare_and_set(
+                CLUSTER_KEY,
+                Expect::Absent,
+                br#"{"cluster_uuid":"first"}"#,
+                0,
+            )
+            .unwrap();
+        check_cluster_uuid(&data, &store).unwrap();
+        let other = FileMetaStore::open(&dir.path().join("other")).unwrap();
+        other
+            .compare_and_set(
+                CLUSTER_KEY,
+                Expect::Absent,
+                br#"{"cluster_uuid":"second"}"#,
+                0,
+            )
+            .unwrap();
+        let refused = check_cluster_uuid(&data, &other).unwrap_err();
+        assert!(refused.reason().contains("[first]") && refused.reason().contains("[second]"));
     }
 }
