@@ -58,8 +58,8 @@ pub struct Coordination {
     pub manager: Manager,
     pub transport: TransportClient,
     /// The transport's runtime: its server, its connections, and the calls of threads that
-    /// are not on a runtime.
-    runtime: tokio::runtime::Runtime,
+    /// are not on a runtime. Always `Some` until dropped (see `Drop`).
+    runtime: Option<tokio::runtime::Runtime>,
     /// The node's transport server (dropping it stops the server).
     _server: tessera_cluster::transport::ServerHandle,
     /// Bumped with every state applied; the coordination thread waits on it.
@@ -94,7 +94,7 @@ impl Coordination {
             membership,
             manager,
             transport,
-            runtime,
+            runtime: Some(runtime),
             _server: server,
             changes: (Mutex::new(0), Condvar::new()),
             reporting: Mutex::new(HashSet::new()),
@@ -102,7 +102,9 @@ impl Coordination {
     }
 
     pub fn runtime(&self) -> &tokio::runtime::Runtime {
-        &self.runtime
+        self.runtime
+            .as_ref()
+            .expect("the transport runtime lives as long as the coordination")
     }
 
     pub fn local(&self) -> &DiscoveryNode {
@@ -216,7 +218,7 @@ impl Coordination {
         future: impl Future<Output = T> + Send + 'static,
     ) -> Result<T> {
         let (sender, receiver) = std::sync::mpsc::channel();
-        self.runtime.spawn(async move {
+        self.runtime().spawn(async move {
             let _ = sender.send(future.await);
         });
         receiver
@@ -256,7 +258,7 @@ impl Coordination {
         Resp: DeserializeOwned + Send + 'static,
     {
         let call = tessera_search::messages::encode(request).map(|body| {
-            self.runtime.spawn(
+            self.runtime().spawn(
                 self.transport
                     .call(&node.transport_address, action, body, None),
             )
@@ -614,6 +616,16 @@ impl Coordination {
     /// Leaves the cluster cleanly.
     pub fn leave(&self) {
         self.membership.leave();
+    }
+}
+
+impl Drop for Coordination {
+    /// The last reference to a node may go on a runtime's thread, where dropping a runtime
+    /// (which waits for its tasks) panics: the transport's runtime is let go in the background.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }
 
