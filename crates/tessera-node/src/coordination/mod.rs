@@ -118,14 +118,20 @@ impl Coordination {
         changed.notify_all();
     }
 
-    /// Starts the node's coordination threads: the applier, and the one that renews the
-    /// lease, stands for election and, while this node leads, reroutes after every change.
+    /// Starts the node's coordination threads: the applier; the one that renews the lease (on
+    /// its own, so that nothing slow delays it); and the one that stands for election and,
+    /// while this node leads, reroutes after every change.
     pub(crate) fn start_threads(self: &Arc<Self>, node: Weak<Node>) -> Result<()> {
         let applier = (node.clone(), self.clone());
         thread::Builder::new()
             .name("cluster_applier".into())
             .spawn(move || applier::run(applier.0, applier.1))
             .map_err(|e| Error::internal("start the cluster state applier", e))?;
+        let (lease_node, membership) = (node.clone(), self.membership.clone());
+        thread::Builder::new()
+            .name("cluster_lease".into())
+            .spawn(move || renew_lease(lease_node, membership))
+            .map_err(|e| Error::internal("start the lease renewal", e))?;
         let this = self.clone();
         thread::Builder::new()
             .name("cluster_coordination".into())
@@ -135,19 +141,11 @@ impl Coordination {
     }
 
     fn coordinate(&self, node: Weak<Node>) {
-        let renew_every = Duration::from_millis(500);
-        let mut renewed = Instant::now();
         let mut rerouted_at = None;
         let mut seen = 0;
         loop {
             if node.upgrade().is_none_or(|node| node.is_shutting_down()) {
                 return;
-            }
-            if renewed.elapsed() >= renew_every {
-                if let Err(e) = self.membership.renew() {
-                    eprintln!("cannot renew the node's lease: {e}");
-                }
-                renewed = Instant::now();
             }
             let leads = match self.membership.campaign(Duration::from_millis(300)) {
                 Ok(leads) => leads,
@@ -171,11 +169,13 @@ impl Coordination {
                     Err(e) => eprintln!("cannot reroute: {e}"),
                 }
             }
-            // wait for the next change, or renew
+            // wait for the next change (or look again in a while)
             let (count, changed) = &self.changes;
             let guard = count.lock().unwrap();
             if *guard == seen {
-                let (guard, _) = changed.wait_timeout(guard, renew_every).unwrap();
+                let (guard, _) = changed
+                    .wait_timeout(guard, Duration::from_millis(500))
+                    .unwrap();
                 seen = *guard;
             } else {
                 seen = *guard;
@@ -625,6 +625,30 @@ impl Drop for Coordination {
     fn drop(&mut self) {
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
+        }
+    }
+}
+
+/// Renews the node's lease every 500 ms until the node stops (a lease lasts seconds: several
+/// renewals may fail before it is lost).
+fn renew_lease(node: Weak<Node>, membership: Arc<Membership>) {
+    let mut failing = false;
+    loop {
+        thread::sleep(Duration::from_millis(500));
+        if node.upgrade().is_none_or(|node| node.is_shutting_down()) {
+            return;
+        }
+        match membership.renew() {
+            Ok(()) if failing => {
+                eprintln!("the node's lease is renewed again");
+                failing = false;
+            }
+            Ok(()) => {}
+            Err(e) if !failing => {
+                eprintln!("cannot renew the node's lease: {e}");
+                failing = true;
+            }
+            Err(_) => {}
         }
     }
 }
