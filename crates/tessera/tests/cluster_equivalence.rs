@@ -11,11 +11,15 @@
 //! -1`, fewer refreshes than the merge policy merges from). Then a seeded random catalog of
 //! requests (the property tests' query, sort and aggregation generators, plus prefix,
 //! query_string, from/size, search_after, track_total_hits, `_source` filtering,
-//! docvalue_fields, versions, highlights, timeouts and `_count`) goes to the single node and to
-//! each of the three cluster nodes: the answers must be the same text, less `took`, floats
-//! included. `"profile": true` answers are compared less their timings and the node in each
-//! shard's id (which must name the node holding the shard), and terms aggregations whose
-//! error bounds depend on how documents are spread over shards are compared on their own.
+//! docvalue_fields and fields, versions, highlights, explanations, timeouts, `?routing=` (one
+//! shard: its query and fetch in one call) and `_count`) goes to the single node and to each
+//! of the three cluster nodes: the answers must be the same text, less `took`, floats included
+//! (a hit's `_node`, rendered with `explain`, must name the node holding its shard).
+//! `"profile": true` answers are compared less their timings and the node in each shard's id
+//! (which must name the node holding the shard), and terms aggregations whose error bounds
+//! depend on how documents are spread over shards are compared on their own.
+//!
+//! Each seed (two by default) writes an index of its own to the same cluster.
 //!
 //! Reproduce a failure with `TESSERA_PROP_SEED=<seed> cargo test -p tessera --test
 //! cluster_equivalence`; the message names the seed, the layout and the request.
@@ -270,9 +274,12 @@ fn random_search(rng: &mut Rng, users: u64) -> Value {
         2 => body["_source"] = json!({"includes": ["x", "p*", "ts"], "excludes": ["price"]}),
         _ => {}
     }
+    let fetched = ["x", "price", "n", "nums", "ts", "flag", "color"];
     if rng.chance(0.2) {
-        body["docvalue_fields"] =
-            json!(rng.subset(&["x", "price", "n", "nums", "ts", "flag"], 1, 3));
+        body["docvalue_fields"] = json!(rng.subset(&fetched, 1, 3));
+    }
+    if rng.chance(0.1) {
+        body["fields"] = json!(rng.subset(&fetched, 1, 3));
     }
     if rng.chance(0.1) {
         body["version"] = json!(true);
@@ -361,7 +368,12 @@ impl Check<'_> {
         let expected = self.single.post(path, body);
         if !expected.is_success() {
             self.errors += 1;
-            if expected.status >= 500 {
+            // a bad request is fine in a random catalog (the same on every side), a server
+            // error is not, but for the limit on buckets (503, as in OpenSearch)
+            let limit = expected
+                .body
+                .contains("\"type\":\"too_many_buckets_exception\"");
+            if expected.status >= 500 && !limit {
                 self.failures.push(format!(
                     "POST {path} {body}\n  the single node failed: {} {}",
                     expected.status, expected.body
@@ -490,8 +502,7 @@ fn a_three_node_cluster_answers_every_search_as_one_node_holding_the_same_shards
     let single = Node::start();
     let mut report = String::new();
     let mut total_requests = 0;
-    let mut error_bounds_seen = 0;
-    for (case, seed) in seeds(0xC1_05_7E_12, 1).into_iter().enumerate() {
+    for (case, seed) in seeds(0xC1_05_7E_12, 2).into_iter().enumerate() {
         let mut rng = Rng::new(seed);
         let index = format!("props-{case}");
         let corpus = build_corpus(&mut rng, &cluster, &single, &index);
@@ -551,17 +562,27 @@ fn a_three_node_cluster_answers_every_search_as_one_node_holding_the_same_shards
 
         // terms whose doc_count_error_upper_bound and sum_other_doc_count come from how the
         // documents are spread over the shards: the same shards, the same figures
-        for _ in 0..6 {
+        // (at least 6, and on until one has a non-zero error bound, so the check bites)
+        let mut bounded = 0;
+        for attempt in 0..40 {
+            if attempt >= 6 && bounded > 0 {
+                break;
+            }
             let size = rng.range(1, 4);
-            let mut terms = json!({"field": *rng.pick(&["user", "nums", "n"]), "size": size,
+            let mut terms = json!({"field": *rng.pick(&["user", "user", "nums", "n"]), "size": size,
                                    "shard_size": size + rng.range(0, 2),
                                    "show_term_doc_count_error": true});
-            if rng.chance(0.3) {
+            if rng.chance(0.2) {
                 terms["order"] = json!({"_count": "asc"});
             }
+            let query = if rng.chance(0.5) {
+                json!({"match_all": {}})
+            } else {
+                Filter::random(&mut rng, corpus.users, 1).to_json()
+            };
             let body = json!({
                 "size": 0,
-                "query": Filter::random(&mut rng, corpus.users, 1).to_json(),
+                "query": query,
                 "aggs": {"t": {"terms": terms, "aggs": {
                     "c": {"terms": {"field": "color", "size": 2, "shard_size": 2}}
                 }}}
@@ -572,10 +593,14 @@ fn a_three_node_cluster_answers_every_search_as_one_node_holding_the_same_shards
                 if t["doc_count_error_upper_bound"].as_u64().unwrap_or(0) > 0
                     && t["sum_other_doc_count"].as_u64().unwrap_or(0) > 0
                 {
-                    error_bounds_seen += 1;
+                    bounded += 1;
                 }
             }
         }
+        assert!(
+            bounded > 0,
+            "seed {seed}: no terms aggregation had a non-zero error bound: the check tests nothing"
+        );
 
         // "explain": true
         for _ in 0..EXPLAINS {
@@ -647,10 +672,6 @@ fn a_three_node_cluster_answers_every_search_as_one_node_holding_the_same_shards
     assert!(
         report.is_empty(),
         "the cluster answered differently:{report}"
-    );
-    assert!(
-        error_bounds_seen > 0,
-        "no terms aggregation had a non-zero error bound: the check tests nothing"
     );
     eprintln!("{total_requests} requests, each on 4 nodes");
 }
