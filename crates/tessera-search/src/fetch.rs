@@ -48,8 +48,8 @@ impl FetchSpec {
     }
 }
 
-/// One loaded hit. It crosses the wire in [`WireFetchedDoc`]'s shape: JSON values as text,
-/// since the binary encoding is not self-describing.
+/// One loaded hit. It crosses the wire in [`WireFetchedDoc`]'s shape: the source as text, the
+/// other JSON values as `WireJson`, since the binary encoding is not self-describing.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(into = "WireFetchedDoc", try_from = "WireFetchedDoc")]
 pub struct FetchedDoc {
@@ -67,14 +67,77 @@ pub struct FetchedDoc {
 #[derive(Serialize, Deserialize)]
 struct WireFetchedDoc {
     id: Option<String>,
+    /// The raw source, as text (the client's bytes, unchanged).
     source: Option<String>,
     routing: Option<String>,
     version: Option<u64>,
     seq_no: Option<u64>,
     primary_term: Option<u64>,
-    fields: String,
-    explanation: Option<String>,
-    highlight: Option<String>,
+    fields: Vec<(String, WireJson)>,
+    explanation: Option<WireJson>,
+    highlight: Option<Vec<(String, WireJson)>>,
+}
+
+/// A JSON value in the binary encoding, numbers with their exact type and bits. JSON text
+/// would not do: serde_json (without `float_roundtrip`) reads some floats back one ulp off,
+/// e.g. an f32 score widened to f64, printed with 17 digits, in an explanation.
+#[derive(Serialize, Deserialize)]
+enum WireJson {
+    Null,
+    Bool(bool),
+    U64(u64),
+    I64(i64),
+    F64(f64),
+    String(String),
+    Array(Vec<WireJson>),
+    /// Entries in order (the map keeps insertion order).
+    Object(Vec<(String, WireJson)>),
+}
+
+impl From<Value> for WireJson {
+    fn from(value: Value) -> WireJson {
+        match value {
+            Value::Null => WireJson::Null,
+            Value::Bool(b) => WireJson::Bool(b),
+            Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => WireJson::U64(u),
+                (None, Some(i)) => WireJson::I64(i),
+                _ => WireJson::F64(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            Value::String(s) => WireJson::String(s),
+            Value::Array(items) => WireJson::Array(items.into_iter().map(WireJson::from).collect()),
+            Value::Object(map) => WireJson::Object(wire_map(map)),
+        }
+    }
+}
+
+impl From<WireJson> for Value {
+    fn from(wire: WireJson) -> Value {
+        match wire {
+            WireJson::Null => Value::Null,
+            WireJson::Bool(b) => Value::Bool(b),
+            WireJson::U64(u) => Value::from(u),
+            WireJson::I64(i) => Value::from(i),
+            // a JSON value holds no NaN or infinity: none was sent
+            WireJson::F64(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+            WireJson::String(s) => Value::String(s),
+            WireJson::Array(items) => Value::Array(items.into_iter().map(Value::from).collect()),
+            WireJson::Object(entries) => Value::Object(json_map(entries)),
+        }
+    }
+}
+
+fn wire_map(map: Map<String, Value>) -> Vec<(String, WireJson)> {
+    map.into_iter()
+        .map(|(k, v)| (k, WireJson::from(v)))
+        .collect()
+}
+
+fn json_map(entries: Vec<(String, WireJson)>) -> Map<String, Value> {
+    entries
+        .into_iter()
+        .map(|(k, v)| (k, Value::from(v)))
+        .collect()
 }
 
 impl From<FetchedDoc> for WireFetchedDoc {
@@ -86,9 +149,9 @@ impl From<FetchedDoc> for WireFetchedDoc {
             version: doc.version,
             seq_no: doc.seq_no,
             primary_term: doc.primary_term,
-            fields: Value::Object(doc.fields).to_string(),
-            explanation: doc.explanation.map(|e| e.to_string()),
-            highlight: doc.highlight.map(|h| Value::Object(h).to_string()),
+            fields: wire_map(doc.fields),
+            explanation: doc.explanation.map(WireJson::from),
+            highlight: doc.highlight.map(wire_map),
         }
     }
 }
@@ -104,17 +167,9 @@ impl TryFrom<WireFetchedDoc> for FetchedDoc {
             version: wire.version,
             seq_no: wire.seq_no,
             primary_term: wire.primary_term,
-            fields: serde_json::from_str(&wire.fields)?,
-            explanation: wire
-                .explanation
-                .as_deref()
-                .map(serde_json::from_str)
-                .transpose()?,
-            highlight: wire
-                .highlight
-                .as_deref()
-                .map(serde_json::from_str)
-                .transpose()?,
+            fields: json_map(wire.fields),
+            explanation: wire.explanation.map(Value::from),
+            highlight: wire.highlight.map(json_map),
         })
     }
 }

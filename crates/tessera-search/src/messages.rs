@@ -236,6 +236,67 @@ mod tests {
         assert!(left > Duration::from_secs(50) && left <= Duration::from_secs(60));
     }
 
+    /// Floats in a fetched hit's JSON (explanations, doc-value fields) come back with the same
+    /// bits: an f32 score widened to f64 prints with 17 digits, which serde_json's default
+    /// parser (without `float_roundtrip`) can read back one ulp off.
+    #[test]
+    fn fetched_json_values_cross_the_wire_exactly() {
+        let tricky = [
+            f64::from(1.022_502_f32),
+            f64::from(2.470_388_4_f32),
+            0.1 + 0.2,
+            123_456.0 * (1.0 / 100.0),
+            -1.0e-300,
+            f64::MAX,
+        ];
+        let mut fields = serde_json::Map::new();
+        fields.insert("x".into(), json!(tricky));
+        fields.insert("n".into(), json!([-3, u64::MAX, i64::MIN]));
+        fields.insert("o".into(), json!({"z": null, "b": true, "a": ["s"]}));
+        let mut highlight = serde_json::Map::new();
+        highlight.insert("body".into(), json!(["<em>alpha</em> bravo"]));
+        let explanation = json!({"value": tricky[0], "description": "sum of", "details": [
+            {"value": tricky[1], "description": "idf", "details": []}
+        ]});
+        let doc = FetchedDoc {
+            id: Some("d1".into()),
+            source: Some(serde_json::value::RawValue::from_string("{\"x\": 1.50}".into()).unwrap()),
+            routing: None,
+            version: Some(3),
+            seq_no: Some(7),
+            primary_term: Some(1),
+            fields: fields.clone(),
+            explanation: Some(explanation.clone()),
+            highlight: Some(highlight.clone()),
+        };
+        let round: FetchedDoc = decode(&encode(&doc).unwrap()).unwrap();
+        let bits = |v: &serde_json::Value| -> Vec<u64> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap().to_bits())
+                .collect()
+        };
+        assert_eq!(bits(&round.fields["x"]), bits(&fields["x"]));
+        let round_explanation = round.explanation.unwrap();
+        assert_eq!(
+            round_explanation["value"].as_f64().unwrap().to_bits(),
+            tricky[0].to_bits()
+        );
+        // the same text, key order included
+        assert_eq!(round_explanation.to_string(), explanation.to_string());
+        assert_eq!(
+            serde_json::Value::Object(round.fields).to_string(),
+            serde_json::Value::Object(fields).to_string()
+        );
+        assert_eq!(round.highlight, Some(highlight));
+        assert_eq!(round.source.unwrap().get(), "{\"x\": 1.50}");
+        assert_eq!(
+            (round.version, round.seq_no, round.primary_term),
+            (Some(3), Some(7), Some(1))
+        );
+    }
+
     #[test]
     fn query_results_and_errors_cross_the_wire() {
         let result = QuerySearchResult {
