@@ -464,9 +464,16 @@ impl Node {
                 .filter(|i| i.metadata.uuid == meta.uuid);
             return (0..meta.number_of_shards as usize)
                 .map(|shard| {
+                    // a copy on a node that left is gone, whether or not the manager has
+                    // rerouted it yet
                     let primary = routing
                         .and_then(|i| i.routing.shards.get(shard))
-                        .and_then(|table| table.primary());
+                        .and_then(|table| table.primary())
+                        .filter(|p| {
+                            p.node_id
+                                .as_ref()
+                                .is_none_or(|id| state.nodes.contains_key(id))
+                        });
                     match primary.map(|p| p.state) {
                         Some(tessera_cluster::ShardState::Started)
                         | Some(tessera_cluster::ShardState::Relocating) => PrimaryState::Active,

@@ -233,8 +233,9 @@ fn a_killed_manager_is_replaced_and_a_node_that_left_gets_its_shards_back() {
             && elected.is_some_and(|id| state["nodes"][id]["name"] != format!("node-{manager}"))
     });
     // the dead node's primary is unassigned: the index is red, and a search says so
-    let health = cluster.node(survivor).get("/_cluster/health/items").json();
-    assert_eq!(health["status"], "red", "{health}");
+    eventually("the index red", || {
+        cluster.node(survivor).get("/_cluster/health/items").json()["status"] == "red"
+    });
     let partial = cluster
         .node(survivor)
         .search("items", &json!({"query": {"match_all": {}}, "size": 0}));
