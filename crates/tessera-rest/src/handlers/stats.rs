@@ -11,6 +11,7 @@ use tessera_index::IndexService;
 use tessera_node::Node;
 
 use super::nodes::indices_stats;
+use super::reports::{self, add_json};
 use super::resolve_options;
 use crate::request::RestRequest;
 use crate::response::RestResponse;
@@ -78,20 +79,49 @@ pub async fn stats(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
         .cloned()
         .unwrap_or_else(|| "_all".to_string());
     let indices = node.resolve(&expression, &resolve_options(&request, true)?)?;
-    node.pools
-        .management
-        .run(move || Ok(render(&indices, &sections)))
-        .await
-        .map(RestResponse::ok)
+    let uuids: Vec<String> = indices.iter().map(|i| i.metadata().uuid.clone()).collect();
+    // every node's sections of the copies it holds, summed by index
+    let answers = node
+        .fan_out(reports::INDEX_STATS, json!({ "index_uuids": uuids }))
+        .await;
+    let mut by_uuid: Map<String, Value> = Map::new();
+    for (target, answer) in answers {
+        match answer {
+            Ok(Value::Object(stats)) => {
+                for (uuid, stats) in stats {
+                    match by_uuid.get_mut(&uuid) {
+                        Some(sum) => add_json(sum, &stats),
+                        None => {
+                            by_uuid.insert(uuid, stats);
+                        }
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!(
+                "node [{}] did not send its index statistics: {e}",
+                target.id
+            ),
+        }
+    }
+    Ok(RestResponse::ok(render(&indices, &by_uuid, &sections)))
 }
 
-fn render(indices: &[Arc<IndexService>], sections: &Option<Vec<&'static str>>) -> Value {
+fn render(
+    indices: &[Arc<IndexService>],
+    by_uuid: &Map<String, Value>,
+    sections: &Option<Vec<&'static str>>,
+) -> Value {
     let shards: u32 = indices.iter().map(|i| i.metadata().number_of_shards).sum();
-    let all = filtered(indices_stats(indices), sections);
+    // an index no node holds a copy of counts nothing
+    let empty = indices_stats(&[]);
+    let mut all = empty.clone();
     let mut per_index = Map::new();
     for index in indices {
         let meta = index.metadata();
-        let stats = filtered(indices_stats(std::slice::from_ref(index)), sections);
+        let stats = by_uuid.get(&meta.uuid).unwrap_or(&empty);
+        add_json(&mut all, stats);
+        let stats = filtered(stats.clone(), sections);
         per_index.insert(
             meta.name.clone(),
             json!({
@@ -101,6 +131,7 @@ fn render(indices: &[Arc<IndexService>], sections: &Option<Vec<&'static str>>) -
             }),
         );
     }
+    let all = filtered(all, sections);
     json!({
         "_shards": {"total": shards, "successful": shards, "failed": 0},
         "_all": {"primaries": all, "total": all},
