@@ -804,23 +804,6 @@ pub async fn allocation(node: Arc<Node>, request: RestRequest) -> Result<RestRes
             }
         }
     }
-    // a single node's replicas are not in its routing: they are never assigned
-    if node.coordination().is_none() {
-        unassigned = 0;
-        for index in state.indices.values() {
-            let meta = &index.metadata;
-            unassigned += u64::from(meta.number_of_shards) * u64::from(meta.number_of_replicas());
-            unassigned += index
-                .routing
-                .shards
-                .iter()
-                .flat_map(|t| &t.copies)
-                .filter(|c| {
-                    c.node_id.is_none() || c.state == tessera_cluster::ShardState::Unassigned
-                })
-                .count() as u64;
-        }
-    }
     let answers = node.fan_out(reports::DISK, serde_json::json!({})).await;
     let mut rows = Vec::new();
     for (target, answer) in answers {
