@@ -500,7 +500,9 @@ pub async fn count(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
         index_expression(&request),
         &resolve_options(&request, true)?,
     )?;
-    let total: u64 = indices.iter().map(|i| i.doc_counts().0).sum();
+    // every node's copies (on one node, its own)
+    let counts = node.shard_counts(indices).await?;
+    let total: u64 = counts.values().map(|c| c.docs).sum();
     let (epoch, timestamp) = clock(tessera_common::time::now_millis());
     render(
         &request,
