@@ -260,6 +260,7 @@ fn unassigned_routed_primary(
                 "node_id": n.id,
                 "node_name": n.name,
                 "transport_address": n.transport_address,
+                "node_attributes": {},
                 "node_decision": "no",
                 "store": {"found": false}
             })
