@@ -216,6 +216,21 @@ pub fn port_of(address: &str) -> Option<u64> {
 pub fn add_json(into: &mut Value, from: &Value) {
     match (into, from) {
         (Value::Object(a), Value::Object(b)) => {
+            // an average over queries: weighted by each side's queries, not summed
+            let average = |o: &Map<String, Value>| {
+                let queries = o.get("concurrent_query_total")?.as_f64()?;
+                Some((
+                    o.get("concurrent_avg_slice_count")?.as_f64()? * queries,
+                    queries,
+                ))
+            };
+            let weighted = average(a).zip(average(b)).map(|((sa, qa), (sb, qb))| {
+                if qa + qb == 0.0 {
+                    0.0
+                } else {
+                    (sa + sb) / (qa + qb)
+                }
+            });
             for (key, value) in b {
                 match a.get_mut(key) {
                     Some(existing) => add_json(existing, value),
@@ -223,6 +238,9 @@ pub fn add_json(into: &mut Value, from: &Value) {
                         a.insert(key.clone(), value.clone());
                     }
                 }
+            }
+            if let Some(weighted) = weighted {
+                a.insert("concurrent_avg_slice_count".into(), json!(weighted));
             }
         }
         (into @ Value::Number(_), Value::Number(b)) => {
@@ -251,6 +269,23 @@ mod tests {
             a,
             json!({"docs": {"count": 5, "deleted": 1}, "x": false, "avg": 2.0, "new": 1})
         );
+    }
+
+    #[test]
+    fn average_slice_counts_are_weighted_by_queries() {
+        let mut a = json!({"concurrent_query_total": 1, "concurrent_avg_slice_count": 4.0});
+        add_json(
+            &mut a,
+            &json!({"concurrent_query_total": 3, "concurrent_avg_slice_count": 2.0}),
+        );
+        assert_eq!(
+            a,
+            json!({"concurrent_query_total": 4, "concurrent_avg_slice_count": 2.5})
+        );
+        let mut none = json!({"concurrent_query_total": 0, "concurrent_avg_slice_count": 0.0});
+        let other = none.clone();
+        add_json(&mut none, &other);
+        assert_eq!(none["concurrent_avg_slice_count"], 0.0);
     }
 
     #[test]
