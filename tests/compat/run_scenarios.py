@@ -128,7 +128,8 @@ def match(expected, actual, path="$", errors=None):
     if errors is None:
         errors = []
     if expected == "$nodes":
-        if actual != NODES:
+        # _cat's JSON gives numbers as strings
+        if actual != NODES and actual != str(NODES):
             errors.append(f"{path}: expected {NODES} (the nodes of the cluster), got {_fmt(actual)}")
         return errors
     if isinstance(expected, str) and expected in MARKERS:
@@ -153,6 +154,22 @@ def match(expected, actual, path="$", errors=None):
         if "$regex" in expected:
             if not isinstance(actual, str) or not re.search(expected["$regex"], actual, re.S):
                 errors.append(f"{path}: expected a string matching /{expected['$regex']}/, got {_fmt(actual)}")
+            return errors
+        if "$all" in expected:
+            # an array whose every element matches (of "$length" elements, "$nodes" allowed),
+            # some of them matching each of "$contains"
+            if not isinstance(actual, list) or not actual:
+                errors.append(f"{path}: expected a non-empty array, got {_fmt(actual)}")
+                return errors
+            if "$length" in expected:
+                length = NODES if expected["$length"] == "$nodes" else expected["$length"]
+                if len(actual) != length:
+                    errors.append(f"{path}: expected {length} elements, got {_fmt(actual)}")
+            for i, got in enumerate(actual):
+                match(expected["$all"], got, f"{path}[{i}]", errors)
+            for want in expected.get("$contains", []):
+                if not any(not match(want, got, path) for got in actual):
+                    errors.append(f"{path}: no element matches expected {_fmt(want)} (actual array: {_fmt(actual)})")
             return errors
         if "$contains" in expected:
             if not isinstance(actual, list):

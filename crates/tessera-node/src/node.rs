@@ -170,7 +170,23 @@ pub struct Node {
     indices: RwLock<BTreeMap<String, Arc<IndexService>>>,
     create_lock: Mutex<()>,
     shutdown: AtomicBool,
+    /// The node-local reports (`Node::run_report`), installed by the REST layer.
+    report_hook: RwLock<Option<ReportHook>>,
 }
+
+/// A node-local report by name, with JSON parameters, answered in JSON: the REST layer
+/// installs it (`Node::set_report_hook`) so that [`Node::fan_out`] can run it on every node.
+pub type ReportHook = Arc<
+    dyn Fn(
+            &str,
+            Value,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// How long [`Node::fan_out`] waits for another node's report.
+const REPORT_WAIT: Duration = Duration::from_secs(30);
 
 fn indices_dir(data: &Path) -> PathBuf {
     data.join("indices")
@@ -409,6 +425,7 @@ impl Node {
                 indices: RwLock::new(indices),
                 create_lock: Mutex::new(()),
                 shutdown: AtomicBool::new(false),
+                report_hook: RwLock::new(None),
             }
         });
         if let ClusterMode::Member(coordination) = &node.cluster {
@@ -619,6 +636,103 @@ impl Node {
                 )
             })
             .await
+    }
+
+    /// Installs the node-local reports [`Node::fan_out`] runs (the REST layer does, when it
+    /// builds its router).
+    pub fn set_report_hook(&self, hook: ReportHook) {
+        *self.report_hook.write().unwrap() = Some(hook);
+    }
+
+    /// Runs the node-local report `report` here.
+    pub async fn run_report(&self, report: &str, params: Value) -> Result<Value> {
+        let hook = self.report_hook.read().unwrap().clone();
+        match hook {
+            Some(hook) => hook(report, params).await,
+            None => Err(Error::illegal_state(format!(
+                "this node serves no reports, [{report}] included"
+            ))),
+        }
+    }
+
+    /// Runs the node-local report `report` on every node of the cluster state at once (here
+    /// through the hook, elsewhere over the transport, `cluster:monitor/nodes/report[n]`), and
+    /// returns each node's answer, in the state's node order. A single node runs it once, here.
+    pub async fn fan_out(
+        self: &Arc<Self>,
+        report: &str,
+        params: Value,
+    ) -> Vec<(tessera_cluster::DiscoveryNode, Result<Value>)> {
+        type Answer = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value>> + Send>>;
+        let state = self.cluster_state();
+        let mut nodes: Vec<tessera_cluster::DiscoveryNode> =
+            state.nodes.values().cloned().collect();
+        if !nodes.iter().any(|n| n.id == self.node_id) {
+            // a member whose state does not list it yet still answers for itself
+            nodes.push(self.local_node());
+        }
+        let mut calls: Vec<Answer> = Vec::new();
+        for target in &nodes {
+            if target.id == self.node_id {
+                let here = self.clone();
+                let report = report.to_string();
+                let params = params.clone();
+                calls.push(Box::pin(
+                    async move { here.run_report(&report, params).await },
+                ));
+            } else if let Some(coordination) = self.coordination() {
+                let request = crate::coordination::actions::NodeReport {
+                    report: report.to_string(),
+                    params: params.to_string(),
+                };
+                let call = coordination.send_until::<_, String>(
+                    target,
+                    crate::coordination::actions::NODE_REPORT,
+                    &request,
+                    Some(Instant::now() + REPORT_WAIT),
+                );
+                calls.push(Box::pin(async move {
+                    let text = call.await?;
+                    serde_json::from_str(&text)
+                        .map_err(|e| Error::internal("read a node's report", e))
+                }));
+            } else {
+                calls.push(Box::pin(std::future::ready(Err(Error::illegal_state(
+                    "a single node cannot reach another node",
+                )))));
+            }
+        }
+        // every call is already under way (remote ones on the transport runtime): await each
+        let mut answers = Vec::with_capacity(calls.len());
+        for (target, call) in nodes.into_iter().zip(calls) {
+            answers.push((target, call.await));
+        }
+        answers
+    }
+
+    /// This node as the cluster state lists it.
+    pub fn local_node(&self) -> tessera_cluster::DiscoveryNode {
+        if let Some(coordination) = self.coordination() {
+            return coordination.local().clone();
+        }
+        let state = self.cluster_state();
+        state
+            .nodes
+            .get(&self.node_id)
+            .cloned()
+            .unwrap_or_else(|| tessera_cluster::DiscoveryNode {
+                id: self.node_id.clone(),
+                name: self.config.name.clone(),
+                ephemeral_id: String::new(),
+                transport_address: format!(
+                    "{}:{}",
+                    self.config.transport_host, self.config.transport_port
+                ),
+                http_address: format!("{}:{}", self.config.host, self.config.port),
+                roles: ["cluster_manager", "data", "ingest", "remote_cluster_client"]
+                    .map(String::from)
+                    .to_vec(),
+            })
     }
 
     pub fn index_names(&self) -> Vec<String> {

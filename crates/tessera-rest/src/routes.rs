@@ -416,6 +416,30 @@ pub fn all() -> Vec<Route> {
         },
         Route {
             methods: &[GET],
+            pattern: "/_cat/allocation",
+            params: CAT_PARAMS,
+            handler: handler!(cat::allocation),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/allocation/{node_id}",
+            params: CAT_PARAMS,
+            handler: handler!(cat::allocation),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/cluster_manager",
+            params: CAT_PARAMS,
+            handler: handler!(cat::cluster_manager),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/master",
+            params: CAT_PARAMS,
+            handler: handler!(cat::cluster_manager),
+        },
+        Route {
+            methods: &[GET],
             pattern: "/_cat/thread_pool",
             params: CAT_PARAMS,
             handler: handler!(cat::thread_pool),

@@ -39,12 +39,14 @@ struct AppState {
     in_flight: Arc<AtomicUsize>,
 }
 
-/// The router serving the whole REST API for `node`.
+/// The router serving the whole REST API for `node`; installs the node-local reports the
+/// cluster-wide APIs fan out (`handlers::reports`).
 pub fn app(node: Arc<Node>) -> Router {
     app_with_routes(node, crate::routes::all())
 }
 
 fn app_with_routes(node: Arc<Node>, routes: Vec<Route>) -> Router {
+    crate::handlers::reports::install(&node);
     let state = AppState {
         node,
         routes: Arc::new(routes),

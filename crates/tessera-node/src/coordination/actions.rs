@@ -42,6 +42,17 @@ pub const BROADCAST: &str = "indices:admin/broadcast[n]";
 /// The document counts and sizes of the copies a node holds of some indices (by uuid).
 pub const SHARD_STATS: &str = "indices:monitor/stats[n]";
 
+/// A node-local report (the REST layer's hook on that node, `Node::run_report`): the request
+/// names the report and carries its parameters as JSON, the answer is JSON.
+pub const NODE_REPORT: &str = "cluster:monitor/nodes/report[n]";
+
+/// A [`NODE_REPORT`] request (JSON as text: the transport's encoding is not self-describing).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NodeReport {
+    pub report: String,
+    pub params: String,
+}
+
 /// One copy's figures, as `_cat/indices` and `_cat/shards` show them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardCounts {
@@ -206,6 +217,21 @@ pub(crate) fn bind_transport(
         &node,
         SHARD_STATS,
         |n, _, uuids: Vec<String>| Ok(shard_counts_here(n, &uuids)),
+    );
+    let reporter = node.clone();
+    handlers.register(
+        NODE_REPORT,
+        move |body: Vec<u8>, _context: RequestContext| {
+            let node = node_of(&reporter);
+            async move {
+                let node = node?;
+                let request: NodeReport = decode(&body)?;
+                let params = serde_json::from_str(&request.params)
+                    .map_err(|e| Error::parsing(format!("report parameters: {e}")))?;
+                let answer = node.run_report(&request.report, params).await?;
+                encode(&answer.to_string())
+            }
+        },
     );
     let writer = node.clone();
     handlers.register(

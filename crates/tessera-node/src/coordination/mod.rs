@@ -257,10 +257,25 @@ impl Coordination {
         Req: Serialize,
         Resp: DeserializeOwned + Send + 'static,
     {
+        self.send_until(node, action, request, None)
+    }
+
+    /// [`Coordination::send`], failing once `deadline` passes without an answer.
+    pub fn send_until<Req, Resp>(
+        &self,
+        node: &DiscoveryNode,
+        action: &str,
+        request: &Req,
+        deadline: Option<Instant>,
+    ) -> impl Future<Output = Result<Resp>> + Send + 'static
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned + Send + 'static,
+    {
         let call = tessera_search::messages::encode(request).map(|body| {
             self.runtime().spawn(
                 self.transport
-                    .call(&node.transport_address, action, body, None),
+                    .call(&node.transport_address, action, body, deadline),
             )
         });
         async move {

@@ -64,7 +64,7 @@ fn node_json(node: &Node) -> Value {
     json!({
         "id": node.node_id,
         "name": node.config.name,
-        "transport_address": format!("{}:9300", node.config.host),
+        "transport_address": node.local_node().transport_address,
     })
 }
 
@@ -108,7 +108,7 @@ fn failed_primary(node: &Node, index: &str, shard: u32, failure: &ShardFailure) 
         "node_allocation_decisions": [{
             "node_id": node.node_id,
             "node_name": node.config.name,
-            "transport_address": format!("{}:9300", node.config.host),
+            "transport_address": node.local_node().transport_address,
             "node_decision": can_allocate,
             "deciders": [{
                 "decider": "max_retry",
@@ -135,7 +135,7 @@ fn unassigned_replica(node: &Node, index: &str, shard: u32, created: i64) -> Val
         "node_allocation_decisions": [{
             "node_id": node.node_id,
             "node_name": node.config.name,
-            "transport_address": format!("{}:9300", node.config.host),
+            "transport_address": node.local_node().transport_address,
             "node_decision": "no",
             "weight_ranking": 1,
             "deciders": [{
@@ -166,8 +166,142 @@ fn started_primary(node: &Node, index: &str, shard: u32) -> Value {
     })
 }
 
+/// A node as the explanations name it.
+fn discovery_json(node: &tessera_cluster::DiscoveryNode) -> Value {
+    json!({
+        "id": node.id,
+        "name": node.name,
+        "transport_address": node.transport_address,
+    })
+}
+
+/// The explanation of a primary of a cluster that this node does not hold, from the routing in
+/// the cluster state: where it is, or why it is unassigned. `None` for a primary held here (its
+/// slot explains it) or one the state does not know.
+fn explain_routed_primary(node: &Node, index: &str, shard: u32) -> Option<Value> {
+    let state = node.cluster_state();
+    let routing = state.index(index)?;
+    let copy = routing.routing.shards.get(shard as usize)?.primary()?;
+    if copy.node_id.as_deref() == Some(node.node_id.as_str())
+        && copy.state != tessera_cluster::ShardState::Unassigned
+    {
+        return None;
+    }
+    let holder = copy
+        .node_id
+        .as_ref()
+        .and_then(|id| state.nodes.get(id))
+        .filter(|_| copy.state != tessera_cluster::ShardState::Unassigned);
+    if let Some(holder) = holder {
+        let mut current = discovery_json(holder);
+        if copy.state == tessera_cluster::ShardState::Started {
+            current["weight_ranking"] = json!(1);
+            return Some(json!({
+                "index": index,
+                "shard": shard,
+                "primary": true,
+                "current_state": "started",
+                "current_node": current,
+                "can_remain_on_current_node": "yes",
+                "can_rebalance_cluster": "no",
+                "can_rebalance_to_other_node": "no",
+                "rebalance_explanation": "cannot rebalance as no target node exists that can both allocate this shard and improve the cluster balance"
+            }));
+        }
+        return Some(json!({
+            "index": index,
+            "shard": shard,
+            "primary": true,
+            "current_state": "initializing",
+            "current_node": current,
+            "explanation": "the shard is opening on its node"
+        }));
+    }
+    Some(unassigned_routed_primary(&state, index, shard, copy))
+}
+
+/// OpenSearch 2.19's explanation of an unassigned primary: one whose node left holds its only
+/// data (`no_valid_shard_copy`, until that node comes back); one that failed waits for a retry.
+fn unassigned_routed_primary(
+    state: &tessera_cluster::ClusterState,
+    index: &str,
+    shard: u32,
+    copy: &tessera_cluster::ShardRouting,
+) -> Value {
+    let info = copy.unassigned.as_ref();
+    let reason = info.map_or("INDEX_CREATED", |i| i.reason.as_str());
+    let at = info.map_or(0, |i| i.at_millis);
+    let mut unassigned_info = json!({
+        "reason": reason,
+        "at": iso_time(at),
+    });
+    if let Some(details) = info.and_then(|i| i.details.as_ref()) {
+        unassigned_info["details"] = json!(details);
+    }
+    let (status, can_allocate, explanation) = if reason == "ALLOCATION_FAILED" {
+        (
+            "no",
+            "yes",
+            "the shard is opened again on its node until the cause of its failure is gone",
+        )
+    } else {
+        (
+            "no_valid_shard_copy",
+            "no_valid_shard_copy",
+            "cannot allocate because a previous copy of the primary shard existed but can no longer be found on the nodes in the cluster",
+        )
+    };
+    unassigned_info["last_allocation_status"] = json!(status);
+    let decisions: Vec<Value> = state
+        .nodes
+        .values()
+        .map(|n| {
+            json!({
+                "node_id": n.id,
+                "node_name": n.name,
+                "transport_address": n.transport_address,
+                "node_attributes": {},
+                "node_decision": "no",
+                "store": {"found": false}
+            })
+        })
+        .collect();
+    json!({
+        "index": index,
+        "shard": shard,
+        "primary": true,
+        "current_state": "unassigned",
+        "unassigned_info": unassigned_info,
+        "can_allocate": can_allocate,
+        "allocate_explanation": explanation,
+        "node_allocation_decisions": decisions
+    })
+}
+
+/// The first unassigned primary of a cluster's routing that this node does not hold.
+fn first_routed_unassigned(node: &Node) -> Option<Value> {
+    let state = node.cluster_state();
+    for (name, index) in &state.indices {
+        for table in &index.routing.shards {
+            if let Some(copy) = table.primary() {
+                if copy.state == tessera_cluster::ShardState::Unassigned
+                    && copy.node_id.as_deref() != Some(node.node_id.as_str())
+                {
+                    return Some(unassigned_routed_primary(&state, name, table.shard, copy));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// The explanation of one copy, or `None` when the index has no such shard.
 fn explain_copy(node: &Node, target: &Target) -> Result<Value> {
+    if target.primary && node.coordination().is_some() {
+        if let Some(answer) = explain_routed_primary(node, &target.index, target.shard) {
+            return Ok(answer);
+        }
+    }
     let index = node
         .index(&target.index)
         .ok_or_else(|| Error::index_not_found(&target.index))?;
@@ -244,7 +378,12 @@ pub async fn explain(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
     let include_yes = request.param_bool("include_yes_decisions", false)?;
     let answer = match target {
         Some(target) => explain_copy(&node, &target)?,
-        None => first_unassigned(&node).ok_or_else(|| {
+        // a cluster's unassigned primaries elsewhere first, then this node's copies
+        None => node
+            .coordination()
+            .and_then(|_| first_routed_unassigned(&node))
+            .or_else(|| first_unassigned(&node))
+            .ok_or_else(|| {
             Error::illegal_argument(format!(
                 "unable to find any unassigned shards to explain [ClusterAllocationExplainRequest[useAnyUnassignedShard=true,includeYesDecisions?={include_yes}]"
             ))

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use tessera_common::Result;
 use tessera_index::index_service::{ShardFailure, ShardSlot};
 use tessera_node::coordination::actions::ShardCounts;
-use tessera_node::process_stats;
 use tessera_node::Node;
 
+use super::reports::{self, host_of, port_of};
 use super::resolve_options;
 use crate::cat_table::{col, render, Cell, Column};
 use crate::request::RestRequest;
@@ -32,6 +32,10 @@ const ENDPOINTS: &[&str] = &[
     "/_cat/count/{index}",
     "/_cat/health",
     "/_cat/nodes",
+    "/_cat/allocation",
+    "/_cat/allocation/{node_id}",
+    "/_cat/cluster_manager",
+    "/_cat/master",
     "/_cat/thread_pool",
     "/_cat/thread_pool/{thread_pool_patterns}",
 ];
@@ -396,45 +400,75 @@ static SEGMENTS: &[Column] = &[
     ),
 ];
 
+/// `_cat/segments[/{index}]`: every node's segments of the copies it holds.
 pub async fn segments(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let indices = node.resolve(
         index_expression(&request),
         &resolve_options(&request, true)?,
     )?;
-    let (host, id) = (node.config.host.clone(), node.node_id.clone());
-    let rows = node
-        .pools
-        .management
-        .run(move || {
-            let mut rows = Vec::new();
-            for index in indices {
-                let meta = index.metadata();
-                for shard in index.shards() {
-                    for segment in shard.segments()? {
-                        rows.push(vec![
-                            Cell::from(meta.name.clone()),
-                            Cell::from(shard.shard_id),
-                            Cell::from("p"),
-                            Cell::from(host.clone()),
-                            Cell::from(id.clone()),
-                            Cell::from(segment.name),
-                            Cell::from(segment.generation),
-                            Cell::from(segment.docs),
-                            Cell::from(segment.deleted),
-                            Cell::Bytes(segment.size_in_bytes),
-                            Cell::from(0u64),
-                            Cell::from("true"),
-                            Cell::from("true"),
-                            Cell::from("tantivy-0.27"),
-                            Cell::from("false"),
-                        ]);
-                    }
-                }
-            }
-            Ok(rows)
+    let names: Vec<(String, String)> = indices
+        .iter()
+        .map(|index| {
+            let meta = index.metadata();
+            (meta.uuid.clone(), meta.name.clone())
         })
-        .await?;
-    render(&request, SEGMENTS, rows)
+        .collect();
+    let uuids: Vec<&String> = names.iter().map(|(uuid, _)| uuid).collect();
+    let answers = node
+        .fan_out(
+            reports::SEGMENTS,
+            serde_json::json!({ "index_uuids": uuids }),
+        )
+        .await;
+    // (index position, shard, node position) orders the rows
+    let mut keyed = Vec::new();
+    for (position, (target, answer)) in answers.into_iter().enumerate() {
+        let segments = match answer {
+            Ok(serde_json::Value::Array(segments)) => segments,
+            Ok(_) => continue,
+            Err(e) => {
+                eprintln!("node [{}] did not send its segments: {e}", target.id);
+                continue;
+            }
+        };
+        let ip = host_of(&target.transport_address).to_string();
+        for segment in segments {
+            let Some(index) = names
+                .iter()
+                .position(|(uuid, _)| Some(uuid.as_str()) == segment["index_uuid"].as_str())
+            else {
+                continue;
+            };
+            let shard = segment["shard"].as_u64().unwrap_or(0);
+            let number = |key: &str| segment[key].as_u64().unwrap_or(0);
+            keyed.push((
+                (index, shard, position),
+                vec![
+                    Cell::from(names[index].1.clone()),
+                    Cell::from(shard),
+                    Cell::from("p"),
+                    Cell::from(ip.clone()),
+                    Cell::from(target.id.clone()),
+                    Cell::from(segment["segment"].as_str().unwrap_or_default().to_string()),
+                    Cell::from(number("generation")),
+                    Cell::from(number("docs")),
+                    Cell::from(number("deleted")),
+                    Cell::Bytes(number("size")),
+                    Cell::from(0u64),
+                    Cell::from("true"),
+                    Cell::from("true"),
+                    Cell::from("tantivy-0.27"),
+                    Cell::from("false"),
+                ],
+            ));
+        }
+    }
+    keyed.sort_by_key(|(key, _)| *key);
+    render(
+        &request,
+        SEGMENTS,
+        keyed.into_iter().map(|(_, row)| row).collect(),
+    )
 }
 
 static COUNT: &[Column] = &[
@@ -466,7 +500,9 @@ pub async fn count(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
         index_expression(&request),
         &resolve_options(&request, true)?,
     )?;
-    let total: u64 = indices.iter().map(|i| i.doc_counts().0).sum();
+    // every node's copies (on one node, its own)
+    let counts = node.shard_counts(indices).await?;
+    let total: u64 = counts.values().map(|c| c.docs).sum();
     let (epoch, timestamp) = clock(tessera_common::time::now_millis());
     render(
         &request,
@@ -584,9 +620,9 @@ pub async fn health(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
         Cell::from(timestamp),
         Cell::from(node.config.cluster_name.clone()),
         Cell::from(health.status.as_str()),
-        Cell::from(1u32),
-        Cell::from(1u32),
-        Cell::from("true"),
+        Cell::from(health.number_of_nodes),
+        Cell::from(health.number_of_data_nodes),
+        Cell::from(health.discovered_cluster_manager.to_string()),
         Cell::from(health.active_shards),
         Cell::from(health.active_primary_shards),
         Cell::from(0u32),
@@ -644,30 +680,196 @@ static NODES: &[Column] = &[
     col("http_address", "http", "bound http address", false, false),
 ];
 
+/// `_cat/nodes`: one row per node of the cluster state, each with its own figures (a node
+/// that does not answer shows none), the elected cluster manager marked `*`.
 pub async fn nodes(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
-    let (resident, _) = process_stats::process_memory();
-    let (total, available) = process_stats::os_memory();
-    let percent = |part: u64| (part * 100).checked_div(total).unwrap_or(0);
-    let (_, os_cpu) = node.cpu.sample();
-    let load = process_stats::load_average();
+    let manager = node.cluster_state().cluster_manager.clone();
+    let answers = node
+        .fan_out(reports::CAT_NODES, serde_json::json!({}))
+        .await;
+    let mut rows = Vec::new();
+    for (target, answer) in answers {
+        let figures = answer.ok();
+        let number = |key: &str| {
+            figures
+                .as_ref()
+                .and_then(|f| f[key].as_u64())
+                .map_or(Cell::Null, Cell::from)
+        };
+        let load = |i: usize| {
+            figures
+                .as_ref()
+                .and_then(|f| f["load"][i].as_f64())
+                .map_or(Cell::Null, |l| Cell::from(format!("{l:.2}")))
+        };
+        let marker = if manager.as_deref() == Some(target.id.as_str()) {
+            "*"
+        } else {
+            "-"
+        };
+        rows.push(vec![
+            Cell::from(host_of(&target.transport_address).to_string()),
+            number("heap_percent"),
+            number("ram_percent"),
+            number("cpu"),
+            load(0),
+            load(1),
+            load(2),
+            Cell::from(role_letters(&target.roles)),
+            Cell::from(target.roles.join(",")),
+            Cell::from(marker),
+            Cell::from(target.name.clone()),
+            Cell::from(target.id.clone()),
+            number("pid"),
+            port_of(&target.transport_address).map_or(Cell::Null, Cell::from),
+            Cell::from(target.http_address.clone()),
+        ]);
+    }
+    render(&request, NODES, rows)
+}
+
+/// `node.role` of `_cat/nodes`: a letter per role, sorted (`dimr` for every role).
+fn role_letters(roles: &[String]) -> String {
+    let mut letters: Vec<char> = roles
+        .iter()
+        .filter_map(|role| match role.as_str() {
+            "cluster_manager" => Some('m'),
+            "data" => Some('d'),
+            "ingest" => Some('i'),
+            "remote_cluster_client" => Some('r'),
+            _ => None,
+        })
+        .collect();
+    letters.sort_unstable();
+    if letters.is_empty() {
+        return "-".to_string();
+    }
+    letters.into_iter().collect()
+}
+
+static ALLOCATION: &[Column] = &[
+    col("shards", "s", "number of shards on node", true, true),
+    col(
+        "disk.indices",
+        "di,diskIndices",
+        "disk used by OpenSearch indices",
+        true,
+        true,
+    ),
+    col(
+        "disk.used",
+        "du,diskUsed",
+        "disk used (total, not just OpenSearch)",
+        true,
+        true,
+    ),
+    col("disk.avail", "da,diskAvail", "disk available", true, true),
+    col(
+        "disk.total",
+        "dt,diskTotal",
+        "total capacity of all volumes",
+        true,
+        true,
+    ),
+    col(
+        "disk.percent",
+        "dp,diskPercent",
+        "percent disk used",
+        true,
+        true,
+    ),
+    col("host", "h", "host of node", false, true),
+    col("ip", "", "ip of node", false, true),
+    col("node", "n", "name of node", false, true),
+];
+
+/// `_cat/allocation[/{node}]`: the copies the routing gives each node (or the nodes `{node}`
+/// names, by id or name pattern), with that node's disk, and an `UNASSIGNED` row when some
+/// copies have no node.
+pub async fn allocation(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let filter: Option<Vec<String>> = request
+        .path_params
+        .get("node_id")
+        .map(|p| p.split(',').map(|s| s.trim().to_string()).collect());
+    let state = node.cluster_state();
+    let mut shards: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    let mut unassigned = 0u64;
+    for index in state.indices.values() {
+        for table in &index.routing.shards {
+            for copy in &table.copies {
+                match copy.node_id.as_deref() {
+                    Some(id) if copy.state != tessera_cluster::ShardState::Unassigned => {
+                        *shards.entry(id).or_default() += 1
+                    }
+                    _ => unassigned += 1,
+                }
+            }
+        }
+    }
+    let answers = node.fan_out(reports::DISK, serde_json::json!({})).await;
+    let mut rows = Vec::new();
+    for (target, answer) in answers {
+        let wanted = filter.as_ref().is_none_or(|names| {
+            names.iter().any(|n| {
+                n == "_all"
+                    || n == &target.id
+                    || (n == "_local" && target.id == node.node_id)
+                    || tessera_mapping::dynamic::simple_match(n, &target.name)
+            })
+        });
+        if !wanted {
+            continue;
+        }
+        let disk = answer.ok();
+        let figure = |key: &str| disk.as_ref().and_then(|d| d[key].as_u64());
+        let (total, available) = (figure("total"), figure("available"));
+        let used = total.zip(available).map(|(t, a)| t.saturating_sub(a));
+        let percent = total.zip(used).and_then(|(t, u)| (u * 100).checked_div(t));
+        let host = host_of(&target.transport_address).to_string();
+        rows.push(vec![
+            Cell::from(shards.get(target.id.as_str()).copied().unwrap_or(0)),
+            figure("indices").map_or(Cell::Null, Cell::Bytes),
+            used.map_or(Cell::Null, Cell::Bytes),
+            available.map_or(Cell::Null, Cell::Bytes),
+            total.map_or(Cell::Null, Cell::Bytes),
+            percent.map_or(Cell::Null, Cell::from),
+            Cell::from(host.clone()),
+            Cell::from(host),
+            Cell::from(target.name.clone()),
+        ]);
+    }
+    if unassigned > 0 {
+        let mut row = vec![Cell::from(unassigned)];
+        row.extend(std::iter::repeat_with(|| Cell::Null).take(7));
+        row.push(Cell::from("UNASSIGNED"));
+        rows.push(row);
+    }
+    render(&request, ALLOCATION, rows)
+}
+
+static CLUSTER_MANAGER: &[Column] = &[
+    col("id", "", "node id", false, true),
+    col("host", "h", "host name", false, true),
+    col("ip", "", "ip address", false, true),
+    col("node", "n", "node name", false, true),
+];
+
+/// `_cat/cluster_manager` and `_cat/master`: the elected cluster manager.
+pub async fn cluster_manager(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let state = node.cluster_state();
+    let manager = state
+        .cluster_manager
+        .as_ref()
+        .and_then(|id| state.nodes.get(id))
+        .ok_or_else(tessera_node::coordination::manager_not_discovered)?;
+    let host = host_of(&manager.transport_address).to_string();
     let row = vec![
-        Cell::from(node.config.host.clone()),
-        Cell::from(percent(resident)),
-        Cell::from(percent(total.saturating_sub(available))),
-        Cell::from(os_cpu as u64),
-        Cell::from(format!("{:.2}", load[0])),
-        Cell::from(format!("{:.2}", load[1])),
-        Cell::from(format!("{:.2}", load[2])),
-        Cell::from("dimr"),
-        Cell::from("cluster_manager,data,ingest,remote_cluster_client"),
-        Cell::from("*"),
-        Cell::from(node.config.name.clone()),
-        Cell::from(node.node_id.clone()),
-        Cell::from(std::process::id() as u64),
-        Cell::from(node.config.port as u64 + 100),
-        Cell::from(format!("{}:{}", node.config.host, node.config.port)),
+        Cell::from(manager.id.clone()),
+        Cell::from(host.clone()),
+        Cell::from(host),
+        Cell::from(manager.name.clone()),
     ];
-    render(&request, NODES, vec![row])
+    render(&request, CLUSTER_MANAGER, vec![row])
 }
 
 static THREAD_POOL: &[Column] = &[

@@ -3,12 +3,14 @@
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
+use tessera_cluster::DiscoveryNode;
 use tessera_common::{Error, Result};
 use tessera_index::stats::ShardStats;
 use tessera_index::IndexService;
 use tessera_node::process_stats;
 use tessera_node::Node;
 
+use super::reports::{self, host_of, nodes_header};
 use crate::request::RestRequest;
 use crate::response::RestResponse;
 
@@ -124,19 +126,18 @@ fn indices_section(node: &Node) -> Value {
     stats
 }
 
-fn node_stats(node: &Node, metrics: &[&str], index_metrics: &[&str]) -> Value {
+/// This node's `_nodes/stats` entry (a node-local report: `reports::NODES_STATS`).
+pub(crate) fn node_stats(node: &Node, metrics: &[&str], index_metrics: &[&str]) -> Value {
     let now = tessera_common::time::now_millis();
+    let local = node.local_node();
+    let host = host_of(&local.transport_address).to_string();
     let mut out = Map::new();
     out.insert("timestamp".into(), json!(now));
-    out.insert("name".into(), json!(node.config.name));
-    let address = format!("{}:{}", node.config.host, node.config.port + 100);
-    out.insert("transport_address".into(), json!(address));
-    out.insert("host".into(), json!(node.config.host));
-    out.insert("ip".into(), json!(address));
-    out.insert(
-        "roles".into(),
-        json!(["cluster_manager", "data", "ingest", "remote_cluster_client"]),
-    );
+    out.insert("name".into(), json!(local.name));
+    out.insert("transport_address".into(), json!(local.transport_address));
+    out.insert("host".into(), json!(host));
+    out.insert("ip".into(), json!(local.transport_address));
+    out.insert("roles".into(), json!(local.roles));
     out.insert("attributes".into(), json!({}));
     let wants = |m: &str| metrics.is_empty() || metrics.contains(&m) || metrics.contains(&"_all");
     if wants("indices") {
@@ -222,45 +223,47 @@ pub async fn stats(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
         .split(',')
         .filter(|m| !m.is_empty())
         .collect();
-    let worker = node.clone();
-    let metrics_owned: Vec<String> = metrics.iter().map(|s| s.to_string()).collect();
-    let index_owned: Vec<String> = index_metrics.iter().map(|s| s.to_string()).collect();
-    let stats = node
-        .pools
-        .management
-        .run(move || {
-            let metrics: Vec<&str> = metrics_owned.iter().map(String::as_str).collect();
-            let index_metrics: Vec<&str> = index_owned.iter().map(String::as_str).collect();
-            Ok(node_stats(&worker, &metrics, &index_metrics))
-        })
-        .await?;
+    let params = json!({"metrics": metrics, "index_metrics": index_metrics});
+    let answers = node.fan_out(reports::NODES_STATS, params).await;
+    Ok(RestResponse::ok(nodes_response(&node, answers)))
+}
+
+/// The `_nodes` answer of fanned-out node reports: each node that answered under its id.
+fn nodes_response(node: &Node, answers: Vec<(DiscoveryNode, Result<Value>)>) -> Value {
+    let header = nodes_header(&answers);
     let mut nodes = Map::new();
-    nodes.insert(node.node_id.clone(), stats);
-    Ok(RestResponse::ok(json!({
-        "_nodes": {"total": 1, "successful": 1, "failed": 0},
+    for (target, answer) in answers {
+        if let Ok(answer) = answer {
+            nodes.insert(target.id, answer);
+        }
+    }
+    json!({
+        "_nodes": header,
         "cluster_name": node.config.cluster_name,
         "nodes": Value::Object(nodes),
-    })))
+    })
+}
+
+/// This node's `_nodes` info entry (a node-local report: `reports::NODES_INFO`).
+pub(crate) fn local_info(node: &Node) -> Value {
+    let local = node.local_node();
+    let host = host_of(&local.transport_address).to_string();
+    json!({
+        "name": local.name,
+        "transport_address": local.transport_address,
+        "host": host,
+        "ip": host,
+        "version": crate::handlers::root::COMPATIBLE_VERSION,
+        "build_type": "tessera",
+        "roles": local.roles,
+        "os": {"available_processors": process_stats::cores(), "allocated_processors": process_stats::cores()},
+        "http": {"publish_address": local.http_address, "max_content_length_in_bytes": node.config.max_content_length},
+        "thread_pool": node.pools.all().iter().map(|p| (p.name().to_string(), json!({"type": "fixed", "size": p.size(), "queue_size": p.stats().queue_size}))).collect::<Map<String, Value>>(),
+    })
 }
 
 /// `GET /_nodes`: node info.
 pub async fn info(node: Arc<Node>, _request: RestRequest) -> Result<RestResponse> {
-    let mut nodes = Map::new();
-    nodes.insert(node.node_id.clone(), json!({
-        "name": node.config.name,
-        "transport_address": format!("{}:{}", node.config.host, node.config.port + 100),
-        "host": node.config.host,
-        "ip": node.config.host,
-        "version": crate::handlers::root::COMPATIBLE_VERSION,
-        "build_type": "tessera",
-        "roles": ["cluster_manager", "data", "ingest", "remote_cluster_client"],
-        "os": {"available_processors": process_stats::cores(), "allocated_processors": process_stats::cores()},
-        "http": {"publish_address": format!("{}:{}", node.config.host, node.config.port), "max_content_length_in_bytes": node.config.max_content_length},
-        "thread_pool": node.pools.all().iter().map(|p| (p.name().to_string(), json!({"type": "fixed", "size": p.size(), "queue_size": p.stats().queue_size}))).collect::<Map<String, Value>>(),
-    }));
-    Ok(RestResponse::ok(json!({
-        "_nodes": {"total": 1, "successful": 1, "failed": 0},
-        "cluster_name": node.config.cluster_name,
-        "nodes": Value::Object(nodes),
-    })))
+    let answers = node.fan_out(reports::NODES_INFO, json!({})).await;
+    Ok(RestResponse::ok(nodes_response(&node, answers)))
 }

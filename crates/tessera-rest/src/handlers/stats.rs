@@ -1,7 +1,8 @@
 //! `_stats`: index statistics (`/_stats`, `/{index}/_stats`, optionally filtered by metric), the
 //! same sections `_nodes/stats` reports under `indices`, per index and for all of them.
 //!
-//! On one node primaries and totals are the same (replicas are never assigned).
+//! Primaries and totals are the same (replicas are never assigned); every node sends the
+//! sections of the copies it holds (`reports::INDEX_STATS`), summed here.
 
 use std::sync::Arc;
 
@@ -11,6 +12,7 @@ use tessera_index::IndexService;
 use tessera_node::Node;
 
 use super::nodes::indices_stats;
+use super::reports::{self, add_json};
 use super::resolve_options;
 use crate::request::RestRequest;
 use crate::response::RestResponse;
@@ -78,20 +80,82 @@ pub async fn stats(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
         .cloned()
         .unwrap_or_else(|| "_all".to_string());
     let indices = node.resolve(&expression, &resolve_options(&request, true)?)?;
-    node.pools
-        .management
-        .run(move || Ok(render(&indices, &sections)))
-        .await
-        .map(RestResponse::ok)
+    let uuids: Vec<String> = indices.iter().map(|i| i.metadata().uuid.clone()).collect();
+    // every node's sections of the copies it holds, summed by index
+    let answers = node
+        .fan_out(reports::INDEX_STATS, json!({ "index_uuids": uuids }))
+        .await;
+    let mut by_uuid: Map<String, Value> = Map::new();
+    let mut answered = Vec::new();
+    for (target, answer) in answers {
+        match answer {
+            Ok(Value::Object(stats)) => {
+                answered.push(target.id.clone());
+                for (uuid, stats) in stats {
+                    match by_uuid.get_mut(&uuid) {
+                        Some(sum) => add_json(sum, &stats),
+                        None => {
+                            by_uuid.insert(uuid, stats);
+                        }
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!(
+                "node [{}] did not send its index statistics: {e}",
+                target.id
+            ),
+        }
+    }
+    let shards = shard_totals(&node, &indices, &answered);
+    Ok(RestResponse::ok(render(
+        &indices, &by_uuid, &sections, shards,
+    )))
 }
 
-fn render(indices: &[Arc<IndexService>], sections: &Option<Vec<&'static str>>) -> Value {
-    let shards: u32 = indices.iter().map(|i| i.metadata().number_of_shards).sum();
-    let all = filtered(indices_stats(indices), sections);
+/// `_shards` as OpenSearch counts it: every copy in the routing (replicas included), and the
+/// started ones whose node answered.
+fn shard_totals(node: &Node, indices: &[Arc<IndexService>], answered: &[String]) -> (u64, u64) {
+    let state = node.cluster_state();
+    let (mut total, mut successful) = (0, 0);
+    for index in indices {
+        let meta = index.metadata();
+        let Some(routed) = state
+            .index(&meta.name)
+            .filter(|i| i.metadata.uuid == meta.uuid)
+        else {
+            continue;
+        };
+        for copy in routed.routing.shards.iter().flat_map(|t| &t.copies) {
+            total += 1;
+            if copy.state == tessera_cluster::ShardState::Started
+                && copy
+                    .node_id
+                    .as_ref()
+                    .is_some_and(|id| answered.contains(id))
+            {
+                successful += 1;
+            }
+        }
+    }
+    (total, successful)
+}
+
+fn render(
+    indices: &[Arc<IndexService>],
+    by_uuid: &Map<String, Value>,
+    sections: &Option<Vec<&'static str>>,
+    (total, successful): (u64, u64),
+) -> Value {
+    // an index no node holds a copy of counts nothing
+    let empty = indices_stats(&[]);
+    let mut all = empty.clone();
     let mut per_index = Map::new();
     for index in indices {
         let meta = index.metadata();
-        let stats = filtered(indices_stats(std::slice::from_ref(index)), sections);
+        let stats = by_uuid.get(&meta.uuid).unwrap_or(&empty);
+        add_json(&mut all, stats);
+        let stats = filtered(stats.clone(), sections);
         per_index.insert(
             meta.name.clone(),
             json!({
@@ -101,8 +165,9 @@ fn render(indices: &[Arc<IndexService>], sections: &Option<Vec<&'static str>>) -
             }),
         );
     }
+    let all = filtered(all, sections);
     json!({
-        "_shards": {"total": shards, "successful": shards, "failed": 0},
+        "_shards": {"total": total, "successful": successful, "failed": 0},
         "_all": {"primaries": all, "total": all},
         "indices": per_index,
     })

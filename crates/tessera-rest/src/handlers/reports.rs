@@ -1,0 +1,314 @@
+//! The node-local reports behind the cluster-wide APIs (`_nodes`, `_nodes/stats`, `_cat/nodes`,
+//! `_cat/segments`, `_cat/allocation`, `_stats`): [`install`] gives the node the hook
+//! `Node::fan_out` runs on every node of the cluster (here directly, elsewhere through the
+//! `cluster:monitor/nodes/report[n]` transport action), and the helpers here merge the answers.
+
+use std::sync::{Arc, Weak};
+
+use serde_json::{json, Map, Value};
+use tessera_cluster::DiscoveryNode;
+use tessera_common::{Error, Result};
+use tessera_index::IndexService;
+use tessera_node::process_stats;
+use tessera_node::Node;
+
+/// `_nodes` info of this node.
+pub const NODES_INFO: &str = "nodes/info";
+/// `_nodes/stats` of this node; params `{"metrics": [...], "index_metrics": [...]}`.
+pub const NODES_STATS: &str = "nodes/stats";
+/// `_cat/nodes` figures of this node (memory, cpu, load, pid).
+pub const CAT_NODES: &str = "cat/nodes";
+/// The segments of the copies this node holds; params `{"index_uuids": [...]}`.
+pub const SEGMENTS: &str = "indices/segments";
+/// The disk of this node and what its copies take; for `_cat/allocation`.
+pub const DISK: &str = "fs/allocation";
+/// `_stats` sections of the copies this node holds, by index uuid; params
+/// `{"index_uuids": [...]}`.
+pub const INDEX_STATS: &str = "indices/stats";
+
+/// Installs the reports on `node` (holding it weakly: the node holds the hook).
+pub fn install(node: &Arc<Node>) {
+    let weak: Weak<Node> = Arc::downgrade(node);
+    node.set_report_hook(Arc::new(move |report: &str, params: Value| {
+        let node = weak.upgrade();
+        let report = report.to_string();
+        Box::pin(async move {
+            let node = node
+                .ok_or_else(|| Error::new("node_closed_exception", 503, "the node is stopped"))?;
+            run(node, &report, params).await
+        })
+    }));
+}
+
+fn uuids(params: &Value) -> Vec<String> {
+    params["index_uuids"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
+    let worker = node.clone();
+    match report {
+        NODES_INFO => Ok(super::nodes::local_info(&node)),
+        NODES_STATS => {
+            node.pools
+                .management
+                .run(move || {
+                    let metrics = strings(&params["metrics"]);
+                    let index_metrics = strings(&params["index_metrics"]);
+                    let metrics: Vec<&str> = metrics.iter().map(String::as_str).collect();
+                    let index_metrics: Vec<&str> =
+                        index_metrics.iter().map(String::as_str).collect();
+                    Ok(super::nodes::node_stats(&worker, &metrics, &index_metrics))
+                })
+                .await
+        }
+        CAT_NODES => {
+            let (resident, _) = process_stats::process_memory();
+            let (total, available) = process_stats::os_memory();
+            let percent = |part: u64| (part * 100).checked_div(total).unwrap_or(0);
+            let (_, os_cpu) = node.cpu.sample();
+            let load = process_stats::load_average();
+            Ok(json!({
+                "heap_percent": percent(resident),
+                "ram_percent": percent(total.saturating_sub(available)),
+                "cpu": os_cpu,
+                "load": load,
+                "pid": std::process::id(),
+            }))
+        }
+        SEGMENTS => {
+            let uuids = uuids(&params);
+            node.pools
+                .management
+                .run(move || {
+                    let mut rows = Vec::new();
+                    for uuid in uuids {
+                        let Some(index) = worker.index_by_uuid(&uuid) else {
+                            continue;
+                        };
+                        for shard in index.shards() {
+                            for segment in shard.segments()? {
+                                rows.push(json!({
+                                    "index_uuid": uuid,
+                                    "shard": shard.shard_id,
+                                    "segment": segment.name,
+                                    "generation": segment.generation,
+                                    "docs": segment.docs,
+                                    "deleted": segment.deleted,
+                                    "size": segment.size_in_bytes,
+                                }));
+                            }
+                        }
+                    }
+                    Ok(Value::Array(rows))
+                })
+                .await
+        }
+        DISK => {
+            node.pools
+                .management
+                .run(move || {
+                    let indices: u64 = local_indices(&worker)
+                        .iter()
+                        .map(|index| index.store_size())
+                        .sum();
+                    let usage = tessera_node::disk::DiskUsage::of(&worker.config.data_path);
+                    Ok(json!({
+                        "indices": indices,
+                        "total": usage.as_ref().map(|u| u.total),
+                        "available": usage.as_ref().map(|u| u.available),
+                    }))
+                })
+                .await
+        }
+        INDEX_STATS => {
+            let uuids = uuids(&params);
+            node.pools
+                .management
+                .run(move || {
+                    let mut out = Map::new();
+                    for uuid in uuids {
+                        if let Some(index) = worker.index_by_uuid(&uuid) {
+                            out.insert(
+                                uuid,
+                                super::nodes::indices_stats(std::slice::from_ref(&index)),
+                            );
+                        }
+                    }
+                    Ok(Value::Object(out))
+                })
+                .await
+        }
+        other => Err(Error::illegal_argument(format!(
+            "unknown node report [{other}]"
+        ))),
+    }
+}
+
+/// The indices this node has open (in a cluster, every index of the state: its figures count
+/// only the copies held here).
+pub fn local_indices(node: &Node) -> Vec<Arc<IndexService>> {
+    node.index_names()
+        .iter()
+        .filter_map(|name| node.index(name))
+        .collect()
+}
+
+/// The `_nodes` header of fanned-out answers: `total`, `successful`, `failed`, and
+/// `failures` (OpenSearch's `failed_node_exception` per node) when some failed.
+pub fn nodes_header(answers: &[(DiscoveryNode, Result<Value>)]) -> Value {
+    let failures: Vec<Value> = answers
+        .iter()
+        .filter_map(|(target, answer)| answer.as_ref().err().map(|e| (target, e)))
+        .map(|(target, e)| {
+            json!({
+                "type": "failed_node_exception",
+                "reason": format!("Failed node [{}]", target.id),
+                "node_id": target.id,
+                "caused_by": {"type": e.kind(), "reason": e.reason()},
+            })
+        })
+        .collect();
+    let mut header = json!({
+        "total": answers.len(),
+        "successful": answers.len() - failures.len(),
+        "failed": failures.len(),
+    });
+    if !failures.is_empty() {
+        header["failures"] = Value::Array(failures);
+    }
+    header
+}
+
+/// The host of a `host:port` address.
+pub fn host_of(address: &str) -> &str {
+    address
+        .rsplit_once(':')
+        .map_or(address, |(host, _)| host)
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+}
+
+/// The port of a `host:port` address.
+pub fn port_of(address: &str) -> Option<u64> {
+    address.rsplit_once(':').and_then(|(_, p)| p.parse().ok())
+}
+
+/// Adds `from` into `into`: numbers summed, objects merged key by key, anything else kept
+/// from `into` (the first node's).
+pub fn add_json(into: &mut Value, from: &Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            // an average over queries: weighted by each side's queries, not summed
+            let average = |o: &Map<String, Value>| {
+                let queries = o.get("concurrent_query_total")?.as_f64()?;
+                Some((
+                    o.get("concurrent_avg_slice_count")?.as_f64()? * queries,
+                    queries,
+                ))
+            };
+            let weighted = average(a).zip(average(b)).map(|((sa, qa), (sb, qb))| {
+                if qa + qb == 0.0 {
+                    0.0
+                } else {
+                    (sa + sb) / (qa + qb)
+                }
+            });
+            for (key, value) in b {
+                match a.get_mut(key) {
+                    Some(existing) => add_json(existing, value),
+                    None => {
+                        a.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+            if let Some(weighted) = weighted {
+                a.insert("concurrent_avg_slice_count".into(), json!(weighted));
+            }
+        }
+        (into @ Value::Number(_), Value::Number(b)) => {
+            let sum = match (into.as_u64(), b.as_u64()) {
+                (Some(x), Some(y)) => json!(x + y),
+                _ => json!(into.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0)),
+            };
+            *into = sum;
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_add_up_and_the_rest_stays() {
+        let mut a = json!({"docs": {"count": 2, "deleted": 0}, "x": false, "avg": 1.5});
+        add_json(
+            &mut a,
+            &json!({"docs": {"count": 3, "deleted": 1}, "x": true, "avg": 0.5, "new": 1}),
+        );
+        assert_eq!(
+            a,
+            json!({"docs": {"count": 5, "deleted": 1}, "x": false, "avg": 2.0, "new": 1})
+        );
+    }
+
+    #[test]
+    fn average_slice_counts_are_weighted_by_queries() {
+        let mut a = json!({"concurrent_query_total": 1, "concurrent_avg_slice_count": 4.0});
+        add_json(
+            &mut a,
+            &json!({"concurrent_query_total": 3, "concurrent_avg_slice_count": 2.0}),
+        );
+        assert_eq!(
+            a,
+            json!({"concurrent_query_total": 4, "concurrent_avg_slice_count": 2.5})
+        );
+        let mut none = json!({"concurrent_query_total": 0, "concurrent_avg_slice_count": 0.0});
+        let other = none.clone();
+        add_json(&mut none, &other);
+        assert_eq!(none["concurrent_avg_slice_count"], 0.0);
+    }
+
+    #[test]
+    fn the_header_counts_failed_nodes() {
+        let node = |id: &str| DiscoveryNode {
+            id: id.into(),
+            name: id.into(),
+            ephemeral_id: String::new(),
+            transport_address: "127.0.0.1:9300".into(),
+            http_address: "127.0.0.1:9200".into(),
+            roles: vec![],
+        };
+        let answers = vec![
+            (node("a"), Ok(json!({}))),
+            (node("b"), Err(Error::illegal_state("gone"))),
+        ];
+        let header = nodes_header(&answers);
+        assert_eq!(header["total"], 2);
+        assert_eq!(header["successful"], 1);
+        assert_eq!(header["failed"], 1);
+        assert_eq!(header["failures"][0]["node_id"], "b");
+        assert_eq!(header["failures"][0]["type"], "failed_node_exception");
+        assert_eq!(host_of("[::1]:9300"), "::1");
+        assert_eq!(port_of("127.0.0.1:9300"), Some(9300));
+    }
+}
