@@ -29,6 +29,8 @@ pub const CREATE_INDEX: &str = "indices:admin/create";
 pub const DELETE_INDICES: &str = "indices:admin/delete";
 /// A mapping or settings update, decided by the cluster manager.
 pub const UPDATE_METADATA: &str = "indices:admin/metadata/update";
+/// Answers once this node applied a cluster state revision (the acknowledgement of a change).
+pub const STATE_APPLIED: &str = "internal:cluster/state/applied[n]";
 /// `PUT _cluster/settings`, decided by the cluster manager.
 pub const UPDATE_CLUSTER_SETTINGS: &str = "cluster:admin/settings/update";
 /// A node's news about its copy of a primary, to the cluster manager.
@@ -260,6 +262,19 @@ pub(crate) fn bind_transport(
                     });
                 }
                 encode(&answers)
+            }
+        },
+    );
+    let acknowledging = node.clone();
+    handlers.register(
+        STATE_APPLIED,
+        move |body: Vec<u8>, _context: RequestContext| {
+            let node = node_of(&acknowledging);
+            async move {
+                let node = node?;
+                let revision: u64 = decode(&body)?;
+                coordination_of(&node)?.applied(revision).await?;
+                encode(&())
             }
         },
     );

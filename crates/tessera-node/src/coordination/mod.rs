@@ -198,6 +198,61 @@ impl Coordination {
         }
     }
 
+    /// Waits until the node's state has caught up with the store's revision now.
+    pub fn catch_up(&self) -> Result<Arc<ClusterState>> {
+        let head = self
+            .store
+            .list(tessera_cluster::layout::CLUSTER_KEY)?
+            .revision;
+        self.wait_for_revision(head)
+    }
+
+    /// Waits until this node and every other node of the cluster applied `revision` (what
+    /// OpenSearch's `acknowledged` means for a cluster state change): returns whether all did
+    /// within [`APPLY_WAIT`]. A node that does not answer is not waited for again.
+    pub fn wait_acknowledged(&self, revision: Revision) -> bool {
+        let here = self.wait_for_revision(revision).is_ok();
+        let state = self.holder.current();
+        let me = self.local().id.clone();
+        // a node applies within APPLY_WAIT or says it could not; one that hangs is given up on
+        let deadline = Some(Instant::now() + APPLY_WAIT + Duration::from_secs(1));
+        let calls: Vec<_> = state
+            .nodes
+            .values()
+            .filter(|other| other.id != me)
+            .map(|other| {
+                self.send_until::<_, ()>(other, actions::STATE_APPLIED, &revision, deadline)
+            })
+            .collect();
+        let everywhere = self.block_on(async move {
+            let mut all = true;
+            for call in calls {
+                all &= call.await.is_ok();
+            }
+            all
+        });
+        here && everywhere.unwrap_or(false)
+    }
+
+    /// Waits (asynchronously) until this node applied `revision`, up to [`APPLY_WAIT`].
+    pub async fn applied(&self, revision: Revision) -> Result<()> {
+        let mut states = self.holder.subscribe();
+        let deadline = tokio::time::Instant::now() + APPLY_WAIT;
+        while states.borrow_and_update().version < revision {
+            match tokio::time::timeout_at(deadline, states.changed()).await {
+                Ok(Ok(())) => {}
+                _ => {
+                    return Err(Error::new(
+                        "process_cluster_event_timeout_exception",
+                        503,
+                        format!("this node did not apply cluster state [{revision}] in time"),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Waits until the node's state is at least `revision`.
     pub fn wait_for_revision(&self, revision: Revision) -> Result<Arc<ClusterState>> {
         self.holder
@@ -273,10 +328,12 @@ impl Coordination {
         Resp: DeserializeOwned + Send + 'static,
     {
         let call = tessera_search::messages::encode(request).map(|body| {
-            self.runtime().spawn(
-                self.transport
-                    .call(&node.transport_address, action, body, deadline),
-            )
+            self.runtime().spawn(self.transport.call(
+                &node.transport_address,
+                action,
+                body,
+                deadline,
+            ))
         });
         async move {
             let bytes = call?
@@ -543,8 +600,16 @@ impl Coordination {
             mapping: mapping.to_json().to_string(),
         };
         let revision: Revision =
-            self.to_manager(actions::CREATE_INDEX, &request, Manager::create_index)?;
-        self.wait_for_revision(revision)?;
+            match self.to_manager(actions::CREATE_INDEX, &request, Manager::create_index) {
+                Ok(revision) => revision,
+                Err(e) if e.kind() == "resource_already_exists_exception" => {
+                    // created by someone else: this node must see it too (auto-create races)
+                    self.catch_up()?;
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            };
+        self.wait_acknowledged(revision);
         let index = node
             .index(name)
             .ok_or_else(|| Error::index_not_found(name))?;
@@ -583,6 +648,7 @@ impl Coordination {
         let revision: Revision =
             self.to_manager(actions::DELETE_INDICES, &names, |m, n| m.delete_indices(n))?;
         self.wait_for_revision(revision)?;
+        self.wait_acknowledged(revision);
         Ok(())
     }
 
@@ -603,6 +669,7 @@ impl Coordination {
             Manager::update_cluster_settings,
         )?;
         self.wait_for_revision(revision)?;
+        self.wait_acknowledged(revision);
         Ok(())
     }
 
@@ -624,6 +691,8 @@ impl Coordination {
         };
         let decided: MetadataDecided =
             self.to_manager(actions::UPDATE_METADATA, &update, Manager::update_metadata)?;
+        // every node knows the mapping before a write that needed it is acknowledged
+        self.wait_acknowledged(decided.revision);
         let metadata = tessera_cluster::state::metadata_from_json(decided.metadata.as_bytes())?;
         Ok(Some(metadata))
     }
