@@ -270,6 +270,7 @@ async fn guard(State(security): State<Arc<Security>>, request: Request, next: Ne
     let path = request.uri().path().to_string();
     let host = header_str(&request, header::HOST);
     if let Err(reason) = security.hosts.check(host) {
+        drain(request).await;
         return error_response(security_error(403, reason));
     }
     let mut cors_headers = Vec::new();
@@ -278,6 +279,7 @@ async fn guard(State(security): State<Arc<Security>>, request: Request, next: Ne
         let tls = security.tls.is_some();
         if !host_check::same_origin(&origin, host, tls) {
             let Some(cors) = security.cors.as_ref().filter(|c| c.allows(&origin)) else {
+                drain(request).await;
                 return error_response(security_error(
                     403,
                     format!(
@@ -302,11 +304,20 @@ async fn guard(State(security): State<Arc<Security>>, request: Request, next: Ne
     let method = request.method().clone();
     let mut response = match authorize(&security, &method, authorization, &path).await {
         Ok(()) => next.run(request).await,
-        Err(rejection) => rejection,
+        Err(rejection) => {
+            drain(request).await;
+            rejection
+        }
     };
     // an allowed origin may read rejections too (a browser app can tell a 401 from a network error)
     add_headers(&mut response, &cors_headers);
     response
+}
+
+/// Reads a rejected request's body (up to 1 MiB) before the answer goes out: a client still
+/// sending it would otherwise see the connection reset instead of the 401/403.
+async fn drain(request: Request) {
+    let _ = axum::body::to_bytes(request.into_body(), 1 << 20).await;
 }
 
 /// With authentication on: the 401 or 403 answer unless the request's credentials name a user
