@@ -21,7 +21,8 @@ use super::manager::{ClusterSettingsUpdate, CreateIndex, MetadataUpdate, ShardRe
 use super::Coordination;
 use crate::node::Node;
 use crate::read::{get_here, GetRequest, GET_DOC};
-use crate::write::{primary, ShardWriteRequest, ShardWriteResponse};
+use crate::write::coordinator::write_here;
+use crate::write::{ShardWriteRequest, ShardWriteResponse};
 
 /// `PUT /{index}`, decided by the cluster manager.
 pub const CREATE_INDEX: &str = "indices:admin/create";
@@ -244,22 +245,14 @@ pub(crate) fn bind_transport(
                 let node = node?;
                 let requests: Vec<ShardWriteRequest> = decode(&body)?;
                 // every group started on the `write` pool before any is awaited
-                let handles: Vec<_> = requests
+                let pending: Vec<_> = requests
                     .into_iter()
-                    .map(|request| {
-                        let primary_node = node.clone();
-                        node.pools
-                            .write
-                            .submit(move || primary::write_on_node(&primary_node, request))
-                    })
+                    .map(|request| write_here(&node, &node.pools.write, request))
                     .collect();
                 let mut answers: Vec<Result<ShardWriteResponse>> =
-                    Vec::with_capacity(handles.len());
-                for handle in handles {
-                    answers.push(match handle {
-                        Ok(handle) => handle.await,
-                        Err(e) => Err(e),
-                    });
+                    Vec::with_capacity(pending.len());
+                for answer in pending {
+                    answers.push(answer.await);
                 }
                 encode(&answers)
             }

@@ -159,8 +159,13 @@ enum Pending {
     },
 }
 
-/// Starts a shard group's write on this node's primary, on the `write` pool.
-fn write_here(node: &Arc<Node>, pool: &ThreadPool, request: ShardWriteRequest) -> WriteFuture {
+/// Starts a shard group's write on this node's primary, on the `write` pool (the future is
+/// the answer; the task is queued at once).
+pub(crate) fn write_here(
+    node: &Arc<Node>,
+    pool: &ThreadPool,
+    request: ShardWriteRequest,
+) -> WriteFuture {
     let primary = node.clone();
     let handle = pool.submit(move || primary::write_on_node(&primary, request));
     Box::pin(async move {
