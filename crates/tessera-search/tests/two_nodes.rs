@@ -89,3 +89,43 @@ fn a_search_over_two_nodes_answers_as_one_node() {
         failures.join("\n")
     );
 }
+
+/// Explaining a hit that a `should` clause does not match: tantivy's boolean explain seeks a
+/// fresh scorer of that clause which may already stand past the hit. Every hit keeps its
+/// explanation and no shard fails, whether the page is fetched with the query (one shard, or a
+/// copy behind a network) or in the fetch phase.
+#[test]
+fn hits_a_should_clause_does_not_match_are_explained() {
+    let node = Engine::new();
+    let remote = Engine::new();
+    let mut rng = Rng::new(0xE7_9A1);
+    let index = TestIndex::random(&mut rng, (60, 61), &[1]);
+    let mut ns: Vec<i64> = index.live.values().filter_map(|d| d.n).collect();
+    ns.sort_unstable();
+    // the upper half of `n`: the first documents of the segment mostly precede its first match
+    let (lo, hi) = (ns[ns.len() / 2], ns[ns.len() - 1]);
+    let body = json!({
+        "query": {"bool": {"should": [
+            {"match_all": {}},
+            {"bool": {"should": [{"range": {"n": {"gte": lo, "lte": hi}}}]}}
+        ]}},
+        "size": 60,
+        "explain": true
+    });
+    let local = node.targets(&index.index);
+    let behind_network: Vec<Arc<dyn ShardSearcher>> = remote
+        .targets(&index.index)
+        .into_iter()
+        .map(|copy| Arc::new(LoopbackShard::new(copy)) as Arc<dyn ShardSearcher>)
+        .collect();
+    for targets in [local, behind_network] {
+        let answer = node.search(&targets, &body, mode_none());
+        assert_eq!(answer["_shards"]["failed"], json!(0), "{answer}");
+        let hits = answer["hits"]["hits"].as_array().expect("hits");
+        assert_eq!(hits.len(), index.live.len());
+        assert!(
+            hits.iter().all(|hit| hit["_explanation"]["value"].is_number()),
+            "{answer}"
+        );
+    }
+}
