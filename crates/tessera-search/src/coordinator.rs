@@ -322,16 +322,25 @@ impl Phases<'_> {
         active: &[usize],
     ) -> (Vec<Answered>, Vec<(Arc<dyn ShardSearcher>, Error)>) {
         let request = &self.search.request;
-        // with a single shard its page is the final one, so it is fetched with the query
-        let fetch_page = (active.len() == 1 && request.size > 0)
-            .then(|| (request.from as u32, (request.from + request.size) as u32));
+        let k = request.from + request.size;
+        // with a single shard its page is the final one, so it is fetched with the query; a
+        // copy behind a network fetches its own top k with the query when k is small (the
+        // final page takes its hits from there), sparing the fetch phase's round trip
+        let single_page =
+            (active.len() == 1 && request.size > 0).then(|| (request.from as u32, k as u32));
+        let fetch_page = |copy: &Arc<dyn ShardSearcher>| {
+            single_page.or_else(|| {
+                (request.size > 0 && k <= FETCH_WITH_QUERY_MAX && copy.fetch_with_query())
+                    .then_some((0, k as u32))
+            })
+        };
         let calls = active
             .iter()
             .map(|&shard_index| {
                 let copies = self.groups[shard_index].copies.clone();
                 let requests: Vec<ShardSearchRequest> = copies
                     .iter()
-                    .map(|copy| self.shard_request(shard_index, copy, fetch_page))
+                    .map(|copy| self.shard_request(shard_index, copy, fetch_page(copy)))
                     .collect();
                 Box::pin(async move {
                     let mut last = None;
@@ -368,6 +377,9 @@ impl Phases<'_> {
         (answered, failures)
     }
 }
+
+/// The largest `from + size` a remote copy fetches with its query (`fetch_with_query`).
+const FETCH_WITH_QUERY_MAX: usize = 50;
 
 /// Runs a search over `groups` (one per shard, in the order that breaks ties): the named
 /// phases can_match, query, reduce, fetch, then the response.
@@ -449,8 +461,8 @@ pub async fn search(
     };
     let page: Vec<_> = reduced.hits.iter().skip(request.from).cloned().collect();
 
-    // fetch phase: only the final page, from the copies that answered the query (a page
-    // fetched with a single shard's query is taken as it is)
+    // fetch phase: only the final page's hits not fetched with their shard's query (a single
+    // shard's page, or a remote copy's own top k), from the copies that answered the query
     let mut by_shard: BTreeMap<usize, Vec<(u32, u32)>> = BTreeMap::new();
     for hit in &page {
         let key = (hit.shard_index as usize, hit.segment_ord, hit.doc);

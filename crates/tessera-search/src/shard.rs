@@ -86,6 +86,12 @@ pub trait ShardSearcher: Send + Sync {
     fn fetch(&self, request: ShardFetchRequest) -> ShardFuture<Vec<FetchedDoc>>;
     /// Releases a reader context nobody will fetch from (fire and forget).
     fn free_context(&self, id: ReaderContextId);
+    /// Whether a small page is better fetched with the query from this copy: true for a copy
+    /// behind a network, where the fetch phase's round trip costs more than loading the few
+    /// hits of the shard's top that may not make the final page.
+    fn fetch_with_query(&self) -> bool {
+        false
+    }
 }
 
 /// What a node lends the shards it holds to run their requests.

@@ -115,6 +115,10 @@ impl ShardSearcher for LoopbackShard {
         round_trip(&request, move |received| remote.fetch(received))
     }
 
+    fn fetch_with_query(&self) -> bool {
+        true
+    }
+
     fn free_context(&self, id: ReaderContextId) {
         // a free that cannot cross is lost, as on a network: the context expires by itself
         if let Ok(id) = encode(&id).and_then(|bytes| decode::<ReaderContextId>(&bytes)) {

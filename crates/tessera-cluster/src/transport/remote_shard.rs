@@ -139,6 +139,10 @@ impl ShardSearcher for RemoteShard {
         self.call(SEARCH_FETCH_ID, &self.for_shard(request), None)
     }
 
+    fn fetch_with_query(&self) -> bool {
+        true
+    }
+
     fn free_context(&self, id: ReaderContextId) {
         // fire and forget: a free that does not arrive is not an error, the context expires
         // on its node by itself; without a runtime to send it on, that is what happens
