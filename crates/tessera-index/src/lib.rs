@@ -4,6 +4,7 @@
 pub mod index_queue;
 pub mod index_service;
 pub mod index_settings;
+pub mod replication;
 pub mod schema_change;
 pub mod shard;
 pub mod sorted_columns;
@@ -14,6 +15,7 @@ mod wire;
 pub use index_service::{
     DocWrite, DocWriteResult, IndexMetadata, IndexService, NodeResources, UpdateRequest,
 };
+pub use replication::{FileMeta, ReplicationCheckpoint, CHUNK_BYTES};
 pub use shard::{
     Conditions, PreparedDoc, Shard, ShardConfig, ShardSnapshot, StoredDoc, WriteOutcome, Written,
 };

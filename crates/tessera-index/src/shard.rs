@@ -33,6 +33,7 @@ use tessera_mapping::{FieldTable, Mapping};
 
 use crate::index_queue::{IndexQueue, QueuedDoc, Weighed, QUEUE_BYTES, QUEUE_DOCS};
 
+use crate::replication::{self, Replication};
 use crate::schema_change::grow_schema;
 use crate::stats::ShardStats;
 use crate::translog::{self, OpKind, Operation, Translog};
@@ -161,12 +162,20 @@ impl ShardSnapshot {
     }
 }
 
-struct WriteState {
-    index: Index,
+pub(crate) struct WriteState {
+    pub(crate) index: Index,
     writer: Option<IndexWriter<QueuedDoc>>,
-    reader: IndexReader,
-    table: Arc<FieldTable>,
+    pub(crate) reader: IndexReader,
+    pub(crate) table: Arc<FieldTable>,
     mapping_version: u64,
+    /// The latest mapping the shard was given, as `GET _mapping` renders it: each commit's
+    /// payload carries it, so a copied commit is self-describing (a replica builds its
+    /// [`FieldTable`] from it).
+    mapping_json: serde_json::Value,
+    /// The replication generation of the last commit, written in each commit's payload and
+    /// bumped by every commit: tantivy's opstamp cannot serve, as a commit with nothing new
+    /// right after the writer reopened (a force merge, a grown schema) repeats it.
+    pub(crate) commit_generation: u64,
     live: HashMap<String, LiveEntry>,
     /// Documents with generated ids were written since the last refresh without entries in
     /// `live` (nobody knows their ids yet, so tracking them is wasted work, as OpenSearch
@@ -191,6 +200,27 @@ struct WriteState {
 const WRITER_BATCH: usize = 16;
 
 impl WriteState {
+    /// The state of a replica: a reader of copied commits, no writer, nothing to track.
+    pub(crate) fn read_only(index: Index, reader: IndexReader, table: Arc<FieldTable>) -> Self {
+        WriteState {
+            index,
+            writer: None,
+            reader,
+            table,
+            mapping_version: 0,
+            mapping_json: serde_json::Value::Null,
+            commit_generation: 0,
+            live: HashMap::new(),
+            unsafe_auto_ids: false,
+            tombstones: HashMap::new(),
+            next_seq_no: 0,
+            dirty: false,
+            generation: 0,
+            pending: Vec::new(),
+            queue: IndexQueue::new(QUEUE_DOCS, QUEUE_BYTES),
+        }
+    }
+
     /// Indexes a logged operation again (translog replay), without validating it anew.
     fn replay(&mut self, mapping: &Mapping, op: Operation) -> Result<()> {
         let id_term = Term::from_field_text(self.table.meta.id, &op.id);
@@ -273,26 +303,30 @@ fn background_merge_policy(config: &ShardConfig) -> Box<dyn tantivy::indexer::Me
 pub struct Shard {
     pub index_name: String,
     pub shard_id: u32,
-    path: PathBuf,
-    config: ShardConfig,
-    state: Mutex<WriteState>,
-    snapshot: RwLock<Arc<ShardSnapshot>>,
-    translog: Translog,
+    pub(crate) path: PathBuf,
+    pub(crate) config: ShardConfig,
+    pub(crate) state: Mutex<WriteState>,
+    pub(crate) snapshot: RwLock<Arc<ShardSnapshot>>,
+    /// None on a replica, which never indexes (see [`crate::replication`]).
+    pub(crate) translog: Option<Translog>,
     pub stats: ShardStats,
-    primary_term: u64,
-    last_write: AtomicU64,
-    async_durability: std::sync::atomic::AtomicBool,
+    /// The term of the primary this copy follows (or is); set on promotion.
+    pub(crate) primary_term: AtomicU64,
+    /// Pins of commits being copied by replicas (primary), the checkpoint held (replica).
+    pub(crate) replication: Replication,
+    pub(crate) last_write: AtomicU64,
+    pub(crate) async_durability: std::sync::atomic::AtomicBool,
     /// Mirrors `WriteState::dirty` so the scheduler can check it without the write lock.
-    pending_refresh: std::sync::atomic::AtomicBool,
-    last_refresh: AtomicU64,
-    last_search: AtomicU64,
+    pub(crate) pending_refresh: std::sync::atomic::AtomicBool,
+    pub(crate) last_refresh: AtomicU64,
+    pub(crate) last_search: AtomicU64,
     /// Set when a write, refresh or merge failed in a way that leaves the writer's state unknown
     /// (a full disk, an I/O error): the writer is dropped, nothing more is written or committed,
     /// and the index replaces the shard by a fresh one opened from disk (last commit plus
     /// translog), as OpenSearch fails a shard and recovers it from its store.
-    failure: Mutex<Option<Error>>,
+    pub(crate) failure: Mutex<Option<Error>>,
     /// Set once a failed engine's writer has stopped (see [`Shard::writer_closed`]).
-    writer_closed: Arc<std::sync::atomic::AtomicBool>,
+    pub(crate) writer_closed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// OpenSearch's answer to a request for a shard that is not started here (failed, or still
@@ -316,7 +350,9 @@ fn writer_closed() -> Error {
 /// Maps tantivy errors that mean damaged files (a corrupt or truncated file, a missing one) to
 /// OpenSearch's `corrupt_index_exception`, so the shard fails for that reason and stays failed;
 /// other errors (permissions, a full disk) stay internal and are retried.
-fn corruption(context: impl std::fmt::Display) -> impl FnOnce(tantivy::TantivyError) -> Error {
+pub(crate) fn corruption(
+    context: impl std::fmt::Display,
+) -> impl FnOnce(tantivy::TantivyError) -> Error {
     move |e| {
         use tantivy::directory::error::OpenReadError;
         let damaged = match &e {
@@ -342,7 +378,7 @@ fn corruption(context: impl std::fmt::Display) -> impl FnOnce(tantivy::TantivyEr
 }
 
 /// Verifies the checksum in every segment file's footer (`index.shard.check_on_startup`).
-fn verify_checksums(index: &Index) -> Result<()> {
+pub(crate) fn verify_checksums(index: &Index) -> Result<()> {
     let damaged = index
         .validate_checksum()
         .map_err(corruption("verify segment checksums"))?;
@@ -361,11 +397,13 @@ fn verify_checksums(index: &Index) -> Result<()> {
     ))
 }
 
-fn tantivy_err(context: impl std::fmt::Display) -> impl FnOnce(tantivy::TantivyError) -> Error {
+pub(crate) fn tantivy_err(
+    context: impl std::fmt::Display,
+) -> impl FnOnce(tantivy::TantivyError) -> Error {
     move |e| Error::internal(context, e)
 }
 
-fn register_tokenizers(index: &Index) {
+pub(crate) fn register_tokenizers(index: &Index) {
     tessera_mapping::analysis::register_analyzers(index);
     let lowercase_keyword = || {
         TextAnalyzer::builder(RawTokenizer::default())
@@ -415,6 +453,10 @@ impl Shard {
         std::fs::create_dir_all(&index_dir).map_err(|e| {
             Error::internal(format!("create shard directory {}", index_dir.display()), e)
         })?;
+        // pins of a previous process serve no replica any more
+        replication::release_all_pins(path)?;
+        // a replica's copy being promoted: its commit names a translog of the old primary's
+        let promoted = replication::is_replica_copy(path);
         let exists = index_dir.join("meta.json").exists();
         if !exists && path.join("translog").join("translog.ckp").exists() {
             // a translog was written beside a commit that is gone: creating an empty shard
@@ -456,6 +498,8 @@ impl Shard {
         let index = Index::open_in_dir(&index_dir).map_err(corruption("open shard"))?;
         let (table, _) = FieldTable::build(mapping, Some(&index.schema()))?;
         let (committed_next, commit_has_translog) = commit_payload(&index)?;
+        let commit_has_translog = commit_has_translog && !promoted;
+        let commit_generation = replication::commit_generation(&index)?;
         let (writer, reader) = Self::open_writer_and_reader(&index, &config)?;
         let mut state = WriteState {
             index,
@@ -463,6 +507,8 @@ impl Shard {
             reader,
             table: Arc::new(table),
             mapping_version,
+            mapping_json: mapping.to_json(),
+            commit_generation,
             live: HashMap::new(),
             unsafe_auto_ids: false,
             tombstones: HashMap::new(),
@@ -493,9 +539,10 @@ impl Shard {
                 0,
                 Arc::default(),
             ))),
-            translog,
+            translog: Some(translog),
             stats: ShardStats::default(),
-            primary_term: 1,
+            primary_term: AtomicU64::new(1),
+            replication: Replication::primary(),
             last_write: AtomicU64::new(0),
             async_durability: std::sync::atomic::AtomicBool::new(
                 config.durability == Durability::Async,
@@ -507,9 +554,12 @@ impl Shard {
             failure: Mutex::new(None),
             writer_closed: Arc::default(),
         };
-        if replayed {
-            let mut state = shard.lock();
-            shard.commit_locked(&mut state)?;
+        if replayed || promoted {
+            // a promoted copy commits once so its commit names its own translog
+            shard.commit_now(&mut shard.lock())?;
+        }
+        if promoted {
+            replication::forget_replica_copy(path)?;
         }
         Ok(shard)
     }
@@ -545,7 +595,7 @@ impl Shard {
         self.snapshot.read().unwrap().clone()
     }
 
-    fn lock(&self) -> MutexGuard<'_, WriteState> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, WriteState> {
         self.state.lock().unwrap()
     }
 
@@ -563,7 +613,8 @@ impl Shard {
         mapping: &Mapping,
         mapping_version: u64,
     ) -> Result<()> {
-        if state.mapping_version >= mapping_version {
+        // a replica's table comes with each checkpoint, never from the index's mapping
+        if state.mapping_version >= mapping_version || self.is_replica() {
             return Ok(());
         }
         self.check_engine()?;
@@ -577,6 +628,7 @@ impl Shard {
             state.table = Arc::new(table);
         }
         state.mapping_version = mapping_version;
+        state.mapping_json = mapping.to_json();
         self.publish(state);
         Ok(())
     }
@@ -605,7 +657,7 @@ impl Shard {
         Ok(())
     }
 
-    fn publish(&self, state: &mut WriteState) {
+    pub(crate) fn publish(&self, state: &mut WriteState) {
         state.generation += 1;
         let sorted = self.snapshot.read().unwrap().sorted.clone();
         let snapshot = Arc::new(ShardSnapshot::new(
@@ -623,7 +675,13 @@ impl Shard {
         self.failure.lock().unwrap().clone()
     }
 
-    fn check_engine(&self) -> Result<()> {
+    pub(crate) fn check_engine(&self) -> Result<()> {
+        if self.is_replica() {
+            return Err(replication::replica_does_not_index(
+                &self.index_name,
+                self.shard_id,
+            ));
+        }
         match self.failure() {
             None => Ok(()),
             // the index was deleted under a request
@@ -637,7 +695,10 @@ impl Shard {
     /// into the directory once this returns.
     pub fn close_for_delete(&self, error: Error) {
         let mut state = self.lock();
-        self.translog.close_after_failure(&error.to_string());
+        self.release_pins();
+        if let Some(translog) = &self.translog {
+            translog.close_after_failure(&error.to_string());
+        }
         self.failure.lock().unwrap().get_or_insert(error);
         state.pending.clear();
         if let Some(writer) = state.writer.take() {
@@ -671,7 +732,9 @@ impl Shard {
             }
         }
         state.pending.clear();
-        self.translog.close_after_failure(&error.to_string());
+        if let Some(translog) = &self.translog {
+            translog.close_after_failure(&error.to_string());
+        }
         match state.writer.take() {
             Some(writer) => {
                 // merges still running write into the directory: the writer, and with it its
@@ -709,6 +772,12 @@ impl Shard {
             .map_err(|e| self.fail_engine(state, e))
     }
 
+    /// Commits even with nothing new written (to rewrite the commit's payload).
+    pub(crate) fn commit_now(&self, state: &mut WriteState) -> Result<()> {
+        state.dirty = true;
+        self.commit_locked(state)
+    }
+
     fn commit_inner(&self, state: &mut WriteState) -> Result<()> {
         state.send_pending()?;
         if !state.dirty {
@@ -722,12 +791,17 @@ impl Shard {
                 .prepare_commit()
                 .map_err(tantivy_err("prepare a shard commit"))?;
             let payload = json!({
+                "generation": state.commit_generation + 1,
                 "max_seq_no": max_seq_no,
-                "translog_generation": self.translog.generation() + 1,
+                "translog_generation": self.translog()?.generation() + 1,
+                "primary_term": self.primary_term(),
+                "mapping": state.mapping_json,
+                "mapping_version": state.mapping_version,
             });
             prepared.set_payload(&payload.to_string());
             prepared.commit().map_err(tantivy_err("commit the shard"))?;
         }
+        state.commit_generation += 1;
         // tantivy renames meta.json into place without syncing the directory afterwards: the
         // new commit must be durable before the translog generations it covers are deleted
         translog::sync_dir(&self.path.join("index"))?;
@@ -735,7 +809,7 @@ impl Shard {
             .reader
             .reload()
             .map_err(tantivy_err("reload the shard reader"))?;
-        self.translog.roll_and_trim()?;
+        self.translog()?.roll_and_trim()?;
         state.live.clear();
         state.unsafe_auto_ids = false;
         let horizon = (tessera_common::time::now_millis() as u64).saturating_sub(GC_DELETES_MILLIS);
@@ -752,7 +826,12 @@ impl Shard {
     }
 
     /// Makes every acknowledged write visible to searches (and durable in the index).
+    /// On a replica a harmless no-op answering false: its reader moves with each checkpoint
+    /// it applies (`_refresh` and the scheduler reach every copy).
     pub fn refresh(&self) -> Result<bool> {
+        if self.is_replica() {
+            return Ok(false);
+        }
         let mut state = self.lock();
         let was_dirty = state.dirty;
         self.commit_locked(&mut state)?;
@@ -795,10 +874,30 @@ impl Shard {
 
     /// Syncs the translog (async durability).
     pub fn sync_translog(&self) -> Result<()> {
-        if self.translog.needs_sync() {
-            self.translog.sync()?;
+        if let Some(translog) = &self.translog {
+            if translog.needs_sync() {
+                translog.sync()?;
+            }
         }
         Ok(())
+    }
+
+    /// The shard's translog; a replica has none (it does not index).
+    fn translog(&self) -> Result<&Translog> {
+        self.translog
+            .as_ref()
+            .ok_or_else(|| replication::replica_does_not_index(&self.index_name, self.shard_id))
+    }
+
+    /// The term of the primary: written into new documents' versions and carried by
+    /// replication checkpoints.
+    pub fn primary_term(&self) -> u64 {
+        self.primary_term.load(Ordering::Acquire)
+    }
+
+    /// Sets the primary term (a replica promoted to primary takes the next term).
+    pub fn set_primary_term(&self, term: u64) {
+        self.primary_term.store(term, Ordering::Release);
     }
 
     /// Starts a batch of writes holding the shard's write lock.
@@ -814,10 +913,14 @@ impl Shard {
     pub fn force_merge(&self, max_segments: usize) -> Result<()> {
         let max_segments = max_segments.max(1);
         let started = Instant::now();
+        self.check_engine()?;
         let mut state = self.lock();
         self.commit_locked(&mut state)?;
         self.merge_locked(&mut state, max_segments)
             .map_err(|e| self.fail_engine(&mut state, e))?;
+        // a merge keeps the commit's opstamp and payload: a commit of its own lets replicas
+        // (which copy commits) see the merged segments
+        self.commit_now(&mut state)?;
         self.stats.record_merge(started.elapsed());
         Ok(())
     }
@@ -972,7 +1075,7 @@ impl Shard {
     }
 
     pub fn translog_size(&self) -> u64 {
-        self.translog.size_in_bytes()
+        self.translog.as_ref().map_or(0, Translog::size_in_bytes)
     }
 
     /// Milliseconds (since the epoch) of the last write, for idle detection.
@@ -996,6 +1099,10 @@ impl Shard {
 
     /// Closes the writer cleanly (waits for merges) after a last commit.
     pub fn close(&self) -> Result<()> {
+        self.release_pins();
+        if self.is_replica() {
+            return Ok(());
+        }
         let mut state = self.lock();
         self.commit_locked(&mut state)?;
         if let Some(writer) = state.writer.take() {
@@ -1277,7 +1384,7 @@ impl WriteBatch<'_> {
             }
         }
         if let Some(if_seq_no) = conditions.if_seq_no {
-            let term = conditions.if_primary_term.unwrap_or(shard.primary_term);
+            let term = conditions.if_primary_term.unwrap_or(shard.primary_term());
             match current {
                 Some(v) if v.seq_no == if_seq_no && v.primary_term == term => {}
                 Some(v) => {
@@ -1310,7 +1417,7 @@ impl WriteBatch<'_> {
         DocVersion {
             version: previous.map(|v| v + 1).unwrap_or(1),
             seq_no,
-            primary_term: self.shard.primary_term,
+            primary_term: self.shard.primary_term(),
         }
     }
 
@@ -1344,14 +1451,16 @@ impl WriteBatch<'_> {
             prepared.routing.as_deref(),
             &prepared.source,
         );
-        let appended = self.shard.translog.append(&Operation {
-            kind: OpKind::Index,
-            seq_no: version.seq_no,
-            primary_term: version.primary_term,
-            version: version.version,
-            id: prepared.id.clone(),
-            routing: prepared.routing.clone(),
-            source: prepared.source.clone(),
+        let appended = self.shard.translog().and_then(|translog| {
+            translog.append(&Operation {
+                kind: OpKind::Index,
+                seq_no: version.seq_no,
+                primary_term: version.primary_term,
+                version: version.version,
+                id: prepared.id.clone(),
+                routing: prepared.routing.clone(),
+                source: prepared.source.clone(),
+            })
         });
         self.last_offset = appended.map_err(|e| self.failed(e))?;
         let queued = if prepared.auto_id {
@@ -1407,14 +1516,16 @@ impl WriteBatch<'_> {
         let tombstone = self.tombstone(id);
         let version = self.next_version(current.map(|v| v.version).or(tombstone));
         let table = self.state.table.clone();
-        let appended = self.shard.translog.append(&Operation {
-            kind: OpKind::Delete,
-            seq_no: version.seq_no,
-            primary_term: version.primary_term,
-            version: version.version,
-            id: id.to_string(),
-            routing: routing.map(String::from),
-            source: Bytes::new(),
+        let appended = self.shard.translog().and_then(|translog| {
+            translog.append(&Operation {
+                kind: OpKind::Delete,
+                seq_no: version.seq_no,
+                primary_term: version.primary_term,
+                version: version.version,
+                id: id.to_string(),
+                routing: routing.map(String::from),
+                source: Bytes::new(),
+            })
         });
         self.last_offset = appended.map_err(|e| self.failed(e))?;
         if current.is_some() {
@@ -1473,7 +1584,7 @@ impl WriteBatch<'_> {
             .store(tessera_common::time::now_millis() as u64, Ordering::Relaxed);
         drop(self.state);
         if offset > 0 && shard.durability() == Durability::Request {
-            if let Err(e) = shard.translog.sync_to(offset) {
+            if let Err(e) = shard.translog().and_then(|t| t.sync_to(offset)) {
                 let mut state = shard.lock();
                 let e = shard.fail_engine(&mut state, e);
                 // the shard's own answer when it was closed meanwhile (the index deleted: 404)

@@ -1,0 +1,823 @@
+//! Segment replication at the shard level (OpenSearch's `index.replication.type: SEGMENT`).
+//!
+//! The primary indexes; a replica never does. After each refresh (a tantivy commit) the
+//! primary describes its commit as a [`ReplicationCheckpoint`]: the commit's `meta.json` and
+//! every segment file it needs, each with its length and checksum. A replica copies the files
+//! it lacks, in chunks, verifies them, installs `meta.json` and reopens its reader, so both
+//! copies hold byte-identical segments (same hits, same scores).
+//!
+//! Why it is shaped this way:
+//! - Segment files are immutable and uniquely named (a merge writes a new segment, deletes a
+//!   new `.del` named after its opstamp), so a replica only ever fetches what is new. The one
+//!   exception is the `.fieldnorm` file that [`crate::schema_change::grow_schema`] rewrites in
+//!   place; it changes length, so it is fetched again, and the rewritten file (a superset of
+//!   the old one) is still readable under the previous commit.
+//! - The primary's writer deletes the files of older commits once merges replace them, while
+//!   replicas may still be copying them. A checkpoint therefore *pins* its commit: its files
+//!   are hard-linked into `<shard>/replication/<generation>/` (cheap: same file system) and
+//!   chunks are read from there. The last [`PINNED_GENERATIONS`] are kept; closing the shard
+//!   releases them all, and a restarted primary starts without any.
+//! - A commit's payload carries the mapping it was written with, so a replica builds exactly
+//!   the primary's [`FieldTable`] from the copied `meta.json` alone, and a promoted copy opens
+//!   with [`Shard::open`] like any primary.
+//! - Crash safety on the replica: files are written under temporary names, verified, fsynced
+//!   and renamed into place; `meta.json` (the commit point) is replaced last, atomically. A
+//!   crash at any point leaves the previous `meta.json` and all the files it names, so
+//!   [`Shard::open_replica`] opens the previous checkpoint; leftovers are deleted then.
+//!
+//! Checksums are tantivy's own: every file tantivy writes ends with a footer holding the crc32
+//! of the file's body, so the primary reads it from the footer without reading the file. A
+//! replica computes the crc32 of each copied body and compares it with both the checkpoint's
+//! checksum and the copied footer, and checks the length.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, File};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde::{Deserialize, Serialize};
+use tantivy::directory::footer::Footer;
+use tantivy::directory::{Directory as _, FileSlice, RamDirectory, META_LOCK};
+use tantivy::index::{IndexMeta, SegmentComponent};
+use tantivy::schema::Schema;
+use tantivy::{Index, IndexReader, ReloadPolicy};
+use tessera_common::{Error, Result};
+use tessera_mapping::{FieldTable, Mapping};
+
+use crate::shard::{
+    corruption, register_tokenizers, tantivy_err, verify_checksums, Shard, ShardConfig,
+    ShardSnapshot, WriteState,
+};
+use crate::stats::ShardStats;
+use crate::translog;
+
+/// Answers `len` bytes at `offset` of a checkpoint's file (see [`Shard::apply_checkpoint`]).
+type Fetch<'a> = dyn FnMut(&FileMeta, u64, usize) -> Result<Vec<u8>> + 'a;
+
+/// How many bytes a replica asks for at a time.
+pub const CHUNK_BYTES: usize = 1 << 20;
+
+/// How many of the newest checkpoints a primary keeps pinned for replicas still copying them.
+pub const PINNED_GENERATIONS: usize = 3;
+
+const META_FILE: &str = "meta.json";
+const MANAGED_FILE: &str = ".managed.json";
+/// Where a primary keeps its pins, under the shard's path.
+const PINS_DIR: &str = "replication";
+/// Beside a replica's `index` directory: marks the directory as a copy (its commit names the
+/// old primary's translog) and keeps the primary term of the checkpoint it holds.
+const REPLICA_MARKER: &str = "replica.json";
+/// Suffix of a file being copied, before it is verified and renamed into place.
+const PARTIAL_SUFFIX: &str = ".replicating";
+
+/// One file of a commit.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FileMeta {
+    pub name: String,
+    pub length: u64,
+    /// The crc32 of the file's body, as tantivy's footer records it.
+    pub checksum: u32,
+}
+
+/// A primary's commit, as replicas copy it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicationCheckpoint {
+    pub primary_term: u64,
+    /// Orders the checkpoints of one shard: a counter in the commit's payload, bumped by each
+    /// commit of the primary (and continued by a promoted replica).
+    pub generation: u64,
+    /// The highest seq_no the commit holds (None: empty).
+    pub max_seq_no: Option<u64>,
+    /// Every file the commit needs except meta.json (and .managed.json / lock files), sorted by
+    /// name.
+    pub files: Vec<FileMeta>,
+    /// The commit's meta.json, as bytes.
+    pub meta_json: Vec<u8>,
+}
+
+/// A shard's replication state: its pins as a primary, its checkpoint as a replica.
+pub(crate) struct Replication {
+    replica: bool,
+    /// Replica: the checkpoint held (None before the first).
+    held: RwLock<Option<ReplicationCheckpoint>>,
+    /// Replica: serializes applies (held for a whole copy, unlike `held`).
+    apply: Mutex<()>,
+    /// Primary: the pinned checkpoints, by generation.
+    pins: Mutex<BTreeMap<u64, ReplicationCheckpoint>>,
+}
+
+impl Replication {
+    pub(crate) fn primary() -> Replication {
+        Replication {
+            replica: false,
+            held: RwLock::new(None),
+            apply: Mutex::new(()),
+            pins: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn replica(held: Option<ReplicationCheckpoint>) -> Replication {
+        Replication {
+            replica: true,
+            held: RwLock::new(held),
+            ..Replication::primary()
+        }
+    }
+}
+
+/// What a write (or merge, or checkpoint request) addressed to a replica gets.
+pub(crate) fn replica_does_not_index(index: &str, shard_id: u32) -> Error {
+    Error::new(
+        "illegal_index_shard_state_exception",
+        500,
+        format!("[{index}][{shard_id}] is a replica: it does not index"),
+    )
+}
+
+fn not_a_replica(index: &str, shard_id: u32) -> Error {
+    Error::new(
+        "illegal_index_shard_state_exception",
+        500,
+        format!("[{index}][{shard_id}] is a primary: it does not apply replication checkpoints"),
+    )
+}
+
+fn damaged(reason: impl Into<String>) -> Error {
+    Error::new("corrupt_index_exception", 500, reason)
+}
+
+fn io(context: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
+    move |e| Error::internal(context, e)
+}
+
+/// Removes the pins a primary left behind (a previous process, or a shard closed earlier).
+pub(crate) fn release_all_pins(shard_path: &Path) -> Result<()> {
+    match fs::remove_dir_all(shard_path.join(PINS_DIR)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(Error::internal("release replication pins", e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// True for the directory of a replica: its commit was copied from a primary.
+pub(crate) fn is_replica_copy(shard_path: &Path) -> bool {
+    shard_path.join(REPLICA_MARKER).exists()
+}
+
+/// Called once a promoted copy has committed on its own: it is a primary's directory now.
+pub(crate) fn forget_replica_copy(shard_path: &Path) -> Result<()> {
+    fs::remove_file(shard_path.join(REPLICA_MARKER)).map_err(io("remove the replica marker"))?;
+    translog::sync_dir(shard_path)
+}
+
+fn read_replica_term(shard_path: &Path) -> Option<u64> {
+    let raw = fs::read(shard_path.join(REPLICA_MARKER)).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&raw).ok()?;
+    value.get("primary_term")?.as_u64()
+}
+
+/// Names a checkpoint may list: plain file names in the shard's index directory.
+fn check_file_name(name: &str) -> Result<()> {
+    let bad = name.is_empty()
+        || name.contains('/')
+        || name.contains('\\')
+        || name.contains("..")
+        || name.starts_with('.')
+        || name == META_FILE
+        || name.ends_with(PARTIAL_SUFFIX);
+    if bad {
+        return Err(Error::new(
+            "illegal_argument_exception",
+            400,
+            format!("[{name}] is not the name of a segment file"),
+        ));
+    }
+    Ok(())
+}
+
+/// Parses a commit's meta.json (in memory: nothing is read from or written to disk).
+fn parse_meta(meta_json: &[u8]) -> Result<IndexMeta> {
+    let directory = RamDirectory::create();
+    directory
+        .atomic_write(Path::new(META_FILE), meta_json)
+        .map_err(|e| Error::internal("stage meta.json", e))?;
+    let index = Index::open(directory).map_err(corruption("parse a commit's meta.json"))?;
+    index
+        .load_metas()
+        .map_err(corruption("parse a commit's meta.json"))
+}
+
+/// The commit payload as JSON (an empty object when absent or not JSON).
+fn payload(meta: &IndexMeta) -> serde_json::Value {
+    meta.payload
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p).ok())
+        .unwrap_or_else(|| serde_json::json!({}))
+}
+
+/// The replication generation of a commit: the counter in its payload, or, for commits
+/// written before it existed, tantivy's opstamp.
+fn generation_of(meta: &IndexMeta) -> u64 {
+    payload(meta)
+        .get("generation")
+        .and_then(|g| g.as_u64())
+        .unwrap_or(meta.opstamp)
+}
+
+/// The replication generation of an index's last commit.
+pub(crate) fn commit_generation(index: &Index) -> Result<u64> {
+    let meta = index
+        .load_metas()
+        .map_err(tantivy_err("load shard metas"))?;
+    Ok(generation_of(&meta))
+}
+
+fn payload_max_seq_no(meta: &IndexMeta) -> Option<u64> {
+    payload(meta).get("max_seq_no").and_then(|n| n.as_u64())
+}
+
+/// The field table of a commit, from the mapping in its payload and its schema. The schema
+/// must already hold every field of the mapping: a replica never grows it.
+fn table_of_commit(meta: &IndexMeta, schema: &Schema) -> Result<FieldTable> {
+    let payload = payload(meta);
+    let Some(mapping) = payload.get("mapping") else {
+        return Err(Error::new(
+            "illegal_state_exception",
+            500,
+            format!(
+                "commit [{}] carries no mapping: it predates segment replication",
+                generation_of(meta)
+            ),
+        ));
+    };
+    let mapping = Mapping::parse(mapping)?;
+    let (table, grew) = FieldTable::build(&mapping, Some(schema))?;
+    if grew {
+        return Err(damaged(format!(
+            "the mapping of commit [{}] has fields its schema lacks",
+            generation_of(meta)
+        )));
+    }
+    Ok(table)
+}
+
+/// Every file a commit may name (some, like the `.del` of a segment without deletes, may not
+/// exist), and those it needs.
+fn commit_files(meta: &IndexMeta) -> (BTreeSet<String>, BTreeSet<String>) {
+    let candidates: BTreeSet<String> = meta
+        .list_segment_files()
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let optional: BTreeSet<String> = meta
+        .segments
+        .iter()
+        .filter(|segment| !segment.has_deletes())
+        .map(|segment| segment.relative_path(SegmentComponent::Delete))
+        .chain(
+            meta.segments
+                .iter()
+                .map(|segment| segment.relative_path(SegmentComponent::TempStore)),
+        )
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let required = candidates.difference(&optional).cloned().collect();
+    (candidates, required)
+}
+
+/// The footer tantivy wrote at the end of a file, and the file's body.
+fn read_footer(path: &Path) -> Result<(Footer, FileSlice)> {
+    let file = FileSlice::open(path).map_err(io(format!("open {}", path.display())))?;
+    Footer::extract_footer(file).map_err(|e| damaged(format!("{}: {e}", path.display())))
+}
+
+fn body_checksum(body: &FileSlice) -> Result<u32> {
+    let mut hasher = crc32fast::Hasher::new();
+    for chunk in body.stream_file_chunks() {
+        hasher.update(chunk.map_err(io("read a copied file"))?.as_slice());
+    }
+    Ok(hasher.finalize())
+}
+
+/// Lengths and checksums (from the footers) of files in `dir`, sorted by name.
+fn describe_files(dir: &Path, names: &BTreeSet<String>) -> Result<Vec<FileMeta>> {
+    names
+        .iter()
+        .map(|name| {
+            let path = dir.join(name);
+            let length = fs::metadata(&path)
+                .map_err(io(format!("stat {}", path.display())))?
+                .len();
+            let (footer, _) = read_footer(&path)?;
+            Ok(FileMeta {
+                name: name.clone(),
+                length,
+                checksum: footer.crc,
+            })
+        })
+        .collect()
+}
+
+/// Checks a copied file against what the checkpoint says of it.
+fn verify_copy(path: &Path, expected: &FileMeta) -> Result<()> {
+    let length = fs::metadata(path)
+        .map_err(io(format!("stat {}", path.display())))?
+        .len();
+    let mismatch = |what: String| {
+        damaged(format!(
+            "checksum failed (hardware problem?) : file [{}] copied from the primary: {what}",
+            expected.name
+        ))
+    };
+    if length != expected.length {
+        return Err(mismatch(format!(
+            "expected length [{}], got [{length}]",
+            expected.length
+        )));
+    }
+    let (footer, body) = read_footer(path).map_err(|e| mismatch(e.reason().to_string()))?;
+    let actual = body_checksum(&body)?;
+    if footer.crc != expected.checksum || actual != expected.checksum {
+        return Err(mismatch(format!(
+            "expected checksum [{}], footer [{}], body [{actual}]",
+            expected.checksum, footer.crc
+        )));
+    }
+    Ok(())
+}
+
+/// Copies one file in chunks to a temporary name, verifies it and renames it into place; the
+/// temporary file is removed on any failure.
+fn copy_file(dir: &Path, file: &FileMeta, fetch: &mut Fetch<'_>) -> Result<()> {
+    let partial = dir.join(format!("{}{PARTIAL_SUFFIX}", file.name));
+    let copied = write_chunks(&partial, file, fetch)
+        .and_then(|_| verify_copy(&partial, file))
+        .and_then(|_| {
+            fs::rename(&partial, dir.join(&file.name)).map_err(io(format!("install {}", file.name)))
+        });
+    if copied.is_err() {
+        let _ = fs::remove_file(&partial);
+    }
+    copied
+}
+
+fn write_chunks(path: &Path, file: &FileMeta, fetch: &mut Fetch<'_>) -> Result<()> {
+    let mut out = File::create(path).map_err(io(format!("create {}", path.display())))?;
+    let mut offset = 0u64;
+    while offset < file.length {
+        let want = (file.length - offset).min(CHUNK_BYTES as u64) as usize;
+        let chunk = fetch(file, offset, want)?;
+        if chunk.len() != want {
+            return Err(damaged(format!(
+                "file [{}] copied from the primary: asked [{want}] bytes at [{offset}], got [{}]",
+                file.name,
+                chunk.len()
+            )));
+        }
+        out.write_all(&chunk)
+            .map_err(io(format!("write {}", path.display())))?;
+        offset += want as u64;
+    }
+    out.sync_all()
+        .map_err(io(format!("fsync {}", path.display())))
+}
+
+/// Deletes what a replica's directory holds beyond `keep` (files of older checkpoints,
+/// leftovers of an interrupted copy), then records `keep` as tantivy's managed files, so a
+/// writer opened here after a promotion collects them as its own.
+fn remove_unreferenced(dir: &Path, keep: &[FileMeta]) -> Result<()> {
+    let keep: BTreeSet<&str> = keep.iter().map(|f| f.name.as_str()).collect();
+    let entries = fs::read_dir(dir).map_err(io(format!("list {}", dir.display())))?;
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
+        // lock files and tantivy's own bookkeeping start with a dot
+        if !is_file || name == META_FILE || name.starts_with('.') || keep.contains(name.as_str()) {
+            continue;
+        }
+        match fs::remove_file(entry.path()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::internal(format!("delete {name}"), e))
+            }
+            _ => {}
+        }
+    }
+    write_managed(dir, keep.into_iter())?;
+    translog::sync_dir(dir)
+}
+
+/// Writes tantivy's `.managed.json`: the files a writer may garbage-collect once unused.
+fn write_managed<'a>(dir: &Path, files: impl Iterator<Item = &'a str>) -> Result<()> {
+    let managed: BTreeSet<&str> = files.chain([META_FILE]).collect();
+    let mut bytes =
+        serde_json::to_vec(&managed).map_err(|e| Error::internal("serialise .managed.json", e))?;
+    bytes.push(b'\n');
+    translog::write_atomic(&dir.join(MANAGED_FILE), &bytes)
+}
+
+fn open_reader(index: &Index) -> Result<IndexReader> {
+    index
+        .reader_builder()
+        .reload_policy(ReloadPolicy::Manual)
+        .try_into()
+        .map_err(corruption("open replica reader"))
+}
+
+/// The checkpoint a replica holds on disk: its meta.json and the files it names.
+fn checkpoint_on_disk(
+    dir: &Path,
+    meta: &IndexMeta,
+    primary_term: u64,
+) -> Result<ReplicationCheckpoint> {
+    let meta_json = fs::read(dir.join(META_FILE)).map_err(io("read meta.json"))?;
+    let (candidates, _) = commit_files(meta);
+    let present: BTreeSet<String> = candidates
+        .into_iter()
+        .filter(|name| dir.join(name).exists())
+        .collect();
+    Ok(ReplicationCheckpoint {
+        primary_term,
+        generation: generation_of(meta),
+        max_seq_no: payload_max_seq_no(meta),
+        files: describe_files(dir, &present)?,
+        meta_json,
+    })
+}
+
+/// Checks a checkpoint before anything of it is written: its meta.json parses, names its
+/// generation and needs no file the checkpoint does not list, and its mapping fits its schema.
+fn validate(checkpoint: &ReplicationCheckpoint) -> Result<()> {
+    let meta = parse_meta(&checkpoint.meta_json)?;
+    if generation_of(&meta) != checkpoint.generation {
+        return Err(damaged(format!(
+            "checkpoint [{}] carries the meta.json of commit [{}]",
+            checkpoint.generation,
+            generation_of(&meta)
+        )));
+    }
+    let mut listed = BTreeSet::new();
+    for file in &checkpoint.files {
+        check_file_name(&file.name)?;
+        if !listed.insert(file.name.as_str()) {
+            return Err(damaged(format!(
+                "checkpoint [{}] lists [{}] twice",
+                checkpoint.generation, file.name
+            )));
+        }
+    }
+    let (_, required) = commit_files(&meta);
+    if let Some(missing) = required.iter().find(|name| !listed.contains(name.as_str())) {
+        return Err(damaged(format!(
+            "checkpoint [{}] does not list [{missing}], which its commit needs",
+            checkpoint.generation
+        )));
+    }
+    table_of_commit(&meta, &meta.schema)?;
+    Ok(())
+}
+
+/// The files of `checkpoint` that `held` does not have with the same name, length and checksum.
+fn missing_in(
+    held: Option<&ReplicationCheckpoint>,
+    checkpoint: &ReplicationCheckpoint,
+) -> Vec<FileMeta> {
+    let have: BTreeSet<&FileMeta> = held.iter().flat_map(|h| h.files.iter()).collect();
+    checkpoint
+        .files
+        .iter()
+        .filter(|file| !have.contains(file))
+        .cloned()
+        .collect()
+}
+
+/// Links (or, across file systems, copies) `names` from `dir` into a new pin directory for
+/// `generation`, with the commit's meta.json; returns the files linked.
+fn pin_commit(
+    pins_root: &Path,
+    generation: u64,
+    dir: &Path,
+    meta: &IndexMeta,
+    meta_json: &[u8],
+) -> Result<(PathBuf, BTreeSet<String>)> {
+    let partial = pins_root.join(format!("{generation}.partial"));
+    let pin = pins_root.join(generation.to_string());
+    let _ = fs::remove_dir_all(&partial);
+    let _ = fs::remove_dir_all(&pin);
+    fs::create_dir_all(&partial).map_err(io(format!("create {}", partial.display())))?;
+    let (candidates, required) = commit_files(meta);
+    let mut linked = BTreeSet::new();
+    for name in candidates {
+        let source = dir.join(&name);
+        let target = partial.join(&name);
+        match fs::hard_link(&source, &target) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if required.contains(&name) {
+                    return Err(damaged(format!(
+                        "file [{name}] of commit [{generation}] is missing"
+                    )));
+                }
+                continue;
+            }
+            Err(_) => {
+                fs::copy(&source, &target).map_err(io(format!("pin {name}")))?;
+            }
+        }
+        linked.insert(name);
+    }
+    fs::write(partial.join(META_FILE), meta_json).map_err(io("pin meta.json"))?;
+    fs::rename(&partial, &pin).map_err(io(format!("install {}", pin.display())))?;
+    Ok((pin, linked))
+}
+
+impl Shard {
+    /// True for a copy that applies its primary's checkpoints instead of indexing.
+    pub fn is_replica(&self) -> bool {
+        self.replication.replica
+    }
+
+    fn pins_root(&self) -> PathBuf {
+        self.path.join(PINS_DIR)
+    }
+
+    /// Releases every pin (the shard is closing or being deleted).
+    pub(crate) fn release_pins(&self) {
+        if self.is_replica() {
+            return;
+        }
+        let mut pins = self.replication.pins.lock().unwrap();
+        pins.clear();
+        let _ = release_all_pins(&self.path);
+    }
+
+    /// The checkpoint of the shard's latest commit, pinned so that replicas can copy its files
+    /// (with [`Shard::read_checkpoint_file`]) even after merges made the writer delete them.
+    /// Taking it again for the same commit reuses the pin; pins beyond the newest
+    /// [`PINNED_GENERATIONS`] are released. The checkpoint carries the current primary term.
+    ///
+    /// A commit written before commits carried their mapping is committed once more first,
+    /// so that every checkpoint is self-describing.
+    pub fn replication_checkpoint(&self) -> Result<ReplicationCheckpoint> {
+        if self.is_replica() {
+            return Err(replica_does_not_index(&self.index_name, self.shard_id));
+        }
+        let mut state = self.lock();
+        self.check_engine()?;
+        let live = state
+            .index
+            .load_metas()
+            .map_err(tantivy_err("load shard metas"))?;
+        let live = payload(&live);
+        if live.get("mapping").is_none() || live.get("generation").is_none() {
+            self.commit_now(&mut state)?;
+        }
+        let dir = self.path.join("index");
+        let mut pins = self.replication.pins.lock().unwrap();
+        let (generation, meta, meta_json, pin, linked) = {
+            // the writer's garbage collection waits for this lock before it decides what to
+            // delete: the files named by the meta.json read here stay until they are linked
+            let _meta_lock = state
+                .index
+                .directory()
+                .acquire_lock(&META_LOCK)
+                .map_err(|e| Error::internal("lock the shard's commit", e))?;
+            let meta_json = fs::read(dir.join(META_FILE)).map_err(io("read meta.json"))?;
+            let meta = parse_meta(&meta_json)?;
+            let generation = generation_of(&meta);
+            if let Some(pinned) = pins.get(&generation) {
+                return Ok(ReplicationCheckpoint {
+                    primary_term: self.primary_term(),
+                    ..pinned.clone()
+                });
+            }
+            let (pin, linked) = pin_commit(&self.pins_root(), generation, &dir, &meta, &meta_json)?;
+            (generation, meta, meta_json, pin, linked)
+        };
+        drop(state);
+        let files = match describe_files(&pin, &linked) {
+            Ok(files) => files,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&pin);
+                return Err(e);
+            }
+        };
+        let checkpoint = ReplicationCheckpoint {
+            primary_term: self.primary_term(),
+            generation,
+            max_seq_no: payload_max_seq_no(&meta),
+            files,
+            meta_json,
+        };
+        pins.insert(generation, checkpoint.clone());
+        while pins.len() > PINNED_GENERATIONS {
+            let Some((&oldest, _)) = pins.iter().next() else {
+                break;
+            };
+            pins.remove(&oldest);
+            let _ = fs::remove_dir_all(self.pins_root().join(oldest.to_string()));
+        }
+        Ok(checkpoint)
+    }
+
+    /// Up to `len` bytes at `offset` of file `name` of the pinned checkpoint `generation`
+    /// (fewer only at the end of the file). A checkpoint no longer pinned answers
+    /// `resource_not_found_exception`: the replica should start over with a newer one.
+    pub fn read_checkpoint_file(
+        &self,
+        generation: u64,
+        name: &str,
+        offset: u64,
+        len: usize,
+    ) -> Result<Vec<u8>> {
+        check_file_name(name)?;
+        let gone = || {
+            Error::new(
+                "resource_not_found_exception",
+                404,
+                format!(
+                    "[{}][{}] replication checkpoint [{generation}] is gone (released after newer commits): retry with a newer checkpoint",
+                    self.index_name, self.shard_id
+                ),
+            )
+        };
+        let (mut file, length) = {
+            let pins = self.replication.pins.lock().unwrap();
+            let checkpoint = pins.get(&generation).ok_or_else(gone)?;
+            let Some(meta) = checkpoint.files.iter().find(|f| f.name == name) else {
+                return Err(Error::new(
+                    "resource_not_found_exception",
+                    404,
+                    format!(
+                        "[{}][{}] replication checkpoint [{generation}] has no file [{name}]",
+                        self.index_name, self.shard_id
+                    ),
+                ));
+            };
+            // opened under the lock: a pin released later keeps the open file readable
+            let path = self.pins_root().join(generation.to_string()).join(name);
+            let file = File::open(&path).map_err(|_| gone())?;
+            (file, meta.length)
+        };
+        if offset > length {
+            return Err(Error::new(
+                "illegal_argument_exception",
+                400,
+                format!("offset [{offset}] is past the end of [{name}] ([{length}] bytes)"),
+            ));
+        }
+        file.seek(SeekFrom::Start(offset))
+            .map_err(io(format!("read {name}")))?;
+        let mut chunk = Vec::with_capacity(len.min((length - offset) as usize));
+        file.take(len as u64)
+            .read_to_end(&mut chunk)
+            .map_err(io(format!("read {name}")))?;
+        Ok(chunk)
+    }
+
+    /// Opens a replica at `path`: the last checkpoint it applied (its meta.json; the field
+    /// table comes from the mapping in the commit's payload), or, with none, an empty replica
+    /// whose searches find nothing. A replica has no writer and no translog; the translog
+    /// directory is left alone.
+    pub fn open_replica(
+        index_name: &str,
+        shard_id: u32,
+        path: &Path,
+        config: ShardConfig,
+    ) -> Result<Shard> {
+        let dir = path.join("index");
+        fs::create_dir_all(&dir)
+            .map_err(|e| Error::internal(format!("create shard directory {}", dir.display()), e))?;
+        let (index, table, held) = if dir.join(META_FILE).exists() {
+            let index = Index::open_in_dir(&dir).map_err(corruption("open replica"))?;
+            if config.verify_checksums {
+                verify_checksums(&index)?;
+            }
+            let meta = index
+                .load_metas()
+                .map_err(corruption("load replica metas"))?;
+            let table = table_of_commit(&meta, &index.schema())?;
+            let term = read_replica_term(path)
+                .or_else(|| payload(&meta).get("primary_term").and_then(|t| t.as_u64()))
+                .unwrap_or(0);
+            let held = checkpoint_on_disk(&dir, &meta, term)?;
+            // what an interrupted copy left behind
+            remove_unreferenced(&dir, &held.files)?;
+            (index, table, Some(held))
+        } else {
+            let (table, _) = FieldTable::build(&Mapping::default(), None)?;
+            let index = Index::create_in_ram(table.schema().clone());
+            (index, table, None)
+        };
+        register_tokenizers(&index);
+        let reader = open_reader(&index)?;
+        let state = WriteState::read_only(index, reader, Arc::new(table));
+        let snapshot = ShardSnapshot::new(
+            state.reader.searcher(),
+            state.table.clone(),
+            0,
+            Arc::default(),
+        );
+        Ok(Shard {
+            index_name: index_name.to_string(),
+            shard_id,
+            path: path.to_path_buf(),
+            config,
+            state: Mutex::new(state),
+            snapshot: RwLock::new(Arc::new(snapshot)),
+            translog: None,
+            stats: ShardStats::default(),
+            primary_term: AtomicU64::new(held.as_ref().map_or(0, |h| h.primary_term)),
+            replication: Replication::replica(held),
+            last_write: AtomicU64::new(0),
+            async_durability: AtomicBool::new(false),
+            pending_refresh: AtomicBool::new(false),
+            last_refresh: AtomicU64::new(tessera_common::time::now_millis() as u64),
+            last_search: AtomicU64::new(0),
+            failure: Mutex::new(None),
+            writer_closed: Arc::new(AtomicBool::new(true)),
+        })
+    }
+
+    /// The checkpoint this replica holds now (None before the first, and on a primary).
+    pub fn replica_checkpoint(&self) -> Option<ReplicationCheckpoint> {
+        self.replication.held.read().unwrap().clone()
+    }
+
+    /// The files of `checkpoint` this replica does not already hold with the same name, length
+    /// and checksum: after a merge, only the merged segment's files.
+    pub fn missing_files(&self, checkpoint: &ReplicationCheckpoint) -> Vec<FileMeta> {
+        missing_in(self.replication.held.read().unwrap().as_ref(), checkpoint)
+    }
+
+    /// Applies a primary's checkpoint: copies the missing files in chunks of [`CHUNK_BYTES`]
+    /// (`fetch(file, offset, len)` answers the bytes, e.g. through
+    /// [`Shard::read_checkpoint_file`] on the primary), verifies them, installs the commit's
+    /// meta.json atomically, reopens the reader and publishes a new snapshot, then deletes the
+    /// files no commit needs any more. A crash at any point leaves the previous checkpoint
+    /// intact. Answers false (and does nothing) for a checkpoint not newer than the one held
+    /// or of an older primary term. Applies are serialized.
+    #[allow(clippy::type_complexity)] // the signature the cluster side is written against
+    pub fn apply_checkpoint(
+        &self,
+        checkpoint: &ReplicationCheckpoint,
+        fetch: &mut dyn FnMut(&FileMeta, u64, usize) -> Result<Vec<u8>>,
+    ) -> Result<bool> {
+        if !self.is_replica() {
+            return Err(not_a_replica(&self.index_name, self.shard_id));
+        }
+        let _applying = self.replication.apply.lock().unwrap();
+        let held = self.replica_checkpoint();
+        if let Some(held) = &held {
+            if checkpoint.generation <= held.generation
+                || checkpoint.primary_term < held.primary_term
+            {
+                return Ok(false);
+            }
+        }
+        validate(checkpoint)?;
+        let dir = self.path.join("index");
+        for file in missing_in(held.as_ref(), checkpoint) {
+            copy_file(&dir, &file, fetch)?;
+        }
+        translog::sync_dir(&dir)?;
+        // a writer opened here later (promotion) collects whichever files end up unused
+        let both = held
+            .iter()
+            .flat_map(|h| h.files.iter())
+            .chain(&checkpoint.files)
+            .map(|f| f.name.as_str());
+        write_managed(&dir, both)?;
+        let marker = serde_json::json!({ "primary_term": checkpoint.primary_term }).to_string();
+        translog::write_atomic(&self.path.join(REPLICA_MARKER), marker.as_bytes())?;
+        // the commit point
+        translog::write_atomic(&dir.join(META_FILE), &checkpoint.meta_json)?;
+        self.load_copied_commit(&dir)?;
+        *self.replication.held.write().unwrap() = Some(checkpoint.clone());
+        self.primary_term
+            .fetch_max(checkpoint.primary_term, std::sync::atomic::Ordering::AcqRel);
+        // open readers keep the deleted files they mapped
+        remove_unreferenced(&dir, &checkpoint.files)?;
+        Ok(true)
+    }
+
+    /// Opens the commit just installed in `dir` and publishes it to searches.
+    fn load_copied_commit(&self, dir: &Path) -> Result<()> {
+        let index = Index::open_in_dir(dir).map_err(corruption("open the copied commit"))?;
+        register_tokenizers(&index);
+        let meta = index
+            .load_metas()
+            .map_err(corruption("load the copied commit"))?;
+        let table = table_of_commit(&meta, &index.schema())?;
+        let reader = open_reader(&index)?;
+        let mut state = self.lock();
+        state.index = index;
+        state.reader = reader;
+        state.table = Arc::new(table);
+        self.publish(&mut state);
+        Ok(())
+    }
+}
+
