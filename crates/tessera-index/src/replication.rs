@@ -821,3 +821,652 @@ impl Shard {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::{Conditions, PreparedDoc};
+    use bytes::Bytes;
+    use serde_json::{json, Value};
+    use tantivy::collector::TopDocs;
+    use tantivy::query::TermQuery;
+    use tantivy::schema::{IndexRecordOption, Value as _};
+    use tantivy::{TantivyDocument, Term};
+    use tessera_mapping::{parse_document, ParseOutcome};
+
+    fn mapping() -> Mapping {
+        Mapping::parse(&json!({"properties": {"title": {"type": "text"}, "n": {"type": "long"}}}))
+            .unwrap()
+    }
+
+    /// Merges off: every refresh keeps its segment, so file sets are predictable.
+    fn config() -> ShardConfig {
+        ShardConfig {
+            merges: false,
+            ..ShardConfig::default()
+        }
+    }
+
+    fn primary(dir: &Path, mapping: &Mapping) -> Shard {
+        Shard::open("idx", 0, dir, mapping, 1, config()).unwrap()
+    }
+
+    fn replica(dir: &Path) -> Shard {
+        Shard::open_replica("idx", 0, dir, config()).unwrap()
+    }
+
+    fn index(shard: &Shard, mapping: &Mapping, version: u64, docs: &[(&str, Value)]) {
+        let table = shard.table_for(mapping, version).unwrap();
+        let mut batch = shard.write_batch();
+        for (id, source) in docs {
+            let ParseOutcome::Document(doc) = parse_document(mapping, &table, id, source).unwrap()
+            else {
+                panic!("mapping update")
+            };
+            let prepared = PreparedDoc {
+                id: id.to_string(),
+                auto_id: false,
+                doc,
+                source: Bytes::from(serde_json::to_vec(source).unwrap()),
+                routing: None,
+            };
+            batch.index(prepared, &Conditions::default()).unwrap();
+        }
+        batch.finish().unwrap();
+    }
+
+    fn titled(range: std::ops::Range<usize>) -> Vec<(String, Value)> {
+        range
+            .map(|i| {
+                // term frequencies differ, so scores differ
+                let title = format!("{} world", "hello ".repeat(1 + i % 4));
+                (format!("d{i}"), json!({"title": title, "n": i}))
+            })
+            .collect()
+    }
+
+    fn index_titled(shard: &Shard, mapping: &Mapping, range: std::ops::Range<usize>) {
+        let docs = titled(range);
+        let docs: Vec<(&str, Value)> = docs.iter().map(|(i, d)| (i.as_str(), d.clone())).collect();
+        index(shard, mapping, 1, &docs);
+    }
+
+    /// Fetches chunks from the primary's pin of the checkpoint.
+    fn from(
+        primary: &Shard,
+        generation: u64,
+    ) -> impl FnMut(&FileMeta, u64, usize) -> Result<Vec<u8>> + '_ {
+        move |file, offset, len| primary.read_checkpoint_file(generation, &file.name, offset, len)
+    }
+
+    fn replicate(primary: &Shard, replica: &Shard) -> ReplicationCheckpoint {
+        let checkpoint = primary.replication_checkpoint().unwrap();
+        let applied = replica
+            .apply_checkpoint(&checkpoint, &mut from(primary, checkpoint.generation))
+            .unwrap();
+        assert!(applied);
+        checkpoint
+    }
+
+    /// Hits of a term query, best first: score, segment ordinal, doc id and source.
+    fn hits(shard: &Shard, field: &str, word: &str) -> Vec<(f32, u32, u32, String)> {
+        let snapshot = shard.snapshot();
+        let Some(field) = snapshot.table.leaf(field).and_then(|leaf| leaf.field) else {
+            return Vec::new();
+        };
+        let query = TermQuery::new(
+            Term::from_field_text(field, word),
+            IndexRecordOption::WithFreqs,
+        );
+        let top = snapshot
+            .searcher
+            .search(&query, &TopDocs::with_limit(100).order_by_score())
+            .unwrap();
+        top.into_iter()
+            .map(|(score, address)| {
+                let doc: TantivyDocument = snapshot.searcher.doc(address).unwrap();
+                let source = doc
+                    .get_first(snapshot.table.meta.source)
+                    .and_then(|v| v.as_bytes())
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+                    .unwrap_or_default();
+                (score, address.segment_ord, address.doc_id, source)
+            })
+            .collect()
+    }
+
+    fn names(files: &[FileMeta]) -> BTreeSet<String> {
+        files.iter().map(|f| f.name.clone()).collect()
+    }
+
+    #[test]
+    fn a_replica_copies_the_primarys_commit_and_searches_alike() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        index_titled(&primary, &m, 0..30);
+        primary.refresh().unwrap();
+
+        let replica = replica(r.path());
+        assert!(replica.is_replica() && !primary.is_replica());
+        // an empty replica answers nothing, without failing
+        assert_eq!(replica.replica_checkpoint(), None);
+        assert_eq!(replica.doc_counts(), (0, 0));
+        assert!(replica.segments().unwrap().is_empty());
+        assert!(replica.get_refreshed("d1").unwrap().is_none());
+        assert!(hits(&replica, "title", "hello").is_empty());
+        assert!(replica.table_for(&m, 1).unwrap().leaf("title").is_none());
+
+        let checkpoint = primary.replication_checkpoint().unwrap();
+        assert_eq!(checkpoint.max_seq_no, Some(29));
+        assert_eq!(checkpoint.primary_term, 1);
+        assert_eq!(replica.missing_files(&checkpoint), checkpoint.files);
+        let generation_before = replica.snapshot().generation;
+        let applied = replica
+            .apply_checkpoint(&checkpoint, &mut from(&primary, checkpoint.generation))
+            .unwrap();
+        assert!(applied);
+        assert!(replica.snapshot().generation > generation_before);
+        assert_eq!(replica.replica_checkpoint(), Some(checkpoint.clone()));
+        assert!(replica.missing_files(&checkpoint).is_empty());
+
+        assert_eq!(replica.doc_counts(), (30, 0));
+        assert_eq!(replica.doc_counts(), primary.doc_counts());
+        let on_primary = hits(&primary, "title", "hello");
+        assert_eq!(on_primary.len(), 30);
+        assert_eq!(hits(&replica, "title", "hello"), on_primary);
+        assert_eq!(
+            replica.get_refreshed("d7").unwrap(),
+            primary.get_refreshed("d7").unwrap()
+        );
+        assert_eq!(
+            replica.get("d7").unwrap().unwrap().source,
+            Some(Bytes::from(serde_json::to_vec(&titled(7..8)[0].1).unwrap()))
+        );
+        assert_eq!(replica.segments().unwrap().len(), 1);
+        assert!(replica.store_size() > 0);
+        // byte-identical files
+        for file in &checkpoint.files {
+            let copied = fs::read(r.path().join("index").join(&file.name)).unwrap();
+            let original = fs::read(p.path().join("index").join(&file.name)).unwrap();
+            assert!(copied == original, "{} differs", file.name);
+        }
+        // the checkpoint crosses the wire
+        let wire = postcard::to_allocvec(&checkpoint).unwrap();
+        let back: ReplicationCheckpoint = postcard::from_bytes(&wire).unwrap();
+        assert_eq!(back, checkpoint);
+    }
+
+    #[test]
+    fn a_primary_without_documents_replicates_an_empty_commit() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        let replica = replica(r.path());
+        let checkpoint = replicate(&primary, &replica);
+        assert!(checkpoint.files.is_empty());
+        assert_eq!(checkpoint.max_seq_no, None);
+        assert_eq!(replica.doc_counts(), (0, 0));
+        assert!(hits(&replica, "title", "hello").is_empty());
+        // the table is the primary's already
+        assert!(replica.snapshot().table.leaf("title").is_some());
+        drop(replica);
+        let reopened = Shard::open_replica("idx", 0, r.path(), config()).unwrap();
+        assert_eq!(reopened.replica_checkpoint(), Some(checkpoint));
+    }
+
+    #[test]
+    fn a_replica_refuses_writes_and_ignores_refreshes() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        index_titled(&primary, &m, 0..3);
+        primary.refresh().unwrap();
+        let replica = replica(r.path());
+        replicate(&primary, &replica);
+        let table = replica.table_for(&m, 1).unwrap();
+        let ParseOutcome::Document(doc) =
+            parse_document(&m, &table, "x", &json!({"n": 1})).unwrap()
+        else {
+            panic!()
+        };
+        let prepared = PreparedDoc {
+            id: "x".into(),
+            auto_id: false,
+            doc,
+            source: Bytes::from_static(br#"{"n":1}"#),
+            routing: None,
+        };
+        let mut batch = replica.write_batch();
+        let err = batch.index(prepared, &Conditions::default()).unwrap_err();
+        assert_eq!(err.kind(), "illegal_index_shard_state_exception");
+        assert!(err.reason().contains("is a replica"), "{}", err.reason());
+        let err = batch
+            .delete("d1", None, &Conditions::default())
+            .unwrap_err();
+        assert_eq!(err.kind(), "illegal_index_shard_state_exception");
+        batch.finish().unwrap();
+        assert!(!replica.refresh().unwrap());
+        replica.flush().unwrap();
+        assert_eq!(
+            replica.force_merge(1).unwrap_err().kind(),
+            "illegal_index_shard_state_exception"
+        );
+        assert!(replica.replication_checkpoint().is_err());
+        let checkpoint = primary.replication_checkpoint().unwrap();
+        assert!(primary
+            .apply_checkpoint(&checkpoint, &mut from(&primary, checkpoint.generation))
+            .is_err());
+        assert_eq!(replica.doc_counts(), (3, 0));
+        // nothing was written for the replica's own sake
+        assert!(!r.path().join("translog").exists());
+        replica.close().unwrap();
+    }
+
+    #[test]
+    fn incremental_checkpoints_copy_only_new_files_and_carry_deletes() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        index_titled(&primary, &m, 0..20);
+        primary.refresh().unwrap();
+        let replica = replica(r.path());
+        let first = replicate(&primary, &replica);
+
+        index_titled(&primary, &m, 20..25);
+        let mut batch = primary.write_batch();
+        batch.delete("d3", None, &Conditions::default()).unwrap();
+        batch.delete("d4", None, &Conditions::default()).unwrap();
+        batch.finish().unwrap();
+        primary.refresh().unwrap();
+        let second = primary.replication_checkpoint().unwrap();
+        assert!(second.generation > first.generation);
+        let missing = replica.missing_files(&second);
+        let old = names(&first.files);
+        // the new segment and the deletes of the old one, nothing the replica already has
+        assert!(!missing.is_empty());
+        assert!(
+            missing.iter().all(|f| !old.contains(&f.name)),
+            "{missing:?}"
+        );
+        assert!(missing.iter().any(|f| f.name.ends_with(".del")));
+        let kept: Vec<&FileMeta> = second
+            .files
+            .iter()
+            .filter(|f| old.contains(&f.name))
+            .collect();
+        assert!(!kept.is_empty());
+        let mut fetched = BTreeSet::new();
+        let mut fetch = |file: &FileMeta, offset: u64, len: usize| {
+            fetched.insert(file.name.clone());
+            primary.read_checkpoint_file(second.generation, &file.name, offset, len)
+        };
+        assert!(replica.apply_checkpoint(&second, &mut fetch).unwrap());
+        assert_eq!(fetched, names(&missing));
+
+        assert_eq!(replica.doc_counts(), primary.doc_counts());
+        assert_eq!(replica.doc_counts().0, 23);
+        assert!(replica.get_refreshed("d3").unwrap().is_none());
+        assert!(replica.get_refreshed("d22").unwrap().is_some());
+        assert_eq!(
+            hits(&replica, "title", "hello"),
+            hits(&primary, "title", "hello")
+        );
+        assert_eq!(replica.segments().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_force_merge_reaches_the_replica_and_old_pins_still_serve() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        for round in 0..3 {
+            index_titled(&primary, &m, round * 10..round * 10 + 10);
+            primary.refresh().unwrap();
+        }
+        let replica = replica(r.path());
+        let old = replicate(&primary, &replica);
+        assert_eq!(replica.segments().unwrap().len(), 3);
+
+        primary.force_merge(1).unwrap();
+        primary.refresh().unwrap();
+        let live = p.path().join("index");
+        let gone: Vec<&FileMeta> = old
+            .files
+            .iter()
+            .filter(|f| !live.join(&f.name).exists())
+            .collect();
+        assert!(!gone.is_empty(), "the merge deleted no file");
+        // the pin still serves the old checkpoint, from its own links
+        for file in gone {
+            let bytes = primary
+                .read_checkpoint_file(old.generation, &file.name, 0, file.length as usize + 10)
+                .unwrap();
+            assert_eq!(bytes.len() as u64, file.length);
+            assert_eq!(
+                bytes,
+                fs::read(r.path().join("index").join(&file.name)).unwrap()
+            );
+            let tail = primary
+                .read_checkpoint_file(old.generation, &file.name, file.length - 3, 100)
+                .unwrap();
+            assert_eq!(tail, bytes[bytes.len() - 3..]);
+        }
+
+        let merged = replicate(&primary, &replica);
+        assert!(merged.generation > old.generation);
+        assert_eq!(replica.segments().unwrap().len(), 1);
+        assert_eq!(replica.doc_counts(), (30, 0));
+        assert_eq!(
+            hits(&replica, "title", "hello"),
+            hits(&primary, "title", "hello")
+        );
+        // the replica deleted what no commit needs any more
+        let on_replica: BTreeSet<String> = fs::read_dir(r.path().join("index"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| !name.starts_with('.') && name != META_FILE)
+            .collect();
+        assert_eq!(on_replica, names(&merged.files));
+        let managed: BTreeSet<String> =
+            serde_json::from_slice(&fs::read(r.path().join("index").join(MANAGED_FILE)).unwrap())
+                .unwrap();
+        assert!(managed.contains(META_FILE));
+        assert!(names(&merged.files).is_subset(&managed));
+    }
+
+    #[test]
+    fn pins_are_reused_released_and_answer_clear_errors() {
+        let p = tempfile::tempdir().unwrap();
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        index_titled(&primary, &m, 0..2);
+        primary.refresh().unwrap();
+        let first = primary.replication_checkpoint().unwrap();
+        // the same commit, the same pin; the current term
+        primary.set_primary_term(3);
+        let again = primary.replication_checkpoint().unwrap();
+        assert_eq!(again.primary_term, 3);
+        assert_eq!(again.files, first.files);
+        assert_eq!(again.generation, first.generation);
+        let name = &first.files[0].name;
+        for bad in ["../meta.json", "a/b", "meta.json", ".managed.json", ""] {
+            let err = primary
+                .read_checkpoint_file(first.generation, bad, 0, 10)
+                .unwrap_err();
+            assert_eq!(err.status(), 400, "{bad}");
+        }
+        let err = primary
+            .read_checkpoint_file(first.generation, "nope.idx", 0, 10)
+            .unwrap_err();
+        assert_eq!(err.kind(), "resource_not_found_exception");
+        let err = primary
+            .read_checkpoint_file(first.generation + 100, name, 0, 10)
+            .unwrap_err();
+        assert_eq!(err.kind(), "resource_not_found_exception");
+        assert!(err.reason().contains("retry with a newer checkpoint"));
+        // newer commits release the oldest pins
+        for i in 0..PINNED_GENERATIONS {
+            index_titled(&primary, &m, 10 + i..11 + i);
+            primary.refresh().unwrap();
+            primary.replication_checkpoint().unwrap();
+        }
+        let err = primary
+            .read_checkpoint_file(first.generation, name, 0, 10)
+            .unwrap_err();
+        assert_eq!(err.kind(), "resource_not_found_exception");
+        assert!(!p
+            .path()
+            .join(PINS_DIR)
+            .join(first.generation.to_string())
+            .exists());
+        let pins = fs::read_dir(p.path().join(PINS_DIR)).unwrap().count();
+        assert_eq!(pins, PINNED_GENERATIONS);
+        // writes carry the new term
+        index(&primary, &m, 1, &[("t", json!({"n": 1}))]);
+        assert_eq!(primary.get("t").unwrap().unwrap().version.primary_term, 3);
+        // closing releases them all
+        primary.close().unwrap();
+        assert!(!p.path().join(PINS_DIR).exists());
+    }
+
+    #[test]
+    fn a_corrupt_chunk_fails_the_copy_and_keeps_the_previous_checkpoint() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        index_titled(&primary, &m, 0..10);
+        primary.refresh().unwrap();
+        let replica = replica(r.path());
+        let first = replicate(&primary, &replica);
+
+        index_titled(&primary, &m, 10..20);
+        primary.refresh().unwrap();
+        let second = primary.replication_checkpoint().unwrap();
+        let mut flipped = false;
+        let mut fetch = |file: &FileMeta, offset: u64, len: usize| {
+            let mut bytes =
+                primary.read_checkpoint_file(second.generation, &file.name, offset, len)?;
+            if !flipped && file.name.ends_with(".store") {
+                bytes[0] ^= 0x40;
+                flipped = true;
+            }
+            Ok(bytes)
+        };
+        let err = replica.apply_checkpoint(&second, &mut fetch).unwrap_err();
+        assert!(flipped);
+        assert_eq!(err.kind(), "corrupt_index_exception");
+        assert!(err.reason().contains("checksum failed"), "{}", err.reason());
+        // no temporary file stays behind; the replica still serves its checkpoint
+        let partials = fs::read_dir(r.path().join("index"))
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().ends_with(PARTIAL_SUFFIX)
+            })
+            .count();
+        assert_eq!(partials, 0);
+        assert_eq!(replica.replica_checkpoint(), Some(first.clone()));
+        assert_eq!(replica.doc_counts(), (10, 0));
+        assert_eq!(hits(&replica, "title", "hello").len(), 10);
+        drop(replica);
+        let reopened = Shard::open_replica("idx", 0, r.path(), config()).unwrap();
+        assert_eq!(reopened.replica_checkpoint(), Some(first));
+        assert_eq!(reopened.doc_counts(), (10, 0));
+        // a good copy then goes through
+        assert!(reopened
+            .apply_checkpoint(&second, &mut from(&primary, second.generation))
+            .unwrap());
+        assert_eq!(reopened.doc_counts(), (20, 0));
+    }
+
+    #[test]
+    fn a_crash_mid_copy_leaves_the_previous_checkpoint() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        index_titled(&primary, &m, 0..10);
+        primary.refresh().unwrap();
+        let replica = replica(r.path());
+        let first = replicate(&primary, &replica);
+        index_titled(&primary, &m, 10..15);
+        primary.refresh().unwrap();
+        let second = primary.replication_checkpoint().unwrap();
+        let missing = replica.missing_files(&second).len();
+        assert!(missing > 3);
+
+        // the connection drops after three files
+        let mut copied = BTreeSet::new();
+        let mut fetch = |file: &FileMeta, offset: u64, len: usize| {
+            if copied.len() == 3 && !copied.contains(&file.name) {
+                return Err(Error::new("node_disconnected_exception", 500, "gone"));
+            }
+            copied.insert(file.name.clone());
+            primary.read_checkpoint_file(second.generation, &file.name, offset, len)
+        };
+        let err = replica.apply_checkpoint(&second, &mut fetch).unwrap_err();
+        assert_eq!(err.kind(), "node_disconnected_exception");
+        assert_eq!(replica.replica_checkpoint(), Some(first.clone()));
+        assert_eq!(replica.doc_counts(), (10, 0));
+        // as after kill -9: the process goes, the files stay
+        drop(replica);
+        let reopened = Shard::open_replica("idx", 0, r.path(), config()).unwrap();
+        assert_eq!(reopened.replica_checkpoint(), Some(first));
+        assert_eq!(reopened.doc_counts(), (10, 0));
+        assert_eq!(reopened.missing_files(&second).len(), missing);
+        assert!(reopened
+            .apply_checkpoint(&second, &mut from(&primary, second.generation))
+            .unwrap());
+        assert_eq!(reopened.doc_counts(), (15, 0));
+        assert_eq!(reopened.replica_checkpoint(), Some(second));
+    }
+
+    #[test]
+    fn older_or_equal_checkpoints_are_ignored() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        index_titled(&primary, &m, 0..5);
+        primary.refresh().unwrap();
+        let first = primary.replication_checkpoint().unwrap();
+        index_titled(&primary, &m, 5..10);
+        primary.refresh().unwrap();
+        let replica = replica(r.path());
+        let second = replicate(&primary, &replica);
+        let generation = replica.snapshot().generation;
+        let mut never = |_: &FileMeta, _: u64, _: usize| -> Result<Vec<u8>> {
+            panic!("nothing is fetched for an ignored checkpoint")
+        };
+        assert!(!replica.apply_checkpoint(&second, &mut never).unwrap());
+        assert!(!replica.apply_checkpoint(&first, &mut never).unwrap());
+        // a newer generation from an older term is ignored too
+        let stale_term = ReplicationCheckpoint {
+            primary_term: 0,
+            generation: second.generation + 1,
+            ..second.clone()
+        };
+        assert!(!replica.apply_checkpoint(&stale_term, &mut never).unwrap());
+        assert_eq!(replica.snapshot().generation, generation);
+        assert_eq!(replica.replica_checkpoint(), Some(second));
+        assert_eq!(replica.doc_counts(), (10, 0));
+    }
+
+    #[test]
+    fn a_promoted_replica_indexes_and_continues_the_sequence_numbers() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        index_titled(&primary, &m, 0..12);
+        primary.refresh().unwrap();
+        let replica = replica(r.path());
+        let checkpoint = replicate(&primary, &replica);
+        assert_eq!(checkpoint.max_seq_no, Some(11));
+        replica.close().unwrap();
+        drop(replica);
+
+        let promoted = Shard::open("idx", 0, r.path(), &m, 1, config()).unwrap();
+        assert!(!promoted.is_replica());
+        promoted.set_primary_term(2);
+        assert_eq!(promoted.doc_counts(), (12, 0));
+        index_titled(&promoted, &m, 100..103);
+        let mut batch = promoted.write_batch();
+        let deleted = batch.delete("d0", None, &Conditions::default()).unwrap();
+        batch.finish().unwrap();
+        assert_eq!(deleted.version.seq_no, 15);
+        assert_eq!(deleted.version.primary_term, 2);
+        let got = promoted.get("d101").unwrap().unwrap();
+        assert_eq!(got.version.seq_no, 13);
+        promoted.refresh().unwrap();
+        assert_eq!(promoted.doc_counts().0, 14);
+        // it now replicates in turn, with generations after the copied one
+        let next = promoted.replication_checkpoint().unwrap();
+        assert!(next.generation > checkpoint.generation);
+        assert_eq!(next.primary_term, 2);
+        // and survives a restart like any primary (its own translog, no marker)
+        promoted.close().unwrap();
+        drop(promoted);
+        let reopened = Shard::open("idx", 0, r.path(), &m, 1, config()).unwrap();
+        assert_eq!(reopened.doc_counts().0, 14);
+        assert!(!is_replica_copy(r.path()));
+    }
+
+    #[test]
+    fn a_new_field_on_the_primary_reaches_the_replica_with_the_checkpoint() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut m = mapping();
+        let primary = primary(p.path(), &m);
+        index_titled(&primary, &m, 0..5);
+        primary.refresh().unwrap();
+        let replica = replica(r.path());
+        replicate(&primary, &replica);
+        assert!(replica.snapshot().table.leaf("tag").is_none());
+
+        // dynamic mapping found a new field
+        m.merge_json(&json!({"properties": {"tag": {"type": "keyword"}}}))
+            .unwrap();
+        index(
+            &primary,
+            &m,
+            2,
+            &[
+                ("t1", json!({"tag": "red", "title": "hello"})),
+                ("t2", json!({"tag": "blue"})),
+            ],
+        );
+        primary.refresh().unwrap();
+        let checkpoint = replicate(&primary, &replica);
+        assert!(replica.snapshot().table.leaf("tag").is_some());
+        let red = hits(&replica, "tag", "red");
+        assert_eq!(red.len(), 1);
+        assert_eq!(red, hits(&primary, "tag", "red"));
+        assert_eq!(
+            hits(&replica, "title", "hello"),
+            hits(&primary, "title", "hello")
+        );
+        assert_eq!(replica.doc_counts(), (7, 0));
+        // the schemas are the same, field for field
+        assert_eq!(
+            replica.snapshot().searcher.schema(),
+            primary.snapshot().searcher.schema()
+        );
+        // and a reopened replica builds the same table from the copied commit alone
+        drop(replica);
+        let reopened = Shard::open_replica("idx", 0, r.path(), config()).unwrap();
+        assert_eq!(reopened.replica_checkpoint(), Some(checkpoint));
+        assert_eq!(hits(&reopened, "tag", "red").len(), 1);
+    }
+
+    #[test]
+    fn commits_without_replication_keys_still_open_and_get_them_for_a_checkpoint() {
+        let p = tempfile::tempdir().unwrap();
+        let m = mapping();
+        {
+            let shard = primary(p.path(), &m);
+            index_titled(&shard, &m, 0..4);
+            shard.refresh().unwrap();
+            shard.close().unwrap();
+        }
+        // rewrite the payload as commits had it before replication
+        let dir = p.path().join("index");
+        let mut meta: Value =
+            serde_json::from_slice(&fs::read(dir.join(META_FILE)).unwrap()).unwrap();
+        let old: Value = serde_json::from_str(meta["payload"].as_str().unwrap()).unwrap();
+        let legacy = json!({
+            "max_seq_no": old["max_seq_no"],
+            "translog_generation": old["translog_generation"],
+        });
+        meta["payload"] = Value::String(legacy.to_string());
+        fs::write(dir.join(META_FILE), serde_json::to_vec(&meta).unwrap()).unwrap();
+
+        let shard = primary(p.path(), &m);
+        assert_eq!(shard.doc_counts().0, 4);
+        let checkpoint = shard.replication_checkpoint().unwrap();
+        assert_eq!(checkpoint.max_seq_no, Some(3));
+        let r = tempfile::tempdir().unwrap();
+        let replica = replica(r.path());
+        replicate(&shard, &replica);
+        assert_eq!(
+            hits(&replica, "title", "hello"),
+            hits(&shard, "title", "hello")
+        );
+    }
+}
