@@ -690,6 +690,8 @@ impl Shard {
         let dir = path.join("index");
         fs::create_dir_all(&dir)
             .map_err(|e| Error::internal(format!("create shard directory {}", dir.display()), e))?;
+        // pins of the primary this directory may have held before
+        release_all_pins(path)?;
         let (index, table, held) = if dir.join(META_FILE).exists() {
             let index = Index::open_in_dir(&dir).map_err(corruption("open replica"))?;
             if config.verify_checksums {
@@ -798,6 +800,10 @@ impl Shard {
         *self.replication.held.write().unwrap() = Some(checkpoint.clone());
         self.primary_term
             .fetch_max(checkpoint.primary_term, std::sync::atomic::Ordering::AcqRel);
+        self.last_refresh.store(
+            tessera_common::time::now_millis() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         // open readers keep the deleted files they mapped
         remove_unreferenced(&dir, &checkpoint.files)?;
         Ok(true)
@@ -909,7 +915,10 @@ mod tests {
 
     /// Hits of a term query, best first: score, segment ordinal, doc id and source.
     fn hits(shard: &Shard, field: &str, word: &str) -> Vec<(f32, u32, u32, String)> {
-        let snapshot = shard.snapshot();
+        hits_in(&shard.snapshot(), field, word)
+    }
+
+    fn hits_in(snapshot: &ShardSnapshot, field: &str, word: &str) -> Vec<(f32, u32, u32, String)> {
         let Some(field) = snapshot.table.leaf(field).and_then(|leaf| leaf.field) else {
             return Vec::new();
         };
@@ -1152,8 +1161,12 @@ mod tests {
             assert_eq!(tail, bytes[bytes.len() - 3..]);
         }
 
+        let before = replica.snapshot();
+        let hits_before = hits_in(&before, "title", "hello");
         let merged = replicate(&primary, &replica);
         assert!(merged.generation > old.generation);
+        // a search that still holds the previous snapshot reads the deleted files it mapped
+        assert_eq!(hits_in(&before, "title", "hello"), hits_before);
         assert_eq!(replica.segments().unwrap().len(), 1);
         assert_eq!(replica.doc_counts(), (30, 0));
         assert_eq!(
@@ -1318,6 +1331,72 @@ mod tests {
             .unwrap());
         assert_eq!(reopened.doc_counts(), (15, 0));
         assert_eq!(reopened.replica_checkpoint(), Some(second));
+    }
+
+    #[test]
+    fn concurrent_applies_of_one_checkpoint_copy_it_once() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        index_titled(&primary, &m, 0..10);
+        primary.refresh().unwrap();
+        let checkpoint = primary.replication_checkpoint().unwrap();
+        let replica = replica(r.path());
+        let outcomes: Vec<bool> = std::thread::scope(|scope| {
+            let applies: Vec<_> = (0..2)
+                .map(|_| {
+                    scope.spawn(|| {
+                        replica
+                            .apply_checkpoint(
+                                &checkpoint,
+                                &mut from(&primary, checkpoint.generation),
+                            )
+                            .unwrap()
+                    })
+                })
+                .collect();
+            applies.into_iter().map(|a| a.join().unwrap()).collect()
+        });
+        let mut outcomes = outcomes;
+        outcomes.sort();
+        assert_eq!(outcomes, vec![false, true]);
+        assert_eq!(replica.doc_counts(), (10, 0));
+    }
+
+    #[test]
+    fn a_replica_follows_a_primary_that_merges_in_the_background() {
+        // the default policy merges once 8 segments of a level exist, on its own thread
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = Shard::open("idx", 0, p.path(), &m, 1, ShardConfig::default()).unwrap();
+        let replica = replica(r.path());
+        for round in 0..24 {
+            index_titled(&primary, &m, round * 3..round * 3 + 3);
+            if round % 5 == 4 {
+                let mut batch = primary.write_batch();
+                batch
+                    .delete(&format!("d{}", round * 3), None, &Conditions::default())
+                    .unwrap();
+                batch.finish().unwrap();
+            }
+            primary.refresh().unwrap();
+            replicate(&primary, &replica);
+            assert_eq!(
+                replica.doc_counts().0,
+                primary.doc_counts().0,
+                "round {round}"
+            );
+        }
+        let sorted = |shard: &Shard| {
+            let mut found: Vec<(u32, String)> = hits(shard, "title", "hello")
+                .into_iter()
+                .map(|(score, _, _, source)| (score.to_bits(), source))
+                .collect();
+            found.sort();
+            found
+        };
+        assert_eq!(sorted(&replica).len(), 72 - 4);
+        assert_eq!(sorted(&replica).len(), sorted(&primary).len());
     }
 
     #[test]
