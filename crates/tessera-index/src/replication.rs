@@ -8,7 +8,7 @@
 //!
 //! Why it is shaped this way:
 //! - Segment files are immutable and uniquely named (a merge writes a new segment, deletes a
-//!   new `.del` named after its opstamp), so a replica only ever fetches what is new. The one
+//!   new `.del` file named after their opstamp), so a replica only fetches what is new. The one
 //!   exception is the `.fieldnorm` file that [`crate::schema_change::grow_schema`] rewrites in
 //!   place; it changes length, so it is fetched again, and the rewritten file (a superset of
 //!   the old one) is still readable under the previous commit.
@@ -19,7 +19,17 @@
 //!   releases them all, and a restarted primary starts without any.
 //! - A commit's payload carries the mapping it was written with, so a replica builds exactly
 //!   the primary's [`FieldTable`] from the copied `meta.json` alone, and a promoted copy opens
-//!   with [`Shard::open`] like any primary.
+//!   with [`Shard::open`] like any primary (a marker beside its index tells `open` that the
+//!   commit names the old primary's translog; it commits once on its own and drops it).
+//! - A checkpoint's generation is a counter in the commit payload, not tantivy's opstamp: an
+//!   empty commit right after the writer reopened repeats the opstamp. tantivy's background
+//!   merges rewrite `meta.json` under the same commit (opstamp and payload): replicas get the
+//!   merged segments with the next commit, which is why a force merge commits on its own. What
+//!   a generation means is what its pin holds.
+//! - A replica keeps every search path: it is a [`Shard`] without writer or translog whose
+//!   reader moves with each applied checkpoint. Writes and merges answer
+//!   `illegal_index_shard_state_exception`; `refresh` and `flush` are no-ops (they reach every
+//!   copy of an index); `table_for` answers the copied commit's table without growing it.
 //! - Crash safety on the replica: files are written under temporary names, verified, fsynced
 //!   and renamed into place; `meta.json` (the commit point) is replaced last, atomically. A
 //!   crash at any point leaves the previous `meta.json` and all the files it names, so
@@ -1476,24 +1486,51 @@ mod tests {
         index_titled(&primary, &m, 0..5);
         primary.refresh().unwrap();
         let replica = replica(r.path());
-        replicate(&primary, &replica);
+        let first = replicate(&primary, &replica);
         assert!(replica.snapshot().table.leaf("tag").is_none());
+        let before = replica.snapshot();
 
-        // dynamic mapping found a new field
-        m.merge_json(&json!({"properties": {"tag": {"type": "keyword"}}}))
-            .unwrap();
+        // dynamic mapping found new fields; a text field makes the primary rewrite the old
+        // segment's field norms in place (same name, new length)
+        m.merge_json(
+            &json!({"properties": {"tag": {"type": "keyword"}, "body": {"type": "text"}}}),
+        )
+        .unwrap();
         index(
             &primary,
             &m,
             2,
             &[
-                ("t1", json!({"tag": "red", "title": "hello"})),
-                ("t2", json!({"tag": "blue"})),
+                (
+                    "t1",
+                    json!({"tag": "red", "title": "hello", "body": "gamma"}),
+                ),
+                ("t2", json!({"tag": "blue", "body": "gamma delta"})),
             ],
         );
         primary.refresh().unwrap();
-        let checkpoint = replicate(&primary, &replica);
+        let checkpoint = primary.replication_checkpoint().unwrap();
+        let old = names(&first.files);
+        let rewritten: Vec<FileMeta> = replica
+            .missing_files(&checkpoint)
+            .into_iter()
+            .filter(|f| old.contains(&f.name))
+            .collect();
+        assert!(
+            rewritten.iter().any(|f| f.name.ends_with(".fieldnorm")),
+            "{rewritten:?}"
+        );
+        assert!(replica
+            .apply_checkpoint(&checkpoint, &mut from(&primary, checkpoint.generation))
+            .unwrap());
+        // the previous snapshot still searches (it mapped the replaced file)
+        assert_eq!(hits_in(&before, "title", "hello").len(), 5);
         assert!(replica.snapshot().table.leaf("tag").is_some());
+        assert_eq!(hits(&replica, "body", "gamma").len(), 2);
+        assert_eq!(
+            hits(&replica, "body", "gamma"),
+            hits(&primary, "body", "gamma")
+        );
         let red = hits(&replica, "tag", "red");
         assert_eq!(red.len(), 1);
         assert_eq!(red, hits(&primary, "tag", "red"));
