@@ -1330,12 +1330,18 @@ mod tests {
         assert_eq!(err.kind(), "node_disconnected_exception");
         assert_eq!(replica.replica_checkpoint(), Some(first.clone()));
         assert_eq!(replica.doc_counts(), (10, 0));
-        // as after kill -9: the process goes, the files stay
+        // as after kill -9: the process goes, the files stay, with a file half copied and a
+        // meta.json half written
         drop(replica);
+        let index_dir = r.path().join("index");
+        fs::write(index_dir.join(format!("abc.idx{PARTIAL_SUFFIX}")), b"half").unwrap();
+        fs::write(index_dir.join("meta.tmp"), b"{").unwrap();
         let reopened = Shard::open_replica("idx", 0, r.path(), config()).unwrap();
         assert_eq!(reopened.replica_checkpoint(), Some(first));
         assert_eq!(reopened.doc_counts(), (10, 0));
         assert_eq!(reopened.missing_files(&second).len(), missing);
+        assert!(!index_dir.join(format!("abc.idx{PARTIAL_SUFFIX}")).exists());
+        assert!(!index_dir.join("meta.tmp").exists());
         assert!(reopened
             .apply_checkpoint(&second, &mut from(&primary, second.generation))
             .unwrap());
@@ -1407,6 +1413,59 @@ mod tests {
         };
         assert_eq!(sorted(&replica).len(), 72 - 4);
         assert_eq!(sorted(&replica).len(), sorted(&primary).len());
+    }
+
+    #[test]
+    fn malformed_checkpoints_and_short_chunks_are_refused_before_anything_changes() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        index_titled(&primary, &m, 0..5);
+        primary.refresh().unwrap();
+        let replica = replica(r.path());
+        let first = replicate(&primary, &replica);
+        index_titled(&primary, &m, 5..10);
+        primary.refresh().unwrap();
+        let good = primary.replication_checkpoint().unwrap();
+        let mut never = |_: &FileMeta, _: u64, _: usize| -> Result<Vec<u8>> {
+            panic!("a malformed checkpoint fetches nothing")
+        };
+        let mut escaping = good.clone();
+        escaping.files[0].name = "../../escape".into();
+        let err = replica.apply_checkpoint(&escaping, &mut never).unwrap_err();
+        assert_eq!(err.status(), 400);
+        let mut incomplete = good.clone();
+        let dropped = incomplete
+            .files
+            .iter()
+            .position(|f| !names(&first.files).contains(&f.name))
+            .unwrap();
+        incomplete.files.remove(dropped);
+        let err = replica
+            .apply_checkpoint(&incomplete, &mut never)
+            .unwrap_err();
+        assert_eq!(err.kind(), "corrupt_index_exception");
+        let mut mislabelled = good.clone();
+        mislabelled.generation += 1;
+        let err = replica
+            .apply_checkpoint(&mislabelled, &mut never)
+            .unwrap_err();
+        assert_eq!(err.kind(), "corrupt_index_exception");
+        // a primary answering short chunks
+        let mut short = |file: &FileMeta, offset: u64, len: usize| {
+            let mut bytes =
+                primary.read_checkpoint_file(good.generation, &file.name, offset, len)?;
+            bytes.pop();
+            Ok(bytes)
+        };
+        let err = replica.apply_checkpoint(&good, &mut short).unwrap_err();
+        assert_eq!(err.kind(), "corrupt_index_exception");
+        assert_eq!(replica.replica_checkpoint(), Some(first));
+        assert_eq!(replica.doc_counts(), (5, 0));
+        assert!(replica
+            .apply_checkpoint(&good, &mut from(&primary, good.generation))
+            .unwrap());
+        assert_eq!(replica.doc_counts(), (10, 0));
     }
 
     #[test]
