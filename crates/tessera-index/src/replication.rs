@@ -75,7 +75,7 @@ pub const PINNED_GENERATIONS: usize = 3;
 const META_FILE: &str = "meta.json";
 const MANAGED_FILE: &str = ".managed.json";
 /// Where a primary keeps its pins, under the shard's path.
-const PINS_DIR: &str = "replication";
+pub(crate) const PINS_DIR: &str = "replication";
 /// Beside a replica's `index` directory: marks the directory as a copy (its commit names the
 /// old primary's translog) and keeps the primary term of the checkpoint it holds.
 const REPLICA_MARKER: &str = "replica.json";
@@ -1204,7 +1204,10 @@ mod tests {
         let primary = primary(p.path(), &m);
         index_titled(&primary, &m, 0..2);
         primary.refresh().unwrap();
+        let size = primary.store_size();
         let first = primary.replication_checkpoint().unwrap();
+        // pins are links to the index's files, not more data
+        assert_eq!(primary.store_size(), size);
         // the same commit, the same pin; the current term
         primary.set_primary_term(3);
         let again = primary.replication_checkpoint().unwrap();

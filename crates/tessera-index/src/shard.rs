@@ -1069,9 +1069,21 @@ impl Shard {
             .collect())
     }
 
-    /// Bytes on disk (index and translog).
+    /// Bytes on disk (index and translog). Replication pins are left out: they are mostly
+    /// hard links to the index's own files.
     pub fn store_size(&self) -> u64 {
-        dir_size(&self.path)
+        let Ok(entries) = std::fs::read_dir(&self.path) else {
+            return 0;
+        };
+        entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name() != replication::PINS_DIR)
+            .map(|e| match e.metadata() {
+                Ok(m) if m.is_dir() => dir_size(&e.path()),
+                Ok(m) => m.len(),
+                Err(_) => 0,
+            })
+            .sum()
     }
 
     pub fn translog_size(&self) -> u64 {
