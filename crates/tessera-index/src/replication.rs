@@ -179,8 +179,12 @@ pub(crate) fn is_replica_copy(shard_path: &Path) -> bool {
 
 /// Called once a promoted copy has committed on its own: it is a primary's directory now.
 pub(crate) fn forget_replica_copy(shard_path: &Path) -> Result<()> {
-    fs::remove_file(shard_path.join(REPLICA_MARKER)).map_err(io("remove the replica marker"))?;
-    translog::sync_dir(shard_path)
+    match fs::remove_file(shard_path.join(REPLICA_MARKER)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(Error::internal("remove the replica marker", e))
+        }
+        _ => translog::sync_dir(shard_path),
+    }
 }
 
 fn read_replica_term(shard_path: &Path) -> Option<u64> {
