@@ -1,22 +1,61 @@
 //! Allocation: which node holds which shard copy. Plain functions of the cluster state, run by
 //! the elected cluster manager, whose answers it writes to the store.
 //!
-//! The rules (primaries only; replicas stay unassigned until replication exists):
+//! The rules:
 //! - a new index's primaries go to the data nodes holding the fewest copies, one at a time, so
 //!   an index spreads over the nodes and the nodes stay balanced by shard count;
 //! - a copy on a node that left becomes unassigned (`NODE_LEFT`), remembering the node: its data
 //!   is only there, so it goes back to that node when the node returns, and never elsewhere
 //!   (an empty primary created on another node would lose every acknowledged write);
 //! - a primary that never started anywhere (`INDEX_CREATED`) may go to any data node;
-//! - a copy that failed on its node (`ALLOCATION_FAILED`) stays with that node, which retries
-//!   opening it (a full disk heals; a corrupt shard waits for an operator).
+//! - a primary that failed on its node (`ALLOCATION_FAILED`) stays with that node, which retries
+//!   opening it (a full disk heals; a corrupt shard waits for an operator);
+//! - replicas are allocated once their primary has started (they recover from it), each on the
+//!   least loaded data node holding no other copy of the shard (the node that held it last
+//!   first: its files need less copying); more replicas than such nodes stay unassigned; a
+//!   replica whose node left, or that failed, is unassigned and allocated again (a failed one
+//!   elsewhere when it can be).
 
 use std::collections::BTreeMap;
 
-use crate::state::{ClusterState, IndexRouting, ShardState, UnassignedInfo};
+use crate::state::{ClusterState, IndexRouting, ShardRouting, ShardState, UnassignedInfo};
 
 /// The role a node needs to hold shards.
 pub const DATA_ROLE: &str = "data";
+
+/// `cluster.routing.allocation.enable`: which copies may be allocated (copies already on a
+/// node stay there whatever it says).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AllocationEnable {
+    #[default]
+    All,
+    /// Primaries only, no replica.
+    Primaries,
+    /// Only the primaries of new indices.
+    NewPrimaries,
+    /// Nothing.
+    None,
+}
+
+impl AllocationEnable {
+    /// The setting's value (`all` for anything else: the setting is validated where it is set).
+    pub fn parse(value: &str) -> AllocationEnable {
+        match value {
+            "primaries" => AllocationEnable::Primaries,
+            "new_primaries" => AllocationEnable::NewPrimaries,
+            "none" => AllocationEnable::None,
+            _ => AllocationEnable::All,
+        }
+    }
+
+    fn primaries(self, new_index: bool) -> bool {
+        match self {
+            AllocationEnable::All | AllocationEnable::Primaries => true,
+            AllocationEnable::NewPrimaries => new_index,
+            AllocationEnable::None => false,
+        }
+    }
+}
 
 /// The data nodes' ids with how many copies each holds, nodes without copies included.
 fn copies_per_node(state: &ClusterState) -> BTreeMap<String, usize> {
@@ -54,10 +93,24 @@ pub fn new_index(
     replicas: u32,
     now_millis: i64,
 ) -> IndexRouting {
+    new_index_with(state, shards, replicas, now_millis, AllocationEnable::All)
+}
+
+/// [`new_index`] under `cluster.routing.allocation.enable` (`none`: the primaries wait).
+pub fn new_index_with(
+    state: &ClusterState,
+    shards: u32,
+    replicas: u32,
+    now_millis: i64,
+    enable: AllocationEnable,
+) -> IndexRouting {
     let mut routing = IndexRouting::single_node(shards, replicas, "", now_millis);
     let mut load = copies_per_node(state);
     for table in &mut routing.shards {
-        let node = take_least_loaded(&mut load);
+        let node = enable
+            .primaries(true)
+            .then(|| take_least_loaded(&mut load))
+            .flatten();
         let primary = table
             .copies
             .iter_mut()
@@ -84,6 +137,15 @@ pub fn new_index(
 /// The routing changes `state` needs now (see the module documentation): the indices whose
 /// routing changed, with their next routing.
 pub fn reroute(state: &ClusterState, now_millis: i64) -> BTreeMap<String, IndexRouting> {
+    reroute_with(state, now_millis, AllocationEnable::All)
+}
+
+/// [`reroute`] under `cluster.routing.allocation.enable`.
+pub fn reroute_with(
+    state: &ClusterState,
+    now_millis: i64,
+    enable: AllocationEnable,
+) -> BTreeMap<String, IndexRouting> {
     let mut load = copies_per_node(state);
     let mut changed = BTreeMap::new();
     for (name, index) in &state.indices {
@@ -112,11 +174,15 @@ pub fn reroute(state: &ClusterState, now_millis: i64) -> BTreeMap<String, IndexR
                     let reason = info.as_ref().map(|info| info.reason.as_str());
                     let last = info.as_ref().and_then(|info| info.last_node.clone());
                     let target = match (reason, last) {
-                        (Some("NODE_LEFT"), Some(last)) if load.contains_key(&last) => {
+                        (Some("NODE_LEFT"), Some(last))
+                            if load.contains_key(&last) && enable.primaries(false) =>
+                        {
                             *load.get_mut(&last).unwrap() += 1;
                             Some(last)
                         }
-                        (Some("INDEX_CREATED"), None) => take_least_loaded(&mut load),
+                        (Some("INDEX_CREATED"), None) if enable.primaries(true) => {
+                            take_least_loaded(&mut load)
+                        }
                         _ => None,
                     };
                     if let Some(node) = target {
@@ -130,11 +196,179 @@ pub fn reroute(state: &ClusterState, now_millis: i64) -> BTreeMap<String, IndexR
                 _ => {}
             }
         }
+        touched |= reroute_replicas(state, &mut routing, &mut load, now_millis, enable);
         if touched {
             changed.insert(name.clone(), routing);
         }
     }
     changed
+}
+
+/// The replicas of `routing` whose node left become unassigned; unassigned replicas of
+/// started primaries are allocated. Returns whether anything changed.
+fn reroute_replicas(
+    state: &ClusterState,
+    routing: &mut IndexRouting,
+    load: &mut BTreeMap<String, usize>,
+    now_millis: i64,
+    enable: AllocationEnable,
+) -> bool {
+    let mut touched = false;
+    for table in &mut routing.shards {
+        for copy in table.copies.iter_mut().filter(|copy| !copy.primary) {
+            if let Some(node) = copy
+                .node_id
+                .clone()
+                .filter(|n| !state.nodes.contains_key(n))
+            {
+                *copy = unassigned_replica(copy.shard, "NODE_LEFT", &node, now_millis);
+                touched = true;
+            }
+        }
+        if enable != AllocationEnable::All
+            || table.primary().map(|p| p.state) != Some(ShardState::Started)
+        {
+            continue;
+        }
+        let mut holders: Vec<String> = table
+            .copies
+            .iter()
+            .filter_map(|copy| copy.node_id.clone())
+            .collect();
+        for copy in table.copies.iter_mut().filter(|copy| !copy.primary) {
+            if copy.state != ShardState::Unassigned {
+                continue;
+            }
+            let Some(node) = replica_target(copy.unassigned.as_ref(), &holders, load) else {
+                continue;
+            };
+            *load.get_mut(&node).expect("a target is a data node") += 1;
+            holders.push(node.clone());
+            copy.state = ShardState::Initializing;
+            copy.node_id = Some(node);
+            copy.allocation_id = Some(tessera_common::ids::random_uuid());
+            copy.unassigned = None;
+            touched = true;
+        }
+    }
+    touched
+}
+
+/// Where an unassigned replica goes: the node that held it last when it left (its files are
+/// there), else the least loaded data node holding no copy of the shard, avoiding the node it
+/// failed on while another will do.
+fn replica_target(
+    info: Option<&UnassignedInfo>,
+    holders: &[String],
+    load: &BTreeMap<String, usize>,
+) -> Option<String> {
+    let eligible = |node: &String| !holders.contains(node);
+    let last = info.and_then(|info| info.last_node.as_ref());
+    let failed_on = info
+        .filter(|info| info.reason == "ALLOCATION_FAILED")
+        .and_then(|info| info.last_node.as_ref());
+    if let Some(last) = last.filter(|n| failed_on.is_none() && load.contains_key(*n)) {
+        if eligible(last) {
+            return Some(last.clone());
+        }
+    }
+    let least = |avoid: Option<&String>| {
+        load.iter()
+            .filter(|(node, _)| eligible(node) && Some(*node) != avoid)
+            .min_by_key(|(_, count)| **count)
+            .map(|(node, _)| node.clone())
+    };
+    least(failed_on).or_else(|| least(None))
+}
+
+fn unassigned_replica(shard: u32, reason: &str, last_node: &str, now_millis: i64) -> ShardRouting {
+    ShardRouting {
+        shard,
+        primary: false,
+        state: ShardState::Unassigned,
+        node_id: None,
+        allocation_id: None,
+        unassigned: Some(UnassignedInfo {
+            reason: reason.to_string(),
+            at_millis: now_millis,
+            details: Some(format!("{} [{last_node}]", reason.to_lowercase())),
+            last_node: Some(last_node.to_string()),
+        }),
+    }
+}
+
+/// The replica of `shard` with `allocation_id`, on `node_id`.
+fn replica_mut<'a>(
+    routing: &'a mut IndexRouting,
+    shard: u32,
+    node_id: &str,
+    allocation_id: &str,
+) -> Option<&'a mut ShardRouting> {
+    routing
+        .shards
+        .get_mut(shard as usize)?
+        .copies
+        .iter_mut()
+        .find(|copy| {
+            !copy.primary
+                && copy.node_id.as_deref() == Some(node_id)
+                && copy.allocation_id.as_deref() == Some(allocation_id)
+        })
+}
+
+/// `node_id` reports its replica `allocation_id` of `shard` recovered: it starts. Returns
+/// whether the routing changed (a report about a copy the routing no longer has changes
+/// nothing).
+pub fn replica_started(
+    routing: &mut IndexRouting,
+    shard: u32,
+    node_id: &str,
+    allocation_id: &str,
+) -> bool {
+    match replica_mut(routing, shard, node_id, allocation_id) {
+        Some(copy) if copy.state == ShardState::Initializing => {
+            copy.state = ShardState::Started;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `node_id` reports its replica `allocation_id` of `shard` failed (`details` says why): it
+/// becomes unassigned, to be allocated again.
+pub fn replica_failed(
+    routing: &mut IndexRouting,
+    shard: u32,
+    node_id: &str,
+    allocation_id: &str,
+    details: &str,
+    now_millis: i64,
+) -> bool {
+    let Some(copy) = replica_mut(routing, shard, node_id, allocation_id) else {
+        return false;
+    };
+    let mut next = unassigned_replica(shard, "ALLOCATION_FAILED", node_id, now_millis);
+    if let Some(info) = next.unassigned.as_mut() {
+        info.details = Some(details.to_string());
+    }
+    *copy = next;
+    true
+}
+
+/// The replica of `shard` the routing gives `node_id` (initializing or started): its
+/// allocation id and state.
+pub fn replica_on(
+    routing: &IndexRouting,
+    shard: u32,
+    node_id: &str,
+) -> Option<(String, ShardState)> {
+    let table = routing.shards.get(shard as usize)?;
+    table
+        .replicas()
+        .find(|copy| {
+            copy.node_id.as_deref() == Some(node_id) && copy.state != ShardState::Unassigned
+        })
+        .and_then(|copy| Some((copy.allocation_id.clone()?, copy.state)))
 }
 
 /// `node_id` reports its copy of the primary of `shard` started; returns whether the routing
@@ -324,5 +558,105 @@ mod tests {
         assert!(reroute(&state, 3).is_empty());
         assert!(primary_started(&mut routing, 0, "a"));
         assert_eq!(primaries(&routing), [(Some("a"), ShardState::Started)]);
+    }
+
+    fn replicas_of(routing: &IndexRouting, shard: usize) -> Vec<(Option<&str>, ShardState)> {
+        routing.shards[shard]
+            .replicas()
+            .map(|c| (c.node_id.as_deref(), c.state))
+            .collect()
+    }
+
+    #[test]
+    fn replicas_follow_their_started_primary_onto_other_nodes() {
+        let state = cluster(&["a", "b", "c"]);
+        let mut routing = new_index(&state, 1, 3, 0);
+        // no replica before the primary has started: it recovers from the primary
+        let created = with_index(&state, "logs", routing.clone());
+        assert!(reroute(&created, 1).is_empty());
+        assert!(primary_started(&mut routing, 0, "a"));
+        let started = with_index(&state, "logs", routing);
+        let next = reroute(&started, 2);
+        let init = ShardState::Initializing;
+        let unassigned = ShardState::Unassigned;
+        // one per other node; the third has nowhere to go (yellow)
+        assert_eq!(
+            replicas_of(&next["logs"], 0),
+            [(Some("b"), init), (Some("c"), init), (None, unassigned)]
+        );
+        let mut routing = next["logs"].clone();
+        let (b_id, _) = replica_on(&routing, 0, "b").unwrap();
+        assert!(
+            !replica_started(&mut routing, 0, "c", &b_id),
+            "not c's copy"
+        );
+        assert!(replica_started(&mut routing, 0, "b", &b_id));
+        assert!(
+            !replica_started(&mut routing, 0, "b", &b_id),
+            "already started"
+        );
+        assert_eq!(replica_on(&routing, 0, "b").unwrap().1, ShardState::Started);
+
+        // c's replica fails: allocated again, and not back on c while another node will do
+        let (c_id, _) = replica_on(&routing, 0, "c").unwrap();
+        assert!(replica_failed(&mut routing, 0, "c", &c_id, "disk full", 3));
+        assert!(replica_on(&routing, 0, "c").is_none());
+        let four = cluster(&["a", "b", "c", "d"]);
+        let next = reroute(&with_index(&four, "logs", routing.clone()), 4);
+        let nodes: Vec<_> = replicas_of(&next["logs"], 0)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert!(
+            nodes.contains(&Some("d")) && nodes.contains(&Some("c")),
+            "{nodes:?}"
+        );
+
+        // b leaves: its replica is unassigned; with b back it goes there again
+        let state = with_index(&cluster(&["a", "c"]), "logs", routing);
+        let next = reroute(&state, 5);
+        assert!(replica_on(&next["logs"], 0, "b").is_none());
+        let routing = next["logs"].clone();
+        let back = with_index(&cluster(&["a", "b", "c"]), "logs", routing);
+        let next = reroute(&back, 6);
+        assert_eq!(replica_on(&next["logs"], 0, "b").unwrap().1, init);
+    }
+
+    #[test]
+    fn fewer_replicas_drop_the_least_useful_copies_first() {
+        let state = cluster(&["a", "b"]);
+        let mut routing = new_index(&state, 1, 2, 0);
+        assert!(primary_started(&mut routing, 0, "a"));
+        let next = reroute(&with_index(&state, "logs", routing), 1);
+        let mut routing = next["logs"].clone();
+        let (b_id, _) = replica_on(&routing, 0, "b").unwrap();
+        assert!(replica_started(&mut routing, 0, "b", &b_id));
+        assert!(routing.set_replica_count(1, 2));
+        assert_eq!(replicas_of(&routing, 0), [(Some("b"), ShardState::Started)]);
+        assert!(routing.set_replica_count(0, 3));
+        assert!(replicas_of(&routing, 0).is_empty());
+        assert!(!routing.set_replica_count(0, 4));
+    }
+
+    #[test]
+    fn the_allocation_setting_holds_back_what_it_excludes() {
+        let state = cluster(&["a", "b"]);
+        let routing = new_index_with(&state, 1, 1, 0, AllocationEnable::None);
+        assert_eq!(primaries(&routing), [(None, ShardState::Unassigned)]);
+        let waiting = with_index(&state, "logs", routing);
+        assert!(reroute_with(&waiting, 1, AllocationEnable::None).is_empty());
+        let next = reroute_with(&waiting, 2, AllocationEnable::NewPrimaries);
+        let mut routing = next["logs"].clone();
+        assert!(primary_started(&mut routing, 0, "a"));
+        // primaries only: the replica waits until everything is allowed again
+        let started = with_index(&state, "logs", routing);
+        assert!(reroute_with(&started, 3, AllocationEnable::Primaries).is_empty());
+        let next = reroute_with(&started, 4, AllocationEnable::All);
+        assert!(replica_on(&next["logs"], 0, "b").is_some());
+        assert_eq!(
+            AllocationEnable::parse("primaries"),
+            AllocationEnable::Primaries
+        );
+        assert_eq!(AllocationEnable::parse("all"), AllocationEnable::All);
     }
 }

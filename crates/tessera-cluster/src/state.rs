@@ -219,18 +219,19 @@ impl IndexRouting {
                 }
                 changed = true;
             } else if have > replicas {
-                let mut keep = replicas;
-                table.copies.retain(|copy| {
-                    if copy.primary {
-                        return true;
-                    }
-                    if keep > 0 {
-                        keep -= 1;
-                        true
-                    } else {
-                        false
-                    }
-                });
+                // the replicas that serve the least go first: unassigned, then recovering
+                let mut drop = have - replicas;
+                for state in [
+                    ShardState::Unassigned,
+                    ShardState::Initializing,
+                    ShardState::Started,
+                ] {
+                    table.copies.retain(|copy| {
+                        let goes = drop > 0 && !copy.primary && copy.state == state;
+                        drop -= u32::from(goes);
+                        !goes
+                    });
+                }
                 changed = true;
             }
         }

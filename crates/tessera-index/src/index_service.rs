@@ -285,7 +285,13 @@ pub struct IndexService {
     resources: NodeResources,
     /// Set when the index is being deleted: a shard opened after that is closed again.
     deleted: std::sync::atomic::AtomicBool,
+    /// Told the shard id after each commit of a primary held here (a cluster's node publishes
+    /// the commit to the replicas).
+    commit_listener: RwLock<Option<CommitListener>>,
 }
+
+/// See [`IndexService::set_commit_listener`].
+pub type CommitListener = Arc<dyn Fn(u32) + Send + Sync>;
 
 /// One shard of an index on this node: started, or failed (it could not open, or its engine
 /// failed) with the reason, which health, `_cat/shards` and allocation explain report. One
@@ -309,6 +315,8 @@ pub struct ShardFailure {
     pub at_millis: i64,
     /// Failed attempts to open it so far.
     pub attempts: u32,
+    /// The copy is a replica: it is opened again as one.
+    pub replica: bool,
 }
 
 impl ShardFailure {
@@ -317,6 +325,7 @@ impl ShardFailure {
             error,
             at_millis: tessera_common::time::now_millis(),
             attempts,
+            replica: false,
         }
     }
 
@@ -397,23 +406,30 @@ fn slot_view(slot: &ShardSlot) -> ShardSlot {
     }
 }
 
-/// Opens shard `shard_id` of the index at `path`; a shard that cannot open becomes a failed
-/// slot with the reason, logged.
+/// Opens shard `shard_id` of the index at `path` (a replica: as a copy that only takes the
+/// primary's segments); a shard that cannot open becomes a failed slot with the reason, logged.
 fn open_shard(
     path: &Path,
     metadata: &IndexMetadata,
     resources: &NodeResources,
     shard_id: u32,
     attempts: u32,
+    replica: bool,
 ) -> ShardSlot {
-    let opened = Shard::open(
-        &metadata.name,
-        shard_id,
-        &path.join(shard_id.to_string()),
-        &metadata.mapping,
-        metadata.mapping_version,
-        shard_config(metadata, resources),
-    );
+    let shard_path = path.join(shard_id.to_string());
+    let config = shard_config(metadata, resources);
+    let opened = if replica {
+        Shard::open_replica(&metadata.name, shard_id, &shard_path, config)
+    } else {
+        Shard::open(
+            &metadata.name,
+            shard_id,
+            &shard_path,
+            &metadata.mapping,
+            metadata.mapping_version,
+            config,
+        )
+    };
     match opened {
         Ok(shard) => ShardSlot::Started(Arc::new(shard)),
         Err(error) => {
@@ -421,7 +437,10 @@ fn open_shard(
                 "[{}][{shard_id}] shard failed to open: {error}",
                 metadata.name
             );
-            ShardSlot::Failed(ShardFailure::new(error, attempts))
+            ShardSlot::Failed(ShardFailure {
+                replica,
+                ..ShardFailure::new(error, attempts)
+            })
         }
     }
 }
@@ -534,6 +553,17 @@ impl IndexService {
     /// Opens (creating if new) the copy of shard `id` the routing allocated to this node;
     /// returns its slot (started, or failed with why). A shard already open stays as it is.
     pub fn allocate_shard(&self, id: u32) -> ShardSlot {
+        self.allocate_copy(id, false)
+    }
+
+    /// [`IndexService::allocate_shard`] for a replica: it opens what it copied of the
+    /// primary's segments so far (nothing, the first time), and takes more with
+    /// `Shard::apply_checkpoint`.
+    pub fn allocate_replica(&self, id: u32) -> ShardSlot {
+        self.allocate_copy(id, true)
+    }
+
+    fn allocate_copy(&self, id: u32, replica: bool) -> ShardSlot {
         {
             let mut slots = self.shards.write().unwrap();
             match slots.get(id as usize) {
@@ -548,7 +578,7 @@ impl IndexService {
             }
         }
         let metadata = self.metadata();
-        let slot = open_shard(&self.path, &metadata, &self.resources, id, 0);
+        let slot = open_shard(&self.path, &metadata, &self.resources, id, 0, replica);
         if self.deleted.load(std::sync::atomic::Ordering::Acquire) {
             if let ShardSlot::Started(shard) = &slot {
                 shard.close_for_delete(Error::index_not_found(&metadata.name));
@@ -559,6 +589,7 @@ impl IndexService {
             // settings may have changed while it opened
             shard.set_durability(self.metadata().durability());
         }
+        self.listen(id, &slot);
         self.shards.write().unwrap()[id as usize] = slot.clone();
         slot
     }
@@ -604,7 +635,7 @@ impl IndexService {
         resources: &NodeResources,
     ) -> Result<IndexService> {
         let shards = (0..metadata.number_of_shards)
-            .map(|shard_id| open_shard(path, &metadata, resources, shard_id, 0))
+            .map(|shard_id| open_shard(path, &metadata, resources, shard_id, 0, false))
             .collect();
         Ok(Self::with_slots(path, metadata, resources, shards))
     }
@@ -623,6 +654,29 @@ impl IndexService {
             shards: RwLock::new(shards),
             resources: resources.clone(),
             deleted: std::sync::atomic::AtomicBool::new(false),
+            commit_listener: RwLock::new(None),
+        }
+    }
+
+    /// Calls `listener` with the shard id after each commit (refresh, flush, merge) of a
+    /// primary this index holds, from the committing thread with the shard's write lock held:
+    /// it must only hand the news on.
+    pub fn set_commit_listener(&self, listener: CommitListener) {
+        *self.commit_listener.write().unwrap() = Some(listener);
+        for (id, slot) in self.shard_slots().iter().enumerate() {
+            self.listen(id as u32, slot);
+        }
+    }
+
+    /// Hands a started primary the commit listener.
+    fn listen(&self, id: u32, slot: &ShardSlot) {
+        let Some(listener) = self.commit_listener.read().unwrap().clone() else {
+            return;
+        };
+        if let ShardSlot::Started(shard) = slot {
+            if !shard.is_replica() {
+                shard.set_commit_listener(Box::new(move || listener(id)));
+            }
         }
     }
 
@@ -642,7 +696,14 @@ impl IndexService {
             ) {
                 continue;
             }
-            let slot = open_shard(&self.path, &metadata, &self.resources, shard_id as u32, 0);
+            let slot = open_shard(
+                &self.path,
+                &metadata,
+                &self.resources,
+                shard_id as u32,
+                0,
+                false,
+            );
             if self.deleted.load(std::sync::atomic::Ordering::Acquire) {
                 if let ShardSlot::Started(shard) = &slot {
                     shard.close_for_delete(Error::index_not_found(&metadata.name));
@@ -786,7 +847,10 @@ impl IndexService {
             let failure = match &self.shards.read().unwrap()[shard_id] {
                 ShardSlot::Started(shard) => match shard.failure() {
                     // reopened only once the failed writer stopped writing into the directory
-                    Some(error) if shard.writer_closed() => ShardFailure::new(error, 0),
+                    Some(error) if shard.writer_closed() => ShardFailure {
+                        replica: shard.is_replica(),
+                        ..ShardFailure::new(error, 0)
+                    },
                     _ => continue,
                 },
                 ShardSlot::Failed(failure) => failure.clone(),
@@ -801,6 +865,7 @@ impl IndexService {
                     &self.resources,
                     shard_id as u32,
                     failure.attempts + 1,
+                    failure.replica,
                 );
                 if let ShardSlot::Started(shard) = &slot {
                     eprintln!("[{}][{shard_id}] shard recovered", metadata.name);
@@ -812,6 +877,7 @@ impl IndexService {
             } else {
                 ShardSlot::Failed(failure)
             };
+            self.listen(shard_id as u32, &slot);
             self.shards.write().unwrap()[shard_id] = slot;
         }
         started
@@ -1157,7 +1223,8 @@ impl IndexService {
     }
 
     pub fn force_merge(&self, max_segments: usize) -> Result<()> {
-        for shard in self.shards() {
+        // a replica takes the merged segments from its primary's next checkpoint
+        for shard in self.shards().iter().filter(|shard| !shard.is_replica()) {
             shard.force_merge(max_segments)?;
         }
         Ok(())

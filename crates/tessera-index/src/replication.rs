@@ -754,6 +754,7 @@ impl Shard {
             last_search: AtomicU64::new(0),
             failure: Mutex::new(None),
             writer_closed: Arc::new(AtomicBool::new(true)),
+            commit_listener: std::sync::OnceLock::new(),
         })
     }
 

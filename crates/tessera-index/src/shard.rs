@@ -327,7 +327,12 @@ pub struct Shard {
     pub(crate) failure: Mutex<Option<Error>>,
     /// Set once a failed engine's writer has stopped (see [`Shard::writer_closed`]).
     pub(crate) writer_closed: Arc<std::sync::atomic::AtomicBool>,
+    /// Called after each commit (see [`Shard::set_commit_listener`]).
+    pub(crate) commit_listener: std::sync::OnceLock<CommitListener>,
 }
+
+/// See [`Shard::set_commit_listener`].
+pub type CommitListener = Box<dyn Fn() + Send + Sync>;
 
 /// OpenSearch's answer to a request for a shard that is not started here (failed, or still
 /// opening): 503 `unavailable_shards_exception`, saying why.
@@ -553,6 +558,7 @@ impl Shard {
             last_search: AtomicU64::new(0),
             failure: Mutex::new(None),
             writer_closed: Arc::default(),
+            commit_listener: std::sync::OnceLock::new(),
         };
         if replayed || promoted {
             // a promoted copy commits once so its commit names its own translog
@@ -822,7 +828,17 @@ impl Shard {
             .store(tessera_common::time::now_millis() as u64, Ordering::Relaxed);
         self.publish(state);
         self.stats.record_refresh(started.elapsed());
+        if let Some(listener) = self.commit_listener.get() {
+            listener();
+        }
         Ok(())
+    }
+
+    /// Calls `listener` after each commit of this shard (a refresh, flush or merge that wrote
+    /// something), with the shard's write lock held: it must only hand the news on (a node
+    /// publishes the commit to the replicas). One listener per shard; a second is ignored.
+    pub fn set_commit_listener(&self, listener: CommitListener) {
+        let _ = self.commit_listener.set(listener);
     }
 
     /// Makes every acknowledged write visible to searches (and durable in the index).

@@ -111,10 +111,15 @@ pub struct ClusterSettings {
     path: PathBuf,
     persistent: RwLock<Settings>,
     transient: RwLock<Settings>,
+    /// The node configuration's values, in place of the registry's defaults.
+    node_defaults: Settings,
 }
 
 impl ClusterSettings {
-    pub fn open(state_dir: &Path) -> Result<ClusterSettings> {
+    /// The settings persisted under `state_dir`, with `node_defaults` (from the node's
+    /// configuration, validated: [`ClusterSettings::validate_node_defaults`]) in place of the
+    /// registry's defaults.
+    pub fn open(state_dir: &Path, node_defaults: Settings) -> Result<ClusterSettings> {
         let path = state_dir.join("cluster_settings.json");
         let persistent = match std::fs::read(&path) {
             Ok(bytes) => {
@@ -129,7 +134,29 @@ impl ClusterSettings {
             path,
             persistent: RwLock::new(persistent),
             transient: RwLock::new(Settings::new()),
+            node_defaults,
         })
+    }
+
+    /// Whether `key` is a dynamic cluster setting (one a node's configuration may give).
+    pub fn is_setting(key: &str) -> bool {
+        REGISTRY.def(key).is_some()
+    }
+
+    /// Checks cluster settings given in a node's configuration.
+    pub fn validate_node_defaults(defaults: &Settings) -> Result<()> {
+        REGISTRY.validate(defaults, false, "node")
+    }
+
+    /// The value without an explicit one: the node's configuration's, else the registry's.
+    fn default_of(&self, key: &str) -> String {
+        if let Some(v) = self.node_defaults.get_str(key) {
+            return v.to_string();
+        }
+        REGISTRY
+            .def(key)
+            .map(|d| d.default.to_string())
+            .unwrap_or_default()
     }
 
     /// The value set explicitly (transient, then persistent), if any.
@@ -144,15 +171,13 @@ impl ClusterSettings {
             .map(String::from)
     }
 
-    /// The effective value: transient, then persistent, then the default.
+    /// The effective value: transient, then persistent, then the default (the node
+    /// configuration's, else the registry's).
     pub fn get(&self, key: &str) -> String {
-        if let Some(v) = self.explicit(key) {
-            return v;
+        match self.explicit(key) {
+            Some(v) => v,
+            None => self.default_of(key),
         }
-        REGISTRY
-            .def(key)
-            .map(|d| d.default.to_string())
-            .unwrap_or_default()
     }
 
     pub fn get_bool(&self, key: &str) -> bool {
@@ -242,7 +267,7 @@ impl ClusterSettings {
         if include_defaults {
             let mut defaults = Settings::new();
             for d in REGISTRY.defs() {
-                defaults.set(d.key, d.default);
+                defaults.set(d.key, self.default_of(d.key));
             }
             body["defaults"] = render(&defaults);
         }
@@ -282,7 +307,7 @@ mod tests {
     fn updates_persist_and_transient_wins() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let cs = ClusterSettings::open(dir.path()).unwrap();
+            let cs = ClusterSettings::open(dir.path(), Settings::new()).unwrap();
             assert_eq!(cs.get("search.concurrent_segment_search.mode"), "auto");
             let p = Settings::from_json(
                 &json!({"search": {"concurrent_segment_search": {"mode": "none"}}}),
@@ -293,7 +318,7 @@ mod tests {
             cs.update(&Settings::new(), &t).unwrap();
             assert_eq!(cs.get_usize("search.concurrent.max_slice_count"), 4);
         }
-        let cs = ClusterSettings::open(dir.path()).unwrap();
+        let cs = ClusterSettings::open(dir.path(), Settings::new()).unwrap();
         assert_eq!(cs.get("search.concurrent_segment_search.mode"), "none");
         assert_eq!(
             cs.get_usize("search.concurrent.max_slice_count"),
@@ -316,6 +341,37 @@ mod tests {
     }
 
     #[test]
+    fn the_node_configuration_gives_defaults_below_explicit_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let defaults =
+            Settings::from_json(&json!({"cluster.routing.allocation.enable": "primaries"}))
+                .unwrap();
+        ClusterSettings::validate_node_defaults(&defaults).unwrap();
+        let bad =
+            Settings::from_json(&json!({"cluster.routing.allocation.enable": "some"})).unwrap();
+        assert_eq!(
+            ClusterSettings::validate_node_defaults(&bad)
+                .unwrap_err()
+                .status(),
+            400
+        );
+        assert!(ClusterSettings::is_setting("search.max_buckets"));
+        assert!(!ClusterSettings::is_setting("http.port"));
+        let cs = ClusterSettings::open(dir.path(), defaults).unwrap();
+        assert_eq!(cs.get("cluster.routing.allocation.enable"), "primaries");
+        let rendered = cs.render(true, true);
+        assert_eq!(rendered["persistent"], json!({}));
+        assert_eq!(
+            rendered["defaults"]["cluster.routing.allocation.enable"],
+            "primaries"
+        );
+        let all =
+            Settings::from_json(&json!({"cluster.routing.allocation.enable": "all"})).unwrap();
+        cs.update(&Settings::new(), &all).unwrap();
+        assert_eq!(cs.get("cluster.routing.allocation.enable"), "all");
+    }
+
+    #[test]
     fn a_cluster_stores_updates_and_every_node_applies_them() {
         let persistent =
             Settings::from_json(&json!({"action.auto_create_index": "false"})).unwrap();
@@ -326,12 +382,12 @@ mod tests {
         let stored =
             ClusterSettings::merged_stored(Some(&stored), &Settings::new(), &reset).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let cs = ClusterSettings::open(dir.path()).unwrap();
+        let cs = ClusterSettings::open(dir.path(), Settings::new()).unwrap();
         cs.apply_stored(Some(&stored)).unwrap();
         assert!(!cs.get_bool("action.auto_create_index"));
         assert_eq!(cs.get_usize("search.max_buckets"), 65535);
         assert_eq!(
-            ClusterSettings::open(dir.path())
+            ClusterSettings::open(dir.path(), Settings::new())
                 .unwrap()
                 .get("action.auto_create_index"),
             "false"

@@ -1,7 +1,8 @@
 //! Cluster and index health, as `_cluster/health` and `_cat/health` report it.
 //!
 //! A single node holds every primary; replicas cannot be assigned to the node that holds their
-//! primary, so an index with replicas is yellow (as in OpenSearch) and one without is green.
+//! primary, so an index with replicas is yellow (as in OpenSearch) and one without is green. In
+//! a cluster, an index is green once every replica is started.
 
 use serde_json::{json, Map, Value};
 use tessera_index::IndexMetadata;
@@ -55,6 +56,15 @@ pub struct IndexHealth {
     pub unassigned_shards: u32,
     /// Each primary's state, by shard id.
     pub primaries: Vec<PrimaryState>,
+    /// Each shard's assigned replicas, by shard id (empty: none anywhere).
+    pub replicas: Vec<ReplicaCounts>,
+}
+
+/// How many replicas of one shard are started, and how many recovering.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaCounts {
+    pub active: u32,
+    pub initializing: u32,
 }
 
 impl IndexHealth {
@@ -62,28 +72,43 @@ impl IndexHealth {
     /// (initializing or failed), as OpenSearch is red while a primary is not assigned and
     /// started; yellow with unassigned replicas (a single node cannot hold them).
     pub fn of(meta: &IndexMetadata, primaries: Vec<PrimaryState>) -> IndexHealth {
-        let replicas = meta.number_of_replicas();
+        Self::with_replicas(meta, primaries, Vec::new())
+    }
+
+    /// [`IndexHealth::of`] with some replicas assigned, by shard (see [`ReplicaCounts`]); the
+    /// others are unassigned (yellow until none is, nor recovering).
+    pub fn with_replicas(
+        meta: &IndexMetadata,
+        primaries: Vec<PrimaryState>,
+        replicas: Vec<ReplicaCounts>,
+    ) -> IndexHealth {
+        let active_replicas: u32 = replicas.iter().map(|r| r.active).sum();
+        let initializing_replicas: u32 = replicas.iter().map(|r| r.initializing).sum();
+        let per_shard = meta.number_of_replicas();
         let count = |state| primaries.iter().filter(|&&p| p == state).count() as u32;
         let active = count(PrimaryState::Active);
         let initializing = count(PrimaryState::Initializing);
         let failed = count(PrimaryState::Unassigned);
-        let unassigned = meta.number_of_shards * replicas + failed;
+        let unassigned = (meta.number_of_shards * per_shard)
+            .saturating_sub(active_replicas + initializing_replicas)
+            + failed;
         IndexHealth {
             name: meta.name.clone(),
             status: if failed + initializing > 0 {
                 Status::Red
-            } else if unassigned > 0 {
+            } else if unassigned + initializing_replicas > 0 {
                 Status::Yellow
             } else {
                 Status::Green
             },
             number_of_shards: meta.number_of_shards,
-            number_of_replicas: replicas,
+            number_of_replicas: per_shard,
             active_primary_shards: active,
-            active_shards: active,
-            initializing_shards: initializing,
+            active_shards: active + active_replicas,
+            initializing_shards: initializing + initializing_replicas,
             unassigned_shards: unassigned,
             primaries,
+            replicas,
         }
     }
 
@@ -172,24 +197,29 @@ impl Health {
                 if level == "shards" {
                     let mut shards = Map::new();
                     for (shard, primary) in index.primaries.iter().enumerate() {
+                        let replicas = index.replicas.get(shard).copied().unwrap_or_default();
                         let active = *primary == PrimaryState::Active;
+                        let unassigned_replicas = index
+                            .number_of_replicas
+                            .saturating_sub(replicas.active + replicas.initializing);
                         let status = if !active {
                             "red"
-                        } else if index.number_of_replicas > 0 {
+                        } else if unassigned_replicas + replicas.initializing > 0 {
                             "yellow"
                         } else {
                             "green"
                         };
                         let failed = u32::from(*primary == PrimaryState::Unassigned);
+                        let initializing = u32::from(*primary == PrimaryState::Initializing);
                         shards.insert(
                             shard.to_string(),
                             json!({
                                 "status": status,
                                 "primary_active": active,
-                                "active_shards": u32::from(active),
+                                "active_shards": u32::from(active) + replicas.active,
                                 "relocating_shards": 0,
-                                "initializing_shards": u32::from(*primary == PrimaryState::Initializing),
-                                "unassigned_shards": index.number_of_replicas + failed,
+                                "initializing_shards": initializing + replicas.initializing,
+                                "unassigned_shards": unassigned_replicas + failed,
                             }),
                         );
                     }
@@ -219,6 +249,7 @@ mod tests {
             initializing_shards: 0,
             unassigned_shards: 0,
             primaries: vec![PrimaryState::Active; 2],
+            replicas: Vec::new(),
         };
         let yellow = IndexHealth {
             name: "b".into(),
@@ -230,6 +261,7 @@ mod tests {
             initializing_shards: 0,
             unassigned_shards: 1,
             primaries: vec![PrimaryState::Active],
+            replicas: Vec::new(),
         };
         let health = Health::of(vec![green.clone(), yellow]);
         assert_eq!(health.status, Status::Yellow);
@@ -245,6 +277,7 @@ mod tests {
             active_shards: 1,
             initializing_shards: 1,
             primaries: vec![PrimaryState::Active, PrimaryState::Initializing],
+            replicas: Vec::new(),
             ..green
         };
         let health = Health::of(vec![opening]);

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -33,8 +33,9 @@ use tessera_search::{
 use crate::cluster_settings::ClusterSettings;
 use crate::cluster_state::ClusterService;
 use crate::coordination::Coordination;
-use crate::health::{Health, IndexHealth, PrimaryState, Status};
+use crate::health::{Health, IndexHealth, PrimaryState, ReplicaCounts, Status};
 use crate::indexing_pressure::IndexingPressure;
+use crate::preference::{self, Preference};
 use crate::process_stats::{cores, CpuSampler};
 use crate::resolve::{resolve_names, validate_index_name, ResolveOptions};
 use crate::search_service::SearchService;
@@ -72,6 +73,9 @@ pub struct NodeConfig {
     /// How long the node's lease outlives its last keep-alive: how soon the cluster sees a
     /// dead node leave (and a dead manager replaced).
     pub lease_ttl: Duration,
+    /// Dynamic cluster settings given in the node's configuration: what the node uses when
+    /// neither a persistent nor a transient value is set (as `opensearch.yml` does).
+    pub cluster_setting_defaults: tessera_common::settings::Settings,
 }
 
 /// How the coordinator reaches the shards of its own node.
@@ -115,6 +119,7 @@ impl Default for NodeConfig {
             transport_host: "127.0.0.1".to_string(),
             transport_port: 9300,
             lease_ttl: Duration::from_secs(5),
+            cluster_setting_defaults: tessera_common::settings::Settings::new(),
         }
     }
 }
@@ -172,6 +177,8 @@ pub struct Node {
     shutdown: AtomicBool,
     /// The node-local reports (`Node::run_report`), installed by the REST layer.
     report_hook: RwLock<Option<ReportHook>>,
+    /// Turns the started copies of a shard in round robin: each search starts on the next.
+    search_rotation: AtomicUsize,
 }
 
 /// A node-local report by name, with JSON parameters, answered in JSON: the REST layer
@@ -291,7 +298,8 @@ impl Node {
                 id
             }
         };
-        let cluster_settings = ClusterSettings::open(&state_dir)?;
+        let cluster_settings =
+            ClusterSettings::open(&state_dir, config.cluster_setting_defaults.clone())?;
         // process-wide, as Lucene's IndexSearcher.maxClauseCount that OpenSearch sets here
         tessera_query::compile::set_max_clause_count(config.max_clause_count);
         let mut indices = BTreeMap::new();
@@ -426,6 +434,7 @@ impl Node {
                 create_lock: Mutex::new(()),
                 shutdown: AtomicBool::new(false),
                 report_hook: RwLock::new(None),
+                search_rotation: AtomicUsize::new(0),
             }
         });
         if let ClusterMode::Member(coordination) = &node.cluster {
@@ -468,6 +477,45 @@ impl Node {
     /// The write service, which REST's document write handlers receive.
     pub fn write_service(&self) -> Arc<WriteService> {
         self.write.clone()
+    }
+
+    /// The health of an index: of its shard slots on a single node, of the cluster state's
+    /// routing on a member.
+    pub fn index_health(&self, index: &IndexService) -> IndexHealth {
+        let primaries = self.primary_states(index);
+        let Some(coordination) = self.coordination() else {
+            return IndexHealth::of(&index.metadata(), primaries);
+        };
+        let meta = index.metadata();
+        let state = coordination.holder.current();
+        let mut counts = vec![ReplicaCounts::default(); meta.number_of_shards as usize];
+        let tables = state
+            .index(&meta.name)
+            .filter(|i| i.metadata.uuid == meta.uuid)
+            .into_iter()
+            .flat_map(|i| i.routing.shards.iter());
+        for table in tables {
+            let Some(count) = counts.get_mut(table.shard as usize) else {
+                continue;
+            };
+            for replica in table.replicas() {
+                // a copy on a node that left is gone, whether or not the manager rerouted it
+                if !replica
+                    .node_id
+                    .as_ref()
+                    .is_some_and(|id| state.nodes.contains_key(id))
+                {
+                    continue;
+                }
+                match replica.state {
+                    tessera_cluster::ShardState::Started
+                    | tessera_cluster::ShardState::Relocating => count.active += 1,
+                    tessera_cluster::ShardState::Initializing => count.initializing += 1,
+                    tessera_cluster::ShardState::Unassigned => {}
+                }
+            }
+        }
+        IndexHealth::with_replicas(&meta, primaries, counts)
     }
 
     /// The health states of an index's primaries: of its shard slots on a single node, of
@@ -618,7 +666,7 @@ impl Node {
     pub async fn shard_counts(
         self: &Arc<Self>,
         indices: Vec<Arc<IndexService>>,
-    ) -> Result<HashMap<(String, u32), crate::coordination::actions::ShardCounts>> {
+    ) -> Result<HashMap<(String, u32, String), crate::coordination::actions::ShardCounts>> {
         if let Some(coordination) = self.coordination() {
             return Ok(coordination.clone().shard_counts(self, &indices).await);
         }
@@ -631,7 +679,7 @@ impl Node {
                 Ok(
                     crate::coordination::actions::shard_counts_here(&here, &uuids)
                         .into_iter()
-                        .map(|(uuid, shard, counts)| ((uuid, shard), counts))
+                        .map(|(uuid, shard, counts)| ((uuid, shard, here.node_id.clone()), counts))
                         .collect(),
                 )
             })
@@ -886,12 +934,13 @@ impl Node {
             .collect())
     }
 
-    /// The shards of `indices` to search, in request order, each with its copies (one, the
-    /// primary on this node, until replicas exist); only those `routing` selects when given.
+    /// The shards of `indices` to search, in request order, each with its started copies (the
+    /// first is asked first, the others when it fails); only those `routing` selects when given.
     pub fn shard_groups(
         &self,
         indices: &[Arc<IndexService>],
         routing: Option<&str>,
+        preference: &Preference,
     ) -> Vec<ShardGroup> {
         let values: Option<Vec<&str>> = routing.map(|r| {
             r.split(',')
@@ -916,20 +965,27 @@ impl Node {
                     ids
                 }
             };
-            for shard in shards {
-                groups.push(ShardGroup::single(self.shard_copy(index, shard, &state)));
+            let turn = self.search_rotation.fetch_add(1, Ordering::Relaxed);
+            for shard in shards.into_iter().filter(|&id| preference.selects(id)) {
+                groups.push(ShardGroup {
+                    copies: self.shard_copies(index, shard, &state, preference, turn),
+                });
             }
         }
         groups
     }
 
-    /// The copy of a shard a search goes to: this node's, another node's (a member), or none.
-    fn shard_copy(
+    /// The copies of a shard a search may go to: this node's (a single node), or the started
+    /// copies in the routing (a member), chosen and ordered by `preference` (by default turned
+    /// by `turn`, so that searches spread over them); an unavailable shard when there is none.
+    fn shard_copies(
         &self,
         index: &Arc<IndexService>,
         shard: u32,
         state: &Option<(Arc<Coordination>, Arc<tessera_cluster::ClusterState>)>,
-    ) -> Arc<dyn ShardSearcher> {
+        preference: &Preference,
+        turn: usize,
+    ) -> Vec<Arc<dyn ShardSearcher>> {
         let local = || -> Arc<dyn ShardSearcher> {
             let local: Arc<dyn ShardSearcher> = Arc::new(LocalShard::new(
                 index.clone(),
@@ -942,36 +998,75 @@ impl Node {
                 ShardTransport::Loopback => Arc::new(LoopbackShard::new(local)),
             }
         };
-        let Some((coordination, state)) = state else {
-            return local();
-        };
         let meta = index.metadata();
-        let primary = state
+        let unavailable = |why: &str| -> Vec<Arc<dyn ShardSearcher>> {
+            vec![Arc::new(UnavailableShard::new(
+                &meta.name, &meta.uuid, shard, why,
+            ))]
+        };
+        let Some((coordination, state)) = state else {
+            let here = [preference::Copy {
+                node_id: &self.node_id,
+                node_name: &self.config.name,
+                primary: true,
+            }];
+            return match preference
+                .order(shard, &here, &self.node_id, turn)
+                .is_empty()
+            {
+                true => unavailable("no copy of the shard matches the preference"),
+                false => vec![local()],
+            };
+        };
+        // (node, primary) of each started copy
+        let holders: Vec<(&tessera_cluster::DiscoveryNode, bool)> = state
             .index(&meta.name)
             .filter(|i| i.metadata.uuid == meta.uuid)
             .and_then(|i| i.routing.shards.get(shard as usize))
-            .and_then(|table| table.primary());
-        let holder = primary
-            .filter(|copy| copy.is_active())
-            .and_then(|copy| copy.node_id.as_ref())
-            .and_then(|id| state.nodes.get(id));
-        match holder {
-            Some(node) if node.id == self.node_id => local(),
-            Some(node) => Arc::new(tessera_cluster::transport::RemoteShard::new(
-                meta.name.as_str(),
-                meta.uuid.as_str(),
-                shard,
-                node.id.as_str(),
-                node.transport_address.as_str(),
-                coordination.transport.clone(),
-            )),
-            None => Arc::new(UnavailableShard::new(
-                &meta.name,
-                &meta.uuid,
-                shard,
-                "primary shard is not active",
-            )),
+            .map(|table| {
+                table
+                    .copies
+                    .iter()
+                    .filter(|copy| copy.is_active())
+                    .filter_map(|copy| {
+                        Some((state.nodes.get(copy.node_id.as_ref()?)?, copy.primary))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if holders.is_empty() {
+            return unavailable("primary shard is not active");
         }
+        let seen: Vec<preference::Copy<'_>> = holders
+            .iter()
+            .map(|(node, primary)| preference::Copy {
+                node_id: &node.id,
+                node_name: &node.name,
+                primary: *primary,
+            })
+            .collect();
+        let order = preference.order(shard, &seen, &self.node_id, turn);
+        if order.is_empty() {
+            return unavailable("no copy of the shard matches the preference");
+        }
+        order
+            .into_iter()
+            .map(|position| holders[position].0)
+            .map(|node| -> Arc<dyn ShardSearcher> {
+                if node.id == self.node_id {
+                    local()
+                } else {
+                    Arc::new(tessera_cluster::transport::RemoteShard::new(
+                        meta.name.as_str(),
+                        meta.uuid.as_str(),
+                        shard,
+                        node.id.as_str(),
+                        node.transport_address.as_str(),
+                        coordination.transport.clone(),
+                    ))
+                }
+            })
+            .collect()
     }
 
     /// Health of the named indices (all when `None`).
@@ -990,12 +1085,7 @@ impl Node {
                 &all
             }
         };
-        let mut health = Health::of(
-            indices
-                .iter()
-                .map(|i| IndexHealth::of(&i.metadata(), self.primary_states(i)))
-                .collect(),
-        );
+        let mut health = Health::of(indices.iter().map(|i| self.index_health(i)).collect());
         let state = self.cluster_state();
         health.number_of_nodes = state.nodes.len();
         health.number_of_data_nodes = state
@@ -1156,6 +1246,13 @@ impl Node {
         let decider = coordination.clone();
         service.set_metadata_sink(Arc::new(move |current, next| {
             decider.decide_metadata(current, next)
+        }));
+        let publisher = coordination.clone();
+        let publishing = Arc::downgrade(&service);
+        service.set_commit_listener(Arc::new(move |shard| {
+            if let Some(index) = publishing.upgrade() {
+                publisher.publish_later(index, shard);
+            }
         }));
         self.indices
             .write()
@@ -1431,7 +1528,8 @@ mod tests {
         assert_eq!(
             node.shard_groups(
                 &node.resolve("logs-*", &ResolveOptions::default()).unwrap(),
-                None
+                None,
+                &Preference::none(),
             )
             .len(),
             2

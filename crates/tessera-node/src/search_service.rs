@@ -19,6 +19,8 @@ pub struct SearchTarget {
     pub options: ResolveOptions,
     /// `routing=a,b`: only the shards these values route to.
     pub routing: Option<String>,
+    /// `preference`: which copies, and which shards (`_shards:`).
+    pub preference: crate::preference::Preference,
 }
 
 /// The node's search service (cheap to clone: a handle).
@@ -100,6 +102,8 @@ impl SearchService {
     /// The shard groups `target` names.
     fn groups(&self, target: &SearchTarget) -> Result<Vec<ShardGroup>> {
         let indices = self.node.resolve(&target.expression, &target.options)?;
-        Ok(self.node.shard_groups(&indices, target.routing.as_deref()))
+        Ok(self
+            .node
+            .shard_groups(&indices, target.routing.as_deref(), &target.preference))
     }
 }

@@ -124,7 +124,8 @@ fn hits_a_should_clause_does_not_match_are_explained() {
         let hits = answer["hits"]["hits"].as_array().expect("hits");
         assert_eq!(hits.len(), index.live.len());
         assert!(
-            hits.iter().all(|hit| hit["_explanation"]["value"].is_number()),
+            hits.iter()
+                .all(|hit| hit["_explanation"]["value"].is_number()),
             "{answer}"
         );
     }

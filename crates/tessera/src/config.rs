@@ -5,12 +5,14 @@
 //! `http.max_in_flight_requests`, and `transport.shard_requests: loopback` that sends every shard
 //! request through the wire encoding, for tests; `cluster.coordination.etcd`, `transport.host`,
 //! `transport.port` and `cluster.coordination.lease_ttl` for a cluster). Flags win over the file. The security keys (`security.*`, `http.tls.*`, `http.allowed_hosts`, `http.cors.*`)
-//! go to `tessera_rest::security`.
+//! go to `tessera_rest::security`. A dynamic cluster setting (`cluster.routing.allocation.enable`,
+//! `search.max_buckets`, …) is the node's default for it, below persistent and transient values.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use tessera_node::cluster_settings::ClusterSettings;
 use tessera_node::NodeConfig;
 use tessera_rest::security::SecuritySettings;
 
@@ -163,6 +165,15 @@ impl ServeArgs {
                         config.max_clause_count = value.parse().with_context(|| {
                             format!("invalid indices.query.bool.max_clause_count [{value}]")
                         })?
+                    }
+                    // a dynamic cluster setting: the node's default for it
+                    key if ClusterSettings::is_setting(key) => {
+                        let mut one = tessera_common::settings::Settings::new();
+                        one.set(key, value);
+                        ClusterSettings::validate_node_defaults(&one).map_err(|e| {
+                            anyhow::anyhow!("{}:{}: {}", path.display(), number + 1, e.reason())
+                        })?;
+                        config.cluster_setting_defaults.set(key, value);
                     }
                     other => bail!(
                         "{}:{}: unknown setting [{other}]",

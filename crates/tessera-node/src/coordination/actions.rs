@@ -34,7 +34,7 @@ pub const UPDATE_METADATA: &str = "indices:admin/metadata/update";
 pub const STATE_APPLIED: &str = "internal:cluster/state/applied[n]";
 /// `PUT _cluster/settings`, decided by the cluster manager.
 pub const UPDATE_CLUSTER_SETTINGS: &str = "cluster:admin/settings/update";
-/// A node's news about its copy of a primary, to the cluster manager.
+/// A node's news about its copy of a shard, to the cluster manager.
 pub const SHARD_REPORT: &str = "internal:cluster/shard/report";
 /// The shard groups of a request whose primaries one node holds, in one call (each group
 /// runs as `indices:data/write/bulk[s][p]` does in OpenSearch; the answers come back in order).
@@ -62,6 +62,8 @@ pub struct ShardCounts {
     pub docs: u64,
     pub deleted: u64,
     pub store_bytes: u64,
+    /// The copy is the primary (figures of replicas count in store sizes only).
+    pub primary: bool,
 }
 
 /// The figures of the started copies this node holds of the indices with these uuids.
@@ -85,6 +87,7 @@ pub(crate) fn shard_counts_here(
                         docs,
                         deleted,
                         store_bytes,
+                        primary: !copy.is_replica(),
                     },
                 ));
             }
@@ -120,16 +123,16 @@ pub struct Broadcast {
 }
 
 /// The node the handlers work on (set once the node exists; calls before that fail).
-type NodeCell = Arc<OnceLock<Weak<Node>>>;
+pub(crate) type NodeCell = Arc<OnceLock<Weak<Node>>>;
 
-fn node_of(cell: &NodeCell) -> Result<Arc<Node>> {
+pub(crate) fn node_of(cell: &NodeCell) -> Result<Arc<Node>> {
     cell.get()
         .and_then(Weak::upgrade)
         .filter(|node| !node.is_shutting_down())
         .ok_or_else(|| Error::new("node_closed_exception", 503, "the node is not running"))
 }
 
-fn coordination_of(node: &Node) -> Result<Arc<Coordination>> {
+pub(crate) fn coordination_of(node: &Node) -> Result<Arc<Coordination>> {
     node.coordination()
         .cloned()
         .ok_or_else(|| Error::illegal_state("this node is not a member of a cluster"))
@@ -284,6 +287,7 @@ pub(crate) fn bind_transport(
                 .await
         }
     });
+    super::replication::register(&mut handlers, &node);
     let searcher = node.clone();
     register_search_handlers(
         &mut handlers,
@@ -317,6 +321,10 @@ pub(crate) fn broadcast_here(node: &Node, request: &Broadcast) -> Result<()> {
     for uuid in &request.index_uuids {
         if let Some(index) = node.index_by_uuid(uuid) {
             request.op.run(&index)?;
+            // what a refresh, flush or merge committed shows on every copy before it answers
+            if let Some(coordination) = node.coordination() {
+                super::replication::publish_primaries(coordination, &index);
+            }
         }
     }
     Ok(())

@@ -9,8 +9,8 @@
 //! - the cluster settings are the state's (`PUT _cluster/settings` on any node goes through the
 //!   manager);
 //! - every index of the state is open on every node (its metadata, for coordinating searches
-//!   and writes), with the copies the routing allocates to this node open, the others
-//!   unallocated; newer metadata is installed;
+//!   and writes), with the copies the routing allocates to this node open (a replica recovers
+//!   from its primary: `replication`), the others unallocated; newer metadata is installed;
 //! - an index the state no longer holds is deleted here;
 //! - a local index directory the state does not name (the index was deleted while this node
 //!   was away, or the store was replaced) is left on disk untouched, reported as dangling.
@@ -20,7 +20,7 @@ use std::sync::{Arc, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tessera_cluster::allocation::primary_belongs_to;
+use tessera_cluster::allocation::{primary_belongs_to, AllocationEnable};
 use tessera_cluster::layout::{StateFold, SETTINGS_KEY};
 use tessera_cluster::ClusterState;
 use tessera_index::index_service::ShardSlot;
@@ -114,6 +114,12 @@ fn apply(node: &Weak<Node>, coordination: &Arc<Coordination>, fold: &mut StateFo
     if let Err(e) = node.cluster_settings.apply_stored(settings) {
         eprintln!("cannot apply the cluster settings: {e}");
     }
+    let enable = node
+        .cluster_settings
+        .get("cluster.routing.allocation.enable");
+    coordination
+        .manager
+        .set_allocation_enable(AllocationEnable::parse(&enable));
     reconcile(&node, coordination, &state);
     let published = coordination
         .holder
@@ -158,14 +164,17 @@ fn reconcile(node: &Arc<Node>, coordination: &Arc<Coordination>, state: &Cluster
         };
         for (shard, slot) in service.shard_slots().into_iter().enumerate() {
             let shard = shard as u32;
-            let belongs = primary_belongs_to(&index.routing, shard, &me);
-            match (belongs, slot) {
-                (true, ShardSlot::Unallocated) => {
-                    coordination.open_shard(node, service.clone(), shard)
+            if primary_belongs_to(&index.routing, shard, &me) {
+                match slot {
+                    ShardSlot::Unallocated => coordination.open_shard(node, service.clone(), shard),
+                    // a replica here that the routing made the primary is opened again as one
+                    ShardSlot::Started(copy) if copy.is_replica() => service.release_shard(shard),
+                    slot => coordination.report_if_changed(state, &service, shard, &slot),
                 }
-                (false, ShardSlot::Unallocated) => {}
-                (false, _) => service.release_shard(shard),
-                (true, slot) => coordination.report_if_changed(state, &service, shard, &slot),
+            } else if !coordination.reconcile_replica(node, state, &service, shard, &slot)
+                && !matches!(slot, ShardSlot::Unallocated)
+            {
+                service.release_shard(shard);
             }
         }
     }

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use tessera_cluster::allocation::AllocationEnable;
 use tessera_cluster::layout::{index_key, routing_key, StoredRouting, CLUSTER_KEY, SETTINGS_KEY};
 use tessera_cluster::meta_store::TxnOp;
 use tessera_cluster::{allocation, ClusterState, ClusterStateHolder, Expect, MetaError, MetaStore};
@@ -60,13 +61,15 @@ pub struct ClusterSettingsUpdate {
     pub transient: String,
 }
 
-/// A node's news about its copy of a primary.
+/// A node's news about its copy of a shard.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ShardReport {
     pub index: String,
     pub index_uuid: String,
     pub shard: u32,
     pub node_id: String,
+    /// The replica's allocation id; `None`: the copy is the primary.
+    pub replica: Option<String>,
     /// Why the copy failed; `None`: it started.
     pub failure: Option<String>,
 }
@@ -94,6 +97,8 @@ pub struct Manager {
     holder: Arc<ClusterStateHolder>,
     membership: Arc<Membership>,
     decide: Mutex<()>,
+    /// `cluster.routing.allocation.enable`, as this node last applied the cluster settings.
+    allocation: Mutex<AllocationEnable>,
 }
 
 fn parse_json(text: &str, what: &str) -> Result<serde_json::Value> {
@@ -136,7 +141,17 @@ impl Manager {
             holder,
             membership,
             decide: Mutex::new(()),
+            allocation: Mutex::new(AllocationEnable::All),
         }
+    }
+
+    /// Takes `cluster.routing.allocation.enable` from the cluster settings just applied.
+    pub fn set_allocation_enable(&self, enable: AllocationEnable) {
+        *self.allocation.lock().unwrap() = enable;
+    }
+
+    fn allocation_enable(&self) -> AllocationEnable {
+        *self.allocation.lock().unwrap()
     }
 
     /// Whether this node leads the cluster now.
@@ -190,11 +205,12 @@ impl Manager {
                     &existing.metadata.uuid,
                 ));
             }
-            let routing = allocation::new_index(
+            let routing = allocation::new_index_with(
                 state,
                 meta.number_of_shards,
                 meta.number_of_replicas(),
                 meta.creation_date,
+                self.allocation_enable(),
             );
             Ok(vec![
                 metadata_op(&meta, Expect::Absent),
@@ -295,7 +311,7 @@ impl Manager {
         })
     }
 
-    /// Records a node's news about its copy of a primary.
+    /// Records a node's news about its copy of a shard.
     pub fn shard_report(&self, report: &ShardReport) -> Result<Revision> {
         self.commit(|state| {
             let Some(index) = state
@@ -305,15 +321,20 @@ impl Manager {
                 return Ok(Vec::new());
             };
             let mut routing = index.routing.clone();
-            let changed = match &report.failure {
-                None => allocation::primary_started(&mut routing, report.shard, &report.node_id),
-                Some(details) => allocation::primary_failed(
-                    &mut routing,
-                    report.shard,
-                    &report.node_id,
-                    details,
-                    tessera_common::time::now_millis(),
-                ),
+            let (shard, node, now) = (
+                report.shard,
+                &report.node_id,
+                tessera_common::time::now_millis(),
+            );
+            let changed = match (&report.replica, &report.failure) {
+                (None, None) => allocation::primary_started(&mut routing, shard, node),
+                (None, Some(details)) => {
+                    allocation::primary_failed(&mut routing, shard, node, details, now)
+                }
+                (Some(id), None) => allocation::replica_started(&mut routing, shard, node, id),
+                (Some(id), Some(details)) => {
+                    allocation::replica_failed(&mut routing, shard, node, id, details, now)
+                }
             };
             Ok(if changed {
                 vec![routing_op(
@@ -332,13 +353,15 @@ impl Manager {
     pub fn reroute(&self) -> Result<Revision> {
         self.commit(|state| {
             let now = tessera_common::time::now_millis();
-            Ok(allocation::reroute(state, now)
-                .into_iter()
-                .filter_map(|(name, routing)| {
-                    let uuid = state.index(&name)?.metadata.uuid.clone();
-                    Some(routing_op(&name, &uuid, routing, Expect::Any))
-                })
-                .collect())
+            Ok(
+                allocation::reroute_with(state, now, self.allocation_enable())
+                    .into_iter()
+                    .filter_map(|(name, routing)| {
+                        let uuid = state.index(&name)?.metadata.uuid.clone();
+                        Some(routing_op(&name, &uuid, routing, Expect::Any))
+                    })
+                    .collect(),
+            )
         })
     }
 }

@@ -15,6 +15,7 @@ pub mod actions;
 pub mod applier;
 pub mod manager;
 pub mod membership;
+pub mod replication;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
@@ -66,6 +67,8 @@ pub struct Coordination {
     changes: (Mutex<u64>, Condvar),
     /// Shard reports on their way to the manager, by (index uuid, shard).
     reporting: Mutex<HashSet<(String, u32)>>,
+    /// Segment copies between this node's shards and their other copies.
+    pub(crate) replication: replication::Replication,
 }
 
 impl Coordination {
@@ -98,6 +101,7 @@ impl Coordination {
             _server: server,
             changes: (Mutex::new(0), Condvar::new()),
             reporting: Mutex::new(HashSet::new()),
+            replication: replication::Replication::default(),
         })
     }
 
@@ -442,13 +446,14 @@ impl Coordination {
         failures
     }
 
-    /// The figures of every started copy of `indices` in the cluster, by (index uuid, shard),
-    /// asked of each node that holds some. A node that does not answer leaves its copies out.
+    /// The figures of every started copy of `indices` in the cluster, by (index uuid, shard,
+    /// node id), asked of each node that holds some. A node that does not answer leaves its
+    /// copies out.
     pub async fn shard_counts(
         &self,
         node: &Arc<Node>,
         indices: &[Arc<IndexService>],
-    ) -> HashMap<(String, u32), actions::ShardCounts> {
+    ) -> HashMap<(String, u32, String), actions::ShardCounts> {
         let uuids: Vec<String> = indices.iter().map(|i| i.metadata().uuid.clone()).collect();
         let answers = self
             .on_holders(
@@ -464,7 +469,7 @@ impl Coordination {
             match answer {
                 Ok(answer) => {
                     for (uuid, shard, figures) in answer {
-                        counts.insert((uuid, shard), figures);
+                        counts.insert((uuid, shard, id.clone()), figures);
                     }
                 }
                 Err(e) => eprintln!("[{id}] did not send its shard figures: {e}"),
@@ -569,6 +574,7 @@ impl Coordination {
             index_uuid: meta.uuid.clone(),
             shard,
             node_id: me.clone(),
+            replica: None,
             failure,
         };
         let this = self.clone();

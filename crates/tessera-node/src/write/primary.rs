@@ -40,7 +40,15 @@ pub fn write_on_node(node: &Node, request: ShardWriteRequest) -> Result<ShardWri
         .index(&request.index)
         .filter(|index| index.metadata().uuid == request.index_uuid)
         .ok_or_else(|| Error::index_not_found(&request.index))?;
-    write(&index, request)
+    let (shard, refresh) = (request.shard_id, request.refresh);
+    let response = write(&index, request)?;
+    // a refresh the request asked for shows on every copy before it answers
+    if refresh != Refresh::None {
+        if let Some(coordination) = node.coordination() {
+            crate::coordination::replication::publish(coordination, &index, shard, true);
+        }
+    }
+    Ok(response)
 }
 
 /// The primary's write of one shard group: every operation under one hold of the shard's write

@@ -124,23 +124,26 @@ pub async fn indices(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
             let mut rows = Vec::new();
             for index in indices {
                 let meta = index.metadata();
-                let health =
-                    tessera_node::health::IndexHealth::of(&meta, reader.primary_states(&index));
+                let health = reader.index_health(&index);
                 if health_filter
                     .as_deref()
                     .is_some_and(|h| h != health.status.as_str())
                 {
                     continue;
                 }
-                let mut figures = ShardCounts::default();
-                for shard in 0..meta.number_of_shards {
-                    if let Some(copy) = counts.get(&(meta.uuid.clone(), shard)) {
-                        figures.docs += copy.docs;
-                        figures.deleted += copy.deleted;
-                        figures.store_bytes += copy.store_bytes;
+                // documents count once, in the primaries; every copy takes room
+                let (mut docs, mut deleted, mut store, mut primary_store) = (0, 0, 0, 0);
+                for ((uuid, _, _), copy) in &counts {
+                    if *uuid != meta.uuid {
+                        continue;
+                    }
+                    store += copy.store_bytes;
+                    if copy.primary {
+                        docs += copy.docs;
+                        deleted += copy.deleted;
+                        primary_store += copy.store_bytes;
                     }
                 }
-                let (docs, deleted, store) = (figures.docs, figures.deleted, figures.store_bytes);
                 rows.push(vec![
                     Cell::from(health.status.as_str()),
                     Cell::from("open"),
@@ -156,7 +159,7 @@ pub async fn indices(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
                             .format_millis(meta.creation_date, None),
                     ),
                     Cell::Bytes(store),
-                    Cell::Bytes(store),
+                    Cell::Bytes(primary_store),
                 ]);
             }
             Ok(rows)
@@ -208,7 +211,7 @@ static SHARDS: &[Column] = &[
 fn cluster_shard_rows(
     state: &tessera_cluster::ClusterState,
     indices: &[Arc<tessera_index::IndexService>],
-    counts: &std::collections::HashMap<(String, u32), ShardCounts>,
+    counts: &std::collections::HashMap<(String, u32, String), ShardCounts>,
 ) -> Vec<Vec<Cell>> {
     let mut rows = Vec::new();
     for index in indices {
@@ -223,7 +226,10 @@ fn cluster_shard_rows(
             for copy in &table.copies {
                 let prirep = if copy.primary { "p" } else { "r" };
                 let holder = copy.node_id.as_ref().and_then(|id| state.nodes.get(id));
-                let figures = counts.get(&(meta.uuid.clone(), table.shard));
+                let figures = copy
+                    .node_id
+                    .as_ref()
+                    .and_then(|id| counts.get(&(meta.uuid.clone(), table.shard, id.clone())));
                 match (holder, copy.is_active()) {
                     (Some(holder), true) => {
                         let host = holder
@@ -446,7 +452,11 @@ pub async fn segments(node: Arc<Node>, request: RestRequest) -> Result<RestRespo
                 vec![
                     Cell::from(names[index].1.clone()),
                     Cell::from(shard),
-                    Cell::from("p"),
+                    Cell::from(if segment["primary"] == false {
+                        "r"
+                    } else {
+                        "p"
+                    }),
                     Cell::from(ip.clone()),
                     Cell::from(target.id.clone()),
                     Cell::from(segment["segment"].as_str().unwrap_or_default().to_string()),
@@ -502,7 +512,7 @@ pub async fn count(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
     )?;
     // every node's copies (on one node, its own)
     let counts = node.shard_counts(indices).await?;
-    let total: u64 = counts.values().map(|c| c.docs).sum();
+    let total: u64 = counts.values().filter(|c| c.primary).map(|c| c.docs).sum();
     let (epoch, timestamp) = clock(tessera_common::time::now_millis());
     render(
         &request,

@@ -50,19 +50,25 @@ fn millis(nanos: u64) -> u64 {
 }
 
 /// The `indices` statistics (docs, store, indexing, search, refresh, merges, segments) summed
-/// over `indices`, as `_nodes/stats` and `_stats` report them.
+/// over the copies this node holds of `indices`, as `_nodes/stats` and `_stats` report them.
 pub(crate) fn indices_stats(indices: &[Arc<IndexService>]) -> Value {
+    let shards: Vec<_> = indices.iter().flat_map(|index| index.shards()).collect();
+    shards_stats(&shards)
+}
+
+/// [`indices_stats`] of some shard copies.
+pub(crate) fn shards_stats(shards: &[Arc<tessera_index::shard::Shard>]) -> Value {
     let mut docs = 0u64;
     let mut deleted = 0u64;
     let mut store = 0u64;
     let mut segments = 0u64;
     let mut totals = [0u64; 17];
-    for index in indices {
-        let (d, del) = index.doc_counts();
-        docs += d;
-        deleted += del;
-        store += index.store_size();
-        for shard in index.shards() {
+    {
+        for shard in shards {
+            let (d, del) = shard.doc_counts();
+            docs += d;
+            deleted += del;
+            store += shard.store_size();
             segments += shard.snapshot().searcher.segment_readers().len() as u64;
             let s: &ShardStats = &shard.stats;
             let values = [

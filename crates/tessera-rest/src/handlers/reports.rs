@@ -108,6 +108,7 @@ async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
                                 rows.push(json!({
                                     "index_uuid": uuid,
                                     "shard": shard.shard_id,
+                                    "primary": !shard.is_replica(),
                                     "segment": segment.name,
                                     "generation": segment.generation,
                                     "docs": segment.docs,
@@ -146,9 +147,15 @@ async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
                     let mut out = Map::new();
                     for uuid in uuids {
                         if let Some(index) = worker.index_by_uuid(&uuid) {
+                            let copies = index.shards();
+                            let primaries: Vec<_> =
+                                copies.iter().filter(|s| !s.is_replica()).cloned().collect();
                             out.insert(
                                 uuid,
-                                super::nodes::indices_stats(std::slice::from_ref(&index)),
+                                json!({
+                                    "primaries": super::nodes::shards_stats(&primaries),
+                                    "total": super::nodes::shards_stats(&copies),
+                                }),
                             );
                         }
                     }

@@ -37,6 +37,7 @@ fn target(request: &RestRequest) -> Result<SearchTarget> {
         expression: index_expression(request).to_string(),
         options: resolve_options(request, true)?,
         routing: request.param("routing").map(String::from),
+        preference: tessera_node::preference::Preference::parse(request.param("preference"))?,
     })
 }
 

@@ -1,8 +1,8 @@
 //! `_stats`: index statistics (`/_stats`, `/{index}/_stats`, optionally filtered by metric), the
 //! same sections `_nodes/stats` reports under `indices`, per index and for all of them.
 //!
-//! Primaries and totals are the same (replicas are never assigned); every node sends the
-//! sections of the copies it holds (`reports::INDEX_STATS`), summed here.
+//! Every node sends the sections of the copies it holds (`reports::INDEX_STATS`), of its
+//! primaries and of all its copies, summed here into `primaries` and `total`.
 
 use std::sync::Arc;
 
@@ -149,26 +149,30 @@ fn render(
 ) -> Value {
     // an index no node holds a copy of counts nothing
     let empty = indices_stats(&[]);
-    let mut all = empty.clone();
+    let (mut all_primaries, mut all_total) = (empty.clone(), empty.clone());
     let mut per_index = Map::new();
     for index in indices {
         let meta = index.metadata();
-        let stats = by_uuid.get(&meta.uuid).unwrap_or(&empty);
-        add_json(&mut all, stats);
-        let stats = filtered(stats.clone(), sections);
+        let held = by_uuid.get(&meta.uuid);
+        let primaries = held.map_or(&empty, |held| &held["primaries"]);
+        let copies = held.map_or(&empty, |held| &held["total"]);
+        add_json(&mut all_primaries, primaries);
+        add_json(&mut all_total, copies);
         per_index.insert(
             meta.name.clone(),
             json!({
                 "uuid": meta.uuid,
-                "primaries": stats,
-                "total": stats,
+                "primaries": filtered(primaries.clone(), sections),
+                "total": filtered(copies.clone(), sections),
             }),
         );
     }
-    let all = filtered(all, sections);
     json!({
         "_shards": {"total": total, "successful": successful, "failed": 0},
-        "_all": {"primaries": all, "total": all},
+        "_all": {
+            "primaries": filtered(all_primaries, sections),
+            "total": filtered(all_total, sections),
+        },
         "indices": per_index,
     })
 }

@@ -1,0 +1,513 @@
+//! Segment replication between the copies of a shard, the node's side (the shard's side is
+//! `tessera_index::replication`): replicas never index, they copy the primary's segment files.
+//!
+//! - The node holding a primary answers [`CHECKPOINT`] (its latest commit: files, checksums,
+//!   `meta.json`) and [`SEGMENT_FILE`] (a chunk of a file of a checkpoint it pinned), and after
+//!   each commit of the primary sends [`PUBLISH_CHECKPOINT`] to the nodes holding its replicas.
+//! - A node holding a replica copies what a checkpoint names and it lacks, then switches to it
+//!   atomically (`Shard::apply_checkpoint`). A new replica recovers the same way from the
+//!   primary's latest checkpoint, then reports itself started to the manager.
+//!
+//! A refresh asked for (`_refresh`, `?refresh=true`) waits for the replicas to take the new
+//! checkpoint before it answers, so a search that follows it sees the same documents whichever
+//! copy serves it; the refreshes the node schedules publish without waiting.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tessera_cluster::allocation::replica_on;
+use tessera_cluster::transport::{Handlers, RequestContext};
+use tessera_cluster::{ClusterState, DiscoveryNode, ShardState};
+use tessera_common::threadpool::ThreadPool;
+use tessera_common::{Error, Result};
+use tessera_index::index_service::ShardSlot;
+use tessera_index::replication::{FileMeta, ReplicationCheckpoint, CHUNK_BYTES};
+use tessera_index::shard::Shard;
+use tessera_index::IndexService;
+use tessera_search::messages::{decode, encode};
+
+use super::actions::{coordination_of, node_of, NodeCell, SHARD_REPORT};
+use super::manager::ShardReport;
+use super::Coordination;
+use crate::node::Node;
+
+/// The latest checkpoint of the primary a node holds.
+pub const CHECKPOINT: &str = "internal:index/shard/replication/checkpoint";
+/// A chunk of a file of a checkpoint the primary pinned.
+pub const SEGMENT_FILE: &str = "internal:index/shard/replication/get_segment_files";
+/// A primary's new checkpoint, to a node holding one of its replicas; answered once applied.
+pub const PUBLISH_CHECKPOINT: &str = "indices:admin/publish_checkpoint";
+
+/// How long one transport call of a copy may take (a chunk is at most `CHUNK_BYTES`).
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a refresh waits for the replicas to take its checkpoint.
+const PUBLISH_WAIT: Duration = Duration::from_secs(30);
+
+/// A shard copy, by index uuid.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CopyOf {
+    pub index_uuid: String,
+    pub shard: u32,
+}
+
+/// A [`SEGMENT_FILE`] request.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FileChunk {
+    pub copy: CopyOf,
+    pub generation: u64,
+    pub name: String,
+    pub offset: u64,
+    pub len: u32,
+}
+
+/// A [`PUBLISH_CHECKPOINT`] request.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Published {
+    pub copy: CopyOf,
+    pub checkpoint: ReplicationCheckpoint,
+}
+
+/// The node's replication work, on pools of its own (never the transport's runtime, nor the
+/// management pool the cluster state needs): `copy` runs this node's replicas' copies, which
+/// wait for other nodes; `source` answers other nodes' copies and publishes checkpoints, and
+/// never waits for another node, so two nodes copying from each other cannot deadlock.
+pub struct Replication {
+    copy: ThreadPool,
+    source: ThreadPool,
+    recovering: Mutex<HashSet<CopyOf>>,
+}
+
+impl Default for Replication {
+    fn default() -> Self {
+        Replication {
+            copy: ThreadPool::new("replication", 2, 10_000),
+            source: ThreadPool::new("replication_source", 2, 10_000),
+            recovering: Mutex::new(HashSet::new()),
+        }
+    }
+}
+
+/// Registers the handlers of a node holding primaries ([`CHECKPOINT`], [`SEGMENT_FILE`]) and
+/// replicas ([`PUBLISH_CHECKPOINT`]).
+pub(crate) fn register(handlers: &mut Handlers, node: &NodeCell) {
+    let cell = node.clone();
+    handlers.register(CHECKPOINT, move |body: Vec<u8>, _: RequestContext| {
+        let node = node_of(&cell);
+        async move {
+            let node = node?;
+            let copy: CopyOf = decode(&body)?;
+            let pool = coordination_of(&node)?;
+            let here = node.clone();
+            let checkpoint = pool
+                .replication
+                .source
+                .run(move || primary_here(&here, &copy)?.replication_checkpoint())
+                .await?;
+            encode(&checkpoint)
+        }
+    });
+    let cell = node.clone();
+    handlers.register(SEGMENT_FILE, move |body: Vec<u8>, _: RequestContext| {
+        let node = node_of(&cell);
+        async move {
+            let node = node?;
+            let chunk: FileChunk = decode(&body)?;
+            let pool = coordination_of(&node)?;
+            let here = node.clone();
+            let bytes = pool
+                .replication
+                .source
+                .run(move || {
+                    primary_here(&here, &chunk.copy)?.read_checkpoint_file(
+                        chunk.generation,
+                        &chunk.name,
+                        chunk.offset,
+                        chunk.len as usize,
+                    )
+                })
+                .await?;
+            encode(&bytes)
+        }
+    });
+    let cell = node.clone();
+    handlers.register(
+        PUBLISH_CHECKPOINT,
+        move |body: Vec<u8>, _: RequestContext| {
+            let node = node_of(&cell);
+            async move {
+                let node = node?;
+                let published: Published = decode(&body)?;
+                let coordination = coordination_of(&node)?;
+                let here = node.clone();
+                let worker = coordination.clone();
+                coordination
+                    .replication
+                    .copy
+                    .run(move || {
+                        let index = here
+                            .index_by_uuid(&published.copy.index_uuid)
+                            .ok_or_else(|| Error::index_not_found(&published.copy.index_uuid))?;
+                        replicate(
+                            &worker,
+                            &index,
+                            published.copy.shard,
+                            Some(published.checkpoint),
+                        )
+                    })
+                    .await?;
+                encode(&())
+            }
+        },
+    );
+}
+
+/// This node's copy of a shard, when it is the primary (replicas do not hand out files: they
+/// may be behind).
+fn primary_here(node: &Node, copy: &CopyOf) -> Result<Arc<Shard>> {
+    let index = node
+        .index_by_uuid(&copy.index_uuid)
+        .ok_or_else(|| Error::index_not_found(&copy.index_uuid))?;
+    let shard = index.shard(copy.shard)?;
+    if shard.is_replica() {
+        return Err(not_primary(&index, copy.shard));
+    }
+    Ok(shard)
+}
+
+fn not_primary(index: &IndexService, shard: u32) -> Error {
+    Error::new(
+        "shard_not_found_exception",
+        404,
+        format!("no primary of [{}][{shard}] on this node", index.name()),
+    )
+}
+
+/// The node holding the started primary of `shard` of `index`, from `state`.
+fn primary_node(state: &ClusterState, index: &IndexService, shard: u32) -> Result<DiscoveryNode> {
+    let meta = index.metadata();
+    state
+        .index(&meta.name)
+        .filter(|i| i.metadata.uuid == meta.uuid)
+        .and_then(|i| i.routing.shards.get(shard as usize))
+        .and_then(|table| table.primary())
+        .filter(|primary| primary.state == ShardState::Started)
+        .and_then(|primary| state.nodes.get(primary.node_id.as_ref()?))
+        .cloned()
+        .ok_or_else(|| {
+            tessera_index::shard::shard_not_active(
+                &meta.name,
+                shard,
+                "its primary is not started: a replica has nothing to copy from",
+            )
+        })
+}
+
+/// Brings this node's replica of `shard` up to `checkpoint` (`None`: the primary's latest),
+/// copying the files it lacks from the node holding the primary. Returns whether the replica
+/// moved (an older checkpoint than the one held changes nothing).
+pub(crate) fn replicate(
+    coordination: &Coordination,
+    index: &IndexService,
+    shard: u32,
+    checkpoint: Option<ReplicationCheckpoint>,
+) -> Result<bool> {
+    let replica = index.shard(shard)?;
+    if !replica.is_replica() {
+        return Err(Error::illegal_state(format!(
+            "[{}][{shard}] is not a replica on this node",
+            index.name()
+        )));
+    }
+    let source = primary_node(&coordination.holder.current(), index, shard)?;
+    let copy = CopyOf {
+        index_uuid: index.metadata().uuid.clone(),
+        shard,
+    };
+    let checkpoint = match checkpoint {
+        Some(checkpoint) => checkpoint,
+        None => coordination.call_blocking(&source, CHECKPOINT, &copy, CALL_TIMEOUT)?,
+    };
+    let generation = checkpoint.generation;
+    let mut fetch = |file: &FileMeta, offset: u64, len: usize| -> Result<Vec<u8>> {
+        let request = FileChunk {
+            copy: copy.clone(),
+            generation,
+            name: file.name.clone(),
+            offset,
+            len: len.min(CHUNK_BYTES) as u32,
+        };
+        coordination.call_blocking(&source, SEGMENT_FILE, &request, CALL_TIMEOUT)
+    };
+    replica.apply_checkpoint(&checkpoint, &mut fetch)
+}
+
+/// Sends the latest checkpoint of this node's primary of `shard` to the nodes holding its
+/// replicas; with `wait`, returns once they took it (or failed to), else at once.
+pub(crate) fn publish(
+    coordination: &Arc<Coordination>,
+    index: &IndexService,
+    shard: u32,
+    wait: bool,
+) {
+    let meta = index.metadata();
+    let state = coordination.holder.current();
+    let Some(table) = state
+        .index(&meta.name)
+        .filter(|i| i.metadata.uuid == meta.uuid)
+        .and_then(|i| i.routing.shards.get(shard as usize))
+    else {
+        return;
+    };
+    let targets: Vec<DiscoveryNode> = table
+        .replicas()
+        .filter(|copy| copy.state != ShardState::Unassigned)
+        .filter_map(|copy| state.nodes.get(copy.node_id.as_ref()?).cloned())
+        .collect();
+    if targets.is_empty() {
+        return;
+    }
+    let checkpoint = match index.shard(shard).and_then(|primary| {
+        if primary.is_replica() {
+            Err(not_primary(index, shard))
+        } else {
+            primary.replication_checkpoint()
+        }
+    }) {
+        Ok(checkpoint) => checkpoint,
+        Err(e) => {
+            eprintln!("[{}][{shard}] cannot publish a checkpoint: {e}", meta.name);
+            return;
+        }
+    };
+    let published = Published {
+        copy: CopyOf {
+            index_uuid: meta.uuid.clone(),
+            shard,
+        },
+        checkpoint,
+    };
+    let deadline = std::time::Instant::now() + PUBLISH_WAIT;
+    let calls: Vec<_> = targets
+        .iter()
+        .map(|node| {
+            coordination.send_until::<_, ()>(node, PUBLISH_CHECKPOINT, &published, Some(deadline))
+        })
+        .collect();
+    let name = meta.name.clone();
+    // the calls started when sent: waiting for them in turn waits for the slowest
+    let answers = async move {
+        for (node, call) in targets.iter().zip(calls) {
+            if let Err(e) = call.await {
+                // the replica catches up with the next checkpoint (or recovers again)
+                eprintln!(
+                    "[{name}][{shard}] replica on [{}] did not take the checkpoint: {e}",
+                    node.name
+                );
+            }
+        }
+    };
+    if wait {
+        let _ = coordination.block_on(answers);
+    } else {
+        coordination.runtime().spawn(answers);
+    }
+}
+
+/// [`publish`]es the latest checkpoint of every primary this node holds of `index`, and waits
+/// for the replicas to take them.
+pub(crate) fn publish_primaries(coordination: &Arc<Coordination>, index: &IndexService) {
+    for (shard, slot) in index.shard_slots().iter().enumerate() {
+        if matches!(slot, ShardSlot::Started(copy) if !copy.is_replica()) {
+            publish(coordination, index, shard as u32, true);
+        }
+    }
+}
+
+impl Coordination {
+    /// Publishes the new commit of this node's primary of `shard` to its replicas, without
+    /// waiting for them (see [`publish`]); called after each commit.
+    pub(crate) fn publish_later(self: &Arc<Self>, index: Arc<IndexService>, shard: u32) {
+        let this = self.clone();
+        let name = index.name();
+        let submitted = self
+            .replication
+            .source
+            .execute(move || publish(&this, &index, shard, false));
+        if let Err(e) = submitted {
+            eprintln!("[{name}][{shard}] cannot publish a checkpoint: {e}");
+        }
+    }
+
+    /// Recovers this node's replica of `shard` (opened, initializing in the routing) from the
+    /// primary, then reports it started; one recovery per copy at a time. A recovery that
+    /// fails reports the replica failed, and the manager allocates it again.
+    pub(crate) fn recover_replica(
+        self: &Arc<Self>,
+        index: Arc<IndexService>,
+        shard: u32,
+        allocation_id: String,
+    ) {
+        let copy = CopyOf {
+            index_uuid: index.metadata().uuid.clone(),
+            shard,
+        };
+        if !self
+            .replication
+            .recovering
+            .lock()
+            .unwrap()
+            .insert(copy.clone())
+        {
+            return;
+        }
+        let this = self.clone();
+        let name = index.name();
+        let submitted = self.replication.copy.execute(move || {
+            let outcome = this.recover_once(&index, shard);
+            let failure = outcome.err().map(|e| {
+                format!(
+                    "failed recovery on node [{}]: {}[{}]",
+                    this.local().id,
+                    e.kind(),
+                    e.reason()
+                )
+            });
+            if let Some(why) = &failure {
+                eprintln!("[{}][{shard}] replica {why}", index.name());
+            }
+            this.report_replica(&index, shard, &allocation_id, failure);
+            this.replication.recovering.lock().unwrap().remove(&copy);
+        });
+        if let Err(e) = submitted {
+            eprintln!("[{name}][{shard}] cannot start the replica's recovery: {e}");
+        }
+    }
+
+    /// One recovery: waits a little for the primary to be started (the routing allocates a
+    /// replica only then, but this node may not have applied that state yet), then copies.
+    fn recover_once(&self, index: &IndexService, shard: u32) -> Result<()> {
+        let mut tries = 0;
+        loop {
+            match replicate(self, index, shard, None) {
+                Ok(_) => return Ok(()),
+                Err(e) if tries < 5 && e.status() >= 500 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(200 << tries));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Tells the manager how this node's replica `allocation_id` of `shard` is doing.
+    fn report_replica(
+        &self,
+        index: &IndexService,
+        shard: u32,
+        allocation_id: &str,
+        failure: Option<String>,
+    ) {
+        let meta = index.metadata();
+        let report = ShardReport {
+            index: meta.name.clone(),
+            index_uuid: meta.uuid.clone(),
+            shard,
+            node_id: self.local().id.clone(),
+            replica: Some(allocation_id.to_string()),
+            failure,
+        };
+        if let Err(e) = self.to_manager(SHARD_REPORT, &report, |manager, report| {
+            manager.shard_report(report)
+        }) {
+            eprintln!(
+                "[{}][{shard}] cannot report the replica to the cluster manager: {e}",
+                meta.name
+            );
+        }
+    }
+
+    /// Brings this node's copy of `shard` in line with a replica the routing gives it:
+    /// opens it, recovers it while it initializes. Returns false when the routing gives this
+    /// node no replica of the shard.
+    pub(crate) fn reconcile_replica(
+        self: &Arc<Self>,
+        node: &Arc<Node>,
+        state: &ClusterState,
+        index: &Arc<IndexService>,
+        shard: u32,
+        slot: &ShardSlot,
+    ) -> bool {
+        let meta = index.metadata();
+        let Some(routing) = state
+            .index(&meta.name)
+            .filter(|i| i.metadata.uuid == meta.uuid)
+        else {
+            return false;
+        };
+        let Some((allocation_id, routed)) = replica_on(&routing.routing, shard, &self.local().id)
+        else {
+            return false;
+        };
+        match slot {
+            ShardSlot::Unallocated => {
+                let this = self.clone();
+                let index = index.clone();
+                let opened = node.pools.management.execute(move || {
+                    if let ShardSlot::Started(_) = index.allocate_replica(shard) {
+                        this.recover_replica(index, shard, allocation_id);
+                    }
+                });
+                if let Err(e) = opened {
+                    eprintln!("cannot open replica [{shard}]: {e}");
+                }
+            }
+            // a primary here that the routing made a replica is closed, and opened again as one
+            ShardSlot::Started(copy) if !copy.is_replica() => index.release_shard(shard),
+            ShardSlot::Started(_) if routed == ShardState::Initializing => {
+                self.recover_replica(index.clone(), shard, allocation_id)
+            }
+            ShardSlot::Failed(failure) if routed != ShardState::Unassigned => {
+                let why = format!(
+                    "failed shard on node [{}]: {}[{}]",
+                    self.local().id,
+                    failure.error.kind(),
+                    failure.error.reason()
+                );
+                let this = self.clone();
+                let index = index.clone();
+                let _ = self
+                    .replication
+                    .copy
+                    .execute(move || this.report_replica(&index, shard, &allocation_id, Some(why)));
+            }
+            _ => {}
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_cross_the_wire() {
+        let chunk = FileChunk {
+            copy: CopyOf {
+                index_uuid: "u".into(),
+                shard: 2,
+            },
+            generation: 7,
+            name: "abc.idx".into(),
+            offset: 1 << 20,
+            len: 4096,
+        };
+        let back: FileChunk = decode(&encode(&chunk).unwrap()).unwrap();
+        assert_eq!(
+            (back.copy, back.generation, back.name, back.offset, back.len),
+            (chunk.copy, 7, "abc.idx".to_string(), 1 << 20, 4096)
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! Replicas on a real cluster on loopback (an etcd of its own and `tessera serve` processes):
+//! replicas are allocated on other nodes than their primary once it started, recover the
+//! primary's segments, take each new commit (segment replication), and serve searches with
+//! the same answers as the primary, byte for byte; their count follows `number_of_replicas`.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::cluster::{eventually, Cluster};
+use common::Node;
+use serde_json::{json, Value};
+
+fn docs_ndjson(index: &str, from: usize, count: usize) -> String {
+    let mut lines = String::new();
+    for i in from..from + count {
+        lines.push_str(&json!({"index": {"_index": index, "_id": i.to_string()}}).to_string());
+        lines.push('\n');
+        let doc = json!({
+            "n": i,
+            "tag": format!("t{}", i % 7),
+            "msg": format!("message number {} of the {} kind", i, if i % 3 == 0 { "third" } else { "other" }),
+        });
+        lines.push_str(&doc.to_string());
+        lines.push('\n');
+    }
+    lines
+}
+
+/// Every copy of `index` in `_cat/shards`: (shard, p/r, state, node, docs).
+fn copies(node: &Node, index: &str) -> Vec<(u64, String, String, String, Option<u64>)> {
+    let rows = node
+        .get(&format!("/_cat/shards/{index}?format=json"))
+        .expect(200)
+        .json();
+    let mut copies: Vec<_> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["shard"].as_str().unwrap().parse().unwrap(),
+                row["prirep"].as_str().unwrap().to_string(),
+                row["state"].as_str().unwrap().to_string(),
+                row["node"].as_str().unwrap_or("").to_string(),
+                row["docs"].as_str().and_then(|d| d.parse().ok()),
+            )
+        })
+        .collect();
+    copies.sort();
+    copies
+}
+
+fn green(node: &Node, index: &str) -> Value {
+    let health = node
+        .get(&format!(
+            "/_cluster/health/{index}?wait_for_status=green&timeout=30s"
+        ))
+        .json();
+    assert_eq!(health["status"], "green", "{health}");
+    health
+}
+
+/// The parts of a search answer that must not depend on which copy answered.
+fn comparable(mut response: Value) -> Value {
+    let object = response.as_object_mut().unwrap();
+    object.remove("took");
+    response
+}
+
+#[test]
+fn replicas_recover_follow_their_primary_and_answer_as_it_does() {
+    let cluster = Cluster::start(3);
+    cluster
+        .node(0)
+        .put(
+            "/items",
+            &json!({"settings": {"number_of_shards": 3, "number_of_replicas": 1},
+                "mappings": {"properties": {"n": {"type": "long"}, "tag": {"type": "keyword"},
+                "msg": {"type": "text"}}}}),
+        )
+        .ok();
+    // documents indexed before the replicas exist come with the recovery
+    let bulk = cluster
+        .node(1)
+        .bulk("/_bulk", &docs_ndjson("items", 0, 300))
+        .ok()
+        .json();
+    assert_eq!(bulk["errors"], false);
+    let health = green(cluster.node(2), "items");
+    assert_eq!(health["active_shards"], 6, "{health}");
+    assert_eq!(health["unassigned_shards"], 0, "{health}");
+
+    // each replica on another node than its primary
+    let listed = copies(cluster.node(0), "items");
+    assert_eq!(listed.len(), 6, "{listed:?}");
+    for shard in 0..3 {
+        let holders: BTreeSet<&str> = listed
+            .iter()
+            .filter(|c| c.0 == shard)
+            .map(|c| c.3.as_str())
+            .collect();
+        assert_eq!(holders.len(), 2, "shard {shard}: {listed:?}");
+    }
+
+    // writes after recovery: a refresh asked for shows on every copy before it answers
+    cluster
+        .node(2)
+        .bulk("/_bulk?refresh=true", &docs_ndjson("items", 300, 200))
+        .ok();
+    cluster.node(0).delete("/items/_doc/7?refresh=true").ok();
+    cluster
+        .node(1)
+        .post(
+            "/items/_doc/8?refresh=true",
+            &json!({"n": 8, "tag": "changed", "msg": "changed"}),
+        )
+        .ok();
+    let listed = copies(cluster.node(1), "items");
+    for shard in 0..3u64 {
+        let docs: BTreeSet<Option<u64>> = listed
+            .iter()
+            .filter(|c| c.0 == shard)
+            .map(|c| c.4)
+            .collect();
+        assert_eq!(docs.len(), 1, "copies of shard {shard} differ: {listed:?}");
+    }
+
+    // searches turn over the copies; every copy gives the same answer, scores and ties alike
+    let searches = [
+        json!({"query": {"match": {"msg": "third kind"}}, "size": 10}),
+        json!({"query": {"term": {"tag": "changed"}}}),
+        json!({"size": 0, "aggs": {"tags": {"terms": {"field": "tag", "size": 10}}}}),
+        json!({"query": {"match_all": {}}, "sort": [{"n": "desc"}], "size": 3}),
+    ];
+    for search in &searches {
+        let first = comparable(cluster.node(0).search("items", search));
+        assert_eq!(first["_shards"]["failed"], 0, "{first}");
+        for round in 0..6 {
+            let again = comparable(cluster.node(round % 3).search("items", search));
+            assert_eq!(again, first, "round {round}: {search}");
+        }
+    }
+    assert_eq!(cluster.node(0).count("items"), 499);
+
+    // a merge on the primaries reaches the replicas too
+    cluster
+        .node(0)
+        .post_empty("/items/_forcemerge?max_num_segments=1")
+        .ok();
+    let segments = cluster
+        .node(0)
+        .get("/_cat/segments/items?format=json")
+        .expect(200)
+        .json();
+    let rows = segments.as_array().unwrap();
+    assert!(rows.iter().any(|r| r["prirep"] == "r"), "{segments}");
+    for shard in 0..3 {
+        let per_copy: BTreeSet<(String, String)> = rows
+            .iter()
+            .filter(|r| r["shard"].as_str() == Some(shard.to_string().as_str()))
+            .map(|r| {
+                (
+                    r["prirep"].as_str().unwrap().to_string(),
+                    r["segment"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            per_copy.len(),
+            2,
+            "one segment on each copy of shard {shard}: {segments}"
+        );
+    }
+    for round in 0..3 {
+        assert_eq!(cluster.node(round).count("items"), 499);
+    }
+}
+
+#[test]
+fn the_replica_count_follows_the_setting() {
+    let cluster = Cluster::start(3);
+    cluster
+        .node(0)
+        .put(
+            "/logs",
+            &json!({"settings": {"number_of_shards": 1, "number_of_replicas": 0}}),
+        )
+        .ok();
+    cluster
+        .node(0)
+        .bulk("/_bulk?refresh=true", &docs_ndjson("logs", 0, 50))
+        .ok();
+    green(cluster.node(0), "logs");
+
+    // two replicas: one on each other node
+    cluster
+        .node(1)
+        .put(
+            "/logs/_settings",
+            &json!({"index": {"number_of_replicas": 2}}),
+        )
+        .ok();
+    green(cluster.node(2), "logs");
+    let listed = copies(cluster.node(0), "logs");
+    let nodes: BTreeSet<&str> = listed.iter().map(|c| c.3.as_str()).collect();
+    assert_eq!(nodes.len(), 3, "{listed:?}");
+    assert!(listed.iter().all(|c| c.4 == Some(50)), "{listed:?}");
+
+    // three replicas on three nodes: one has nowhere to go
+    cluster
+        .node(2)
+        .put(
+            "/logs/_settings",
+            &json!({"index": {"number_of_replicas": 3}}),
+        )
+        .ok();
+    eventually("yellow with one unassigned replica", || {
+        let health = cluster.node(0).get("/_cluster/health/logs").json();
+        health["status"] == "yellow" && health["unassigned_shards"] == 1
+    });
+
+    // none again: the replicas go
+    cluster
+        .node(0)
+        .put(
+            "/logs/_settings",
+            &json!({"index": {"number_of_replicas": 0}}),
+        )
+        .ok();
+    green(cluster.node(1), "logs");
+    eventually("the replicas gone", || {
+        copies(cluster.node(1), "logs").len() == 1
+    });
+    for i in 0..3 {
+        assert_eq!(cluster.node(i).count("logs"), 50);
+    }
+}
