@@ -23,10 +23,18 @@
 //! reached the file is unknown, so every later append and sync fails too, until the shard
 //! reopens the log from disk (`Shard::recover`), where the checkpoint tells what is safe.
 //!
+//! **Replicas.** A replica keeps a log of the same format of the operations its primary forwards
+//! (it does not index them, see [`crate::replication`]), so that a promoted replica replays what
+//! was acknowledged. Its operations may arrive out of order and its commits are copied, so it
+//! cannot drop every older generation at a commit: [`Translog::roll_and_trim_to`] deletes only
+//! the oldest generations whose operations all lie at or below the copied commit's `max_seq_no`,
+//! which is why the log tracks the highest seq_no of each generation.
+//!
 //! Logs written before checkpoints existed (headerless generations, no `translog.ckp`) are
 //! read by the old rules (only a torn tail of the newest generation is tolerated) and replaced
 //! by the new format at the next commit.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -34,10 +42,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use serde::{Deserialize, Serialize};
 use tessera_common::{Error, Result};
 
-/// One logged write.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One logged write. Serializable so that a primary can forward it to its replicas (the
+/// on-disk format is the hand-written one below, not serde's).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Operation {
     pub kind: OpKind,
     pub seq_no: u64,
@@ -46,10 +56,12 @@ pub struct Operation {
     pub id: String,
     pub routing: Option<String>,
     /// The document source (empty for deletes).
+    #[serde(with = "crate::wire::bytes")]
     pub source: Bytes,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a logged write did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum OpKind {
     Index = 1,
     Delete = 2,
@@ -416,16 +428,48 @@ fn truncate_to(path: &Path, len: u64) -> Result<()> {
         .map_err(|e| Error::internal(format!("truncate {}", path.display()), e))
 }
 
+/// The highest seq_no logged in each generation still on disk (None: it holds no operation).
+type MaxSeqNos = BTreeMap<u64, Option<u64>>;
+
+/// Records that `generation` holds an operation numbered `seq_no`.
+fn note_seq_no(max_seq_nos: &mut MaxSeqNos, generation: u64, seq_no: u64) {
+    let max = max_seq_nos.entry(generation).or_insert(None);
+    *max = (*max).max(Some(seq_no));
+}
+
+/// Scans a whole generation of either format (from its header, if it has one), recording its
+/// highest seq_no.
+fn scan_whole_generation(
+    dir: &Path,
+    generation: u64,
+    max_seq_nos: &mut MaxSeqNos,
+    visit: &mut dyn FnMut(Operation) -> Result<()>,
+) -> Result<Scan> {
+    let path = generation_path(dir, generation);
+    let start = if has_header(&path)? {
+        check_header(&path, generation)?;
+        HEADER_LEN
+    } else {
+        0
+    };
+    max_seq_nos.entry(generation).or_insert(None);
+    scan_generation(&path, start, &mut |op| {
+        note_seq_no(max_seq_nos, generation, op.seq_no);
+        visit(op)
+    })
+}
+
 /// Reads a log that predates checkpoints: every generation must verify, except for a torn tail
 /// of the newest, which is cut off.
 fn read_legacy(
     dir: &Path,
     generations: &[u64],
+    max_seq_nos: &mut MaxSeqNos,
     visit: &mut dyn FnMut(Operation) -> Result<()>,
 ) -> Result<()> {
     for (i, generation) in generations.iter().enumerate() {
         let path = generation_path(dir, *generation);
-        let scan = scan_generation(&path, 0, visit)?;
+        let scan = scan_whole_generation(dir, *generation, max_seq_nos, visit)?;
         if let Some(problem) = scan.stopped {
             if i + 1 < generations.len() {
                 return Err(corrupted(&path, problem));
@@ -458,6 +502,9 @@ pub struct Translog {
     /// Set by the first failed append, fsync or roll: the file's contents past the checkpoint
     /// are unknown from then on.
     failure: Mutex<Option<String>>,
+    /// The highest seq_no of each generation on disk (see [`Translog::roll_and_trim_to`]);
+    /// locked inside `current`.
+    max_seq_nos: Mutex<MaxSeqNos>,
 }
 
 impl Translog {
@@ -473,6 +520,7 @@ impl Translog {
             Error::internal(format!("create translog directory {}", dir.display()), e)
         })?;
         let generations = list_generations(dir)?;
+        let mut max_seq_nos = MaxSeqNos::new();
         let checkpoint = match read_checkpoint(dir)? {
             Some(checkpoint) => checkpoint,
             None => {
@@ -506,7 +554,9 @@ impl Translog {
                     .map_err(|e| Error::internal("delete an unused translog generation", e))?;
             }
         }
-        // generations before the current one only remain from a log of the older format
+        // generations before the current one remain from a log of the older format, or in a
+        // replica's log, whose rolls keep what its copied commit does not cover yet (fsynced
+        // whole before the roll)
         for generation in checkpoint.min_generation..checkpoint.generation {
             let path = generation_path(dir, generation);
             if !path.exists() {
@@ -515,7 +565,7 @@ impl Translog {
                     format!("generation [{generation}] is missing"),
                 ));
             }
-            let scan = scan_generation(&path, 0, &mut visit)?;
+            let scan = scan_whole_generation(dir, generation, &mut max_seq_nos, &mut visit)?;
             if let Some(problem) = scan.stopped {
                 return Err(corrupted(&path, problem));
             }
@@ -528,6 +578,7 @@ impl Translog {
             ));
         }
         check_header(&path, checkpoint.generation)?;
+        max_seq_nos.insert(checkpoint.generation, None);
         let len = fs::metadata(&path)?.len();
         if len < checkpoint.offset {
             return Err(corrupted(
@@ -538,7 +589,11 @@ impl Translog {
                 ),
             ));
         }
-        let scan = scan_generation(&path, HEADER_LEN, &mut visit)?;
+        let current = checkpoint.generation;
+        let scan = scan_generation(&path, HEADER_LEN, &mut |op| {
+            note_seq_no(&mut max_seq_nos, current, op.seq_no);
+            visit(op)
+        })?;
         if let Some(problem) = &scan.stopped {
             if scan.end < checkpoint.offset {
                 return Err(corrupted(&path, problem));
@@ -554,7 +609,13 @@ impl Translog {
                 .map_err(|e| Error::internal("open the translog checkpoint", e))?,
             last: checkpoint,
         };
-        Self::continue_generation(dir, checkpoint.generation, scan.end, checkpoint_file)
+        Self::continue_generation(
+            dir,
+            checkpoint.generation,
+            scan.end,
+            checkpoint_file,
+            max_seq_nos,
+        )
     }
 
     /// A directory without a checkpoint: new, or a log of the older format.
@@ -591,8 +652,10 @@ impl Translog {
                 "the checkpoint and every generation are missing",
             ));
         }
-        read_legacy(dir, generations, visit)?;
+        let mut max_seq_nos = MaxSeqNos::new();
+        read_legacy(dir, generations, &mut max_seq_nos, visit)?;
         let generation = generations.last().map(|g| g + 1).unwrap_or(1);
+        max_seq_nos.insert(generation, None);
         let min_generation = generations.first().copied().unwrap_or(generation);
         Self::create_generation(dir, generation)?;
         let checkpoint_file = CheckpointFile::create(
@@ -604,7 +667,7 @@ impl Translog {
                 min_generation,
             },
         )?;
-        Self::continue_generation(dir, generation, HEADER_LEN, checkpoint_file)
+        Self::continue_generation(dir, generation, HEADER_LEN, checkpoint_file, max_seq_nos)
     }
 
     fn continue_generation(
@@ -612,6 +675,7 @@ impl Translog {
         generation: u64,
         file_len: u64,
         checkpoint: CheckpointFile,
+        max_seq_nos: MaxSeqNos,
     ) -> Result<Translog> {
         let current = Self::open_for_append(dir, generation, 0, file_len)?;
         Ok(Translog {
@@ -621,6 +685,7 @@ impl Translog {
             synced: AtomicU64::new(0),
             encode_buffer: Mutex::new(Vec::with_capacity(4096)),
             failure: Mutex::new(None),
+            max_seq_nos: Mutex::new(max_seq_nos),
         })
     }
 
@@ -720,6 +785,8 @@ impl Translog {
         }
         current.written += buffer.len() as u64;
         current.file_len += buffer.len() as u64;
+        let generation = current.generation;
+        note_seq_no(&mut self.max_seq_nos.lock().unwrap(), generation, op.seq_no);
         Ok(current.written)
     }
 
@@ -771,6 +838,30 @@ impl Translog {
     /// Starts a new generation and deletes the older ones. Call only after a durable commit of
     /// the index that contains every operation appended so far.
     pub fn roll_and_trim(&self) -> Result<()> {
+        self.roll(false, |_| None)
+    }
+
+    /// Starts a new generation and deletes the oldest generations whose operations all have a
+    /// seq_no at or below `max_seq_no` (empty ones included), stopping at the first that holds
+    /// a newer one: a replica's log, whose operations may arrive out of order, trimmed once a
+    /// commit holding every operation up to `max_seq_no` is durable. The generations kept are
+    /// fsynced whole before the roll, so a crash never loses an operation above `max_seq_no`.
+    pub fn roll_and_trim_to(&self, max_seq_no: Option<u64>) -> Result<()> {
+        self.roll(true, |max_seq_nos| {
+            max_seq_nos
+                .iter()
+                .find(|(_, max)| **max > max_seq_no)
+                .map(|(generation, _)| *generation)
+        })
+    }
+
+    /// Rolls to a new generation: `keep_old` fsyncs the current one first (it may be kept);
+    /// `first_kept` picks the oldest generation to keep (None: only the new one).
+    fn roll(
+        &self,
+        keep_old: bool,
+        first_kept: impl FnOnce(&MaxSeqNos) -> Option<u64>,
+    ) -> Result<()> {
         self.check_failed()?;
         let mut checkpoint = self.sync_lock.lock().unwrap();
         let mut current = self.current.lock().unwrap();
@@ -779,14 +870,25 @@ impl Translog {
                 .writer
                 .flush()
                 .map_err(|e| Error::internal("flush the translog", e))?;
+            if keep_old {
+                current
+                    .sync_handle
+                    .sync_data()
+                    .map_err(|e| Error::internal("fsync the translog", e))?;
+            }
             let next = current.generation + 1;
             Self::create_generation(&self.dir, next)?;
-            checkpoint.write(next, HEADER_LEN, next, true)?;
+            let mut max_seq_nos = self.max_seq_nos.lock().unwrap();
+            let min_generation = first_kept(&max_seq_nos).unwrap_or(next);
+            checkpoint.write(next, HEADER_LEN, min_generation, true)?;
+            max_seq_nos.insert(next, None);
+            max_seq_nos.retain(|generation, _| *generation >= min_generation);
+            drop(max_seq_nos);
             let written = current.written;
             *current = Self::open_for_append(&self.dir, next, written, HEADER_LEN)?;
             self.synced.fetch_max(written, Ordering::AcqRel);
             for generation in list_generations(&self.dir)? {
-                if generation < next {
+                if generation < min_generation {
                     fs::remove_file(generation_path(&self.dir, generation))
                         .map_err(|e| Error::internal("delete an old translog generation", e))?;
                 }
@@ -808,6 +910,14 @@ impl Translog {
 
     pub fn generation(&self) -> u64 {
         self.current.lock().unwrap().generation
+    }
+
+    /// The generations on disk, oldest first, each with the highest seq_no it holds (None:
+    /// none).
+    pub fn generations(&self) -> Vec<(u64, Option<u64>)> {
+        let _current = self.current.lock().unwrap();
+        let max_seq_nos = self.max_seq_nos.lock().unwrap();
+        max_seq_nos.iter().map(|(g, max)| (*g, *max)).collect()
     }
 }
 
@@ -894,6 +1004,42 @@ mod tests {
             Err(e) => assert_eq!(e.kind(), "translog_corrupted_exception", "{e}"),
             Ok(ops) => panic!("corruption not detected; {} operations read", ops.len()),
         }
+    }
+
+    #[test]
+    fn a_replica_roll_keeps_generations_above_the_commit_and_reopens_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (log, _) = open(dir.path()).unwrap();
+        for group in [[5, 1], [9, 2], [3, 4]] {
+            for seq_no in group {
+                log.append(&op(seq_no, &format!("id{seq_no}"))).unwrap();
+            }
+            log.roll_and_trim_to(None).unwrap();
+        }
+        assert_eq!(
+            log.generations(),
+            vec![(1, Some(5)), (2, Some(9)), (3, Some(4)), (4, None)]
+        );
+        // the first holds nothing above 5; the second holds 9: it and all after stay
+        log.roll_and_trim_to(Some(5)).unwrap();
+        assert_eq!(
+            log.generations(),
+            vec![(2, Some(9)), (3, Some(4)), (4, None), (5, None)]
+        );
+        drop(log);
+        let (log, ops) = open(dir.path()).unwrap();
+        let seq_nos: Vec<u64> = ops.iter().map(|op| op.seq_no).collect();
+        assert_eq!(seq_nos, vec![9, 2, 3, 4]);
+        assert_eq!(
+            log.generations(),
+            vec![(2, Some(9)), (3, Some(4)), (4, None), (5, None)]
+        );
+        log.roll_and_trim_to(Some(9)).unwrap();
+        assert_eq!(log.generations(), vec![(6, None)]);
+        // a primary's roll drops everything
+        log.append(&op(10, "id10")).unwrap();
+        log.roll_and_trim().unwrap();
+        assert_eq!(log.generations(), vec![(7, None)]);
     }
 
     #[test]
