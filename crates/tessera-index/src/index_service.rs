@@ -21,7 +21,7 @@ use crate::shard::{
     shard_not_active, Conditions, Durability, PreparedDoc, Shard, ShardConfig, StoredDoc,
     WriteBatch, WriteOutcome, Written,
 };
-use crate::translog::write_atomic;
+use crate::translog::{write_atomic, Operation};
 use crate::wire;
 
 const STATE_FILE: &str = "_state.json";
@@ -1044,12 +1044,39 @@ impl IndexService {
         items: Vec<DocWrite>,
         refresh: bool,
     ) -> Result<Vec<Result<DocWriteResult>>> {
+        self.write_shard_inner(shard_id, items, refresh, false)
+            .map(|(results, _)| results)
+    }
+
+    /// `write_shard`, also returning the translog operations the primary logged for these
+    /// writes (in the order logged), to forward to the replicas. Noops and failed items log
+    /// nothing.
+    pub fn write_shard_replicated(
+        &self,
+        shard_id: u32,
+        items: Vec<DocWrite>,
+        refresh: bool,
+    ) -> Result<(Vec<Result<DocWriteResult>>, Vec<Operation>)> {
+        self.write_shard_inner(shard_id, items, refresh, true)
+    }
+
+    /// Both of the above: `keep_ops` keeps a copy of the logged operations.
+    fn write_shard_inner(
+        &self,
+        shard_id: u32,
+        items: Vec<DocWrite>,
+        refresh: bool,
+        keep_ops: bool,
+    ) -> Result<(Vec<Result<DocWriteResult>>, Vec<Operation>)> {
         let shard = match self.shard(shard_id) {
             Ok(shard) => shard,
-            Err(e) => return Ok(items.iter().map(|_| Err(e.clone())).collect()),
+            Err(e) => return Ok((items.iter().map(|_| Err(e.clone())).collect(), Vec::new())),
         };
         if let Some(blocked) = write_block(&self.metadata()) {
-            return Ok(items.iter().map(|_| Err(blocked.clone())).collect());
+            return Ok((
+                items.iter().map(|_| Err(blocked.clone())).collect(),
+                Vec::new(),
+            ));
         }
         // parse index requests before taking the shard lock, so requests parse in parallel
         let mut prepared: Vec<Option<Result<PreparedDoc>>> = Vec::with_capacity(items.len());
@@ -1073,6 +1100,9 @@ impl IndexService {
             });
         }
         let mut batch = shard.write_batch();
+        if keep_ops {
+            batch.keep_operations();
+        }
         let mut results = Vec::with_capacity(items.len());
         for (item, prepared) in items.into_iter().zip(prepared) {
             let result = match (item, prepared) {
@@ -1115,8 +1145,9 @@ impl IndexService {
                 r.forced_refresh = true;
             }
         }
+        let ops = batch.take_operations();
         batch.finish()?;
-        Ok(results)
+        Ok((results, ops))
     }
 
     fn apply_update(
@@ -1374,6 +1405,7 @@ pub fn render_index(meta: &IndexMetadata, flat: bool) -> Value {
 mod tests {
     use super::*;
     use crate::shard::DocVersion;
+    use crate::translog::{OpKind, Translog};
 
     fn create(dir: &Path, settings: Value, mappings: Value) -> IndexService {
         IndexService::create(
@@ -1391,6 +1423,102 @@ mod tests {
             },
         )
         .unwrap()
+    }
+
+    #[test]
+    fn replicated_writes_return_the_operations_the_translog_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = create(
+            dir.path(),
+            json!({"number_of_shards": 1}),
+            json!({"properties": {"a": {"type": "long"}}}),
+        );
+        let index = |id: &str, a: i64, routing: Option<&str>| DocWrite::Index {
+            id: Some(id.into()),
+            auto_generated_id: false,
+            source: Bytes::from(format!(r#"{{"a":{a}}}"#)),
+            routing: routing.map(String::from),
+            conditions: Conditions::default(),
+        };
+        let noop = DocWrite::Update(UpdateRequest {
+            id: "1".into(),
+            routing: None,
+            doc: Some(json!({"a": 2})),
+            upsert: None,
+            doc_as_upsert: false,
+            detect_noop: true,
+            conditions: Conditions::default(),
+        });
+        let items = vec![
+            index("1", 1, None),
+            index("2", 1, Some("r")),
+            index("1", 2, None),
+            noop,
+            DocWrite::Delete {
+                id: "2".into(),
+                routing: Some("r".into()),
+                conditions: Conditions::default(),
+            },
+        ];
+        let (results, ops) = service.write_shard_replicated(0, items, false).unwrap();
+        assert_eq!(results.len(), 5);
+        assert!(results.iter().all(|r| r.is_ok()));
+        let summary: Vec<_> = ops
+            .iter()
+            .map(|op| {
+                (
+                    op.kind,
+                    op.seq_no,
+                    op.version,
+                    op.id.as_str(),
+                    op.routing.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                (OpKind::Index, 0, 1, "1", None),
+                (OpKind::Index, 1, 1, "2", Some("r")),
+                (OpKind::Index, 2, 2, "1", None),
+                (OpKind::Delete, 3, 2, "2", Some("r")),
+            ]
+        );
+        assert_eq!(&ops[2].source[..], br#"{"a":2}"#);
+        assert!(ops.iter().all(|op| op.primary_term == 1));
+        // they cross the wire intact
+        let bytes = postcard::to_allocvec(&ops).unwrap();
+        let back: Vec<Operation> = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(back, ops);
+        let json = serde_json::to_vec(&ops).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Vec<Operation>>(&json).unwrap(),
+            ops
+        );
+        // and are exactly what the primary's translog replays
+        let (results, none) = service
+            .write_shard_replicated(0, vec![index("1", 2, None)], false)
+            .map(|(results, ops)| (results, ops.len()))
+            .unwrap();
+        assert!(results[0].is_ok());
+        assert_eq!(none, 1);
+        let results = service
+            .write_shard(0, vec![index("3", 3, None)], false)
+            .unwrap();
+        assert!(results[0].is_ok());
+        drop(service);
+        let mut replayed = Vec::new();
+        Translog::open(
+            &dir.path().join("idx").join("0").join("translog"),
+            true,
+            |op| {
+                replayed.push(op);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(replayed[..4], ops[..]);
+        assert_eq!(replayed.len(), 6);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! and realtime gets for documents that searches cannot see yet.
 
 use crate::sorted_columns::SortedColumns;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv6Addr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -184,7 +184,7 @@ pub(crate) struct WriteState {
     /// Versions of deleted documents, kept across refreshes for `GC_DELETES_MILLIS` so that a
     /// document deleted and indexed again keeps counting versions (OpenSearch's gc_deletes).
     tombstones: HashMap<String, (u64, u64)>,
-    next_seq_no: u64,
+    pub(crate) next_seq_no: u64,
     dirty: bool,
     generation: u64,
     /// Writes not yet handed to the writer, sent in groups of [`WRITER_BATCH`] (and before
@@ -307,7 +307,8 @@ pub struct Shard {
     pub(crate) config: ShardConfig,
     pub(crate) state: Mutex<WriteState>,
     pub(crate) snapshot: RwLock<Arc<ShardSnapshot>>,
-    /// None on a replica, which never indexes (see [`crate::replication`]).
+    /// The primary's write-ahead log; on a replica, the operations its primary forwarded (see
+    /// [`crate::replication`]). Always set today; an `Option` for shards that log nothing.
     pub(crate) translog: Option<Translog>,
     pub stats: ShardStats,
     /// The term of the primary this copy follows (or is); set on promotion.
@@ -463,9 +464,10 @@ impl Shard {
         // a replica's copy being promoted: its commit names a translog of the old primary's
         let promoted = replication::is_replica_copy(path);
         let exists = index_dir.join("meta.json").exists();
-        if !exists && path.join("translog").join("translog.ckp").exists() {
+        if !exists && !promoted && path.join("translog").join("translog.ckp").exists() {
             // a translog was written beside a commit that is gone: creating an empty shard
-            // would silently drop every committed document
+            // would silently drop every committed document (a replica that never copied a
+            // commit has only forwarded operations, all replayed below)
             return Err(Error::new(
                 "corrupt_index_exception",
                 500,
@@ -523,13 +525,23 @@ impl Shard {
             pending: Vec::new(),
             queue: IndexQueue::new(QUEUE_DOCS, QUEUE_BYTES),
         };
-        // operations newer than the last commit are indexed again, as they were acknowledged
+        // operations newer than the last commit are indexed again, as they were acknowledged;
+        // a promoted replica's were forwarded, possibly out of order or twice: replayed once
+        // each, by seq_no
+        let mut forwarded = BTreeMap::new();
         let translog = Translog::open(&path.join("translog"), commit_has_translog, |op| {
-            if op.seq_no >= committed_next {
-                state.replay(mapping, op)?;
+            if op.seq_no < committed_next {
+                Ok(())
+            } else if promoted {
+                forwarded.entry(op.seq_no).or_insert(op);
+                Ok(())
+            } else {
+                state.replay(mapping, op)
             }
-            Ok(())
         })?;
+        for op in forwarded.into_values() {
+            state.replay(mapping, op)?;
+        }
         let searcher = state.reader.searcher();
         let table = state.table.clone();
         let replayed = state.dirty;
@@ -898,8 +910,8 @@ impl Shard {
         Ok(())
     }
 
-    /// The shard's translog; a replica has none (it does not index).
-    fn translog(&self) -> Result<&Translog> {
+    /// The shard's translog (a replica's holds the operations its primary forwarded).
+    pub(crate) fn translog(&self) -> Result<&Translog> {
         self.translog
             .as_ref()
             .ok_or_else(|| replication::replica_does_not_index(&self.index_name, self.shard_id))
@@ -922,6 +934,7 @@ impl Shard {
             shard: self,
             state: self.lock(),
             last_offset: 0,
+            logged: None,
         }
     }
 
@@ -1125,11 +1138,12 @@ impl Shard {
             .store(durability == Durability::Async, Ordering::Relaxed);
     }
 
-    /// Closes the writer cleanly (waits for merges) after a last commit.
+    /// Closes the writer cleanly (waits for merges) after a last commit; a replica syncs the
+    /// operations forwarded to it.
     pub fn close(&self) -> Result<()> {
         self.release_pins();
         if self.is_replica() {
-            return Ok(());
+            return self.sync_translog();
         }
         let mut state = self.lock();
         self.commit_locked(&mut state)?;
@@ -1297,6 +1311,9 @@ pub struct WriteBatch<'a> {
     shard: &'a Shard,
     state: MutexGuard<'a, WriteState>,
     last_offset: u64,
+    /// The operations logged so far, when kept for the replicas (see
+    /// [`WriteBatch::keep_operations`]).
+    logged: Option<Vec<Operation>>,
 }
 
 /// A document ready to index: parsed, with its id and source.
@@ -1479,18 +1496,15 @@ impl WriteBatch<'_> {
             prepared.routing.as_deref(),
             &prepared.source,
         );
-        let appended = self.shard.translog().and_then(|translog| {
-            translog.append(&Operation {
-                kind: OpKind::Index,
-                seq_no: version.seq_no,
-                primary_term: version.primary_term,
-                version: version.version,
-                id: prepared.id.clone(),
-                routing: prepared.routing.clone(),
-                source: prepared.source.clone(),
-            })
-        });
-        self.last_offset = appended.map_err(|e| self.failed(e))?;
+        self.log(Operation {
+            kind: OpKind::Index,
+            seq_no: version.seq_no,
+            primary_term: version.primary_term,
+            version: version.version,
+            id: prepared.id.clone(),
+            routing: prepared.routing.clone(),
+            source: prepared.source.clone(),
+        })?;
         let queued = if prepared.auto_id {
             Ok(())
         } else {
@@ -1544,18 +1558,15 @@ impl WriteBatch<'_> {
         let tombstone = self.tombstone(id);
         let version = self.next_version(current.map(|v| v.version).or(tombstone));
         let table = self.state.table.clone();
-        let appended = self.shard.translog().and_then(|translog| {
-            translog.append(&Operation {
-                kind: OpKind::Delete,
-                seq_no: version.seq_no,
-                primary_term: version.primary_term,
-                version: version.version,
-                id: id.to_string(),
-                routing: routing.map(String::from),
-                source: Bytes::new(),
-            })
-        });
-        self.last_offset = appended.map_err(|e| self.failed(e))?;
+        self.log(Operation {
+            kind: OpKind::Delete,
+            seq_no: version.seq_no,
+            primary_term: version.primary_term,
+            version: version.version,
+            id: id.to_string(),
+            routing: routing.map(String::from),
+            source: Bytes::new(),
+        })?;
         if current.is_some() {
             let term = Term::from_field_text(table.meta.id, id);
             let queued = self.state.queue(UserOperation::Delete(term), 0);
@@ -1585,6 +1596,28 @@ impl WriteBatch<'_> {
             },
             version,
         })
+    }
+
+    /// Appends an operation to the translog (failing the engine if that fails), keeping a copy
+    /// when asked to.
+    fn log(&mut self, op: Operation) -> Result<()> {
+        let appended = self.shard.translog().and_then(|t| t.append(&op));
+        self.last_offset = appended.map_err(|e| self.failed(e))?;
+        if let Some(logged) = &mut self.logged {
+            logged.push(op);
+        }
+        Ok(())
+    }
+
+    /// Keeps a copy of every operation this batch logs from now on, in the order logged, for
+    /// the primary to forward to its replicas (see [`WriteBatch::take_operations`]).
+    pub fn keep_operations(&mut self) {
+        self.logged.get_or_insert_with(Vec::new);
+    }
+
+    /// The operations kept since [`WriteBatch::keep_operations`] (or the last take).
+    pub fn take_operations(&mut self) -> Vec<Operation> {
+        self.logged.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Forces a refresh inside the batch (`refresh=true`), after the writes so far.
