@@ -26,14 +26,26 @@
 //!   merges rewrite `meta.json` under the same commit (opstamp and payload): replicas get the
 //!   merged segments with the next commit, which is why a force merge commits on its own. What
 //!   a generation means is what its pin holds.
-//! - A replica keeps every search path: it is a [`Shard`] without writer or translog whose
-//!   reader moves with each applied checkpoint. Writes and merges answer
+//! - A replica keeps every search path: it is a [`Shard`] without writer whose reader moves
+//!   with each applied checkpoint. Writes and merges answer
 //!   `illegal_index_shard_state_exception`; `refresh` and `flush` are no-ops (they reach every
 //!   copy of an index); `table_for` answers the copied commit's table without growing it.
 //! - Crash safety on the replica: files are written under temporary names, verified, fsynced
 //!   and renamed into place; `meta.json` (the commit point) is replaced last, atomically. A
 //!   crash at any point leaves the previous `meta.json` and all the files it names, so
 //!   [`Shard::open_replica`] opens the previous checkpoint; leftovers are deleted then.
+//!
+//! - A replica has a translog all the same (`<shard>/translog`, the primary's format): the
+//!   primary forwards every operation it logs ([`crate::IndexService::write_shard_replicated`])
+//!   and the replica appends it durably without indexing it ([`Shard::replicate_ops`]), so a
+//!   write acknowledged by every in-sync copy survives the primary's death: promotion replays
+//!   the operations above the copied commit, once each, in seq_no order. Each applied
+//!   checkpoint trims the log after its `meta.json` is durable, and only the oldest
+//!   generations whose operations the commit all holds ([`translog::Translog::roll_and_trim_to`]),
+//!   since forwarded operations and checkpoints may arrive out of order.
+//! - Checkpoints are ordered by `(primary_term, generation)`: a new primary continues the
+//!   generation counter of its own copy, which may be behind one the replica took from the
+//!   old primary.
 //!
 //! Checksums are tantivy's own: every file tantivy writes ends with a footer holding the crc32
 //! of the file's body, so the primary reads it from the footer without reading the file. A
@@ -57,11 +69,11 @@ use tessera_common::{Error, Result};
 use tessera_mapping::{FieldTable, Mapping};
 
 use crate::shard::{
-    corruption, register_tokenizers, tantivy_err, verify_checksums, Shard, ShardConfig,
+    corruption, register_tokenizers, tantivy_err, verify_checksums, Durability, Shard, ShardConfig,
     ShardSnapshot, WriteState,
 };
 use crate::stats::ShardStats;
-use crate::translog;
+use crate::translog::{self, Operation, Translog};
 
 /// Answers `len` bytes at `offset` of a checkpoint's file (see [`Shard::apply_checkpoint`]).
 type Fetch<'a> = dyn FnMut(&FileMeta, u64, usize) -> Result<Vec<u8>> + 'a;
@@ -116,6 +128,50 @@ pub(crate) struct Replication {
     apply: Mutex<()>,
     /// Primary: the pinned checkpoints, by generation.
     pins: Mutex<BTreeMap<u64, ReplicationCheckpoint>>,
+    /// Replica: which operations it holds (see [`Shard::local_checkpoint`]); also serializes
+    /// forwarded appends with the primary term check.
+    held_ops: Mutex<HeldOps>,
+}
+
+/// The sequence numbers a replica holds: everything up to `checkpoint` (in its commit or its
+/// translog), and the forwarded operations beyond a gap.
+#[derive(Debug, Default)]
+struct HeldOps {
+    checkpoint: Option<u64>,
+    beyond: BTreeSet<u64>,
+}
+
+impl HeldOps {
+    fn holds(&self, seq_no: u64) -> bool {
+        self.checkpoint.is_some_and(|c| seq_no <= c)
+    }
+
+    /// An operation is held (durably in the translog).
+    fn add(&mut self, seq_no: u64) {
+        if !self.holds(seq_no) {
+            self.beyond.insert(seq_no);
+            self.advance();
+        }
+    }
+
+    /// A commit holding every operation up to `max_seq_no` is installed.
+    fn commit(&mut self, max_seq_no: Option<u64>) {
+        self.checkpoint = self.checkpoint.max(max_seq_no);
+        if let Some(c) = self.checkpoint {
+            self.beyond = self.beyond.split_off(&(c + 1));
+        }
+        self.advance();
+    }
+
+    fn advance(&mut self) {
+        loop {
+            let next = self.checkpoint.map_or(0, |c| c + 1);
+            if !self.beyond.remove(&next) {
+                break;
+            }
+            self.checkpoint = Some(next);
+        }
+    }
 }
 
 impl Replication {
@@ -125,13 +181,15 @@ impl Replication {
             held: RwLock::new(None),
             apply: Mutex::new(()),
             pins: Mutex::new(BTreeMap::new()),
+            held_ops: Mutex::new(HeldOps::default()),
         }
     }
 
-    fn replica(held: Option<ReplicationCheckpoint>) -> Replication {
+    fn replica(held: Option<ReplicationCheckpoint>, held_ops: HeldOps) -> Replication {
         Replication {
             replica: true,
             held: RwLock::new(held),
+            held_ops: Mutex::new(held_ops),
             ..Replication::primary()
         }
     }
@@ -151,6 +209,25 @@ fn not_a_replica(index: &str, shard_id: u32) -> Error {
         "illegal_index_shard_state_exception",
         500,
         format!("[{index}][{shard_id}] is a primary: it does not apply replication checkpoints"),
+    )
+}
+
+fn primary_does_not_replicate(index: &str, shard_id: u32) -> Error {
+    Error::new(
+        "illegal_index_shard_state_exception",
+        500,
+        format!("[{index}][{shard_id}] is a primary: it indexes, it takes no forwarded operations"),
+    )
+}
+
+/// What operations forwarded by a primary older than the one this copy knows get.
+fn stale_term(index: &str, shard_id: u32, term: u64, current: u64) -> Error {
+    Error::new(
+        "illegal_state_exception",
+        500,
+        format!(
+            "[{index}][{shard_id}] operation primary term [{term}] is too old (current [{current}])"
+        ),
     )
 }
 
@@ -185,6 +262,13 @@ pub(crate) fn forget_replica_copy(shard_path: &Path) -> Result<()> {
         }
         _ => translog::sync_dir(shard_path),
     }
+}
+
+/// Marks `shard_path` as a replica's copy holding a checkpoint of `primary_term` (see
+/// [`REPLICA_MARKER`]), atomically.
+fn write_replica_marker(shard_path: &Path, primary_term: u64) -> Result<()> {
+    let marker = serde_json::json!({ "primary_term": primary_term }).to_string();
+    translog::write_atomic(&shard_path.join(REPLICA_MARKER), marker.as_bytes())
 }
 
 fn read_replica_term(shard_path: &Path) -> Option<u64> {
@@ -693,8 +777,9 @@ impl Shard {
 
     /// Opens a replica at `path`: the last checkpoint it applied (its meta.json; the field
     /// table comes from the mapping in the commit's payload), or, with none, an empty replica
-    /// whose searches find nothing. A replica has no writer and no translog; the translog
-    /// directory is left alone.
+    /// whose searches find nothing. A replica has no writer; its translog (`<path>/translog`,
+    /// opened or created) holds the operations forwarded to it, and a `replica.json` marker
+    /// tells [`Shard::open`] (promotion) to replay them over the copied commit.
     pub fn open_replica(
         index_name: &str,
         shard_id: u32,
@@ -727,9 +812,22 @@ impl Shard {
             let index = Index::create_in_ram(table.schema().clone());
             (index, table, None)
         };
+        let term = held.as_ref().map_or(0, |h| h.primary_term);
+        if !is_replica_copy(path) {
+            write_replica_marker(path, term)?;
+        }
+        let mut held_ops = HeldOps::default();
+        held_ops.commit(held.as_ref().and_then(|h| h.max_seq_no));
+        let mut newest_term = term;
+        let translog = Translog::open(&path.join("translog"), false, |op| {
+            held_ops.add(op.seq_no);
+            newest_term = newest_term.max(op.primary_term);
+            Ok(())
+        })?;
         register_tokenizers(&index);
         let reader = open_reader(&index)?;
         let state = WriteState::read_only(index, reader, Arc::new(table));
+        let async_durability = config.durability == Durability::Async;
         let snapshot = ShardSnapshot::new(
             state.reader.searcher(),
             state.table.clone(),
@@ -743,12 +841,12 @@ impl Shard {
             config,
             state: Mutex::new(state),
             snapshot: RwLock::new(Arc::new(snapshot)),
-            translog: None,
+            async_durability: AtomicBool::new(async_durability),
+            translog: Some(translog),
             stats: ShardStats::default(),
-            primary_term: AtomicU64::new(held.as_ref().map_or(0, |h| h.primary_term)),
-            replication: Replication::replica(held),
+            primary_term: AtomicU64::new(newest_term),
+            replication: Replication::replica(held, held_ops),
             last_write: AtomicU64::new(0),
-            async_durability: AtomicBool::new(false),
             pending_refresh: AtomicBool::new(false),
             last_refresh: AtomicU64::new(tessera_common::time::now_millis() as u64),
             last_search: AtomicU64::new(0),
@@ -774,8 +872,12 @@ impl Shard {
     /// [`Shard::read_checkpoint_file`] on the primary), verifies them, installs the commit's
     /// meta.json atomically, reopens the reader and publishes a new snapshot, then deletes the
     /// files no commit needs any more. A crash at any point leaves the previous checkpoint
-    /// intact. Answers false (and does nothing) for a checkpoint not newer than the one held
-    /// or of an older primary term. Applies are serialized.
+    /// intact. Then the translog drops the oldest generations whose operations the installed
+    /// commit all holds (after `meta.json` is durable: a crash in between keeps operations
+    /// the commit already holds, skipped when replayed). Answers false (and does nothing) for a
+    /// checkpoint not newer than the one held by `(primary_term, generation)`: a new primary's
+    /// checkpoints are taken even when its generation is behind the old primary's. Applies are
+    /// serialized.
     #[allow(clippy::type_complexity)] // the signature the cluster side is written against
     pub fn apply_checkpoint(
         &self,
@@ -788,8 +890,8 @@ impl Shard {
         let _applying = self.replication.apply.lock().unwrap();
         let held = self.replica_checkpoint();
         if let Some(held) = &held {
-            if checkpoint.generation <= held.generation
-                || checkpoint.primary_term < held.primary_term
+            if (checkpoint.primary_term, checkpoint.generation)
+                <= (held.primary_term, held.generation)
             {
                 return Ok(false);
             }
@@ -807,12 +909,13 @@ impl Shard {
             .chain(&checkpoint.files)
             .map(|f| f.name.as_str());
         write_managed(&dir, both)?;
-        let marker = serde_json::json!({ "primary_term": checkpoint.primary_term }).to_string();
-        translog::write_atomic(&self.path.join(REPLICA_MARKER), marker.as_bytes())?;
-        // the commit point
+        write_replica_marker(&self.path, checkpoint.primary_term)?;
+        // the commit point, durable (written, fsynced, renamed, directory fsynced) before the
+        // translog is trimmed below
         translog::write_atomic(&dir.join(META_FILE), &checkpoint.meta_json)?;
         self.load_copied_commit(&dir)?;
         *self.replication.held.write().unwrap() = Some(checkpoint.clone());
+        self.trim_translog(checkpoint.max_seq_no)?;
         self.primary_term
             .fetch_max(checkpoint.primary_term, std::sync::atomic::Ordering::AcqRel);
         self.last_refresh.store(
@@ -822,6 +925,68 @@ impl Shard {
         // open readers keep the deleted files they mapped
         remove_unreferenced(&dir, &checkpoint.files)?;
         Ok(true)
+    }
+
+    /// Drops the translog generations a commit holding every operation up to `max_seq_no`
+    /// covers.
+    fn trim_translog(&self, max_seq_no: Option<u64>) -> Result<()> {
+        let mut held_ops = self.replication.held_ops.lock().unwrap();
+        held_ops.commit(max_seq_no);
+        self.translog()?.roll_and_trim_to(max_seq_no)
+    }
+
+    /// Appends operations the primary forwarded to this replica's translog, durably (fsync
+    /// when the shard's durability is `request`), without indexing them: a promoted replica
+    /// replays them ([`Shard::open`]). Refuses (`illegal_state_exception`, nothing appended)
+    /// operations from an older primary term than the newest this copy knows; a newer term is
+    /// adopted. A primary answers `illegal_index_shard_state_exception`: it indexes.
+    pub fn replicate_ops(&self, primary_term: u64, ops: &[Operation]) -> Result<()> {
+        if !self.is_replica() {
+            return Err(primary_does_not_replicate(&self.index_name, self.shard_id));
+        }
+        let translog = self.translog()?;
+        let offset = {
+            let _appending = self.replication.held_ops.lock().unwrap();
+            let current = self.primary_term();
+            if primary_term < current {
+                return Err(stale_term(
+                    &self.index_name,
+                    self.shard_id,
+                    primary_term,
+                    current,
+                ));
+            }
+            self.primary_term
+                .fetch_max(primary_term, std::sync::atomic::Ordering::AcqRel);
+            let mut offset = 0;
+            for op in ops {
+                offset = translog.append(op)?;
+            }
+            offset
+        };
+        if ops.is_empty() {
+            return Ok(());
+        }
+        if self.durability() == Durability::Request {
+            translog.sync_to(offset)?;
+        }
+        let mut held_ops = self.replication.held_ops.lock().unwrap();
+        for op in ops {
+            held_ops.add(op.seq_no);
+        }
+        Ok(())
+    }
+
+    /// The highest seq_no below which this copy holds every operation: in its commit
+    /// (`max_seq_no`) or, on a replica, its translog (contiguous from the commit's
+    /// `max_seq_no + 1`). None when it holds nothing. Under `async` durability a replica
+    /// counts forwarded operations once appended, before they are fsynced.
+    pub fn local_checkpoint(&self) -> Option<u64> {
+        if self.is_replica() {
+            self.replication.held_ops.lock().unwrap().checkpoint
+        } else {
+            self.lock().next_seq_no.checked_sub(1)
+        }
     }
 
     /// Opens the commit just installed in `dir` and publishes it to searches.
@@ -875,9 +1040,16 @@ mod tests {
         Shard::open_replica("idx", 0, dir, config()).unwrap()
     }
 
-    fn index(shard: &Shard, mapping: &Mapping, version: u64, docs: &[(&str, Value)]) {
+    /// Indexes `docs` in one batch; returns the operations it logged.
+    fn index(
+        shard: &Shard,
+        mapping: &Mapping,
+        version: u64,
+        docs: &[(&str, Value)],
+    ) -> Vec<Operation> {
         let table = shard.table_for(mapping, version).unwrap();
         let mut batch = shard.write_batch();
+        batch.keep_operations();
         for (id, source) in docs {
             let ParseOutcome::Document(doc) = parse_document(mapping, &table, id, source).unwrap()
             else {
@@ -892,7 +1064,9 @@ mod tests {
             };
             batch.index(prepared, &Conditions::default()).unwrap();
         }
+        let ops = batch.take_operations();
         batch.finish().unwrap();
+        ops
     }
 
     fn titled(range: std::ops::Range<usize>) -> Vec<(String, Value)> {
@@ -905,10 +1079,59 @@ mod tests {
             .collect()
     }
 
-    fn index_titled(shard: &Shard, mapping: &Mapping, range: std::ops::Range<usize>) {
+    fn index_titled(
+        shard: &Shard,
+        mapping: &Mapping,
+        range: std::ops::Range<usize>,
+    ) -> Vec<Operation> {
         let docs = titled(range);
         let docs: Vec<(&str, Value)> = docs.iter().map(|(i, d)| (i.as_str(), d.clone())).collect();
-        index(shard, mapping, 1, &docs);
+        index(shard, mapping, 1, &docs)
+    }
+
+    /// Deletes `id` in a batch of its own; returns the operation logged.
+    fn delete(shard: &Shard, id: &str) -> Operation {
+        let mut batch = shard.write_batch();
+        batch.keep_operations();
+        batch.delete(id, None, &Conditions::default()).unwrap();
+        let mut ops = batch.take_operations();
+        batch.finish().unwrap();
+        assert_eq!(ops.len(), 1);
+        ops.pop().unwrap()
+    }
+
+    /// A forwarded index operation made up for the test (term 1).
+    fn op(seq_no: u64) -> Operation {
+        Operation {
+            kind: crate::translog::OpKind::Index,
+            seq_no,
+            primary_term: 1,
+            version: 1,
+            id: format!("d{seq_no}"),
+            routing: None,
+            source: Bytes::from(format!(r#"{{"title":"hello world","n":{seq_no}}}"#)),
+        }
+    }
+
+    fn ops(seq_nos: impl IntoIterator<Item = u64>) -> Vec<Operation> {
+        seq_nos.into_iter().map(op).collect()
+    }
+
+    /// What the translog in `shard_path` holds, oldest first.
+    fn logged(shard_path: &Path) -> Vec<Operation> {
+        let mut ops = Vec::new();
+        Translog::open(&shard_path.join("translog"), false, |op| {
+            ops.push(op);
+            Ok(())
+        })
+        .unwrap();
+        ops
+    }
+
+    /// The highest seq_no of each translog generation of a replica, oldest first.
+    fn generation_maxes(shard: &Shard) -> Vec<Option<u64>> {
+        let generations = shard.translog().unwrap().generations();
+        generations.into_iter().map(|(_, max)| max).collect()
     }
 
     /// Fetches chunks from the primary's pin of the checkpoint.
@@ -1081,8 +1304,8 @@ mod tests {
             .apply_checkpoint(&checkpoint, &mut from(&primary, checkpoint.generation))
             .is_err());
         assert_eq!(replica.doc_counts(), (3, 0));
-        // nothing was written for the replica's own sake
-        assert!(!r.path().join("translog").exists());
+        // nothing was logged for the replica's own sake
+        assert_eq!(generation_maxes(&replica), vec![None]);
         replica.close().unwrap();
     }
 
@@ -1504,6 +1727,266 @@ mod tests {
         assert_eq!(replica.snapshot().generation, generation);
         assert_eq!(replica.replica_checkpoint(), Some(second));
         assert_eq!(replica.doc_counts(), (10, 0));
+    }
+
+    #[test]
+    fn checkpoints_are_ordered_by_term_then_generation() {
+        let (p1, p2, r) = (
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+        );
+        let m = mapping();
+        let old = primary(p1.path(), &m);
+        for i in 0..4 {
+            index_titled(&old, &m, i * 2..i * 2 + 2);
+            old.refresh().unwrap();
+        }
+        let replica = replica(r.path());
+        let from_old = replicate(&old, &replica);
+        // the new primary: term 2, fewer commits, so a lower generation
+        let new = primary(p2.path(), &m);
+        new.set_primary_term(2);
+        index_titled(&new, &m, 100..103);
+        new.refresh().unwrap();
+        let from_new = new.replication_checkpoint().unwrap();
+        assert_eq!(from_new.primary_term, 2);
+        assert!(from_new.generation < from_old.generation);
+        assert!(replica
+            .apply_checkpoint(&from_new, &mut from(&new, from_new.generation))
+            .unwrap());
+        assert_eq!(replica.doc_counts().0, 3);
+        assert_eq!(replica.primary_term(), 2);
+        // the old primary's later checkpoints are ignored, whatever their generation
+        index_titled(&old, &m, 50..52);
+        old.refresh().unwrap();
+        let stale = old.replication_checkpoint().unwrap();
+        assert!(stale.generation > from_new.generation);
+        let mut never = |_: &FileMeta, _: u64, _: usize| -> Result<Vec<u8>> {
+            panic!("nothing is fetched for an ignored checkpoint")
+        };
+        assert!(!replica.apply_checkpoint(&stale, &mut never).unwrap());
+        assert_eq!(replica.replica_checkpoint(), Some(from_new));
+        assert_eq!(replica.doc_counts().0, 3);
+    }
+
+    #[test]
+    fn a_promoted_replica_replays_the_operations_forwarded_after_its_commit() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        index_titled(&primary, &m, 0..10);
+        primary.refresh().unwrap();
+        let replica = replica(r.path());
+        assert_eq!(replica.local_checkpoint(), None);
+        let checkpoint = replicate(&primary, &replica);
+        assert_eq!(checkpoint.max_seq_no, Some(9));
+        assert_eq!(replica.local_checkpoint(), Some(9));
+        // acknowledged after the copied commit: new documents, a delete, a new version
+        let mut forwarded = index_titled(&primary, &m, 10..15);
+        forwarded.push(delete(&primary, "d3"));
+        forwarded.extend(index(&primary, &m, 1, &[("d0", json!({"title": "again"}))]));
+        let seq_nos: Vec<u64> = forwarded.iter().map(|op| op.seq_no).collect();
+        assert_eq!(seq_nos, (10..17).collect::<Vec<_>>());
+        replica.replicate_ops(1, &forwarded[..3]).unwrap();
+        replica.replicate_ops(1, &forwarded[3..]).unwrap();
+        assert_eq!(primary.local_checkpoint(), Some(16));
+        assert_eq!(replica.local_checkpoint(), Some(16));
+        // nothing was indexed on the replica
+        assert_eq!(replica.doc_counts().0, 10);
+        replica.close().unwrap();
+        drop(replica);
+        drop(primary);
+
+        let promoted = Shard::open("idx", 0, r.path(), &m, 1, config()).unwrap();
+        promoted.set_primary_term(2);
+        promoted.refresh().unwrap();
+        assert_eq!(promoted.local_checkpoint(), Some(16));
+        assert_eq!(promoted.doc_counts().0, 14);
+        assert!(promoted.get("d3").unwrap().is_none());
+        let d0 = promoted.get("d0").unwrap().unwrap();
+        assert_eq!((d0.version.version, d0.version.seq_no), (2, 16));
+        assert_eq!(hits(&promoted, "title", "again").len(), 1);
+        assert!(promoted.get("d14").unwrap().is_some());
+        // new writes continue the sequence numbers, under the new term
+        let next = index_titled(&promoted, &m, 20..21);
+        assert_eq!((next[0].seq_no, next[0].primary_term), (17, 2));
+        assert_eq!(promoted.local_checkpoint(), Some(17));
+        promoted.close().unwrap();
+    }
+
+    #[test]
+    fn a_replica_without_a_commit_is_promoted_from_its_translog_alone() {
+        let r = tempfile::tempdir().unwrap();
+        let m = mapping();
+        let replica = replica(r.path());
+        // forwarded out of order and one twice
+        replica.replicate_ops(1, &ops([2, 0, 1, 1])).unwrap();
+        assert_eq!(replica.local_checkpoint(), Some(2));
+        drop(replica);
+        let promoted = Shard::open("idx", 0, r.path(), &m, 1, config()).unwrap();
+        promoted.refresh().unwrap();
+        assert_eq!(promoted.doc_counts().0, 3);
+        assert_eq!(promoted.local_checkpoint(), Some(2));
+        assert!(!is_replica_copy(r.path()));
+    }
+
+    #[test]
+    fn operations_of_an_older_term_are_refused() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let replica = replica(r.path());
+        replica.replicate_ops(2, &ops(0..2)).unwrap();
+        assert_eq!(replica.primary_term(), 2);
+        let err = replica.replicate_ops(1, &ops(2..4)).unwrap_err();
+        assert_eq!(err.kind(), "illegal_state_exception");
+        assert!(
+            err.reason()
+                .contains("operation primary term [1] is too old (current [2])"),
+            "{}",
+            err.reason()
+        );
+        assert_eq!(generation_maxes(&replica), vec![Some(1)]);
+        assert_eq!(replica.local_checkpoint(), Some(1));
+        let of_term_3 = Operation {
+            primary_term: 3,
+            ..op(2)
+        };
+        replica.replicate_ops(3, &[of_term_3]).unwrap();
+        assert_eq!(replica.primary_term(), 3);
+        assert_eq!(replica.local_checkpoint(), Some(2));
+        // the newest term survives a restart, through the operations logged
+        drop(replica);
+        let replica = Shard::open_replica("idx", 0, r.path(), config()).unwrap();
+        assert_eq!(replica.primary_term(), 3);
+        assert!(replica.replicate_ops(2, &ops(3..4)).is_err());
+        drop(replica);
+        // a primary indexes; it takes no forwarded operations
+        let primary = primary(p.path(), &m);
+        let err = primary.replicate_ops(1, &ops(0..1)).unwrap_err();
+        assert_eq!(err.kind(), "illegal_index_shard_state_exception");
+    }
+
+    #[test]
+    fn a_copied_commit_trims_only_generations_it_covers_whole() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        let mut forwarded = index_titled(&primary, &m, 0..61);
+        primary.refresh().unwrap();
+        let at_60 = primary.replication_checkpoint().unwrap();
+        assert_eq!(at_60.max_seq_no, Some(60));
+        forwarded.extend(index_titled(&primary, &m, 61..100));
+        let replica = replica(r.path());
+        // generations: 0..30, 70..80 (early, out of order), 30..61, 61..70, then 80..100
+        let roll = || replica.translog().unwrap().roll_and_trim_to(None).unwrap();
+        for range in [0..30, 70..80, 30..61, 61..70] {
+            replica.replicate_ops(1, &forwarded[range]).unwrap();
+            roll();
+        }
+        replica.replicate_ops(1, &forwarded[80..100]).unwrap();
+        assert_eq!(replica.local_checkpoint(), Some(99));
+        assert_eq!(
+            generation_maxes(&replica),
+            vec![Some(29), Some(79), Some(60), Some(69), Some(99)]
+        );
+        assert!(replica
+            .apply_checkpoint(&at_60, &mut from(&primary, at_60.generation))
+            .unwrap());
+        // only the first is covered whole; the second holds 70..80, so it and all after stay
+        assert_eq!(
+            generation_maxes(&replica),
+            vec![Some(79), Some(60), Some(69), Some(99), None]
+        );
+        assert_eq!(replica.local_checkpoint(), Some(99));
+        replica.close().unwrap();
+        drop(replica);
+
+        // reopened, the replica reads the generations it kept
+        let replica = Shard::open_replica("idx", 0, r.path(), config()).unwrap();
+        assert_eq!(replica.local_checkpoint(), Some(99));
+        assert_eq!(
+            generation_maxes(&replica),
+            vec![Some(79), Some(60), Some(69), Some(99), None]
+        );
+        drop(replica);
+        let above: BTreeSet<u64> = logged(r.path())
+            .iter()
+            .map(|op| op.seq_no)
+            .filter(|s| *s > 60)
+            .collect();
+        assert_eq!(above, (61..100).collect());
+        let promoted = Shard::open("idx", 0, r.path(), &m, 1, config()).unwrap();
+        promoted.refresh().unwrap();
+        assert_eq!(promoted.doc_counts().0, 100);
+        assert_eq!(promoted.local_checkpoint(), Some(99));
+    }
+
+    #[test]
+    fn a_later_commit_trims_the_out_of_order_generations_too() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        let mut forwarded = index_titled(&primary, &m, 0..40);
+        forwarded.extend(index_titled(&primary, &m, 40..80));
+        primary.refresh().unwrap();
+        let replica = replica(r.path());
+        replica.replicate_ops(1, &forwarded[70..80]).unwrap();
+        replica.translog().unwrap().roll_and_trim_to(None).unwrap();
+        replica.replicate_ops(1, &forwarded[0..70]).unwrap();
+        assert_eq!(replica.local_checkpoint(), Some(79));
+        replicate(&primary, &replica);
+        assert_eq!(generation_maxes(&replica), vec![None]);
+        assert_eq!(replica.local_checkpoint(), Some(79));
+    }
+
+    #[test]
+    fn forwarded_operations_survive_a_crash_of_the_replica() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        index_titled(&primary, &m, 0..5);
+        primary.refresh().unwrap();
+        let replica = replica(r.path());
+        assert_eq!(replica.durability(), Durability::Request);
+        replicate(&primary, &replica);
+        let forwarded = index_titled(&primary, &m, 5..9);
+        replica.replicate_ops(1, &forwarded).unwrap();
+        // killed: no close, no flush of anything still buffered
+        std::mem::forget(replica);
+        let replica = Shard::open_replica("idx", 0, r.path(), config()).unwrap();
+        assert_eq!(replica.local_checkpoint(), Some(8));
+        assert_eq!(generation_maxes(&replica), vec![Some(8)]);
+        drop(replica);
+        let promoted = Shard::open("idx", 0, r.path(), &m, 1, config()).unwrap();
+        promoted.refresh().unwrap();
+        assert_eq!(promoted.doc_counts().0, 9);
+    }
+
+    #[test]
+    fn a_replicas_local_checkpoint_stops_at_a_gap() {
+        let (p, r) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let m = mapping();
+        let primary = primary(p.path(), &m);
+        assert_eq!(primary.local_checkpoint(), None);
+        index_titled(&primary, &m, 0..10);
+        assert_eq!(primary.local_checkpoint(), Some(9));
+        primary.refresh().unwrap();
+        let replica = replica(r.path());
+        replicate(&primary, &replica);
+        assert_eq!(replica.local_checkpoint(), Some(9));
+        replica.replicate_ops(1, &ops([10, 11])).unwrap();
+        assert_eq!(replica.local_checkpoint(), Some(11));
+        replica.replicate_ops(1, &ops([13, 14])).unwrap();
+        assert_eq!(replica.local_checkpoint(), Some(11));
+        // at or below what it holds: logged, changes nothing
+        replica.replicate_ops(1, &ops([5, 11])).unwrap();
+        assert_eq!(replica.local_checkpoint(), Some(11));
+        replica.replicate_ops(1, &ops([12])).unwrap();
+        assert_eq!(replica.local_checkpoint(), Some(14));
+        drop(replica);
+        let replica = Shard::open_replica("idx", 0, r.path(), config()).unwrap();
+        assert_eq!(replica.local_checkpoint(), Some(14));
     }
 
     #[test]
