@@ -163,6 +163,15 @@ impl HeldOps {
         self.advance();
     }
 
+    /// A commit that may hold less than the previous one (a new primary's) is installed:
+    /// what is held is `max_seq_no` and what the translog holds, `logged`.
+    fn reset(&mut self, max_seq_no: Option<u64>, logged: impl IntoIterator<Item = u64>) {
+        *self = HeldOps::default();
+        self.commit(max_seq_no);
+        self.beyond = logged.into_iter().filter(|s| !self.holds(*s)).collect();
+        self.advance();
+    }
+
     fn advance(&mut self) {
         loop {
             let next = self.checkpoint.map_or(0, |c| c + 1);
@@ -889,6 +898,9 @@ impl Shard {
         }
         let _applying = self.replication.apply.lock().unwrap();
         let held = self.replica_checkpoint();
+        let new_term = held
+            .as_ref()
+            .is_some_and(|h| checkpoint.primary_term > h.primary_term);
         if let Some(held) = &held {
             if (checkpoint.primary_term, checkpoint.generation)
                 <= (held.primary_term, held.generation)
@@ -915,7 +927,7 @@ impl Shard {
         translog::write_atomic(&dir.join(META_FILE), &checkpoint.meta_json)?;
         self.load_copied_commit(&dir)?;
         *self.replication.held.write().unwrap() = Some(checkpoint.clone());
-        self.trim_translog(checkpoint.max_seq_no)?;
+        self.trim_translog(checkpoint.max_seq_no, new_term)?;
         self.primary_term
             .fetch_max(checkpoint.primary_term, std::sync::atomic::Ordering::AcqRel);
         self.last_refresh.store(
@@ -928,11 +940,17 @@ impl Shard {
     }
 
     /// Drops the translog generations a commit holding every operation up to `max_seq_no`
-    /// covers.
-    fn trim_translog(&self, max_seq_no: Option<u64>) -> Result<()> {
+    /// covers. A new primary's commit (`new_term`) may hold less than the one it replaced:
+    /// what this copy holds is counted again from the translog.
+    fn trim_translog(&self, max_seq_no: Option<u64>, new_term: bool) -> Result<()> {
+        let translog = self.translog()?;
         let mut held_ops = self.replication.held_ops.lock().unwrap();
-        held_ops.commit(max_seq_no);
-        self.translog()?.roll_and_trim_to(max_seq_no)
+        if new_term {
+            held_ops.reset(max_seq_no, translog.seq_nos()?);
+        } else {
+            held_ops.commit(max_seq_no);
+        }
+        translog.roll_and_trim_to(max_seq_no)
     }
 
     /// Appends operations the primary forwarded to this replica's translog, durably (fsync
@@ -1768,6 +1786,37 @@ mod tests {
         assert!(!replica.apply_checkpoint(&stale, &mut never).unwrap());
         assert_eq!(replica.replica_checkpoint(), Some(from_new));
         assert_eq!(replica.doc_counts().0, 3);
+    }
+
+    #[test]
+    fn a_new_primarys_smaller_commit_lowers_the_local_checkpoint() {
+        let (p1, p2, r) = (
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+        );
+        let m = mapping();
+        let old = primary(p1.path(), &m);
+        index_titled(&old, &m, 0..10);
+        old.refresh().unwrap();
+        let replica = replica(r.path());
+        replicate(&old, &replica);
+        replica.replicate_ops(1, &ops(6..13)).unwrap();
+        assert_eq!(replica.local_checkpoint(), Some(12));
+        // the new primary's commit holds 0..=4 only; the replica's translog lacks 5
+        let new = primary(p2.path(), &m);
+        new.set_primary_term(2);
+        index_titled(&new, &m, 0..5);
+        new.refresh().unwrap();
+        let checkpoint = replicate(&new, &replica);
+        assert_eq!(checkpoint.max_seq_no, Some(4));
+        assert_eq!(replica.local_checkpoint(), Some(4));
+        let five = Operation {
+            primary_term: 2,
+            ..op(5)
+        };
+        replica.replicate_ops(2, &[five]).unwrap();
+        assert_eq!(replica.local_checkpoint(), Some(12));
     }
 
     #[test]

@@ -912,6 +912,28 @@ impl Translog {
         self.current.lock().unwrap().generation
     }
 
+    /// The seq_no of every operation in the log, oldest generation first (what was appended is
+    /// flushed to the files first). Appends wait meanwhile: for rare recomputations, such as a
+    /// replica's after a new primary's commit replaced its own.
+    pub fn seq_nos(&self) -> Result<Vec<u64>> {
+        self.check_failed()?;
+        let mut current = self.current.lock().unwrap();
+        if let Err(e) = current.writer.flush() {
+            return Err(self.fail(Error::internal("flush the translog", e)));
+        }
+        let generations: Vec<u64> = self.max_seq_nos.lock().unwrap().keys().copied().collect();
+        let mut seq_nos = Vec::new();
+        for generation in generations {
+            let path = generation_path(&self.dir, generation);
+            let start = if has_header(&path)? { HEADER_LEN } else { 0 };
+            scan_generation(&path, start, &mut |op| {
+                seq_nos.push(op.seq_no);
+                Ok(())
+            })?;
+        }
+        Ok(seq_nos)
+    }
+
     /// The generations on disk, oldest first, each with the highest seq_no it holds (None:
     /// none).
     pub fn generations(&self) -> Vec<(u64, Option<u64>)> {
@@ -1034,8 +1056,11 @@ mod tests {
             log.generations(),
             vec![(2, Some(9)), (3, Some(4)), (4, None), (5, None)]
         );
+        log.append(&op(7, "id7")).unwrap();
+        assert_eq!(log.seq_nos().unwrap(), vec![9, 2, 3, 4, 7]);
         log.roll_and_trim_to(Some(9)).unwrap();
         assert_eq!(log.generations(), vec![(6, None)]);
+        assert_eq!(log.seq_nos().unwrap(), Vec::<u64>::new());
         // a primary's roll drops everything
         log.append(&op(10, "id10")).unwrap();
         log.roll_and_trim().unwrap();
