@@ -446,7 +446,11 @@ fn commit_payload(index: &Index) -> Result<(u64, bool)> {
 }
 
 impl Shard {
-    /// Opens (or creates) the shard at `path`, replaying the translog.
+    /// Opens (or creates) the shard at `path`, replaying the translog's operations above the
+    /// last commit's `max_seq_no`. A replica's directory (promotion) replays the operations
+    /// its primary forwarded above the copied commit, once each and in seq_no order (they may
+    /// have arrived out of order, twice, or with gaps), commits on its own, and is a primary's
+    /// directory from then on.
     pub fn open(
         index_name: &str,
         shard_id: u32,

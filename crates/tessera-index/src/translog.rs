@@ -1068,6 +1068,27 @@ mod tests {
     }
 
     #[test]
+    fn a_crash_before_a_replica_roll_deletes_what_it_trimmed_recovers() {
+        let dir = tempfile::tempdir().unwrap();
+        let (log, _) = open(dir.path()).unwrap();
+        for seq_no in [1, 2] {
+            log.append(&op(seq_no, "a")).unwrap();
+            log.roll_and_trim_to(None).unwrap();
+        }
+        log.append(&op(3, "a")).unwrap();
+        let first = fs::read(generation_path(dir.path(), 1)).unwrap();
+        log.roll_and_trim_to(Some(1)).unwrap();
+        drop(log);
+        // the checkpoint names generation 2 as the oldest; generation 1 was not deleted yet
+        fs::write(generation_path(dir.path(), 1), first).unwrap();
+        let (log, ops) = open(dir.path()).unwrap();
+        let seq_nos: Vec<u64> = ops.iter().map(|op| op.seq_no).collect();
+        assert_eq!(seq_nos, vec![2, 3]);
+        assert!(!generation_path(dir.path(), 1).exists());
+        assert_eq!(log.generations()[0], (2, Some(2)));
+    }
+
+    #[test]
     fn appended_operations_are_read_back() {
         let dir = tempfile::tempdir().unwrap();
         let (log, ops) = open(dir.path()).unwrap();
