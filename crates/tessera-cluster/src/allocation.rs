@@ -18,7 +18,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::state::{ClusterState, IndexRouting, ShardRouting, ShardState, UnassignedInfo};
+use crate::state::{
+    ClusterState, IndexRouting, ShardRouting, ShardState, ShardTable, UnassignedInfo,
+};
 
 /// The role a node needs to hold shards.
 pub const DATA_ROLE: &str = "data";
@@ -152,6 +154,10 @@ pub fn reroute_with(
         let mut routing = index.routing.clone();
         let mut touched = false;
         for table in &mut routing.shards {
+            if promote(state, table, now_millis) {
+                touched = true;
+                continue;
+            }
             let in_sync = table.in_sync.first().cloned();
             let Some(primary) = table.copies.iter_mut().find(|copy| copy.primary) else {
                 continue;
@@ -204,8 +210,65 @@ pub fn reroute_with(
     changed
 }
 
-/// The replicas of `routing` whose node left become unassigned; unassigned replicas of
-/// started primaries are allocated. Returns whether anything changed.
+/// Fails over: when the primary of `table` is gone (its node left, or it is unassigned) and a
+/// started replica on a live node is in sync (it holds every acknowledged write: segments and
+/// translog), that replica becomes the primary under the next primary term, initializing while
+/// its node opens it as one, and the only copy in sync. The old primary's place becomes an
+/// unassigned replica remembering its node; the other replicas recover again from the new
+/// primary (they may hold operations of the old one the new one never got). Returns whether it
+/// promoted.
+fn promote(state: &ClusterState, table: &mut ShardTable, now_millis: i64) -> bool {
+    let live = |copy: &ShardRouting| {
+        copy.node_id
+            .as_ref()
+            .is_some_and(|node| state.nodes.contains_key(node))
+    };
+    let Some(primary) = table.primary() else {
+        return false;
+    };
+    if live(primary) {
+        return false;
+    }
+    let Some(chosen) = table.copies.iter().position(|copy| {
+        !copy.primary
+            && copy.state == ShardState::Started
+            && live(copy)
+            && copy
+                .allocation_id
+                .as_ref()
+                .is_some_and(|id| table.in_sync.contains(id))
+    }) else {
+        return false;
+    };
+    let shard = table.shard;
+    let mut promoted = table.copies[chosen].clone();
+    promoted.primary = true;
+    promoted.state = ShardState::Initializing;
+    let mut copies = vec![promoted.clone()];
+    for (i, copy) in table.copies.iter().enumerate() {
+        if i == chosen {
+            continue;
+        }
+        let last = copy
+            .node_id
+            .clone()
+            .or_else(|| copy.unassigned.as_ref().and_then(|u| u.last_node.clone()));
+        let reason = if copy.primary {
+            "NODE_LEFT"
+        } else {
+            "PRIMARY_FAILED"
+        };
+        copies.push(unassigned_replica_after(shard, reason, last, now_millis));
+    }
+    table.copies = copies;
+    table.primary_term += 1;
+    table.in_sync = promoted.allocation_id.into_iter().collect();
+    true
+}
+
+/// The replicas of `routing` whose node left become unassigned (out of the in-sync set: they
+/// miss what is written meanwhile); unassigned replicas of started primaries are allocated.
+/// Returns whether anything changed.
 fn reroute_replicas(
     state: &ClusterState,
     routing: &mut IndexRouting,
@@ -221,6 +284,9 @@ fn reroute_replicas(
                 .clone()
                 .filter(|n| !state.nodes.contains_key(n))
             {
+                if let Some(id) = &copy.allocation_id {
+                    table.in_sync.retain(|in_sync| in_sync != id);
+                }
                 *copy = unassigned_replica(copy.shard, "NODE_LEFT", &node, now_millis);
                 touched = true;
             }
@@ -281,6 +347,31 @@ fn replica_target(
     least(failed_on).or_else(|| least(None))
 }
 
+/// [`unassigned_replica`] of a copy that may have had no node.
+fn unassigned_replica_after(
+    shard: u32,
+    reason: &str,
+    last_node: Option<String>,
+    now_millis: i64,
+) -> ShardRouting {
+    match last_node {
+        Some(node) => unassigned_replica(shard, reason, &node, now_millis),
+        None => ShardRouting {
+            shard,
+            primary: false,
+            state: ShardState::Unassigned,
+            node_id: None,
+            allocation_id: None,
+            unassigned: Some(UnassignedInfo {
+                reason: reason.to_string(),
+                at_millis: now_millis,
+                details: None,
+                last_node: None,
+            }),
+        },
+    }
+}
+
 fn unassigned_replica(shard: u32, reason: &str, last_node: &str, now_millis: i64) -> ShardRouting {
     ShardRouting {
         shard,
@@ -316,9 +407,10 @@ fn replica_mut<'a>(
         })
 }
 
-/// `node_id` reports its replica `allocation_id` of `shard` recovered: it starts. Returns
-/// whether the routing changed (a report about a copy the routing no longer has changes
-/// nothing).
+/// `node_id` reports its replica `allocation_id` of `shard` recovered: it starts, and joins
+/// the in-sync set (the primary forwarded every write to it since the commit it recovered
+/// from). Returns whether the routing changed (a report about a copy the routing no longer has
+/// changes nothing).
 pub fn replica_started(
     routing: &mut IndexRouting,
     shard: u32,
@@ -328,6 +420,10 @@ pub fn replica_started(
     match replica_mut(routing, shard, node_id, allocation_id) {
         Some(copy) if copy.state == ShardState::Initializing => {
             copy.state = ShardState::Started;
+            let table = &mut routing.shards[shard as usize];
+            if !table.in_sync.iter().any(|id| id == allocation_id) {
+                table.in_sync.push(allocation_id.to_string());
+            }
             true
         }
         _ => false,
@@ -335,7 +431,7 @@ pub fn replica_started(
 }
 
 /// `node_id` reports its replica `allocation_id` of `shard` failed (`details` says why): it
-/// becomes unassigned, to be allocated again.
+/// leaves the in-sync set and becomes unassigned, to be allocated again.
 pub fn replica_failed(
     routing: &mut IndexRouting,
     shard: u32,
@@ -352,6 +448,9 @@ pub fn replica_failed(
         info.details = Some(details.to_string());
     }
     *copy = next;
+    routing.shards[shard as usize]
+        .in_sync
+        .retain(|id| id != allocation_id);
     true
 }
 
@@ -658,5 +757,49 @@ mod tests {
             AllocationEnable::Primaries
         );
         assert_eq!(AllocationEnable::parse("all"), AllocationEnable::All);
+    }
+
+    #[test]
+    fn an_in_sync_replica_takes_over_from_a_primary_that_left() {
+        let state = cluster(&["a", "b", "c"]);
+        let mut routing = new_index(&state, 1, 2, 0);
+        assert!(primary_started(&mut routing, 0, "a"));
+        let next = reroute(&with_index(&state, "logs", routing), 1);
+        let mut routing = next["logs"].clone();
+        let (b_id, _) = replica_on(&routing, 0, "b").unwrap();
+        // b in sync; c still recovering
+        assert!(replica_started(&mut routing, 0, "b", &b_id));
+        assert_eq!(routing.shards[0].in_sync.len(), 2);
+        let term = routing.shards[0].primary_term;
+
+        let gone = with_index(&cluster(&["b", "c"]), "logs", routing.clone());
+        let next = reroute(&gone, 2);
+        let table = &next["logs"].shards[0];
+        let primary = table.primary().unwrap();
+        assert_eq!(
+            (primary.node_id.as_deref(), primary.state),
+            (Some("b"), ShardState::Initializing)
+        );
+        assert_eq!(primary.allocation_id.as_deref(), Some(b_id.as_str()));
+        assert_eq!(table.primary_term, term + 1);
+        assert_eq!(table.in_sync, std::slice::from_ref(&b_id));
+        assert!(std::ptr::eq(table.primary().unwrap(), &table.copies[0]));
+        // the old primary's place and the recovering replica recover from the new primary
+        assert_eq!(table.copies.len(), 3);
+        assert!(table.replicas().all(|c| c.state == ShardState::Unassigned));
+        let mut promoted = next["logs"].clone();
+        assert!(primary_started(&mut promoted, 0, "b"));
+
+        // no replica in sync: the primary waits for its node, as without replicas
+        let mut routing = new_index(&state, 1, 1, 0);
+        assert!(primary_started(&mut routing, 0, "a"));
+        let next = reroute(&with_index(&state, "logs", routing), 3);
+        let alone = with_index(&cluster(&["b", "c"]), "logs", next["logs"].clone());
+        let next = reroute(&alone, 4);
+        assert_eq!(
+            next["logs"].shards[0].primary().unwrap().state,
+            ShardState::Unassigned
+        );
+        assert_eq!(next["logs"].shards[0].primary_term, 1);
     }
 }

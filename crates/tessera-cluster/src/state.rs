@@ -221,6 +221,7 @@ impl IndexRouting {
             } else if have > replicas {
                 // the replicas that serve the least go first: unassigned, then recovering
                 let mut drop = have - replicas;
+                let mut dropped = Vec::new();
                 for state in [
                     ShardState::Unassigned,
                     ShardState::Initializing,
@@ -229,9 +230,13 @@ impl IndexRouting {
                     table.copies.retain(|copy| {
                         let goes = drop > 0 && !copy.primary && copy.state == state;
                         drop -= u32::from(goes);
+                        if goes {
+                            dropped.extend(copy.allocation_id.clone());
+                        }
                         !goes
                     });
                 }
+                table.in_sync.retain(|id| !dropped.contains(id));
                 changed = true;
             }
         }

@@ -419,7 +419,11 @@ fn open_shard(
     let shard_path = path.join(shard_id.to_string());
     let config = shard_config(metadata, resources);
     let opened = if replica {
-        Shard::open_replica(&metadata.name, shard_id, &shard_path, config)
+        // a replica opens to recover (a new allocation): what its translog held belongs to an
+        // earlier life of the copy (perhaps a primary's operations no other copy got); the
+        // recovery brings a commit of everything written, and forwarding everything after it
+        discard_translog(&shard_path)
+            .and_then(|()| Shard::open_replica(&metadata.name, shard_id, &shard_path, config))
     } else {
         Shard::open(
             &metadata.name,
@@ -442,6 +446,19 @@ fn open_shard(
                 ..ShardFailure::new(error, attempts)
             })
         }
+    }
+}
+
+/// Removes the translog of the shard at `shard_path`, if any.
+fn discard_translog(shard_path: &Path) -> Result<()> {
+    let translog = shard_path.join("translog");
+    match std::fs::remove_dir_all(&translog) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::internal(
+            format!("remove the old translog {}", translog.display()),
+            e,
+        )),
     }
 }
 

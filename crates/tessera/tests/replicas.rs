@@ -236,3 +236,193 @@ fn the_replica_count_follows_the_setting() {
         assert_eq!(cluster.node(i).count("logs"), 50);
     }
 }
+
+/// Bulk-indexes `count` documents with ids `prefix-<n>` through `node`; returns the ids it
+/// acknowledged (created), whatever happened to the others.
+fn write_batch(node: &Node, prefix: &str, from: usize, count: usize) -> Vec<String> {
+    let mut lines = String::new();
+    for i in from..from + count {
+        let id = format!("{prefix}-{i}");
+        lines.push_str(&json!({"index": {"_index": "acked", "_id": id}}).to_string());
+        lines.push('\n');
+        lines.push_str(&json!({"n": i, "tag": prefix}).to_string());
+        lines.push('\n');
+    }
+    let answer = node.client().bulk("/_bulk", &lines);
+    if !answer.is_success() {
+        return Vec::new();
+    }
+    let body = answer.json();
+    body["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter(|item| item["index"]["status"] == 201 || item["index"]["status"] == 200)
+                .filter_map(|item| item["index"]["_id"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A small deterministic generator for the trials' choices (`TESSERA_FAILOVER_SEED`).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The (id, version) of every document of `shard`, read from one kind of copy.
+fn shard_contents(node: &Node, shard: u32, copy: &str) -> Vec<(String, u64)> {
+    let answer = node
+        .post(
+            &format!("/acked/_search?preference=_shards:{shard}%7C{copy}"),
+            &json!({"size": 10000, "version": true, "sort": [{"tag": "asc"}, {"n": "asc"}]}),
+        )
+        .expect(200)
+        .json();
+    assert_eq!(answer["_shards"]["failed"], 0, "{answer}");
+    answer["hits"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|hit| {
+            (
+                hit["_id"].as_str().unwrap().to_string(),
+                hit["_version"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// One trial: writers and searchers on a 3-node cluster with 1 replica, a node killed (-9) at
+/// a random moment, then restarted. Every acknowledged write must survive, searches after the
+/// failover must not fail, and the copies must hold the same documents at the same versions.
+fn failover_trial(rng: &mut Rng) {
+    let mut cluster = Cluster::start(3);
+    let coordinator = rng.below(3) as usize;
+    let victim = (coordinator + 1 + rng.below(2) as usize) % 3;
+    cluster
+        .node(coordinator)
+        .put(
+            "/acked",
+            &json!({"settings": {"number_of_shards": 3, "number_of_replicas": 1},
+                "mappings": {"properties": {"n": {"type": "long"}, "tag": {"type": "keyword"}}}}),
+        )
+        .ok();
+    green(cluster.node(coordinator), "acked");
+    let kill_after = 1 + rng.below(12) as usize;
+
+    let victim_pid = cluster.node(victim).pid().expect("the victim runs");
+    let acked = std::sync::Mutex::new(Vec::<String>::new());
+    let recovered = std::sync::atomic::AtomicBool::new(false);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let late_search_failures = std::sync::Mutex::new(Vec::<Value>::new());
+    std::thread::scope(|scope| {
+        let node = cluster.node(coordinator);
+        scope.spawn(|| {
+            use std::sync::atomic::Ordering::SeqCst;
+            while !stop.load(SeqCst) {
+                let after_failover = recovered.load(SeqCst);
+                let answer = node.search("acked", &json!({"size": 0}));
+                if after_failover && answer["_shards"]["failed"] != 0 {
+                    late_search_failures.lock().unwrap().push(answer);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        let mut batch = 0;
+        let mut complete_since_kill = 0;
+        let started = std::time::Instant::now();
+        loop {
+            use std::sync::atomic::Ordering::SeqCst;
+            if batch == kill_after {
+                // the nodes are shared with the searcher meanwhile: SIGKILL by pid (the
+                // harness reaps it afterwards)
+                let killed = std::process::Command::new("kill")
+                    .args(["-9", &victim_pid.to_string()])
+                    .status()
+                    .expect("run kill");
+                assert!(killed.success());
+            }
+            let got = write_batch(node, "w", batch * 20, 20);
+            let complete = got.len() == 20;
+            acked.lock().unwrap().extend(got);
+            batch += 1;
+            if batch > kill_after {
+                complete_since_kill = if complete { complete_since_kill + 1 } else { 0 };
+                if complete_since_kill == 3 {
+                    recovered.store(true, SeqCst);
+                }
+                if complete_since_kill >= 8 {
+                    break;
+                }
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "writes did not recover after the kill"
+            );
+        }
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    cluster.nodes[victim].kill_9();
+    let late = late_search_failures.into_inner().unwrap();
+    assert!(
+        late.is_empty(),
+        "searches failed after the failover: {late:?}"
+    );
+    let acked = acked.into_inner().unwrap();
+
+    // every acknowledged write is there
+    let node = cluster.node(coordinator);
+    node.post_empty("/acked/_refresh").ok();
+    let docs: Vec<Value> = acked.iter().map(|id| json!({"_id": id})).collect();
+    let found = node
+        .post("/acked/_mget", &json!({"docs": docs}))
+        .expect(200)
+        .json();
+    let missing: Vec<&Value> = found["docs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|doc| doc["found"] != true)
+        .collect();
+    assert!(missing.is_empty(), "lost acknowledged writes: {missing:?}");
+
+    // the node comes back: its copies recover from the primaries, and the copies agree
+    cluster.nodes[victim].start_again();
+    green(cluster.node(coordinator), "acked");
+    cluster.node(coordinator).post_empty("/acked/_refresh").ok();
+    for shard in 0..3 {
+        let primary = shard_contents(cluster.node(coordinator), shard, "_primary");
+        let replica = shard_contents(cluster.node(coordinator), shard, "_replica");
+        assert_eq!(primary, replica, "the copies of shard {shard} differ");
+    }
+}
+
+#[test]
+fn a_killed_node_loses_no_acknowledged_write_and_its_copies_catch_up() {
+    let trials = env_number("TESSERA_FAILOVER_TRIALS", 2);
+    let seed = env_number(
+        "TESSERA_FAILOVER_SEED",
+        0x5eed_f00d ^ std::process::id() as u64,
+    );
+    eprintln!("failover trials: {trials}, TESSERA_FAILOVER_SEED={seed}");
+    let mut rng = Rng(seed | 1);
+    for trial in 0..trials {
+        eprintln!("failover trial {trial}");
+        failover_trial(&mut rng);
+    }
+}

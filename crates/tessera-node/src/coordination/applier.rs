@@ -164,11 +164,23 @@ fn reconcile(node: &Arc<Node>, coordination: &Arc<Coordination>, state: &Cluster
         };
         for (shard, slot) in service.shard_slots().into_iter().enumerate() {
             let shard = shard as u32;
+            // every copy knows the shard's primary term: a replica refuses older operations
+            if let (ShardSlot::Started(copy), Some(table)) =
+                (&slot, index.routing.shards.get(shard as usize))
+            {
+                if table.primary_term > copy.primary_term() {
+                    copy.set_primary_term(table.primary_term);
+                }
+            }
             if primary_belongs_to(&index.routing, shard, &me) {
                 match slot {
                     ShardSlot::Unallocated => coordination.open_shard(node, service.clone(), shard),
-                    // a replica here that the routing made the primary is opened again as one
-                    ShardSlot::Started(copy) if copy.is_replica() => service.release_shard(shard),
+                    // a replica here that the routing made the primary (a failover) is opened
+                    // again as one: its translog replays what its last copied commit lacks
+                    ShardSlot::Started(copy) if copy.is_replica() => {
+                        service.release_shard(shard);
+                        coordination.open_shard(node, service.clone(), shard);
+                    }
                     slot => coordination.report_if_changed(state, &service, shard, &slot),
                 }
             } else if !coordination.reconcile_replica(node, state, &service, shard, &slot)

@@ -70,6 +70,9 @@ pub struct ShardReport {
     pub node_id: String,
     /// The replica's allocation id; `None`: the copy is the primary.
     pub replica: Option<String>,
+    /// Set when the primary reports a replica that missed a write: its term, which must still
+    /// be the shard's (a replaced primary may not change the in-sync set).
+    pub primary_term: Option<u64>,
     /// Why the copy failed; `None`: it started.
     pub failure: Option<String>,
 }
@@ -321,6 +324,21 @@ impl Manager {
                 return Ok(Vec::new());
             };
             let mut routing = index.routing.clone();
+            if let (Some(term), Some(table)) = (
+                report.primary_term,
+                routing.shards.get(report.shard as usize),
+            ) {
+                if table.primary_term != term {
+                    return Err(Error::new(
+                        "shard_not_in_primary_mode_exception",
+                        409,
+                        format!(
+                            "[{}][{}] primary term [{term}] is not the current one [{}]",
+                            report.index, report.shard, table.primary_term
+                        ),
+                    ));
+                }
+            }
             let (shard, node, now) = (
                 report.shard,
                 &report.node_id,

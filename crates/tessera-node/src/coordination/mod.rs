@@ -527,6 +527,15 @@ impl Coordination {
         let opened = node.pools.management.execute(move || {
             let slot = index.allocate_shard(shard);
             let state = this.holder.current();
+            // under the shard's term before it takes writes (the routing starts it after this)
+            if let (ShardSlot::Started(copy), Some(table)) = (
+                &slot,
+                state
+                    .index(&index.name())
+                    .and_then(|i| i.routing.shards.get(shard as usize)),
+            ) {
+                copy.set_primary_term(table.primary_term.max(copy.primary_term()));
+            }
             this.report_if_changed(&state, &index, shard, &slot);
         });
         if let Err(e) = opened {
@@ -575,6 +584,7 @@ impl Coordination {
             shard,
             node_id: me.clone(),
             replica: None,
+            primary_term: None,
             failure,
         };
         let this = self.clone();

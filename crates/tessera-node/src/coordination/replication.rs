@@ -1,12 +1,25 @@
 //! Segment replication between the copies of a shard, the node's side (the shard's side is
 //! `tessera_index::replication`): replicas never index, they copy the primary's segment files.
 //!
-//! - The node holding a primary answers [`CHECKPOINT`] (its latest commit: files, checksums,
-//!   `meta.json`) and [`SEGMENT_FILE`] (a chunk of a file of a checkpoint it pinned), and after
-//!   each commit of the primary sends [`PUBLISH_CHECKPOINT`] to the nodes holding its replicas.
-//! - A node holding a replica copies what a checkpoint names and it lacks, then switches to it
-//!   atomically (`Shard::apply_checkpoint`). A new replica recovers the same way from the
-//!   primary's latest checkpoint, then reports itself started to the manager.
+//! - Writes: the primary forwards the operations it logged to every assigned replica
+//!   ([`REPLICA_WRITE`]), which appends them to its own translog, durably, without indexing
+//!   them; the write is acknowledged once every in-sync replica has them. A replica in sync
+//!   that does not take them is first taken out of the in-sync set by the manager (the report
+//!   carries the primary's term: a primary that was replaced cannot do it, and fails the
+//!   write). A replica refuses operations of an older primary term.
+//! - Segments: the node holding a primary answers [`START_RECOVERY`] (a commit of everything
+//!   written so far: files, checksums, `meta.json`) and [`SEGMENT_FILE`] (a chunk of a file of
+//!   a checkpoint it pinned), and after each commit of the primary sends [`PUBLISH_CHECKPOINT`]
+//!   to the nodes holding its replicas. A replica copies what a checkpoint names and it lacks,
+//!   then switches to it atomically (`Shard::apply_checkpoint`), trimming its translog of what
+//!   the commit holds.
+//! - Recovery: a new replica asks the primary to start its recovery once the primary's state
+//!   shows it (so every later write is forwarded to it), and gets a commit holding every
+//!   earlier one; with it copied, the replica holds every write and reports itself started:
+//!   the manager puts it in the in-sync set. A forward to it that fails in between fails the
+//!   recovery.
+//! - Failover is the manager's (`allocation`): an in-sync replica becomes the primary under a
+//!   new term, and its node opens it as one, replaying its translog above its last commit.
 //!
 //! A refresh asked for (`_refresh`, `?refresh=true`) waits for the replicas to take the new
 //! checkpoint before it answers, so a search that follows it sees the same documents whichever
@@ -25,6 +38,7 @@ use tessera_common::{Error, Result};
 use tessera_index::index_service::ShardSlot;
 use tessera_index::replication::{FileMeta, ReplicationCheckpoint, CHUNK_BYTES};
 use tessera_index::shard::Shard;
+use tessera_index::translog::Operation;
 use tessera_index::IndexService;
 use tessera_search::messages::{decode, encode};
 
@@ -32,9 +46,13 @@ use super::actions::{coordination_of, node_of, NodeCell, SHARD_REPORT};
 use super::manager::ShardReport;
 use super::Coordination;
 use crate::node::Node;
+use crate::write::ShardInfo;
 
-/// The latest checkpoint of the primary a node holds.
-pub const CHECKPOINT: &str = "internal:index/shard/replication/checkpoint";
+/// A replica's start of recovery, to the node holding the primary: answered with a commit of
+/// everything written before the replica was forwarded writes.
+pub const START_RECOVERY: &str = "internal:index/shard/recovery/start_recovery";
+/// Operations the primary logged, to a node holding a replica.
+pub const REPLICA_WRITE: &str = "indices:data/write/bulk[s][r]";
 /// A chunk of a file of a checkpoint the primary pinned.
 pub const SEGMENT_FILE: &str = "internal:index/shard/replication/get_segment_files";
 /// A primary's new checkpoint, to a node holding one of its replicas; answered once applied.
@@ -69,6 +87,23 @@ pub struct Published {
     pub checkpoint: ReplicationCheckpoint,
 }
 
+/// A [`START_RECOVERY`] request: the replica's allocation id, and the state version that
+/// assigned it (the primary waits to see it).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StartRecovery {
+    pub copy: CopyOf,
+    pub allocation_id: String,
+    pub state_version: u64,
+}
+
+/// A [`REPLICA_WRITE`] request.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReplicaWrite {
+    pub copy: CopyOf,
+    pub primary_term: u64,
+    pub operations: Vec<Operation>,
+}
+
 /// The node's replication work, on pools of its own (never the transport's runtime, nor the
 /// management pool the cluster state needs): `copy` runs this node's replicas' copies, which
 /// wait for other nodes; `source` answers other nodes' copies and publishes checkpoints, and
@@ -77,6 +112,9 @@ pub struct Replication {
     copy: ThreadPool,
     source: ThreadPool,
     recovering: Mutex<HashSet<CopyOf>>,
+    /// Allocation ids of replicas whose recovery this node's primaries started: every write
+    /// since must reach them, or their recovery fails.
+    recovery_started: Mutex<HashSet<String>>,
 }
 
 impl Default for Replication {
@@ -85,6 +123,7 @@ impl Default for Replication {
             copy: ThreadPool::new("replication", 2, 10_000),
             source: ThreadPool::new("replication_source", 2, 10_000),
             recovering: Mutex::new(HashSet::new()),
+            recovery_started: Mutex::new(HashSet::new()),
         }
     }
 }
@@ -93,19 +132,46 @@ impl Default for Replication {
 /// replicas ([`PUBLISH_CHECKPOINT`]).
 pub(crate) fn register(handlers: &mut Handlers, node: &NodeCell) {
     let cell = node.clone();
-    handlers.register(CHECKPOINT, move |body: Vec<u8>, _: RequestContext| {
+    handlers.register(START_RECOVERY, move |body: Vec<u8>, _: RequestContext| {
         let node = node_of(&cell);
         async move {
             let node = node?;
-            let copy: CopyOf = decode(&body)?;
-            let pool = coordination_of(&node)?;
-            let here = node.clone();
-            let checkpoint = pool
+            let request: StartRecovery = decode(&body)?;
+            let coordination = coordination_of(&node)?;
+            let (here, worker) = (node.clone(), coordination.clone());
+            let checkpoint = coordination
                 .replication
                 .source
-                .run(move || primary_here(&here, &copy)?.replication_checkpoint())
+                .run(move || start_recovery(&here, &worker, &request))
                 .await?;
             encode(&checkpoint)
+        }
+    });
+    let cell = node.clone();
+    handlers.register(REPLICA_WRITE, move |body: Vec<u8>, _: RequestContext| {
+        let node = node_of(&cell);
+        async move {
+            let node = node?;
+            let request: ReplicaWrite = decode(&body)?;
+            let here = node.clone();
+            node.pools
+                .write
+                .run(move || {
+                    let index = here
+                        .index_by_uuid(&request.copy.index_uuid)
+                        .ok_or_else(|| Error::index_not_found(&request.copy.index_uuid))?;
+                    let replica = index.shard(request.copy.shard)?;
+                    if !replica.is_replica() {
+                        return Err(Error::illegal_state(format!(
+                            "[{}][{}] is not a replica on this node",
+                            index.name(),
+                            request.copy.shard
+                        )));
+                    }
+                    replica.replicate_ops(request.primary_term, &request.operations)
+                })
+                .await?;
+            encode(&())
         }
     });
     let cell = node.clone();
@@ -154,6 +220,7 @@ pub(crate) fn register(handlers: &mut Handlers, node: &NodeCell) {
                             &index,
                             published.copy.shard,
                             Some(published.checkpoint),
+                            None,
                         )
                     })
                     .await?;
@@ -204,14 +271,65 @@ fn primary_node(state: &ClusterState, index: &IndexService, shard: u32) -> Resul
         })
 }
 
-/// Brings this node's replica of `shard` up to `checkpoint` (`None`: the primary's latest),
-/// copying the files it lacks from the node holding the primary. Returns whether the replica
-/// moved (an older checkpoint than the one held changes nothing).
+/// The primary's side of [`START_RECOVERY`]: once this node's state shows the replica
+/// assigned (so that every write from now on is forwarded to it), a commit of everything
+/// written so far, which the replica copies.
+fn start_recovery(
+    node: &Node,
+    coordination: &Coordination,
+    request: &StartRecovery,
+) -> Result<ReplicationCheckpoint> {
+    let state = coordination
+        .holder
+        .wait_for_version(request.state_version, CALL_TIMEOUT)
+        .ok_or_else(|| {
+            Error::new(
+                "process_cluster_event_timeout_exception",
+                503,
+                "the primary's node did not apply the state that assigned the replica in time",
+            )
+        })?;
+    let primary = primary_here(node, &request.copy)?;
+    let index = node
+        .index_by_uuid(&request.copy.index_uuid)
+        .ok_or_else(|| Error::index_not_found(&request.copy.index_uuid))?;
+    let meta = index.metadata();
+    let assigned = state
+        .index(&meta.name)
+        .filter(|i| i.metadata.uuid == meta.uuid)
+        .and_then(|i| i.routing.shards.get(request.copy.shard as usize))
+        .is_some_and(|table| {
+            table.replicas().any(|copy| {
+                copy.state != ShardState::Unassigned
+                    && copy.allocation_id.as_deref() == Some(request.allocation_id.as_str())
+            })
+        });
+    if !assigned {
+        return Err(Error::illegal_state(format!(
+            "[{}][{}] has no replica [{}] to recover",
+            meta.name, request.copy.shard, request.allocation_id
+        )));
+    }
+    coordination
+        .replication
+        .recovery_started
+        .lock()
+        .unwrap()
+        .insert(request.allocation_id.clone());
+    primary.refresh()?;
+    primary.replication_checkpoint()
+}
+
+/// Brings this node's replica of `shard` up to `checkpoint` (`None`: a recovery, from a commit
+/// the primary makes for it, see [`START_RECOVERY`]), copying the files it lacks from the node
+/// holding the primary. Returns whether the replica moved (an older checkpoint than the one
+/// held changes nothing).
 pub(crate) fn replicate(
     coordination: &Coordination,
     index: &IndexService,
     shard: u32,
     checkpoint: Option<ReplicationCheckpoint>,
+    allocation_id: Option<&str>,
 ) -> Result<bool> {
     let replica = index.shard(shard)?;
     if !replica.is_replica() {
@@ -225,9 +343,17 @@ pub(crate) fn replicate(
         index_uuid: index.metadata().uuid.clone(),
         shard,
     };
-    let checkpoint = match checkpoint {
-        Some(checkpoint) => checkpoint,
-        None => coordination.call_blocking(&source, CHECKPOINT, &copy, CALL_TIMEOUT)?,
+    let checkpoint = match (checkpoint, allocation_id) {
+        (Some(checkpoint), _) => checkpoint,
+        (None, Some(allocation_id)) => {
+            let request = StartRecovery {
+                copy: copy.clone(),
+                allocation_id: allocation_id.to_string(),
+                state_version: coordination.holder.current().version,
+            };
+            coordination.call_blocking(&source, START_RECOVERY, &request, CALL_TIMEOUT)?
+        }
+        (None, None) => return Err(Error::illegal_state("a recovery names its replica")),
     };
     let generation = checkpoint.generation;
     let mut fetch = |file: &FileMeta, offset: u64, len: usize| -> Result<Vec<u8>> {
@@ -241,6 +367,116 @@ pub(crate) fn replicate(
         coordination.call_blocking(&source, SEGMENT_FILE, &request, CALL_TIMEOUT)
     };
     replica.apply_checkpoint(&checkpoint, &mut fetch)
+}
+
+/// How long a primary waits for its replicas to take a write.
+const REPLICA_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A replica a primary forwards writes to.
+struct Target {
+    node: DiscoveryNode,
+    allocation_id: String,
+    in_sync: bool,
+}
+
+/// Forwards the operations this node's primary of `shard` logged to the replicas the routing
+/// assigns ([`REPLICA_WRITE`]) and waits for their answers. A replica that does not take them
+/// while in sync (or while recovering from a commit this primary made for it) is reported
+/// failed to the manager, which takes it out of the in-sync set, before this returns; when
+/// that cannot be done (no manager, or this primary was replaced: its term is old) the write
+/// fails. Returns the copies that have the operations.
+pub(crate) fn replicate_writes(
+    coordination: &Arc<Coordination>,
+    index: &IndexService,
+    shard: u32,
+    operations: Vec<Operation>,
+) -> Result<ShardInfo> {
+    let meta = index.metadata();
+    let total = 1 + meta.number_of_replicas();
+    let state = coordination.holder.current();
+    let Some(table) = state
+        .index(&meta.name)
+        .filter(|i| i.metadata.uuid == meta.uuid)
+        .and_then(|i| i.routing.shards.get(shard as usize))
+    else {
+        return Ok(ShardInfo {
+            total,
+            successful: 1,
+            failed: 0,
+        });
+    };
+    let targets: Vec<Target> = table
+        .replicas()
+        .filter(|copy| copy.state != ShardState::Unassigned)
+        .filter_map(|copy| {
+            let allocation_id = copy.allocation_id.clone()?;
+            Some(Target {
+                node: state.nodes.get(copy.node_id.as_ref()?)?.clone(),
+                in_sync: table.in_sync.contains(&allocation_id),
+                allocation_id,
+            })
+        })
+        .collect();
+    if targets.is_empty() {
+        return Ok(ShardInfo {
+            total,
+            successful: 1,
+            failed: 0,
+        });
+    }
+    let request = ReplicaWrite {
+        copy: CopyOf {
+            index_uuid: meta.uuid.clone(),
+            shard,
+        },
+        primary_term: table.primary_term,
+        operations,
+    };
+    let deadline = std::time::Instant::now() + REPLICA_WRITE_TIMEOUT;
+    let calls: Vec<_> = targets
+        .iter()
+        .map(|target| {
+            coordination.send_until::<_, ()>(&target.node, REPLICA_WRITE, &request, Some(deadline))
+        })
+        .collect();
+    // the calls started when sent: waiting for them in turn waits for the slowest
+    let answers = coordination.block_on(async move {
+        let mut answers = Vec::with_capacity(calls.len());
+        for call in calls {
+            answers.push(call.await);
+        }
+        answers
+    })?;
+    let (mut successful, mut failed) = (1, 0);
+    for (target, answer) in targets.iter().zip(answers) {
+        let Err(e) = answer else {
+            successful += 1;
+            continue;
+        };
+        failed += 1;
+        let started = coordination
+            .replication
+            .recovery_started
+            .lock()
+            .unwrap()
+            .contains(&target.allocation_id);
+        if target.in_sync || started {
+            let why = format!(
+                "failed to perform indices:data/write/bulk[s] on replica [{}][{shard}], node [{}]: {}[{}]",
+                meta.name,
+                target.node.name,
+                e.kind(),
+                e.reason()
+            );
+            eprintln!("{why}");
+            coordination.fail_replica(index, shard, target, table.primary_term, why)?;
+        }
+    }
+    Ok(ShardInfo {
+        total,
+        successful,
+        failed,
+    })
 }
 
 /// Sends the latest checkpoint of this node's primary of `shard` to the nodes holding its
@@ -365,7 +601,7 @@ impl Coordination {
         let this = self.clone();
         let name = index.name();
         let submitted = self.replication.copy.execute(move || {
-            let outcome = this.recover_once(&index, shard);
+            let outcome = this.recover_once(&index, shard, &allocation_id);
             let failure = outcome.err().map(|e| {
                 format!(
                     "failed recovery on node [{}]: {}[{}]",
@@ -387,10 +623,10 @@ impl Coordination {
 
     /// One recovery: waits a little for the primary to be started (the routing allocates a
     /// replica only then, but this node may not have applied that state yet), then copies.
-    fn recover_once(&self, index: &IndexService, shard: u32) -> Result<()> {
+    fn recover_once(&self, index: &IndexService, shard: u32, allocation_id: &str) -> Result<()> {
         let mut tries = 0;
         loop {
-            match replicate(self, index, shard, None) {
+            match replicate(self, index, shard, None, Some(allocation_id)) {
                 Ok(_) => return Ok(()),
                 Err(e) if tries < 5 && e.status() >= 500 => {
                     tries += 1;
@@ -399,6 +635,43 @@ impl Coordination {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Has the manager take a replica that missed a write out of the in-sync set (failing the
+    /// copy, which recovers again), as the primary under `primary_term`: an error when that
+    /// cannot be done, and the write must not be acknowledged.
+    fn fail_replica(
+        &self,
+        index: &IndexService,
+        shard: u32,
+        target: &Target,
+        primary_term: u64,
+        why: String,
+    ) -> Result<()> {
+        let meta = index.metadata();
+        let report = ShardReport {
+            index: meta.name.clone(),
+            index_uuid: meta.uuid.clone(),
+            shard,
+            node_id: target.node.id.clone(),
+            replica: Some(target.allocation_id.clone()),
+            primary_term: Some(primary_term),
+            failure: Some(why),
+        };
+        self.to_manager(SHARD_REPORT, &report, |manager, report| {
+            manager.shard_report(report)
+        })
+        .map(|_| ())
+        .map_err(|e| {
+            tessera_index::shard::shard_not_active(
+                &meta.name,
+                shard,
+                &format!(
+                    "a replica missed the write and could not be marked stale: {}",
+                    e.reason()
+                ),
+            )
+        })
     }
 
     /// Tells the manager how this node's replica `allocation_id` of `shard` is doing.
@@ -416,6 +689,7 @@ impl Coordination {
             shard,
             node_id: self.local().id.clone(),
             replica: Some(allocation_id.to_string()),
+            primary_term: None,
             failure,
         };
         if let Err(e) = self.to_manager(SHARD_REPORT, &report, |manager, report| {

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use tessera_common::{Error, Result};
+use tessera_index::translog::Operation;
 use tessera_index::{DocWrite, DocWriteResult, IndexService};
 
 use super::operation::{Refresh, ShardInfo};
@@ -41,11 +42,18 @@ pub fn write_on_node(node: &Node, request: ShardWriteRequest) -> Result<ShardWri
         .filter(|index| index.metadata().uuid == request.index_uuid)
         .ok_or_else(|| Error::index_not_found(&request.index))?;
     let (shard, refresh) = (request.shard_id, request.refresh);
-    let response = write(&index, request)?;
-    // a refresh the request asked for shows on every copy before it answers
-    if refresh != Refresh::None {
-        if let Some(coordination) = node.coordination() {
-            crate::coordination::replication::publish(coordination, &index, shard, true);
+    let (mut response, operations) = write_logged(&index, request)?;
+    if let Some(coordination) = node.coordination() {
+        use crate::coordination::replication;
+        // acknowledged only once every in-sync replica has the operations in its translog
+        // (or was taken out of the in-sync set)
+        if !operations.is_empty() {
+            response.shards =
+                replication::replicate_writes(coordination, &index, shard, operations)?;
+        }
+        // a refresh the request asked for shows on every copy before it answers
+        if refresh != Refresh::None {
+            replication::publish(coordination, &index, shard, true);
         }
     }
     Ok(response)
@@ -54,18 +62,26 @@ pub fn write_on_node(node: &Node, request: ShardWriteRequest) -> Result<ShardWri
 /// The primary's write of one shard group: every operation under one hold of the shard's write
 /// lock and one translog fsync (`IndexService::write_shard`).
 ///
-/// The replica step goes here: once the primary has written the group, each in-sync replica
-/// applies the same operations with the seq_no, primary term and version the primary gave them
-/// (`apply(operation)`, which writes the replica's translog the way a translog replay does),
-/// and `shards` counts the copies that acknowledged.
+/// In a cluster, [`write_on_node`] then forwards the operations logged here to the replicas
+/// (`coordination::replication::replicate_writes`), and `shards` counts the copies that took
+/// them.
 pub fn write(index: &IndexService, request: ShardWriteRequest) -> Result<ShardWriteResponse> {
+    write_logged(index, request).map(|(response, _)| response)
+}
+
+/// [`write`], also returning the operations the primary logged, for its replicas.
+fn write_logged(
+    index: &IndexService,
+    request: ShardWriteRequest,
+) -> Result<(ShardWriteResponse, Vec<Operation>)> {
     let ShardWriteRequest {
         shard_id,
         refresh,
         operations,
         ..
     } = request;
-    let results = index.write_shard(shard_id, operations, refresh != Refresh::None)?;
+    let (results, logged) =
+        index.write_shard_replicated(shard_id, operations, refresh != Refresh::None)?;
     let meta = index.metadata();
     // `wait_for` waits for a refresh rather than forcing one, and says so
     let forced = refresh == Refresh::Immediate;
@@ -79,14 +95,15 @@ pub fn write(index: &IndexService, request: ShardWriteRequest) -> Result<ShardWr
             Err(error) => Err(with_uuid(error, &meta.uuid)),
         })
         .collect();
-    Ok(ShardWriteResponse {
+    let response = ShardWriteResponse {
         shards: ShardInfo {
             total: 1 + meta.number_of_replicas(),
             successful: 1,
             failed: 0,
         },
         results,
-    })
+    };
+    Ok((response, logged))
 }
 
 /// Adds the index uuid that OpenSearch puts on shard-level document errors.
