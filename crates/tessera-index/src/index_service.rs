@@ -533,8 +533,16 @@ impl IndexService {
             settings.set("index.number_of_replicas", "1");
         }
         settings.set("index.number_of_shards", number_of_shards.to_string());
-        if !settings.contains("index.replication.type") {
-            settings.set("index.replication.type", "DOCUMENT");
+        // replicas copy their primary's segments (OpenSearch's SEGMENT replication); document
+        // replication, where every copy indexes, is not built
+        match settings.get_str("index.replication.type") {
+            None => settings.set("index.replication.type", "SEGMENT"),
+            Some("SEGMENT") => {}
+            Some(other) => {
+                return Err(Error::illegal_argument(format!(
+                    "index.replication.type [{other}] is not supported: replicas are kept by segment replication, [SEGMENT]"
+                )))
+            }
         }
         // the schema must be buildable before the index exists
         tessera_mapping::FieldTable::build(&mapping, None)?;
@@ -1440,6 +1448,25 @@ mod tests {
             },
         )
         .unwrap()
+    }
+
+    #[test]
+    fn replicas_are_segment_replicas() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = create(dir.path(), json!({}), json!({}));
+        assert_eq!(
+            index.metadata().setting("index.replication.type"),
+            "SEGMENT"
+        );
+        let document = Settings::from_json(&json!({"index.replication.type": "DOCUMENT"})).unwrap();
+        let e = IndexService::new_metadata("d", "u", document, Mapping::parse(&json!({})).unwrap())
+            .unwrap_err();
+        assert_eq!(e.status(), 400);
+        assert!(
+            e.reason().contains("[DOCUMENT] is not supported"),
+            "{}",
+            e.reason()
+        );
     }
 
     #[test]

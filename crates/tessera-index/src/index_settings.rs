@@ -309,7 +309,7 @@ static DEFS: &[SettingDef] = &[
         "index.replication.type",
         false,
         Kind::Enum(&["DOCUMENT", "SEGMENT"]),
-        "DOCUMENT",
+        "SEGMENT",
     ),
     def("index.default_pipeline", true, Kind::Str, "_none"),
     def("index.final_pipeline", true, Kind::Str, "_none"),

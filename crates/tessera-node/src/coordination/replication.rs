@@ -385,7 +385,11 @@ struct Target {
 /// failed to the manager, which takes it out of the in-sync set, before this returns; when
 /// that cannot be done (no manager, or this primary was replaced: its term is old) the write
 /// fails. Returns the copies that have the operations.
-pub(crate) fn replicate_writes(
+///
+/// It waits without holding a thread: the primaries of every node wait for replicas on other
+/// nodes, whose writes run on the same pools.
+pub(crate) async fn replicate_writes(
+    node: &Arc<Node>,
     coordination: &Arc<Coordination>,
     index: &IndexService,
     shard: u32,
@@ -440,15 +444,12 @@ pub(crate) fn replicate_writes(
         })
         .collect();
     // the calls started when sent: waiting for them in turn waits for the slowest
-    let answers = coordination.block_on(async move {
-        let mut answers = Vec::with_capacity(calls.len());
-        for call in calls {
-            answers.push(call.await);
-        }
-        answers
-    })?;
+    let mut answers = Vec::with_capacity(calls.len());
+    for call in calls {
+        answers.push(call.await);
+    }
     let (mut successful, mut failed) = (1, 0);
-    for (target, answer) in targets.iter().zip(answers) {
+    for (target, answer) in targets.into_iter().zip(answers) {
         let Err(e) = answer else {
             successful += 1;
             continue;
@@ -469,7 +470,12 @@ pub(crate) fn replicate_writes(
                 e.reason()
             );
             eprintln!("{why}");
-            coordination.fail_replica(index, shard, target, table.primary_term, why)?;
+            let (reporter, term) = (coordination.clone(), table.primary_term);
+            let (name, uuid) = (meta.name.clone(), meta.uuid.clone());
+            node.pools
+                .management
+                .run(move || reporter.fail_replica(&name, &uuid, shard, &target, term, why))
+                .await?;
         }
     }
     Ok(ShardInfo {
@@ -487,22 +493,39 @@ pub(crate) fn publish(
     shard: u32,
     wait: bool,
 ) {
-    let meta = index.metadata();
-    let state = coordination.holder.current();
-    let Some(table) = state
-        .index(&meta.name)
-        .filter(|i| i.metadata.uuid == meta.uuid)
-        .and_then(|i| i.routing.shards.get(shard as usize))
-    else {
+    let Some(answers) = publish_calls(coordination, index, shard) else {
         return;
     };
+    if wait {
+        let _ = coordination.block_on(answers);
+    } else {
+        coordination.runtime().spawn(answers);
+    }
+}
+
+/// The answers of a publication whose calls have started.
+pub(crate) type Publication = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// Starts [`publish`]ing: takes the checkpoint (blocking: it may link files) and sends it;
+/// the future waits for the replicas' answers. `None` when there is nothing to publish.
+pub(crate) fn publish_calls(
+    coordination: &Arc<Coordination>,
+    index: &IndexService,
+    shard: u32,
+) -> Option<Publication> {
+    let meta = index.metadata();
+    let state = coordination.holder.current();
+    let table = state
+        .index(&meta.name)
+        .filter(|i| i.metadata.uuid == meta.uuid)
+        .and_then(|i| i.routing.shards.get(shard as usize))?;
     let targets: Vec<DiscoveryNode> = table
         .replicas()
         .filter(|copy| copy.state != ShardState::Unassigned)
         .filter_map(|copy| state.nodes.get(copy.node_id.as_ref()?).cloned())
         .collect();
     if targets.is_empty() {
-        return;
+        return None;
     }
     let checkpoint = match index.shard(shard).and_then(|primary| {
         if primary.is_replica() {
@@ -514,7 +537,7 @@ pub(crate) fn publish(
         Ok(checkpoint) => checkpoint,
         Err(e) => {
             eprintln!("[{}][{shard}] cannot publish a checkpoint: {e}", meta.name);
-            return;
+            return None;
         }
     };
     let published = Published {
@@ -533,7 +556,7 @@ pub(crate) fn publish(
         .collect();
     let name = meta.name.clone();
     // the calls started when sent: waiting for them in turn waits for the slowest
-    let answers = async move {
+    Some(Box::pin(async move {
         for (node, call) in targets.iter().zip(calls) {
             if let Err(e) = call.await {
                 // the replica catches up with the next checkpoint (or recovers again)
@@ -543,12 +566,7 @@ pub(crate) fn publish(
                 );
             }
         }
-    };
-    if wait {
-        let _ = coordination.block_on(answers);
-    } else {
-        coordination.runtime().spawn(answers);
-    }
+    }))
 }
 
 /// [`publish`]es the latest checkpoint of every primary this node holds of `index`, and waits
@@ -642,16 +660,16 @@ impl Coordination {
     /// cannot be done, and the write must not be acknowledged.
     fn fail_replica(
         &self,
-        index: &IndexService,
+        index: &str,
+        index_uuid: &str,
         shard: u32,
         target: &Target,
         primary_term: u64,
         why: String,
     ) -> Result<()> {
-        let meta = index.metadata();
         let report = ShardReport {
-            index: meta.name.clone(),
-            index_uuid: meta.uuid.clone(),
+            index: index.to_string(),
+            index_uuid: index_uuid.to_string(),
             shard,
             node_id: target.node.id.clone(),
             replica: Some(target.allocation_id.clone()),
@@ -664,7 +682,7 @@ impl Coordination {
         .map(|_| ())
         .map_err(|e| {
             tessera_index::shard::shard_not_active(
-                &meta.name,
+                index,
                 shard,
                 &format!(
                     "a replica missed the write and could not be marked stale: {}",

@@ -160,19 +160,44 @@ enum Pending {
 }
 
 /// Starts a shard group's write on this node's primary, on the `write` pool (the future is
-/// the answer; the task is queued at once).
+/// the answer; the task is queued at once). In a cluster the future then forwards the logged
+/// operations to the replicas and waits for them (and, for a refresh asked for, for them to
+/// take its commit) without holding a pool thread: replicas' writes run on the same pools.
 pub(crate) fn write_here(
     node: &Arc<Node>,
     pool: &ThreadPool,
     request: ShardWriteRequest,
 ) -> WriteFuture {
     let primary = node.clone();
-    let handle = pool.submit(move || primary::write_on_node(&primary, request));
+    let (shard, refresh) = (request.shard_id, request.refresh);
+    let handle = pool.submit(move || primary::write_logged_on_node(&primary, request));
+    let node = node.clone();
     Box::pin(async move {
-        match handle {
-            Ok(handle) => handle.await,
-            Err(e) => Err(e),
+        let (mut response, operations, index) = handle?.await?;
+        let Some(coordination) = node.coordination().cloned() else {
+            return Ok(response);
+        };
+        use crate::coordination::replication;
+        // acknowledged only once every in-sync replica has the operations in its translog (or
+        // was taken out of the in-sync set)
+        if !operations.is_empty() {
+            response.shards =
+                replication::replicate_writes(&node, &coordination, &index, shard, operations)
+                    .await?;
         }
+        // a refresh the request asked for shows on every copy before it answers
+        if refresh != Refresh::None {
+            let publisher = coordination.clone();
+            let publication = node
+                .pools
+                .management
+                .run(move || Ok(replication::publish_calls(&publisher, &index, shard)))
+                .await?;
+            if let Some(publication) = publication {
+                publication.await;
+            }
+        }
+        Ok(response)
     })
 }
 

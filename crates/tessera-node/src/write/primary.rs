@@ -3,6 +3,8 @@
 //! answer it gets back ([`ShardWriteResponse`]). Both are plain serialisable data, so that a
 //! local primary and a remote one are the same call; here the primary is always local.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use tessera_common::{Error, Result};
 use tessera_index::translog::Operation;
@@ -35,34 +37,31 @@ pub struct ShardWriteResponse {
 /// request (the index is gone, the shard could not refresh or sync its translog, or, in a
 /// cluster, the node cannot show that it is still a member: its lease may have expired, and the
 /// cluster may have given its shards to another node).
+///
+/// This is the primary's own step; in a cluster its replicas' follows (see
+/// `write::coordinator::write_here`).
 pub fn write_on_node(node: &Node, request: ShardWriteRequest) -> Result<ShardWriteResponse> {
+    write_logged_on_node(node, request).map(|(response, _, _)| response)
+}
+
+/// [`write_on_node`], also returning the operations the primary logged and the index.
+pub(crate) fn write_logged_on_node(
+    node: &Node,
+    request: ShardWriteRequest,
+) -> Result<(ShardWriteResponse, Vec<Operation>, Arc<IndexService>)> {
     node.check_membership_for_writes()?;
     let index = node
         .index(&request.index)
         .filter(|index| index.metadata().uuid == request.index_uuid)
         .ok_or_else(|| Error::index_not_found(&request.index))?;
-    let (shard, refresh) = (request.shard_id, request.refresh);
-    let (mut response, operations) = write_logged(&index, request)?;
-    if let Some(coordination) = node.coordination() {
-        use crate::coordination::replication;
-        // acknowledged only once every in-sync replica has the operations in its translog
-        // (or was taken out of the in-sync set)
-        if !operations.is_empty() {
-            response.shards =
-                replication::replicate_writes(coordination, &index, shard, operations)?;
-        }
-        // a refresh the request asked for shows on every copy before it answers
-        if refresh != Refresh::None {
-            replication::publish(coordination, &index, shard, true);
-        }
-    }
-    Ok(response)
+    let (response, operations) = write_logged(&index, request)?;
+    Ok((response, operations, index))
 }
 
 /// The primary's write of one shard group: every operation under one hold of the shard's write
 /// lock and one translog fsync (`IndexService::write_shard`).
 ///
-/// In a cluster, [`write_on_node`] then forwards the operations logged here to the replicas
+/// In a cluster, the operations logged here then go to the replicas
 /// (`coordination::replication::replicate_writes`), and `shards` counts the copies that took
 /// them.
 pub fn write(index: &IndexService, request: ShardWriteRequest) -> Result<ShardWriteResponse> {
