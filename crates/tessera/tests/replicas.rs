@@ -103,7 +103,39 @@ fn replicas_recover_follow_their_primary_and_answer_as_it_does() {
         assert_eq!(holders.len(), 2, "shard {shard}: {listed:?}");
     }
 
-    // writes after recovery: a refresh asked for shows on every copy before it answers
+    // writes on every node at once (each primary waits for replicas whose writes run on the
+    // same pools of the other nodes): every copy takes every write
+    cluster
+        .node(0)
+        .put(
+            "/busy",
+            &json!({"settings": {"number_of_shards": 3, "number_of_replicas": 1}}),
+        )
+        .ok();
+    green(cluster.node(0), "busy");
+    std::thread::scope(|scope| {
+        for n in 0..3 {
+            let node = cluster.node(n);
+            scope.spawn(move || {
+                for round in 0..4 {
+                    let from = n * 1000 + round * 50;
+                    let bulk = node
+                        .bulk("/_bulk", &docs_ndjson("busy", from, 50))
+                        .ok()
+                        .json();
+                    for item in bulk["items"].as_array().unwrap() {
+                        let shards = &item["index"]["_shards"];
+                        assert_eq!(
+                            (shards["successful"].as_u64(), shards["failed"].as_u64()),
+                            (Some(2), Some(0)),
+                            "{item}"
+                        );
+                    }
+                }
+            });
+        }
+    });
+    // a refresh asked for shows on every copy before it answers
     cluster
         .node(2)
         .bulk("/_bulk?refresh=true", &docs_ndjson("items", 300, 200))
