@@ -10,6 +10,17 @@ pub fn now_millis() -> i64 {
         .unwrap_or(0)
 }
 
+/// A duration in milliseconds as OpenSearch's `TimeValue` prints it: `1m`, `30s`, `250ms`.
+pub fn format_time_value(millis: u64) -> String {
+    match millis {
+        0 => "0s".to_string(),
+        m if m % 3_600_000 == 0 => format!("{}h", m / 3_600_000),
+        m if m % 60_000 == 0 => format!("{}m", m / 60_000),
+        m if m % 1000 == 0 => format!("{}s", m / 1000),
+        m => format!("{m}ms"),
+    }
+}
+
 /// Parses an OpenSearch time value (`500ms`, `1s`, `2m`, `1h`, `1d`, `-1`, a bare number of ms)
 /// into milliseconds; `-1` means "disabled" and is returned as `None`.
 pub fn parse_time_value(value: &str, setting: &str) -> crate::Result<Option<u64>> {
@@ -55,6 +66,14 @@ pub fn parse_time_value(value: &str, setting: &str) -> crate::Result<Option<u64>
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn durations_print_as_opensearch_prints_them() {
+        assert_eq!(super::format_time_value(60_000), "1m");
+        assert_eq!(super::format_time_value(30_000), "30s");
+        assert_eq!(super::format_time_value(250), "250ms");
+        assert_eq!(super::format_time_value(7_200_000), "2h");
+    }
     use super::*;
 
     #[test]

@@ -518,6 +518,34 @@ impl Node {
         IndexHealth::with_replicas(&meta, primaries, counts)
     }
 
+    /// How many copies of a shard are active (started on a node of the cluster; its primary
+    /// counts), for `wait_for_active_shards`.
+    pub fn active_copies(&self, index: &str, uuid: &str, shard: u32) -> u32 {
+        let Some(coordination) = self.coordination() else {
+            return self
+                .index(index)
+                .and_then(|i| i.shard(shard).ok())
+                .map_or(0, |_| 1);
+        };
+        let state = coordination.holder.current();
+        state
+            .index(index)
+            .filter(|i| i.metadata.uuid == uuid)
+            .and_then(|i| i.routing.shards.get(shard as usize))
+            .map_or(0, |table| {
+                table
+                    .copies
+                    .iter()
+                    .filter(|copy| copy.is_active())
+                    .filter(|copy| {
+                        copy.node_id
+                            .as_ref()
+                            .is_some_and(|id| state.nodes.contains_key(id))
+                    })
+                    .count() as u32
+            })
+    }
+
     /// The health states of an index's primaries: of its shard slots on a single node, of
     /// the cluster state's routing on a member.
     pub fn primary_states(&self, index: &IndexService) -> Vec<PrimaryState> {

@@ -105,14 +105,20 @@ fn replicas_recover_follow_their_primary_and_answer_as_it_does() {
 
     // writes on every node at once (each primary waits for replicas whose writes run on the
     // same pools of the other nodes): every copy takes every write
-    cluster
+    // created once every copy is active (wait_for_active_shards=all)
+    let created = cluster
         .node(0)
         .put(
-            "/busy",
+            "/busy?wait_for_active_shards=all",
             &json!({"settings": {"number_of_shards": 3, "number_of_replicas": 1}}),
         )
-        .ok();
-    green(cluster.node(0), "busy");
+        .ok()
+        .json();
+    assert_eq!(created["shards_acknowledged"], true, "{created}");
+    assert_eq!(
+        cluster.node(1).get("/_cluster/health/busy").json()["status"],
+        "green"
+    );
     std::thread::scope(|scope| {
         for n in 0..3 {
             let node = cluster.node(n);
@@ -120,7 +126,10 @@ fn replicas_recover_follow_their_primary_and_answer_as_it_does() {
                 for round in 0..4 {
                     let from = n * 1000 + round * 50;
                     let bulk = node
-                        .bulk("/_bulk", &docs_ndjson("busy", from, 50))
+                        .bulk(
+                            "/_bulk?wait_for_active_shards=all",
+                            &docs_ndjson("busy", from, 50),
+                        )
                         .ok()
                         .json();
                     for item in bulk["items"].as_array().unwrap() {

@@ -15,7 +15,10 @@ use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
 use tessera_index::{Conditions, DocWrite, IndexService, WriteOutcome};
 
-use super::operation::{missing_index, ItemResponse, ItemResult, Operation, Refresh, ShardInfo};
+use super::operation::{
+    missing_index, ActiveShards, ItemResponse, ItemResult, Operation, Refresh, ShardInfo,
+    WriteOptions,
+};
 use super::primary::{self, ShardWriteRequest, ShardWriteResponse};
 use crate::coordination::actions::WRITE_SHARDS;
 use crate::node::{Node, PrimaryTarget};
@@ -34,7 +37,7 @@ impl ShardGroup {
         index: &IndexService,
         name: &str,
         shard_id: u32,
-        refresh: Refresh,
+        options: WriteOptions,
         remaining: usize,
     ) -> ShardGroup {
         let capacity = if index.shards().len() == 1 {
@@ -48,7 +51,9 @@ impl ShardGroup {
                 index: name.to_string(),
                 index_uuid: index.metadata().uuid.clone(),
                 shard_id,
-                refresh,
+                refresh: options.refresh,
+                active_shards: options.active_shards,
+                timeout_millis: options.timeout_millis,
                 operations: Vec::with_capacity(capacity),
             },
         }
@@ -78,7 +83,7 @@ fn index_for(node: &Node, operation: &Operation) -> Result<Arc<IndexService>> {
 pub(super) fn group_by_shard(
     node: &Node,
     operations: Vec<Operation>,
-    refresh: Refresh,
+    options: WriteOptions,
     results: &mut [Option<ItemResult>],
 ) -> Vec<ShardGroup> {
     // keyed by (index, shard); the index key is the service's address (unique while held)
@@ -132,7 +137,7 @@ pub(super) fn group_by_shard(
         groups
             .entry(key)
             .or_insert_with(|| {
-                let group = ShardGroup::new(&index, &name, shard, refresh, remaining);
+                let group = ShardGroup::new(&index, &name, shard, options, remaining);
                 (index.clone(), group)
             })
             .1
@@ -170,9 +175,26 @@ pub(crate) fn write_here(
 ) -> WriteFuture {
     let primary = node.clone();
     let (shard, refresh) = (request.shard_id, request.refresh);
-    let handle = pool.submit(move || primary::write_logged_on_node(&primary, request));
+    let short = copies_short(node, &request);
+    let pool = pool.clone();
+    let submit = move |request: ShardWriteRequest| {
+        pool.submit(move || primary::write_logged_on_node(&primary, request))
+    };
+    // queued at once when the shard has the copies the request waits for
+    let (queued, waiting) = match short {
+        None => (Some(submit.clone()(request)), None),
+        Some(_) => (None, Some(request)),
+    };
     let node = node.clone();
     Box::pin(async move {
+        let handle = match (queued, waiting) {
+            (Some(handle), _) => handle,
+            (None, Some(request)) => {
+                wait_for_active_copies(&node, &request).await?;
+                submit(request)
+            }
+            (None, None) => unreachable!("a write is queued or waiting"),
+        };
         let (mut response, operations, index) = handle?.await?;
         let Some(coordination) = node.coordination().cloned() else {
             return Ok(response);
@@ -201,6 +223,50 @@ pub(crate) fn write_here(
     })
 }
 
+/// `(wanted, have, needed)` when the shard of `request` has fewer active copies (its primary counts)
+/// than the request's `wait_for_active_shards` asks (or the index's
+/// `index.write.wait_for_active_shards`); `None` when it has enough.
+fn copies_short(node: &Node, request: &ShardWriteRequest) -> Option<(ActiveShards, u32, u32)> {
+    let index = node
+        .index(&request.index)
+        .filter(|index| index.metadata().uuid == request.index_uuid)?;
+    let meta = index.metadata();
+    let wanted = match request.active_shards {
+        Some(wanted) => wanted,
+        None => ActiveShards::parse(meta.setting("index.write.wait_for_active_shards"))
+            .unwrap_or(ActiveShards::Count(1)),
+    };
+    let needed = wanted.needed(meta.number_of_replicas());
+    let have = node.active_copies(&meta.name, &meta.uuid, request.shard_id);
+    (have < needed).then_some((wanted, have, needed))
+}
+
+/// Waits (up to the request's timeout) until the shard of `request` has the active copies it
+/// asks for; OpenSearch's `unavailable_shards_exception` when the time is up.
+async fn wait_for_active_copies(node: &Arc<Node>, request: &ShardWriteRequest) -> Result<()> {
+    let deadline =
+        std::time::Instant::now() + std::time::Duration::from_millis(request.timeout_millis);
+    loop {
+        let Some((wanted, have, needed)) = copies_short(node, request) else {
+            return Ok(());
+        };
+        if std::time::Instant::now() >= deadline {
+            return Err(Error::new(
+                "unavailable_shards_exception",
+                503,
+                format!(
+                    "[{}][{}] Not enough active copies to meet shard count of [{}] (have {have}, needed {needed}). Timeout: [{}]",
+                    request.index,
+                    request.shard_id,
+                    wanted.render(),
+                    tessera_common::time::format_time_value(request.timeout_millis),
+                ),
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// Runs operations (any indices, any shards) and returns their results in order: one `write`
 /// pool task per shard group whose primary is here, one transport call per other node holding
 /// primaries (its shard groups together: `indices:data/write/bulk[n]`), all started before any
@@ -209,10 +275,10 @@ pub(super) async fn execute(
     node: &Arc<Node>,
     pool: &ThreadPool,
     operations: Vec<Operation>,
-    refresh: Refresh,
+    options: WriteOptions,
 ) -> Vec<ItemResult> {
     let mut results: Vec<Option<ItemResult>> = (0..operations.len()).map(|_| None).collect();
-    let groups = group_by_shard(node, operations, refresh, &mut results);
+    let groups = group_by_shard(node, operations, options, &mut results);
     let mut pending = Vec::with_capacity(groups.len());
     let mut remote: BTreeMap<String, (DiscoveryNode, Vec<ShardGroup>)> = BTreeMap::new();
     for group in groups {
@@ -344,7 +410,7 @@ mod tests {
             .iter()
             .map(|o| (o.index.clone(), o.write.id().map(String::from)))
             .collect();
-        let groups = group_by_shard(&node, operations, Refresh::None, &mut results);
+        let groups = group_by_shard(&node, operations, Refresh::None.into(), &mut results);
         // only the item whose index cannot be created is answered at once
         assert!(results[..31].iter().all(Option::is_none));
         assert_eq!(

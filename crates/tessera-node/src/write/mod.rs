@@ -20,7 +20,10 @@ use std::sync::{Arc, Weak};
 use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
 
-pub use operation::{missing_index, ItemResponse, ItemResult, Operation, Refresh, ShardInfo};
+pub use operation::{
+    missing_index, ActiveShards, ItemResponse, ItemResult, Operation, Refresh, ShardInfo,
+    WriteOptions,
+};
 pub use primary::{ShardWriteRequest, ShardWriteResponse};
 
 use crate::node::Node;
@@ -51,16 +54,25 @@ impl WriteService {
 
     /// Runs operations (any indices, any shards) and returns their results in order; each
     /// fails alone.
-    pub async fn execute(&self, operations: Vec<Operation>, refresh: Refresh) -> Vec<ItemResult> {
+    pub async fn execute(
+        &self,
+        operations: Vec<Operation>,
+        options: impl Into<WriteOptions>,
+    ) -> Vec<ItemResult> {
+        let options = options.into();
         match self.node() {
-            Ok(node) => coordinator::execute(&node, &self.pool, operations, refresh).await,
+            Ok(node) => coordinator::execute(&node, &self.pool, operations, options).await,
             Err(e) => operations.iter().map(|_| Err(e.clone())).collect(),
         }
     }
 
     /// Runs one operation.
-    pub async fn execute_one(&self, operation: Operation, refresh: Refresh) -> ItemResult {
-        self.execute(vec![operation], refresh)
+    pub async fn execute_one(
+        &self,
+        operation: Operation,
+        options: impl Into<WriteOptions>,
+    ) -> ItemResult {
+        self.execute(vec![operation], options)
             .await
             .pop()
             .unwrap_or_else(|| Err(Error::illegal_state("no write result")))
@@ -69,15 +81,21 @@ impl WriteService {
     /// A bulk request: `parse` (the body into operations, and what `render` needs besides their
     /// results) runs on the `write` pool, the operations run as [`WriteService::execute`] runs
     /// them, and `render` (thousands of items: CPU work too) runs on the `write` pool.
-    pub async fn bulk<C, T, P, R>(&self, parse: P, refresh: Refresh, render: R) -> Result<T>
+    pub async fn bulk<C, T, P, R>(
+        &self,
+        parse: P,
+        options: impl Into<WriteOptions>,
+        render: R,
+    ) -> Result<T>
     where
         C: Send + 'static,
         T: Send + 'static,
         P: FnOnce() -> Result<(Vec<Operation>, C)> + Send + 'static,
         R: FnOnce(C, Vec<ItemResult>) -> Result<T> + Send + 'static,
     {
+        let options = options.into();
         let (operations, context) = self.pool.run(parse).await?;
-        let results = self.execute(operations, refresh).await;
+        let results = self.execute(operations, options).await;
         self.pool.run(move || render(context, results)).await
     }
 }

@@ -25,6 +25,72 @@ pub enum Refresh {
     WaitFor,
 }
 
+/// `wait_for_active_shards`: how many copies of a shard (its primary counts) must be active
+/// before the primary writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ActiveShards {
+    /// The primary and every replica the index asks for.
+    All,
+    Count(u32),
+}
+
+impl ActiveShards {
+    /// Parses `all` or a count, as OpenSearch does (its error for anything else).
+    pub fn parse(text: &str) -> Result<ActiveShards> {
+        if text == "all" {
+            return Ok(ActiveShards::All);
+        }
+        text.parse::<u32>().map(ActiveShards::Count).map_err(|_| {
+            Error::illegal_argument(format!("cannot parse ActiveShardCount[{text}]")).caused_by(
+                Error::new(
+                    "number_format_exception",
+                    400,
+                    format!("For input string: \"{text}\""),
+                ),
+            )
+        })
+    }
+
+    /// The copies needed of a shard of an index with `replicas` replicas.
+    pub fn needed(self, replicas: u32) -> u32 {
+        match self {
+            ActiveShards::All => 1 + replicas,
+            ActiveShards::Count(count) => count,
+        }
+    }
+
+    /// As OpenSearch names it in errors: `ALL` or the count.
+    pub fn render(self) -> String {
+        match self {
+            ActiveShards::All => "ALL".to_string(),
+            ActiveShards::Count(count) => count.to_string(),
+        }
+    }
+}
+
+/// A write request's options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteOptions {
+    pub refresh: Refresh,
+    /// `wait_for_active_shards`; `None`: the index's `index.write.wait_for_active_shards`.
+    pub active_shards: Option<ActiveShards>,
+    /// `timeout`: how long a primary waits for enough active copies.
+    pub timeout_millis: u64,
+}
+
+/// OpenSearch's default `timeout` of a write.
+pub const DEFAULT_WRITE_TIMEOUT_MILLIS: u64 = 60_000;
+
+impl From<Refresh> for WriteOptions {
+    fn from(refresh: Refresh) -> Self {
+        WriteOptions {
+            refresh,
+            active_shards: None,
+            timeout_millis: DEFAULT_WRITE_TIMEOUT_MILLIS,
+        }
+    }
+}
+
 /// The copies of a shard a write reached (`_shards` of a write response).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardInfo {

@@ -10,7 +10,7 @@ use tessera_common::{Error, Result};
 use tessera_index::translog::Operation;
 use tessera_index::{DocWrite, DocWriteResult, IndexService};
 
-use super::operation::{Refresh, ShardInfo};
+use super::operation::{ActiveShards, Refresh, ShardInfo};
 use crate::node::Node;
 
 /// The writes of one request bound for one shard, in the request's order.
@@ -22,7 +22,17 @@ pub struct ShardWriteRequest {
     pub index_uuid: String,
     pub shard_id: u32,
     pub refresh: Refresh,
+    /// `wait_for_active_shards` (`None`: the index's setting).
+    #[serde(default)]
+    pub active_shards: Option<ActiveShards>,
+    /// How long the primary waits for enough active copies.
+    #[serde(default = "default_timeout")]
+    pub timeout_millis: u64,
     pub operations: Vec<DocWrite>,
+}
+
+fn default_timeout() -> u64 {
+    super::operation::DEFAULT_WRITE_TIMEOUT_MILLIS
 }
 
 /// What the primary did with a [`ShardWriteRequest`]: one result per operation, in order (each
@@ -137,6 +147,8 @@ mod tests {
             index_uuid: uuid.clone(),
             shard_id: 0,
             refresh: Refresh::Immediate,
+            active_shards: None,
+            timeout_millis: 1000,
             operations: vec![
                 DocWrite::Index {
                     id: Some("1".into()),

@@ -16,7 +16,6 @@ use tessera_index::{Conditions, DocWrite};
 use tessera_node::write::{ItemResponse, ItemResult, Operation, ShardInfo};
 use tessera_node::WriteService;
 
-use super::refresh_param;
 use crate::request::RestRequest;
 use crate::response::RestResponse;
 
@@ -426,8 +425,8 @@ pub fn parse_update(
 /// `POST /_bulk`, `POST /{index}/_bulk`.
 pub async fn bulk(service: Arc<WriteService>, request: RestRequest) -> Result<RestResponse> {
     let started = Instant::now();
-    let refresh = refresh_param(&request)?;
     super::check_write_params(&request)?;
+    let options = super::write_options(&request)?;
     let default_index = request.path_params.get("index").cloned();
     let default_routing = request
         .param("routing")
@@ -441,7 +440,7 @@ pub async fn bulk(service: Arc<WriteService>, request: RestRequest) -> Result<Re
                     parse_bulk(&body, default_index.as_deref(), default_routing.as_deref())?;
                 Ok(operations(parsed))
             },
-            refresh,
+            options,
             move |(kinds, early), ran| render_bulk(started, kinds, early, ran),
         )
         .await

@@ -80,9 +80,9 @@ async fn write_one(
     write: DocWrite,
     index: String,
 ) -> Result<RestResponse> {
-    let refresh = refresh_param(request)?;
+    let options = super::write_options(request)?;
     let item = service
-        .execute_one(Operation { index, write }, refresh)
+        .execute_one(Operation { index, write }, options)
         .await?;
     Ok(RestResponse::json(
         item.status(),
@@ -158,14 +158,14 @@ pub async fn update(service: Arc<WriteService>, request: RestRequest) -> Result<
         &body,
     )?;
     let source_spec = update_source_spec(&request, &body)?;
-    let refresh = refresh_param(&request)?;
+    let options = super::write_options(&request)?;
     let item = service
         .execute_one(
             Operation {
                 index: index_name,
                 write,
             },
-            refresh,
+            options,
         )
         .await?;
     let mut out = write_json(&item);

@@ -10,7 +10,7 @@ use tessera_index::IndexService;
 use tessera_mapping::Mapping;
 use tessera_node::Node;
 
-use super::resolve_options;
+use super::{resolve_options, ActiveShards};
 use crate::request::RestRequest;
 use crate::response::RestResponse;
 
@@ -65,15 +65,66 @@ pub async fn create(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
             }
         }
     }
+    // `wait_for_active_shards` (else the index's `index.write.wait_for_active_shards`): the
+    // copies of every shard to wait for, up to `timeout`, before `shards_acknowledged`
+    let wanted = match request.param("wait_for_active_shards") {
+        Some(text) => ActiveShards::parse(text)?,
+        None => settings
+            .get_str("index.write.wait_for_active_shards")
+            .map(ActiveShards::parse)
+            .transpose()?
+            .unwrap_or(ActiveShards::Count(1)),
+    };
+    let replicas: u32 = settings
+        .get_str("index.number_of_replicas")
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    if let ActiveShards::Count(count) = wanted {
+        if count > 1 + replicas {
+            return Err(Error::illegal_argument(format!(
+                "invalid wait_for_active_shards[{count}]: cannot be greater than number of shard copies [{}]",
+                1 + replicas
+            )));
+        }
+    }
+    let timeout = request
+        .param_time("timeout")?
+        .unwrap_or(std::time::Duration::from_secs(30));
     let created = node.clone();
     let index = node
         .pools
         .management
         .run(move || created.create_index(&name, settings, mapping))
         .await?;
-    Ok(RestResponse::ok(
-        json!({"acknowledged": true, "shards_acknowledged": true, "index": index.name()}),
-    ))
+    let shards_acknowledged = wait_for_active_copies(&node, &index, wanted, timeout).await;
+    Ok(RestResponse::ok(json!({
+        "acknowledged": true,
+        "shards_acknowledged": shards_acknowledged,
+        "index": index.name()
+    })))
+}
+
+/// Whether every shard of `index` has the active copies `wanted` asks for within `timeout`.
+async fn wait_for_active_copies(
+    node: &Node,
+    index: &IndexService,
+    wanted: ActiveShards,
+    timeout: std::time::Duration,
+) -> bool {
+    let meta = index.metadata();
+    let needed = wanted.needed(meta.number_of_replicas());
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let enough = (0..meta.number_of_shards)
+            .all(|shard| node.active_copies(&meta.name, &meta.uuid, shard) >= needed);
+        if enough {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 /// `GET /{index}`.

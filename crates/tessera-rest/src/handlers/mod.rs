@@ -34,24 +34,15 @@ pub fn resolve_options(
     })
 }
 
-pub use tessera_node::write::Refresh;
+pub use tessera_node::write::{ActiveShards, Refresh, WriteOptions};
 
-/// Checks the write parameters Tessera accepts but does not act on (`timeout`,
-/// `wait_for_active_shards`, `version_type`) as OpenSearch parses them, so that a malformed
-/// value is the same 400 there and here.
+/// Checks the write parameters as OpenSearch parses them (`timeout`,
+/// `wait_for_active_shards`, `version_type`), so that a malformed value is the same 400 there
+/// and here; [`write_options`] reads the ones a write acts on.
 pub fn check_write_params(request: &RestRequest) -> Result<()> {
     request.param_time("timeout")?;
     if let Some(count) = request.param("wait_for_active_shards") {
-        if count != "all" && count.parse::<u32>().is_err() {
-            return Err(
-                Error::illegal_argument(format!("cannot parse ActiveShardCount[{count}]"))
-                    .caused_by(Error::new(
-                        "number_format_exception",
-                        400,
-                        format!("For input string: \"{count}\""),
-                    )),
-            );
-        }
+        ActiveShards::parse(count)?;
     }
     if let Some(kind) = request.param("version_type") {
         if !matches!(kind, "internal" | "external" | "external_gte" | "force") {
@@ -61,6 +52,22 @@ pub fn check_write_params(request: &RestRequest) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A write's options: `refresh`, `wait_for_active_shards`, `timeout` (how long the primary
+/// waits for those copies, 1m by default).
+pub fn write_options(request: &RestRequest) -> Result<WriteOptions> {
+    Ok(WriteOptions {
+        refresh: refresh_param(request)?,
+        active_shards: request
+            .param("wait_for_active_shards")
+            .map(ActiveShards::parse)
+            .transpose()?,
+        timeout_millis: request.param_time("timeout")?.map_or(
+            tessera_node::write::operation::DEFAULT_WRITE_TIMEOUT_MILLIS,
+            |timeout| timeout.as_millis() as u64,
+        ),
+    })
 }
 
 /// `refresh`: `true` (or a bare flag), `wait_for`, `false`.
