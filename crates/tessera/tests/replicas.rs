@@ -467,3 +467,121 @@ fn a_killed_node_loses_no_acknowledged_write_and_its_copies_catch_up() {
         failover_trial(&mut rng);
     }
 }
+
+/// Writes `count` documents one by one through `node`; the ids it acknowledged.
+fn write_each(node: &Node, prefix: &str, count: usize) -> Vec<String> {
+    (0..count)
+        .filter_map(|i| {
+            let id = format!("{prefix}-{i}");
+            let answer = node
+                .client()
+                .put(&format!("/cut/_doc/{id}?timeout=2s"), &json!({"n": i}));
+            answer.is_success().then_some(id)
+        })
+        .collect()
+}
+
+#[test]
+fn a_primary_frozen_past_its_lease_cannot_acknowledge_a_write_the_new_primary_lacks() {
+    let cluster = Cluster::start(3);
+    let created = cluster
+        .node(0)
+        .put(
+            "/cut?wait_for_active_shards=all",
+            &json!({"settings": {"number_of_shards": 1, "number_of_replicas": 1}}),
+        )
+        .ok()
+        .json();
+    assert_eq!(created["shards_acknowledged"], true, "{created}");
+    let listed = copies(cluster.node(0), "cut");
+    let name_of = |prirep: &str| {
+        listed
+            .iter()
+            .find(|c| c.1 == prirep)
+            .map(|c| c.3.clone())
+            .unwrap()
+    };
+    let position = |name: String| -> usize { name.trim_start_matches("node-").parse().unwrap() };
+    let (old_primary, replica) = (position(name_of("p")), position(name_of("r")));
+    let other = 3 - old_primary - replica;
+    let mut acked = write_each(cluster.node(other), "before", 20);
+    assert_eq!(acked.len(), 20);
+
+    // the primary's node freezes (a long pause, a partition from etcd and its peers): its
+    // lease lapses and the replica takes over
+    let frozen = cluster.node(old_primary).pid().unwrap().to_string();
+    let signal = |sig: &str| {
+        let status = std::process::Command::new("kill")
+            .args([sig, &frozen])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    signal("-STOP");
+    let mut round = 0;
+    eventually("a write acknowledged by the new primary", || {
+        round += 1;
+        let got = write_each(cluster.node(other), &format!("during{round}"), 1);
+        let done = !got.is_empty();
+        acked.extend(got);
+        done
+    });
+    // it wakes up believing it is the primary: whatever it acknowledges must be on the new one
+    signal("-CONT");
+    let woken = cluster.node(old_primary);
+    for round in 0..30 {
+        acked.extend(write_each(woken, &format!("woken{round}"), 1));
+        acked.extend(write_each(
+            cluster.node(other),
+            &format!("meanwhile{round}"),
+            1,
+        ));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let docs: Vec<Value> = acked.iter().map(|id| json!({"_id": id})).collect();
+    let found = cluster
+        .node(other)
+        .post("/cut/_mget", &json!({"docs": docs}))
+        .expect(200)
+        .json();
+    let missing: Vec<&Value> = found["docs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|doc| doc["found"] != true)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "acknowledged writes missing: {missing:?}"
+    );
+    let state = cluster.state(other);
+    let term = &state["metadata"]["indices"]["cut"]["primary_terms"]["0"];
+    assert_eq!(term, 2, "one failover: {state}");
+    // the old primary's node comes back as a replica of the new primary, and the copies agree
+    green(cluster.node(other), "cut");
+    cluster.node(other).post_empty("/cut/_refresh").ok();
+    let contents = |copy: &str| {
+        let answer = cluster
+            .node(other)
+            .post(
+                &format!("/cut/_search?preference={copy}"),
+                &json!({"size": 10000, "version": true, "query": {"match_all": {}}, "sort": [{"n": "asc"}]}),
+            )
+            .expect(200)
+            .json();
+        let mut hits: Vec<(String, u64)> = answer["hits"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["_id"].as_str().unwrap().to_string(),
+                    h["_version"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        hits.sort();
+        hits
+    };
+    assert_eq!(contents("_primary"), contents("_replica"));
+}

@@ -304,6 +304,42 @@ impl Coordination {
         tessera_search::messages::decode(&bytes)
     }
 
+    /// [`Coordination::send`], given up once `node` leaves the cluster state: a frozen or cut
+    /// off node never answers, and its lease lapsing (the state drops it) comes long before the
+    /// connection's keepalive gives up; what waits for it (a write) fails then, unacknowledged.
+    pub fn send_while_member<Req, Resp>(
+        &self,
+        node: &DiscoveryNode,
+        action: &str,
+        request: &Req,
+        deadline: Option<Instant>,
+    ) -> impl Future<Output = Result<Resp>> + Send + 'static
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned + Send + 'static,
+    {
+        let call = self.send_until(node, action, request, deadline);
+        let (holder, id, name) = (self.holder.clone(), node.id.clone(), node.name.clone());
+        async move {
+            let left = async {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    if !holder.current().nodes.contains_key(&id) {
+                        return;
+                    }
+                }
+            };
+            tokio::select! {
+                answer = call => answer,
+                () = left => Err(Error::new(
+                    "node_not_connected_exception",
+                    503,
+                    format!("[{name}] left the cluster before it answered"),
+                )),
+            }
+        }
+    }
+
     /// Calls `action` on `node`: the call starts now, on the transport's runtime, and the
     /// future answers it.
     pub fn send<Req, Resp>(

@@ -440,7 +440,12 @@ pub(crate) async fn replicate_writes(
     let calls: Vec<_> = targets
         .iter()
         .map(|target| {
-            coordination.send_until::<_, ()>(&target.node, REPLICA_WRITE, &request, Some(deadline))
+            coordination.send_while_member::<_, ()>(
+                &target.node,
+                REPLICA_WRITE,
+                &request,
+                Some(deadline),
+            )
         })
         .collect();
     // the calls started when sent: waiting for them in turn waits for the slowest

@@ -313,7 +313,12 @@ pub(super) async fn execute(
             })
             .unzip();
         let outcome: NodeWriteFuture = match node.coordination() {
-            Some(coordination) => Box::pin(coordination.send(&target, WRITE_SHARDS, &requests)),
+            Some(coordination) => Box::pin(coordination.send_while_member(
+                &target,
+                WRITE_SHARDS,
+                &requests,
+                None,
+            )),
             None => Box::pin(async {
                 Err(Error::illegal_state(
                     "a single node has no remote primaries",
