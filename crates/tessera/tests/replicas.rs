@@ -500,6 +500,28 @@ fn recoveries_and_replica_lag_are_reported_by_every_node() {
     }
     let all = cluster.node(2).get("/_recovery").expect(200).json();
     assert_eq!(all["recovered"], recovery["recovered"]);
+    let detailed = cluster
+        .node(0)
+        .get("/recovered/_recovery?detailed=true")
+        .expect(200)
+        .json();
+    for shard in detailed["recovered"]["shards"].as_array().unwrap() {
+        let files = &shard["index"]["files"];
+        let details = files["details"].as_array().unwrap();
+        assert_eq!(
+            details.len() as u64,
+            files["total"].as_u64().unwrap(),
+            "{shard}"
+        );
+        let copied: u64 = details
+            .iter()
+            .map(|f| f["recovered_in_bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            copied, shard["index"]["size"]["recovered_in_bytes"],
+            "{shard}"
+        );
+    }
     let active = cluster
         .node(0)
         .get("/_recovery?active_only=true&detailed=true")

@@ -94,11 +94,25 @@ pub struct RecoveryState {
     pub bytes_total: u64,
     pub bytes_reused: u64,
     pub bytes_recovered: u64,
+    /// Each file of the commit recovered to (`_recovery?detailed`).
+    #[serde(default)]
+    pub files: Vec<FileDetail>,
     /// When the file copy started, and ended.
     pub index_start_millis: Option<i64>,
     pub index_stop_millis: Option<i64>,
     /// Why it failed.
     pub failure: Option<String>,
+}
+
+/// One file of a recovery.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileDetail {
+    pub name: String,
+    pub length: u64,
+    /// The copy held it already.
+    pub reused: bool,
+    /// The bytes of it copied so far.
+    pub recovered: u64,
 }
 
 impl RecoveryState {
@@ -145,6 +159,7 @@ impl RecoveryState {
             bytes_total: 0,
             bytes_reused: 0,
             bytes_recovered: 0,
+            files: Vec::new(),
             index_start_millis: None,
             index_stop_millis: None,
             failure: None,
@@ -333,6 +348,15 @@ impl Recoveries {
             state.bytes_total = files.iter().map(|f| f.length).sum();
             state.files_reused = state.files_total - missing.len() as u64;
             state.bytes_reused = state.bytes_total - missing.iter().map(|f| f.length).sum::<u64>();
+            state.files = files
+                .iter()
+                .map(|file| FileDetail {
+                    name: file.name.clone(),
+                    length: file.length,
+                    reused: !missing.iter().any(|m| m.name == file.name),
+                    recovered: 0,
+                })
+                .collect();
         });
     }
 
@@ -340,6 +364,9 @@ impl Recoveries {
     pub fn copied(&self, index_uuid: &str, shard: u32, file: &FileMeta, bytes: u64, end: u64) {
         self.update(index_uuid, shard, |state| {
             state.bytes_recovered += bytes;
+            if let Some(detail) = state.files.iter_mut().find(|f| f.name == file.name) {
+                detail.recovered += bytes;
+            }
             if end >= file.length {
                 state.files_recovered += 1;
             }
@@ -358,6 +385,9 @@ impl Recoveries {
                     state.stage = Stage::Done;
                     state.files_recovered = state.files_total - state.files_reused;
                     state.bytes_recovered = state.bytes_total - state.bytes_reused;
+                    for file in state.files.iter_mut().filter(|f| !f.reused) {
+                        file.recovered = file.length;
+                    }
                 }
                 Some(failure) => state.failure = Some(failure),
             }
@@ -455,23 +485,7 @@ mod tests {
         RecoveryState {
             index_uuid: "u".into(),
             index: "i".into(),
-            shard,
-            primary: false,
-            kind: RecoveryType::Peer,
-            stage: Stage::Init,
-            start_millis: 1_000,
-            stop_millis: None,
-            source: Some(node("a")),
-            target: node("b"),
-            files_total: 0,
-            files_reused: 0,
-            files_recovered: 0,
-            bytes_total: 0,
-            bytes_reused: 0,
-            bytes_recovered: 0,
-            index_start_millis: None,
-            index_stop_millis: None,
-            failure: None,
+            ..RecoveryState::blank(shard, RecoveryType::Peer, Some(node("a")), node("b"), 1_000)
         }
     }
 
@@ -490,11 +504,18 @@ mod tests {
         recoveries.copied("u", 0, &missing[0], 20, 50);
         let state = &recoveries.of(&["u".into()])[0];
         assert_eq!((state.files_recovered, state.bytes_recovered), (1, 50));
+        let details: Vec<(&str, bool, u64)> = state
+            .files
+            .iter()
+            .map(|f| (f.name.as_str(), f.reused, f.recovered))
+            .collect();
+        assert_eq!(details, [("a", true, 0), ("b", false, 50), ("c", false, 0)]);
         assert_eq!(recovered_percent(160, 100, 50).round(), 83.0);
         recoveries.finished("u", 0, None, 1_050);
         let state = &recoveries.of(&["u".into()])[0];
         assert_eq!(state.stage, Stage::Done);
         assert_eq!((state.files_recovered, state.bytes_recovered), (2, 60));
+        assert_eq!(state.files[2].recovered, 10);
         assert_eq!(state.total_millis(9_999), 50);
         assert_eq!(state.index_millis(9_999), 40);
         assert_eq!(recovered_percent(160, 100, 60), 100.0);

@@ -4,6 +4,8 @@
 //! recovery_state`); these handlers ask every node ([`reports::RECOVERY`],
 //! [`reports::SEGMENT_REPLICATION`]) and merge the answers.
 //!
+//! A node shows the recoveries of the copies it holds now, not those that failed (they are
+//! tried again); `detailed` adds each file of a recovery (name, length, reused, bytes copied).
 //! Segment replication has no operations to replay: the translog figures are 0 (100%), and
 //! the `verify_index` and throttle times 0. `_cat/segment_replication`'s figures for a replica
 //! compare the checkpoint it holds with the newest its primary published to it:
@@ -118,8 +120,8 @@ fn node_json(node: &DiscoveryNode) -> Value {
     })
 }
 
-/// One shard's recovery as `_recovery` shows it, at `now`.
-pub fn recovery_json(state: &RecoveryState, now: i64) -> Value {
+/// One shard's recovery as `_recovery` shows it, at `now`; with `detailed`, each file.
+pub fn recovery_json(state: &RecoveryState, detailed: bool, now: i64) -> Value {
     let mut shard = json!({
         "id": state.shard,
         "type": state.kind.name(),
@@ -158,6 +160,21 @@ pub fn recovery_json(state: &RecoveryState, now: i64) -> Value {
         "source_throttle_time_in_millis": 0,
         "target_throttle_time_in_millis": 0,
     });
+    if detailed {
+        let details: Vec<Value> = state
+            .files
+            .iter()
+            .map(|file| {
+                json!({
+                    "name": file.name,
+                    "length_in_bytes": file.length,
+                    "reused": file.reused,
+                    "recovered_in_bytes": file.recovered,
+                })
+            })
+            .collect();
+        shard["index"]["files"]["details"] = Value::Array(details);
+    }
     shard["translog"] = json!({
         "recovered": 0,
         "total": 0,
@@ -175,12 +192,16 @@ pub fn recovery_json(state: &RecoveryState, now: i64) -> Value {
 /// `GET [/{index}]/_recovery`: every node's recoveries of its copies.
 pub async fn recovery(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let now = tessera_common::time::now_millis();
+    let detailed = request.param_bool("detailed", false)?;
     let mut out = Map::new();
     for (name, states) in recoveries(&node, &request).await? {
         if states.is_empty() {
             continue;
         }
-        let shards: Vec<Value> = states.iter().map(|s| recovery_json(s, now)).collect();
+        let shards: Vec<Value> = states
+            .iter()
+            .map(|s| recovery_json(s, detailed, now))
+            .collect();
         out.insert(name, json!({ "shards": shards }));
     }
     Ok(RestResponse::ok(Value::Object(out)))
@@ -453,7 +474,7 @@ pub async fn cat_segment_replication(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tessera_node::coordination::recovery_state::RecoveryType;
+    use tessera_node::coordination::recovery_state::{FileDetail, RecoveryType};
 
     fn node(id: &str, address: &str) -> DiscoveryNode {
         DiscoveryNode {
@@ -491,7 +512,20 @@ mod tests {
         (state.bytes_total, state.bytes_reused, state.bytes_recovered) = (400, 100, 300);
         state.index_start_millis = Some(1_010);
         state.index_stop_millis = Some(1_200);
-        let shard = recovery_json(&state, 5_000);
+        state.files = vec![FileDetail {
+            name: "a".into(),
+            length: 300,
+            reused: false,
+            recovered: 300,
+        }];
+        let shard = recovery_json(&state, false, 5_000);
+        assert_eq!(shard["index"]["files"].get("details"), None);
+        let shard = recovery_json(&state, true, 5_000);
+        assert_eq!(
+            shard["index"]["files"]["details"],
+            json!([{"name": "a", "length_in_bytes": 300, "reused": false,
+                    "recovered_in_bytes": 300}])
+        );
         assert_eq!(shard["id"], 1);
         assert_eq!(shard["type"], "PEER");
         assert_eq!(shard["stage"], "DONE");
@@ -519,12 +553,13 @@ mod tests {
     fn a_new_primary_has_no_source_and_nothing_to_copy() {
         let mut state =
             RecoveryState::blank(0, RecoveryType::EmptyStore, None, node("a", "h:1"), 7);
-        let running = recovery_json(&state, 10);
+        let running = recovery_json(&state, false, 10);
         assert_eq!(running["stop_time_in_millis"], Value::Null);
         assert_eq!(running["total_time_in_millis"], 3);
         state.stage = Stage::Done;
         state.stop_millis = Some(9);
-        let shard = recovery_json(&state, 10);
+        let shard = recovery_json(&state, true, 10);
+        assert_eq!(shard["index"]["files"]["details"], json!([]));
         assert_eq!(shard["type"], "EMPTY_STORE");
         assert_eq!(shard["primary"], true);
         assert_eq!(shard["source"], json!({}));

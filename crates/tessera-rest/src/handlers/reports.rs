@@ -197,10 +197,17 @@ async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
 /// else `EXISTING_STORE`, done when the node or the index started.
 fn recoveries(node: &Node, uuids: &[String]) -> Vec<Value> {
     if let Some(coordination) = node.coordination() {
+        // a failed recovery is tried again (or the copy goes elsewhere); a copy no longer
+        // here has no recovery to show
+        let held = |state: &RecoveryState| {
+            node.index_by_uuid(&state.index_uuid)
+                .is_some_and(|index| index.shard(state.shard).is_ok())
+        };
         return coordination
             .recoveries()
             .of(uuids)
             .iter()
+            .filter(|state| state.failure.is_none() && held(state))
             .filter_map(|state| serde_json::to_value(state).ok())
             .collect();
     }
