@@ -387,6 +387,49 @@ mod tests {
     }
 
     #[test]
+    fn a_single_node_reports_its_primaries_as_opened_from_their_store() {
+        use tessera_common::settings::Settings;
+        use tessera_mapping::Mapping;
+        use tessera_node::NodeConfig;
+
+        let dir = tempfile::tempdir().unwrap();
+        let config = || NodeConfig {
+            data_path: dir.path().join("data"),
+            ..NodeConfig::default()
+        };
+        let node = Node::start(config()).unwrap();
+        let settings = Settings::from_json(&json!({"index.number_of_shards": 2})).unwrap();
+        let index = node
+            .create_index("fresh", settings, Mapping::default())
+            .unwrap();
+        let uuid = index.metadata().uuid.clone();
+        let states = recoveries(&node, std::slice::from_ref(&uuid));
+        assert_eq!(states.len(), 2, "{states:?}");
+        for (shard, state) in states.iter().enumerate() {
+            assert_eq!(state["shard"], shard as u64);
+            assert_eq!(state["kind"], "EMPTY_STORE");
+            assert_eq!(state["stage"], "DONE");
+            assert_eq!(state["primary"], true);
+            assert_eq!(state["source"], Value::Null);
+            assert_eq!(state["target"]["id"], node.node_id.as_str());
+        }
+        assert!(replica_lags(&node, std::slice::from_ref(&uuid)).is_empty());
+        node.shutdown();
+        drop(node);
+
+        // started again: the shards come from the store
+        let node = Node::start(config()).unwrap();
+        node.wait_for_shards();
+        let states = recoveries(&node, &[uuid]);
+        assert_eq!(states.len(), 2, "{states:?}");
+        assert!(
+            states.iter().all(|s| s["kind"] == "EXISTING_STORE"),
+            "{states:?}"
+        );
+        node.shutdown();
+    }
+
+    #[test]
     fn the_header_counts_failed_nodes() {
         let node = |id: &str| DiscoveryNode {
             id: id.into(),
