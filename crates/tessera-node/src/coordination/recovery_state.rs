@@ -5,8 +5,9 @@
 //! - [`Recoveries`] keeps the latest recovery of each copy this node holds (one per copy: a
 //!   node holds at most one copy of a shard), as OpenSearch's `RecoveryState`: a replica's
 //!   `PEER` recovery from its primary's node (stages `INIT`, `INDEX` while files are copied,
-//!   `DONE`, with the files and bytes it reused and copied), and a primary opened here
-//!   (`EXISTING_STORE` when its directory held a commit, `EMPTY_STORE` for a new one). A failed
+//!   `FINALIZE` once the last is, while the commit is installed, `DONE`, with the files and
+//!   bytes it reused and copied), and a primary opened here (`EXISTING_STORE` when its
+//!   directory held a commit, `EMPTY_STORE` for a new one). A failed
 //!   recovery keeps its stage, with its failure and stop time; the next try replaces it.
 //!   Segment replication has no operations to replay: the translog figures are all 0.
 //! - [`ReplicaLag`] keeps, per replica copy, the newest checkpoint its primary published to it
@@ -360,8 +361,15 @@ impl Recoveries {
         });
     }
 
-    /// A chunk of `file` came, ending at `end`.
-    pub fn copied(&self, index_uuid: &str, shard: u32, file: &FileMeta, bytes: u64, end: u64) {
+    /// A chunk of `file` came at `now`, ending at `end`.
+    pub fn copied(
+        &self,
+        index_uuid: &str,
+        shard: u32,
+        file: &FileMeta,
+        (bytes, end): (u64, u64),
+        now: i64,
+    ) {
         self.update(index_uuid, shard, |state| {
             state.bytes_recovered += bytes;
             if let Some(detail) = state.files.iter_mut().find(|f| f.name == file.name) {
@@ -369,6 +377,11 @@ impl Recoveries {
             }
             if end >= file.length {
                 state.files_recovered += 1;
+                // the last file copied: the commit is installed next
+                if state.files_recovered >= state.files_total - state.files_reused {
+                    state.stage = Stage::Finalize;
+                    state.index_stop_millis = Some(now);
+                }
             }
         });
     }
@@ -500,10 +513,11 @@ mod tests {
         assert_eq!(state.stage, Stage::Index);
         assert_eq!((state.files_total, state.files_reused), (3, 1));
         assert_eq!((state.bytes_total, state.bytes_reused), (160, 100));
-        recoveries.copied("u", 0, &missing[0], 30, 30);
-        recoveries.copied("u", 0, &missing[0], 20, 50);
+        recoveries.copied("u", 0, &missing[0], (30, 30), 1_020);
+        recoveries.copied("u", 0, &missing[0], (20, 50), 1_030);
         let state = &recoveries.of(&["u".into()])[0];
         assert_eq!((state.files_recovered, state.bytes_recovered), (1, 50));
+        assert_eq!(state.stage, Stage::Index);
         let details: Vec<(&str, bool, u64)> = state
             .files
             .iter()
@@ -511,13 +525,15 @@ mod tests {
             .collect();
         assert_eq!(details, [("a", true, 0), ("b", false, 50), ("c", false, 0)]);
         assert_eq!(recovered_percent(160, 100, 50).round(), 83.0);
+        recoveries.copied("u", 0, &missing[1], (10, 10), 1_040);
+        assert_eq!(recoveries.of(&["u".into()])[0].stage, Stage::Finalize);
         recoveries.finished("u", 0, None, 1_050);
         let state = &recoveries.of(&["u".into()])[0];
         assert_eq!(state.stage, Stage::Done);
         assert_eq!((state.files_recovered, state.bytes_recovered), (2, 60));
         assert_eq!(state.files[2].recovered, 10);
         assert_eq!(state.total_millis(9_999), 50);
-        assert_eq!(state.index_millis(9_999), 40);
+        assert_eq!(state.index_millis(9_999), 30);
         assert_eq!(recovered_percent(160, 100, 60), 100.0);
         assert_eq!(recovered_percent(0, 0, 0), 0.0);
     }

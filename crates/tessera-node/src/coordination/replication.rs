@@ -442,7 +442,11 @@ fn copy_checkpoint(
             coordination.call_blocking(source, SEGMENT_FILE, &request, CALL_TIMEOUT)?;
         if recovering {
             let end = offset + bytes.len() as u64;
-            recoveries.copied(&copy.index_uuid, copy.shard, file, bytes.len() as u64, end);
+            let (chunk, now) = (
+                (bytes.len() as u64, end),
+                tessera_common::time::now_millis(),
+            );
+            recoveries.copied(&copy.index_uuid, copy.shard, file, chunk, now);
         }
         Ok(bytes)
     };
