@@ -87,6 +87,9 @@ pub struct RecoveryState {
     /// The node copied from (a `PEER` recovery's primary).
     pub source: Option<DiscoveryNode>,
     pub target: DiscoveryNode,
+    /// The replica's allocation id (a `PEER` recovery's).
+    #[serde(default)]
+    pub allocation_id: Option<String>,
     /// The files of the commit recovered to, and of those the ones the copy already held.
     pub files_total: u64,
     pub files_reused: u64,
@@ -154,6 +157,7 @@ impl RecoveryState {
             stop_millis: None,
             source,
             target,
+            allocation_id: None,
             files_total: 0,
             files_reused: 0,
             files_recovered: 0,
@@ -265,14 +269,37 @@ type Copy = (String, u32);
 #[derive(Default)]
 pub struct Recoveries {
     states: Mutex<HashMap<Copy, RecoveryState>>,
+    /// A done recovery of a replica recovering again under the same allocation id (the node
+    /// may start a recovery again before the routing shows the first one's end): it stands
+    /// unless the new one copies something.
+    earlier: Mutex<HashMap<Copy, RecoveryState>>,
     lags: Mutex<HashMap<Copy, ReplicaLag>>,
 }
 
 impl Recoveries {
-    /// Records a new recovery of a copy, replacing the one before.
+    /// Records a new recovery of a copy, replacing the one before (see
+    /// [`Recoveries::finished`] for a replica's recovery repeated under its allocation id).
     pub fn start(&self, state: RecoveryState) {
         let key = (state.index_uuid.clone(), state.shard);
-        self.states.lock().unwrap().insert(key, state);
+        let allocation_id = state.allocation_id.clone();
+        let before = self.states.lock().unwrap().insert(key.clone(), state);
+        let mut earlier = self.earlier.lock().unwrap();
+        match before {
+            Some(before)
+                if before.stage == Stage::Done
+                    && allocation_id.is_some()
+                    && before.allocation_id == allocation_id =>
+            {
+                earlier.insert(key, before);
+            }
+            // a repeat of a repeat keeps the first
+            _ if earlier
+                .get(&key)
+                .is_some_and(|e| allocation_id.is_some() && e.allocation_id == allocation_id) => {}
+            _ => {
+                earlier.remove(&key);
+            }
+        }
     }
 
     /// Changes the recovery of a copy, when there is one.
@@ -288,8 +315,15 @@ impl Recoveries {
     }
 
     /// A primary about to be opened on this node: `EXISTING_STORE` when its directory holds a
-    /// commit, else `EMPTY_STORE`; [`Recoveries::opened`] records it once open.
-    pub fn opening_primary(&self, index: &IndexService, shard: u32) -> Opening {
+    /// commit, else `EMPTY_STORE`; [`Recoveries::opened`] records it once open. None when the
+    /// copy is open already (or opening): an open asked for twice records the first only.
+    pub fn opening_primary(&self, index: &IndexService, shard: u32) -> Option<Opening> {
+        if !matches!(
+            index.shard_slots().get(shard as usize),
+            Some(ShardSlot::Unallocated)
+        ) {
+            return None;
+        }
         let commit = index
             .path()
             .join(shard.to_string())
@@ -301,18 +335,21 @@ impl Recoveries {
             RecoveryType::EmptyStore
         };
         let meta = index.metadata();
-        Opening {
+        Some(Opening {
             index_uuid: meta.uuid.clone(),
             index: meta.name.clone(),
             shard,
             kind,
             start_millis: tessera_common::time::now_millis(),
-        }
+        })
     }
 
     /// Records the primary [`Recoveries::opening_primary`] announced: done when it opened,
     /// failed when it did not.
-    pub fn opened(&self, opening: Opening, target: &DiscoveryNode, slot: &ShardSlot) {
+    pub fn opened(&self, opening: Option<Opening>, target: &DiscoveryNode, slot: &ShardSlot) {
+        let Some(opening) = opening else {
+            return;
+        };
         let failure = match slot {
             ShardSlot::Started(copy) if !copy.is_replica() => None,
             ShardSlot::Failed(failure) => Some(failure.error.to_string()),
@@ -386,8 +423,21 @@ impl Recoveries {
         });
     }
 
-    /// The recovery ended: done (every file it lacked copied), or failed.
+    /// The recovery ended: done (every file it lacked copied), or failed. A repeated recovery
+    /// of a replica (same allocation id as a done one) that copied nothing, or failed, gives
+    /// way to the done one: that is how the copy got its files.
     pub fn finished(&self, index_uuid: &str, shard: u32, failure: Option<String>, now: i64) {
+        let key = (index_uuid.to_string(), shard);
+        if let Some(earlier) = self.earlier.lock().unwrap().remove(&key) {
+            let mut states = self.states.lock().unwrap();
+            if states
+                .get(&key)
+                .is_some_and(|s| failure.is_some() || s.files_reused == s.files_total)
+            {
+                states.insert(key, earlier);
+                return;
+            }
+        }
         self.update(index_uuid, shard, |state| {
             state.stop_millis = Some(now);
             if state.index_start_millis.is_some() && state.index_stop_millis.is_none() {
@@ -554,6 +604,37 @@ mod tests {
         assert_eq!(states.len(), 2);
         assert_eq!(states[0].failure, None);
         assert!(recoveries.of(&["other".into()]).is_empty());
+    }
+
+    #[test]
+    fn a_repeated_recovery_that_copies_nothing_leaves_the_first() {
+        let recoveries = Recoveries::default();
+        let with_id = |id: &str| RecoveryState {
+            allocation_id: Some(id.into()),
+            ..peer(0)
+        };
+        let files = vec![file("a", 100)];
+        recoveries.start(with_id("x"));
+        recoveries.copying("u", 0, &files, &files, 1_010);
+        recoveries.finished("u", 0, None, 1_050);
+        // again, everything held: the first stands
+        for failure in [None, Some("gone".to_string())] {
+            recoveries.start(with_id("x"));
+            recoveries.copying("u", 0, &files, &[], 2_010);
+            assert_eq!(recoveries.of(&["u".into()])[0].stage, Stage::Index);
+            recoveries.finished("u", 0, failure, 2_050);
+            let state = &recoveries.of(&["u".into()])[0];
+            assert_eq!(
+                (state.bytes_recovered, state.stop_millis),
+                (100, Some(1_050))
+            );
+        }
+        // a new allocation's recovery replaces it, whatever it copied
+        recoveries.start(with_id("y"));
+        recoveries.copying("u", 0, &files, &[], 3_010);
+        recoveries.finished("u", 0, None, 3_050);
+        let state = &recoveries.of(&["u".into()])[0];
+        assert_eq!((state.bytes_reused, state.stop_millis), (100, Some(3_050)));
     }
 
     #[test]

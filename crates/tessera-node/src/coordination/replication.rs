@@ -373,7 +373,11 @@ pub(crate) fn replicate(
             local,
             now,
         );
-        recoveries.start(state);
+        let allocation_id = allocation_id.map(String::from);
+        recoveries.start(RecoveryState {
+            allocation_id,
+            ..state
+        });
     }
     let outcome = copy_checkpoint(
         coordination,
