@@ -5,7 +5,7 @@ use axum::http::Method;
 use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
-    allocation, bulk, cat, cluster, documents, indices, nodes, root, search, stats,
+    allocation, bulk, cat, cluster, documents, indices, nodes, recovery, root, search, stats,
 };
 use crate::router::Route;
 
@@ -31,6 +31,47 @@ const CLUSTER_STATE: &[&str] = &[
     "flat_settings",
     "master_timeout",
     "cluster_manager_timeout",
+];
+
+/// The URL parameters of `_cat/recovery`: the `_cat` ones, and `_recovery`'s.
+const CAT_RECOVERY: &[&str] = &[
+    "format",
+    "h",
+    "help",
+    "s",
+    "v",
+    "bytes",
+    "time",
+    "local",
+    "master_timeout",
+    "cluster_manager_timeout",
+    "expand_wildcards",
+    "ignore_unavailable",
+    "allow_no_indices",
+    "active_only",
+    "detailed",
+];
+
+/// The URL parameters of `_cat/segment_replication`: the `_cat` ones, and its filters.
+const CAT_SEGMENT_REPLICATION: &[&str] = &[
+    "format",
+    "h",
+    "help",
+    "s",
+    "v",
+    "bytes",
+    "time",
+    "local",
+    "master_timeout",
+    "cluster_manager_timeout",
+    "expand_wildcards",
+    "ignore_unavailable",
+    "allow_no_indices",
+    "active_only",
+    "completed_only",
+    "detailed",
+    "shards",
+    "timeout",
 ];
 
 const GET: Method = Method::GET;
@@ -294,6 +335,43 @@ pub fn all() -> Vec<Route> {
             pattern: "/{index}/_stats/{metric}",
             params: STATS_PARAMS,
             handler: handler!(stats::stats),
+        },
+        // recoveries
+        Route {
+            methods: &[GET],
+            pattern: "/_recovery",
+            params: recovery::RECOVERY_PARAMS,
+            handler: handler!(recovery::recovery),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/{index}/_recovery",
+            params: recovery::RECOVERY_PARAMS,
+            handler: handler!(recovery::recovery),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/recovery",
+            params: CAT_RECOVERY,
+            handler: handler!(recovery::cat_recovery),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/recovery/{index}",
+            params: CAT_RECOVERY,
+            handler: handler!(recovery::cat_recovery),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/segment_replication",
+            params: CAT_SEGMENT_REPLICATION,
+            handler: handler!(recovery::cat_segment_replication),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/segment_replication/{index}",
+            params: CAT_SEGMENT_REPLICATION,
+            handler: handler!(recovery::cat_segment_replication),
         },
         // nodes
         Route {

@@ -585,3 +585,172 @@ fn a_primary_frozen_past_its_lease_cannot_acknowledge_a_write_the_new_primary_la
     };
     assert_eq!(contents("_primary"), contents("_replica"));
 }
+
+#[test]
+fn recoveries_and_replica_lag_are_reported_by_every_node() {
+    let cluster = Cluster::start(3);
+    cluster
+        .node(0)
+        .put(
+            "/recovered",
+            &json!({"settings": {"number_of_shards": 2, "number_of_replicas": 0}}),
+        )
+        .ok();
+    let bulk = cluster
+        .node(1)
+        .bulk("/_bulk?refresh=true", &docs_ndjson("recovered", 0, 200))
+        .ok()
+        .json();
+    assert_eq!(bulk["errors"], false);
+    // the replicas come after the documents: their recoveries copy them
+    cluster
+        .node(0)
+        .put(
+            "/recovered/_settings",
+            &json!({"index": {"number_of_replicas": 1}}),
+        )
+        .ok();
+    green(cluster.node(2), "recovered");
+    let listed = copies(cluster.node(0), "recovered");
+    let holder = |shard: u64, prirep: &str| -> String {
+        listed
+            .iter()
+            .find(|c| c.0 == shard && c.1 == prirep)
+            .map(|c| c.3.clone())
+            .unwrap()
+    };
+
+    // every node answers for the copies it holds: a PEER recovery per replica, from the
+    // primary's node, and the primaries it opened
+    let recovery = cluster
+        .node(1)
+        .get("/recovered/_recovery")
+        .expect(200)
+        .json();
+    let shards = recovery["recovered"]["shards"].as_array().unwrap();
+    assert_eq!(shards.len(), 4, "{recovery}");
+    for shard in 0..2u64 {
+        let peer = shards
+            .iter()
+            .find(|s| s["id"] == shard && s["primary"] == false)
+            .unwrap_or_else(|| panic!("no replica of {shard}: {recovery}"));
+        assert_eq!(peer["type"], "PEER", "{peer}");
+        assert_eq!(peer["stage"], "DONE", "{peer}");
+        assert_eq!(peer["source"]["name"], holder(shard, "p"), "{peer}");
+        assert_eq!(peer["target"]["name"], holder(shard, "r"), "{peer}");
+        assert!(peer["source"]["transport_address"].is_string(), "{peer}");
+        let size = &peer["index"]["size"];
+        assert!(size["total_in_bytes"].as_u64().unwrap() > 0, "{peer}");
+        assert!(size["recovered_in_bytes"].as_u64().unwrap() > 0, "{peer}");
+        assert_eq!(size["percent"], "100.0%", "{peer}");
+        assert!(
+            peer["index"]["files"]["recovered"].as_u64().unwrap() > 0,
+            "{peer}"
+        );
+        assert_eq!(peer["translog"]["percent"], "100.0%", "{peer}");
+        let primary = shards
+            .iter()
+            .find(|s| s["id"] == shard && s["primary"] == true)
+            .unwrap_or_else(|| panic!("no primary of {shard}: {recovery}"));
+        assert_eq!(primary["type"], "EMPTY_STORE", "{primary}");
+        assert_eq!(primary["stage"], "DONE", "{primary}");
+        assert_eq!(primary["source"], json!({}), "{primary}");
+        assert_eq!(primary["target"]["name"], holder(shard, "p"), "{primary}");
+    }
+    let all = cluster.node(2).get("/_recovery").expect(200).json();
+    assert_eq!(all["recovered"], recovery["recovered"]);
+    let detailed = cluster
+        .node(0)
+        .get("/recovered/_recovery?detailed=true")
+        .expect(200)
+        .json();
+    for shard in detailed["recovered"]["shards"].as_array().unwrap() {
+        let files = &shard["index"]["files"];
+        let details = files["details"].as_array().unwrap();
+        assert_eq!(
+            details.len() as u64,
+            files["total"].as_u64().unwrap(),
+            "{shard}"
+        );
+        let copied: u64 = details
+            .iter()
+            .map(|f| f["recovered_in_bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            copied, shard["index"]["size"]["recovered_in_bytes"],
+            "{shard}"
+        );
+    }
+    let active = cluster
+        .node(0)
+        .get("/_recovery?active_only=true&detailed=true")
+        .expect(200)
+        .json();
+    assert_eq!(active, json!({}));
+    cluster
+        .node(0)
+        .get("/_recovery?nope=1")
+        .expect_error(400, "illegal_argument_exception");
+
+    // the same rows in _cat/recovery
+    let rows = cluster
+        .node(0)
+        .get("/_cat/recovery/recovered?format=json")
+        .expect(200)
+        .json();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for shard in shards {
+        let id = shard["id"].to_string();
+        let row = rows
+            .iter()
+            .find(|r| r["shard"] == id.as_str() && r["target_node"] == shard["target"]["name"])
+            .unwrap_or_else(|| panic!("no row for {shard}: {rows:?}"));
+        assert_eq!(
+            row["type"],
+            shard["type"].as_str().unwrap().to_lowercase(),
+            "{row}"
+        );
+        assert_eq!(row["stage"], "done", "{row}");
+        assert_eq!(
+            row["bytes_total"],
+            shard["index"]["size"]["total_in_bytes"].to_string(),
+            "{row}"
+        );
+        let source = shard["source"]["name"].as_str().unwrap_or("n/a");
+        assert_eq!(row["source_node"], source, "{row}");
+        assert_eq!(row["repository"], "n/a", "{row}");
+    }
+
+    // after a refresh every replica holds its primary's newest checkpoint
+    cluster
+        .node(2)
+        .bulk("/_bulk", &docs_ndjson("recovered", 200, 50))
+        .ok();
+    cluster.node(0).post_empty("/recovered/_refresh").ok();
+    let lag = cluster
+        .node(1)
+        .get("/_cat/segment_replication?format=json")
+        .expect(200)
+        .json();
+    let lag = lag.as_array().unwrap();
+    assert_eq!(lag.len(), 2, "{lag:?}");
+    for shard in 0..2u64 {
+        let row = lag
+            .iter()
+            .find(|r| r["shardId"] == format!("[recovered][{shard}]"))
+            .unwrap_or_else(|| panic!("no replica of {shard}: {lag:?}"));
+        assert_eq!(row["target_node"], holder(shard, "r"), "{row}");
+        assert_eq!(row["checkpoints_behind"], "0", "{row}");
+        assert_eq!(row["bytes_behind"], "0b", "{row}");
+        assert_eq!(row["current_lag"], "0s", "{row}");
+        assert_eq!(row["rejected_requests"], "0", "{row}");
+    }
+    let text = cluster
+        .node(2)
+        .get("/_cat/segment_replication/recovered?v&h=shardId,checkpoints_behind")
+        .expect(200)
+        .body;
+    assert!(text.starts_with("shardId"), "{text}");
+    assert_eq!(text.lines().count(), 3, "{text}");
+}

@@ -15,6 +15,7 @@ pub mod actions;
 pub mod applier;
 pub mod manager;
 pub mod membership;
+pub mod recovery_state;
 pub mod replication;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -561,7 +562,11 @@ impl Coordination {
     fn open_shard(self: &Arc<Self>, node: &Arc<Node>, index: Arc<IndexService>, shard: u32) {
         let this = self.clone();
         let opened = node.pools.management.execute(move || {
+            let opening = this.replication.recoveries.opening_primary(&index, shard);
             let slot = index.allocate_shard(shard);
+            this.replication
+                .recoveries
+                .opened(opening, this.local(), &slot);
             let state = this.holder.current();
             // under the shard's term before it takes writes (the routing starts it after this)
             if let (ShardSlot::Started(copy), Some(table)) = (

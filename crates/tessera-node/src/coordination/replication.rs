@@ -44,6 +44,7 @@ use tessera_search::messages::{decode, encode};
 
 use super::actions::{coordination_of, node_of, NodeCell, SHARD_REPORT};
 use super::manager::ShardReport;
+use super::recovery_state::{Recoveries, RecoveryState, RecoveryType};
 use super::Coordination;
 use crate::node::Node;
 use crate::write::ShardInfo;
@@ -115,6 +116,8 @@ pub struct Replication {
     /// Allocation ids of replicas whose recovery this node's primaries started: every write
     /// since must reach them, or their recovery fails.
     recovery_started: Mutex<HashSet<String>>,
+    /// The recoveries of this node's copies, and how far its replicas are behind.
+    pub(crate) recoveries: Recoveries,
 }
 
 impl Default for Replication {
@@ -124,6 +127,7 @@ impl Default for Replication {
             source: ThreadPool::new("replication_source", 2, 10_000),
             recovering: Mutex::new(HashSet::new()),
             recovery_started: Mutex::new(HashSet::new()),
+            recoveries: Recoveries::default(),
         }
     }
 }
@@ -206,6 +210,13 @@ pub(crate) fn register(handlers: &mut Handlers, node: &NodeCell) {
                 let node = node?;
                 let published: Published = decode(&body)?;
                 let coordination = coordination_of(&node)?;
+                let arrived = tessera_common::time::now_millis();
+                let recoveries = &coordination.replication.recoveries;
+                recoveries.published(
+                    &published.copy.index_uuid,
+                    published.copy.shard,
+                    &published.checkpoint,
+                );
                 let here = node.clone();
                 let worker = coordination.clone();
                 coordination
@@ -215,13 +226,17 @@ pub(crate) fn register(handlers: &mut Handlers, node: &NodeCell) {
                         let index = here
                             .index_by_uuid(&published.copy.index_uuid)
                             .ok_or_else(|| Error::index_not_found(&published.copy.index_uuid))?;
+                        let copy = published.copy.clone();
                         replicate(
                             &worker,
                             &index,
-                            published.copy.shard,
+                            copy.shard,
                             Some(published.checkpoint),
                             None,
-                        )
+                        )?;
+                        let recoveries = &worker.replication.recoveries;
+                        recoveries.applied(&copy.index_uuid, copy.shard, arrived);
+                        Ok(())
                     })
                     .await?;
                 encode(&())
@@ -343,6 +358,58 @@ pub(crate) fn replicate(
         index_uuid: index.metadata().uuid.clone(),
         shard,
     };
+    let recoveries = &coordination.replication.recoveries;
+    let recovering = checkpoint.is_none();
+    if recovering {
+        let (local, now) = (
+            coordination.local().clone(),
+            tessera_common::time::now_millis(),
+        );
+        let state = RecoveryState::new(
+            index,
+            shard,
+            RecoveryType::Peer,
+            Some(source.clone()),
+            local,
+            now,
+        );
+        let allocation_id = allocation_id.map(String::from);
+        recoveries.start(RecoveryState {
+            allocation_id,
+            ..state
+        });
+    }
+    let outcome = copy_checkpoint(
+        coordination,
+        &replica,
+        &copy,
+        &source,
+        checkpoint,
+        allocation_id,
+    );
+    if recovering {
+        let failure = outcome.as_ref().err().map(|e| e.to_string());
+        recoveries.finished(
+            &copy.index_uuid,
+            shard,
+            failure,
+            tessera_common::time::now_millis(),
+        );
+    }
+    outcome
+}
+
+/// [`replicate`]'s copy: a recovery (no `checkpoint`) is counted in the node's recoveries.
+fn copy_checkpoint(
+    coordination: &Coordination,
+    replica: &Shard,
+    copy: &CopyOf,
+    source: &DiscoveryNode,
+    checkpoint: Option<ReplicationCheckpoint>,
+    allocation_id: Option<&str>,
+) -> Result<bool> {
+    let recoveries = &coordination.replication.recoveries;
+    let recovering = checkpoint.is_none();
     let checkpoint = match (checkpoint, allocation_id) {
         (Some(checkpoint), _) => checkpoint,
         (None, Some(allocation_id)) => {
@@ -351,7 +418,18 @@ pub(crate) fn replicate(
                 allocation_id: allocation_id.to_string(),
                 state_version: coordination.holder.current().version,
             };
-            coordination.call_blocking(&source, START_RECOVERY, &request, CALL_TIMEOUT)?
+            let checkpoint: ReplicationCheckpoint =
+                coordination.call_blocking(source, START_RECOVERY, &request, CALL_TIMEOUT)?;
+            let missing = replica.missing_files(&checkpoint);
+            let now = tessera_common::time::now_millis();
+            recoveries.copying(
+                &copy.index_uuid,
+                copy.shard,
+                &checkpoint.files,
+                &missing,
+                now,
+            );
+            checkpoint
         }
         (None, None) => return Err(Error::illegal_state("a recovery names its replica")),
     };
@@ -364,7 +442,17 @@ pub(crate) fn replicate(
             offset,
             len: len.min(CHUNK_BYTES) as u32,
         };
-        coordination.call_blocking(&source, SEGMENT_FILE, &request, CALL_TIMEOUT)
+        let bytes: Vec<u8> =
+            coordination.call_blocking(source, SEGMENT_FILE, &request, CALL_TIMEOUT)?;
+        if recovering {
+            let end = offset + bytes.len() as u64;
+            let (chunk, now) = (
+                (bytes.len() as u64, end),
+                tessera_common::time::now_millis(),
+            );
+            recoveries.copied(&copy.index_uuid, copy.shard, file, chunk, now);
+        }
+        Ok(bytes)
     };
     replica.apply_checkpoint(&checkpoint, &mut fetch)
 }
@@ -585,6 +673,12 @@ pub(crate) fn publish_primaries(coordination: &Arc<Coordination>, index: &IndexS
 }
 
 impl Coordination {
+    /// The recoveries of this node's copies and how far its replicas are behind (`_recovery`,
+    /// `_cat/recovery`, `_cat/segment_replication`).
+    pub fn recoveries(&self) -> &Recoveries {
+        &self.replication.recoveries
+    }
+
     /// Publishes the new commit of this node's primary of `shard` to its replicas, without
     /// waiting for them (see [`publish`]); called after each commit.
     pub(crate) fn publish_later(self: &Arc<Self>, index: Arc<IndexService>, shard: u32) {

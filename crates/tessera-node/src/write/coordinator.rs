@@ -313,12 +313,9 @@ pub(super) async fn execute(
             })
             .unzip();
         let outcome: NodeWriteFuture = match node.coordination() {
-            Some(coordination) => Box::pin(coordination.send_while_member(
-                &target,
-                WRITE_SHARDS,
-                &requests,
-                None,
-            )),
+            Some(coordination) => {
+                Box::pin(coordination.send_while_member(&target, WRITE_SHARDS, &requests, None))
+            }
             None => Box::pin(async {
                 Err(Error::illegal_state(
                     "a single node has no remote primaries",

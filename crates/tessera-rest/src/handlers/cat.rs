@@ -38,6 +38,10 @@ const ENDPOINTS: &[&str] = &[
     "/_cat/master",
     "/_cat/thread_pool",
     "/_cat/thread_pool/{thread_pool_patterns}",
+    "/_cat/recovery",
+    "/_cat/recovery/{index}",
+    "/_cat/segment_replication",
+    "/_cat/segment_replication/{index}",
 ];
 
 /// `GET /_cat`.

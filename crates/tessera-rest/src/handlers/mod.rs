@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod documents;
 pub mod indices;
 pub mod nodes;
+pub mod recovery;
 pub mod reports;
 pub mod root;
 pub mod search;

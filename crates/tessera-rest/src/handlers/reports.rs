@@ -1,5 +1,6 @@
 //! The node-local reports behind the cluster-wide APIs (`_nodes`, `_nodes/stats`, `_cat/nodes`,
-//! `_cat/segments`, `_cat/allocation`, `_stats`): [`install`] gives the node the hook
+//! `_cat/segments`, `_cat/allocation`, `_stats`, `_recovery`, `_cat/recovery`,
+//! `_cat/segment_replication`): [`install`] gives the node the hook
 //! `Node::fan_out` runs on every node of the cluster (here directly, elsewhere through the
 //! `cluster:monitor/nodes/report[n]` transport action), and the helpers here merge the answers.
 
@@ -9,6 +10,7 @@ use serde_json::{json, Map, Value};
 use tessera_cluster::DiscoveryNode;
 use tessera_common::{Error, Result};
 use tessera_index::IndexService;
+use tessera_node::coordination::recovery_state::{RecoveryState, RecoveryType, Stage};
 use tessera_node::process_stats;
 use tessera_node::Node;
 
@@ -25,6 +27,12 @@ pub const DISK: &str = "fs/allocation";
 /// `_stats` sections of the copies this node holds, by index uuid; params
 /// `{"index_uuids": [...]}`.
 pub const INDEX_STATS: &str = "indices/stats";
+
+/// The recoveries of the copies this node holds (`RecoveryState`s); params
+/// `{"index_uuids": [...]}`.
+pub const RECOVERY: &str = "indices/recovery";
+/// How far this node's replicas are behind their primaries; params `{"index_uuids": [...]}`.
+pub const SEGMENT_REPLICATION: &str = "indices/segment_replication";
 
 /// Installs the reports on `node` (holding it weakly: the node holds the hook).
 pub fn install(node: &Arc<Node>) {
@@ -163,10 +171,93 @@ async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
                 })
                 .await
         }
+        RECOVERY => {
+            let uuids = uuids(&params);
+            node.pools
+                .management
+                .run(move || Ok(Value::Array(recoveries(&worker, &uuids))))
+                .await
+        }
+        SEGMENT_REPLICATION => {
+            let uuids = uuids(&params);
+            node.pools
+                .management
+                .run(move || Ok(Value::Array(replica_lags(&worker, &uuids))))
+                .await
+        }
         other => Err(Error::illegal_argument(format!(
             "unknown node report [{other}]"
         ))),
     }
+}
+
+/// The recoveries of this node's copies of `uuids`, as `RecoveryState` JSON. A member keeps
+/// them as its copies open and recover; a single node has no copies to recover from, and
+/// answers for its started primaries: `EMPTY_STORE` for an index created since it started,
+/// else `EXISTING_STORE`, done when the node or the index started.
+fn recoveries(node: &Node, uuids: &[String]) -> Vec<Value> {
+    if let Some(coordination) = node.coordination() {
+        // a failed recovery is tried again (or the copy goes elsewhere); a copy no longer
+        // here has no recovery to show
+        let held = |state: &RecoveryState| {
+            node.index_by_uuid(&state.index_uuid)
+                .is_some_and(|index| index.shard(state.shard).is_ok())
+        };
+        return coordination
+            .recoveries()
+            .of(uuids)
+            .iter()
+            .filter(|state| state.failure.is_none() && held(state))
+            .filter_map(|state| serde_json::to_value(state).ok())
+            .collect();
+    }
+    let target = node.local_node();
+    let mut states = Vec::new();
+    for uuid in uuids {
+        let Some(index) = node.index_by_uuid(uuid) else {
+            continue;
+        };
+        let created = index.metadata().creation_date;
+        let (kind, at) = if created >= node.started_millis {
+            (RecoveryType::EmptyStore, created)
+        } else {
+            (RecoveryType::ExistingStore, node.started_millis)
+        };
+        for shard in index.shards().iter().filter(|s| !s.is_replica()) {
+            let mut state =
+                RecoveryState::new(&index, shard.shard_id, kind, None, target.clone(), at);
+            state.stage = Stage::Done;
+            state.stop_millis = Some(at);
+            states.extend(serde_json::to_value(&state).ok());
+        }
+    }
+    states
+}
+
+/// How far this node's replicas of `uuids` are behind the newest checkpoint their primaries
+/// published to them (see `ReplicaLag::behind`); none on a single node.
+fn replica_lags(node: &Node, uuids: &[String]) -> Vec<Value> {
+    let Some(coordination) = node.coordination() else {
+        return Vec::new();
+    };
+    let now = tessera_common::time::now_millis();
+    let mut rows = Vec::new();
+    for uuid in uuids {
+        let Some(index) = node.index_by_uuid(uuid) else {
+            continue;
+        };
+        for replica in index.shards().iter().filter(|s| s.is_replica()) {
+            let lag = coordination.recoveries().lag(uuid, replica.shard_id);
+            let held = replica.replica_checkpoint();
+            let behind = lag.behind(held.as_ref(), |c| replica.missing_files(c), now);
+            rows.push(json!({
+                "index_uuid": uuid,
+                "shard": replica.shard_id,
+                "behind": behind,
+            }));
+        }
+    }
+    rows
 }
 
 /// The indices this node has open (in a cluster, every index of the state: its figures count
@@ -293,6 +384,49 @@ mod tests {
         let other = none.clone();
         add_json(&mut none, &other);
         assert_eq!(none["concurrent_avg_slice_count"], 0.0);
+    }
+
+    #[test]
+    fn a_single_node_reports_its_primaries_as_opened_from_their_store() {
+        use tessera_common::settings::Settings;
+        use tessera_mapping::Mapping;
+        use tessera_node::NodeConfig;
+
+        let dir = tempfile::tempdir().unwrap();
+        let config = || NodeConfig {
+            data_path: dir.path().join("data"),
+            ..NodeConfig::default()
+        };
+        let node = Node::start(config()).unwrap();
+        let settings = Settings::from_json(&json!({"index.number_of_shards": 2})).unwrap();
+        let index = node
+            .create_index("fresh", settings, Mapping::default())
+            .unwrap();
+        let uuid = index.metadata().uuid.clone();
+        let states = recoveries(&node, std::slice::from_ref(&uuid));
+        assert_eq!(states.len(), 2, "{states:?}");
+        for (shard, state) in states.iter().enumerate() {
+            assert_eq!(state["shard"], shard as u64);
+            assert_eq!(state["kind"], "EMPTY_STORE");
+            assert_eq!(state["stage"], "DONE");
+            assert_eq!(state["primary"], true);
+            assert_eq!(state["source"], Value::Null);
+            assert_eq!(state["target"]["id"], node.node_id.as_str());
+        }
+        assert!(replica_lags(&node, std::slice::from_ref(&uuid)).is_empty());
+        node.shutdown();
+        drop(node);
+
+        // started again: the shards come from the store
+        let node = Node::start(config()).unwrap();
+        node.wait_for_shards();
+        let states = recoveries(&node, &[uuid]);
+        assert_eq!(states.len(), 2, "{states:?}");
+        assert!(
+            states.iter().all(|s| s["kind"] == "EXISTING_STORE"),
+            "{states:?}"
+        );
+        node.shutdown();
     }
 
     #[test]
