@@ -223,9 +223,9 @@ pub(crate) fn write_here(
     })
 }
 
-/// `(wanted, have, needed)` when the shard of `request` has fewer active copies (its primary counts)
-/// than the request's `wait_for_active_shards` asks (or the index's
-/// `index.write.wait_for_active_shards`); `None` when it has enough.
+/// `(wanted, have, needed)` when the shard of `request` has fewer active copies (its primary
+/// counts) than the request's `wait_for_active_shards` asks (or the index's
+/// `index.write.wait_for_active_shards`); `None` when it has enough, or no active primary.
 fn copies_short(node: &Node, request: &ShardWriteRequest) -> Option<(ActiveShards, u32, u32)> {
     let index = node
         .index(&request.index)
@@ -238,7 +238,8 @@ fn copies_short(node: &Node, request: &ShardWriteRequest) -> Option<(ActiveShard
     };
     let needed = wanted.needed(meta.number_of_replicas());
     let have = node.active_copies(&meta.name, &meta.uuid, request.shard_id);
-    (have < needed).then_some((wanted, have, needed))
+    // a primary that is not active fails the write with its own reason at once
+    (have > 0 && have < needed).then_some((wanted, have, needed))
 }
 
 /// Waits (up to the request's timeout) until the shard of `request` has the active copies it
