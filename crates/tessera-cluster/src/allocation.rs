@@ -207,7 +207,69 @@ pub fn reroute_with(
             changed.insert(name.clone(), routing);
         }
     }
+    if changed.is_empty() && enable == AllocationEnable::All {
+        if let Some((name, routing)) = rebalance(state) {
+            changed.insert(name, routing);
+        }
+    }
     changed
+}
+
+/// Moves one replica from the data node holding the most copies to the one holding the fewest
+/// when they differ by two or more (a node joined, or came back after its copies were
+/// recovered elsewhere): a new replica of the shard starts initializing on the emptier node
+/// while the old one keeps serving as `RELOCATING`, and goes once the new one has started
+/// ([`replica_started`]). Only in a settled cluster (nothing initializing or relocating), one
+/// move at a time.
+fn rebalance(state: &ClusterState) -> Option<(String, IndexRouting)> {
+    let settled = state.indices.values().all(|index| {
+        index.routing.shards.iter().all(|table| {
+            table.copies.iter().all(|copy| {
+                !matches!(
+                    copy.state,
+                    ShardState::Initializing | ShardState::Relocating
+                )
+            })
+        })
+    });
+    if !settled {
+        return None;
+    }
+    let load = copies_per_node(state);
+    let (emptiest, low) = load.iter().min_by_key(|(_, count)| **count)?;
+    let (fullest, high) = load.iter().max_by_key(|(_, count)| **count)?;
+    if high.saturating_sub(*low) < 2 {
+        return None;
+    }
+    for (name, index) in &state.indices {
+        for (shard, table) in index.routing.shards.iter().enumerate() {
+            let on_emptiest = table
+                .copies
+                .iter()
+                .any(|copy| copy.node_id.as_deref() == Some(emptiest.as_str()));
+            let source = table.copies.iter().position(|copy| {
+                !copy.primary
+                    && copy.state == ShardState::Started
+                    && copy.node_id.as_deref() == Some(fullest.as_str())
+            });
+            let (Some(source), false) = (source, on_emptiest) else {
+                continue;
+            };
+            let mut routing = index.routing.clone();
+            let table = &mut routing.shards[shard];
+            table.copies[source].state = ShardState::Relocating;
+            table.copies.push(ShardRouting {
+                shard: table.shard,
+                primary: false,
+                state: ShardState::Initializing,
+                node_id: Some(emptiest.clone()),
+                allocation_id: Some(tessera_common::ids::random_uuid()),
+                unassigned: None,
+            });
+            return Some((name.clone(), routing));
+        }
+    }
+    None
 }
 
 /// Fails over: when the primary of `table` is gone (its node left, or it is unassigned) and a
@@ -231,7 +293,7 @@ fn promote(state: &ClusterState, table: &mut ShardTable, now_millis: i64) -> boo
     }
     let Some(chosen) = table.copies.iter().position(|copy| {
         !copy.primary
-            && copy.state == ShardState::Started
+            && matches!(copy.state, ShardState::Started | ShardState::Relocating)
             && live(copy)
             && copy
                 .allocation_id
@@ -278,6 +340,17 @@ fn reroute_replicas(
 ) -> bool {
     let mut touched = false;
     for table in &mut routing.shards {
+        // a relocation's source whose node left is not replaced: its target is on its way
+        let before = table.copies.len();
+        table.copies.retain(|copy| {
+            copy.primary
+                || copy.state != ShardState::Relocating
+                || copy
+                    .node_id
+                    .as_ref()
+                    .is_some_and(|node| state.nodes.contains_key(node))
+        });
+        touched |= table.copies.len() != before;
         for copy in table.copies.iter_mut().filter(|copy| !copy.primary) {
             if let Some(node) = copy
                 .node_id
@@ -424,6 +497,17 @@ pub fn replica_started(
             if !table.in_sync.iter().any(|id| id == allocation_id) {
                 table.in_sync.push(allocation_id.to_string());
             }
+            // the copy it relocates (see `rebalance`) is no longer needed
+            let moved: Vec<String> = table
+                .copies
+                .iter()
+                .filter(|copy| !copy.primary && copy.state == ShardState::Relocating)
+                .filter_map(|copy| copy.allocation_id.clone())
+                .collect();
+            table
+                .copies
+                .retain(|copy| copy.primary || copy.state != ShardState::Relocating);
+            table.in_sync.retain(|id| !moved.contains(id));
             true
         }
         _ => false,
@@ -801,5 +885,75 @@ mod tests {
             ShardState::Unassigned
         );
         assert_eq!(next["logs"].shards[0].primary_term, 1);
+    }
+
+    /// Starts every initializing copy of `routing` (primaries and replicas), as their nodes
+    /// would report.
+    fn start_all(routing: &mut IndexRouting) {
+        for shard in 0..routing.shards.len() as u32 {
+            let copies = routing.shards[shard as usize].copies.clone();
+            for copy in copies
+                .iter()
+                .filter(|c| c.state == ShardState::Initializing)
+            {
+                let node = copy.node_id.clone().unwrap();
+                if copy.primary {
+                    primary_started(routing, shard, &node);
+                } else {
+                    replica_started(routing, shard, &node, copy.allocation_id.as_ref().unwrap());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_joining_node_takes_replicas_one_move_at_a_time() {
+        let two = cluster(&["a", "b"]);
+        let mut routing = new_index(&two, 3, 1, 0);
+        start_all(&mut routing);
+        let mut state = with_index(&two, "logs", routing);
+        let next = reroute(&state, 1);
+        let mut routing = next["logs"].clone();
+        start_all(&mut routing);
+        state = with_index(&two, "logs", routing);
+        assert!(reroute(&state, 2).is_empty(), "balanced: 3 copies each");
+
+        // c joins: a replica of the fullest node moves, the old copy serving until the new starts
+        let three = state.builder().put_node(node("c")).build();
+        let mut state = three;
+        let mut moves = 0;
+        loop {
+            let next = reroute(&state, 3);
+            let Some(routing) = next.get("logs") else {
+                break;
+            };
+            let mut routing = routing.clone();
+            let relocating: Vec<_> = routing
+                .shards
+                .iter()
+                .flat_map(|t| &t.copies)
+                .filter(|c| c.state == ShardState::Relocating)
+                .collect();
+            assert_eq!(relocating.len(), 1, "one move at a time");
+            assert!(
+                reroute(&with_index(&state, "logs", routing.clone()), 4).is_empty(),
+                "nothing else while it moves"
+            );
+            start_all(&mut routing);
+            assert!(routing
+                .shards
+                .iter()
+                .all(|t| t.copies.len() == 2 && t.in_sync.len() == 2));
+            state = with_index(&state, "logs", routing);
+            moves += 1;
+            assert!(moves < 5);
+        }
+        let load = copies_per_node(&state);
+        assert_eq!(
+            load.values().copied().collect::<Vec<_>>(),
+            [2, 2, 2],
+            "{load:?}"
+        );
+        assert_eq!(moves, 2);
     }
 }

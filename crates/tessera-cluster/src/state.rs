@@ -200,7 +200,11 @@ impl IndexRouting {
     pub fn set_replica_count(&mut self, replicas: u32, now_millis: i64) -> bool {
         let mut changed = false;
         for table in &mut self.shards {
-            let have = table.replicas().count() as u32;
+            // a relocating replica is on its way out: its target takes its place
+            let have = table
+                .replicas()
+                .filter(|copy| copy.state != ShardState::Relocating)
+                .count() as u32;
             if have < replicas {
                 for _ in have..replicas {
                     table.copies.push(ShardRouting {

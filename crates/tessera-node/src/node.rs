@@ -498,6 +498,10 @@ impl Node {
             let Some(count) = counts.get_mut(table.shard as usize) else {
                 continue;
             };
+            // a relocation's target counts as its source does, active (the shard stays green)
+            let relocating = table
+                .replicas()
+                .any(|copy| copy.state == tessera_cluster::ShardState::Relocating);
             for replica in table.replicas() {
                 // a copy on a node that left is gone, whether or not the manager rerouted it
                 if !replica
@@ -510,8 +514,11 @@ impl Node {
                 match replica.state {
                     tessera_cluster::ShardState::Started
                     | tessera_cluster::ShardState::Relocating => count.active += 1,
-                    tessera_cluster::ShardState::Initializing => count.initializing += 1,
-                    tessera_cluster::ShardState::Unassigned => {}
+                    tessera_cluster::ShardState::Initializing if !relocating => {
+                        count.initializing += 1
+                    }
+                    tessera_cluster::ShardState::Initializing
+                    | tessera_cluster::ShardState::Unassigned => {}
                 }
             }
         }

@@ -754,3 +754,44 @@ fn recoveries_and_replica_lag_are_reported_by_every_node() {
     assert!(text.starts_with("shardId"), "{text}");
     assert_eq!(text.lines().count(), 3, "{text}");
 }
+
+#[test]
+fn a_node_that_joins_takes_replicas_from_the_others() {
+    let mut cluster = Cluster::start(2);
+    let created = cluster
+        .node(0)
+        .put(
+            "/spread?wait_for_active_shards=all",
+            &json!({"settings": {"number_of_shards": 3, "number_of_replicas": 1}}),
+        )
+        .ok()
+        .json();
+    assert_eq!(created["shards_acknowledged"], true, "{created}");
+    cluster
+        .node(1)
+        .bulk("/_bulk?refresh=true", &docs_ndjson("spread", 0, 300))
+        .ok();
+    cluster.add_node(2);
+    cluster.wait_for_nodes(3);
+    // two moves bring 3 + 3 + 0 copies to 2 + 2 + 2, each new copy recovered before the old goes
+    eventually("the copies spread over the three nodes", || {
+        let listed = copies(cluster.node(0), "spread");
+        let per_node = |name: &str| listed.iter().filter(|c| c.3 == name).count();
+        listed.len() == 6
+            && listed.iter().all(|c| c.2 == "STARTED")
+            && (0..3).all(|i| per_node(&format!("node-{i}")) == 2)
+    });
+    green(cluster.node(2), "spread");
+    let listed = copies(cluster.node(2), "spread");
+    for shard in 0..3u64 {
+        let docs: BTreeSet<Option<u64>> = listed
+            .iter()
+            .filter(|c| c.0 == shard)
+            .map(|c| c.4)
+            .collect();
+        assert_eq!(docs.len(), 1, "copies of shard {shard} differ: {listed:?}");
+    }
+    for i in 0..3 {
+        assert_eq!(cluster.node(i).count("spread"), 300);
+    }
+}
