@@ -339,7 +339,17 @@ fn reroute_replicas(
     enable: AllocationEnable,
 ) -> bool {
     let mut touched = false;
-    for table in &mut routing.shards {
+    // the replica of shard i prefers the node of the primary of shard i + 1 among the least
+    // loaded: primaries spread one per node make replicas spread one per node too (choosing
+    // greedily among ties left the last replica two nodes that already held two copies)
+    let primary_nodes: Vec<Option<String>> = routing
+        .shards
+        .iter()
+        .map(|table| table.primary().and_then(|p| p.node_id.clone()))
+        .collect();
+    let shards = routing.shards.len();
+    for (position, table) in routing.shards.iter_mut().enumerate() {
+        let preferred = primary_nodes[(position + 1) % shards].as_ref();
         // a relocation's source whose node left is not replaced: its target is on its way
         let before = table.copies.len();
         table.copies.retain(|copy| {
@@ -378,7 +388,8 @@ fn reroute_replicas(
             if copy.state != ShardState::Unassigned {
                 continue;
             }
-            let Some(node) = replica_target(copy.unassigned.as_ref(), &holders, load) else {
+            let Some(node) = replica_target(copy.unassigned.as_ref(), &holders, load, preferred)
+            else {
                 continue;
             };
             *load.get_mut(&node).expect("a target is a data node") += 1;
@@ -394,12 +405,13 @@ fn reroute_replicas(
 }
 
 /// Where an unassigned replica goes: the node that held it last when it left (its files are
-/// there), else the least loaded data node holding no copy of the shard, avoiding the node it
-/// failed on while another will do.
+/// there), else the least loaded data node holding no copy of the shard (`preferred` among
+/// equals), avoiding the node it failed on while another will do.
 fn replica_target(
     info: Option<&UnassignedInfo>,
     holders: &[String],
     load: &BTreeMap<String, usize>,
+    preferred: Option<&String>,
 ) -> Option<String> {
     let eligible = |node: &String| !holders.contains(node);
     let last = info.and_then(|info| info.last_node.as_ref());
@@ -414,7 +426,7 @@ fn replica_target(
     let least = |avoid: Option<&String>| {
         load.iter()
             .filter(|(node, _)| eligible(node) && Some(*node) != avoid)
-            .min_by_key(|(_, count)| **count)
+            .min_by_key(|(node, count)| (**count, Some(*node) != preferred))
             .map(|(node, _)| node.clone())
     };
     least(failed_on).or_else(|| least(None))
@@ -955,5 +967,35 @@ mod tests {
             "{load:?}"
         );
         assert_eq!(moves, 2);
+    }
+
+    #[test]
+    fn replicas_of_an_index_spread_one_per_node_as_its_primaries_start() {
+        for order in [[0u32, 1, 2], [2, 1, 0], [1, 0, 2]] {
+            let state = cluster(&["a", "b", "c"]);
+            let mut routing = new_index(&state, 3, 1, 0);
+            let mut state = with_index(&state, "logs", routing.clone());
+            // the primaries start one at a time, the manager rerouting after each
+            for shard in order {
+                let node = routing.shards[shard as usize]
+                    .primary()
+                    .unwrap()
+                    .node_id
+                    .clone()
+                    .unwrap();
+                assert!(primary_started(&mut routing, shard, &node));
+                state = with_index(&state, "logs", routing.clone());
+                if let Some(next) = reroute(&state, 1).remove("logs") {
+                    routing = next;
+                    state = with_index(&state, "logs", routing.clone());
+                }
+            }
+            let load = copies_per_node(&state);
+            assert_eq!(
+                load.values().copied().collect::<Vec<_>>(),
+                [2, 2, 2],
+                "{order:?}"
+            );
+        }
     }
 }

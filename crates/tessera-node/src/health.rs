@@ -33,6 +33,17 @@ impl Status {
     }
 }
 
+/// What `_cluster/health` waits for (besides its nodes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HealthWait {
+    /// `wait_for_status`: this status or better.
+    pub status: Option<Status>,
+    /// `wait_for_no_relocating_shards`.
+    pub no_relocating: bool,
+    /// `wait_for_no_initializing_shards`.
+    pub no_initializing: bool,
+}
+
 /// Shard counts of one index.
 /// Where a primary shard stands on this node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +65,7 @@ pub struct IndexHealth {
     pub active_shards: u32,
     pub initializing_shards: u32,
     pub unassigned_shards: u32,
+    pub relocating_shards: u32,
     /// Each primary's state, by shard id.
     pub primaries: Vec<PrimaryState>,
     /// Each shard's assigned replicas, by shard id (empty: none anywhere).
@@ -65,6 +77,8 @@ pub struct IndexHealth {
 pub struct ReplicaCounts {
     pub active: u32,
     pub initializing: u32,
+    /// Active replicas on their way to another node (counted in `active` too).
+    pub relocating: u32,
 }
 
 impl IndexHealth {
@@ -83,6 +97,7 @@ impl IndexHealth {
         replicas: Vec<ReplicaCounts>,
     ) -> IndexHealth {
         let active_replicas: u32 = replicas.iter().map(|r| r.active).sum();
+        let relocating: u32 = replicas.iter().map(|r| r.relocating).sum();
         let initializing_replicas: u32 = replicas.iter().map(|r| r.initializing).sum();
         let per_shard = meta.number_of_replicas();
         let count = |state| primaries.iter().filter(|&&p| p == state).count() as u32;
@@ -107,6 +122,7 @@ impl IndexHealth {
             active_shards: active + active_replicas,
             initializing_shards: initializing + initializing_replicas,
             unassigned_shards: unassigned,
+            relocating_shards: relocating,
             primaries,
             replicas,
         }
@@ -119,7 +135,7 @@ impl IndexHealth {
             "number_of_replicas": self.number_of_replicas,
             "active_primary_shards": self.active_primary_shards,
             "active_shards": self.active_shards,
-            "relocating_shards": 0,
+            "relocating_shards": self.relocating_shards,
             "initializing_shards": self.initializing_shards,
             "unassigned_shards": self.unassigned_shards,
         })
@@ -130,6 +146,7 @@ impl IndexHealth {
 #[derive(Clone, Debug)]
 pub struct Health {
     pub status: Status,
+    pub relocating_shards: u32,
     pub active_primary_shards: u32,
     pub active_shards: u32,
     pub initializing_shards: u32,
@@ -152,6 +169,7 @@ impl Health {
             active_primary_shards: indices.iter().map(|i| i.active_primary_shards).sum(),
             active_shards: indices.iter().map(|i| i.active_shards).sum(),
             initializing_shards: indices.iter().map(|i| i.initializing_shards).sum(),
+            relocating_shards: indices.iter().map(|i| i.relocating_shards).sum(),
             unassigned_shards: indices.iter().map(|i| i.unassigned_shards).sum(),
             indices,
             number_of_nodes: 1,
@@ -181,7 +199,7 @@ impl Health {
             "discovered_cluster_manager": self.discovered_cluster_manager,
             "active_primary_shards": self.active_primary_shards,
             "active_shards": self.active_shards,
-            "relocating_shards": 0,
+            "relocating_shards": self.relocating_shards,
             "initializing_shards": self.initializing_shards,
             "unassigned_shards": self.unassigned_shards,
             "delayed_unassigned_shards": 0,
@@ -217,7 +235,7 @@ impl Health {
                                 "status": status,
                                 "primary_active": active,
                                 "active_shards": u32::from(active) + replicas.active,
-                                "relocating_shards": 0,
+                                "relocating_shards": replicas.relocating,
                                 "initializing_shards": initializing + replicas.initializing,
                                 "unassigned_shards": unassigned_replicas + failed,
                             }),
@@ -248,6 +266,7 @@ mod tests {
             active_shards: 2,
             initializing_shards: 0,
             unassigned_shards: 0,
+            relocating_shards: 0,
             primaries: vec![PrimaryState::Active; 2],
             replicas: Vec::new(),
         };
@@ -260,6 +279,7 @@ mod tests {
             active_shards: 1,
             initializing_shards: 0,
             unassigned_shards: 1,
+            relocating_shards: 0,
             primaries: vec![PrimaryState::Active],
             replicas: Vec::new(),
         };

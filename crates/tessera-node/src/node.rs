@@ -33,7 +33,7 @@ use tessera_search::{
 use crate::cluster_settings::ClusterSettings;
 use crate::cluster_state::ClusterService;
 use crate::coordination::Coordination;
-use crate::health::{Health, IndexHealth, PrimaryState, ReplicaCounts, Status};
+use crate::health::{Health, HealthWait, IndexHealth, PrimaryState, ReplicaCounts, Status};
 use crate::indexing_pressure::IndexingPressure;
 use crate::preference::{self, Preference};
 use crate::process_stats::{cores, CpuSampler};
@@ -512,8 +512,11 @@ impl Node {
                     continue;
                 }
                 match replica.state {
-                    tessera_cluster::ShardState::Started
-                    | tessera_cluster::ShardState::Relocating => count.active += 1,
+                    tessera_cluster::ShardState::Started => count.active += 1,
+                    tessera_cluster::ShardState::Relocating => {
+                        count.active += 1;
+                        count.relocating += 1;
+                    }
                     tessera_cluster::ShardState::Initializing if !relocating => {
                         count.initializing += 1
                     }
@@ -1141,7 +1144,7 @@ impl Node {
     pub async fn wait_for_health(
         &self,
         expression: Option<&str>,
-        status: Option<Status>,
+        wanted: HealthWait,
         timeout: Duration,
     ) -> Result<(Health, bool)> {
         let deadline = Instant::now() + timeout;
@@ -1157,7 +1160,9 @@ impl Node {
             let (health, satisfied) = match &resolved {
                 Some(indices) => {
                     let health = self.health(Some(indices));
-                    let ok = status.is_none_or(|s| health.status <= s);
+                    let ok = wanted.status.is_none_or(|s| health.status <= s)
+                        && !(wanted.no_relocating && health.relocating_shards > 0)
+                        && !(wanted.no_initializing && health.initializing_shards > 0);
                     (health, ok)
                 }
                 None => {

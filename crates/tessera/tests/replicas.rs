@@ -51,10 +51,11 @@ fn copies(node: &Node, index: &str) -> Vec<(u64, String, String, String, Option<
     copies
 }
 
+/// Waits for `index` to be green and settled (no copy initializing or relocating).
 fn green(node: &Node, index: &str) -> Value {
     let health = node
         .get(&format!(
-            "/_cluster/health/{index}?wait_for_status=green&timeout=30s"
+            "/_cluster/health/{index}?wait_for_status=green&wait_for_no_relocating_shards=true&wait_for_no_initializing_shards=true&timeout=30s"
         ))
         .json();
     assert_eq!(health["status"], "green", "{health}");

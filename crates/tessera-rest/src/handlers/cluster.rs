@@ -8,7 +8,7 @@ use tessera_cluster::{ClusterState, IndexState, ShardRouting, ShardState};
 use tessera_common::settings::Settings;
 use tessera_common::{Error, Result};
 use tessera_node::cluster_settings::{render_update, ClusterSettings};
-use tessera_node::health::Status;
+use tessera_node::health::{HealthWait, Status};
 use tessera_node::resolve::resolve_names;
 use tessera_node::{Node, ResolveOptions};
 
@@ -33,7 +33,10 @@ pub async fn health(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
         .param_time("timeout")?
         .unwrap_or(Duration::from_secs(30));
     // an index that does not exist yet is awaited until the timeout, as OpenSearch does
-    let wait = if wait_for.is_some() || expression.is_some() {
+    let waits = wait_for.is_some()
+        || request.param("wait_for_no_relocating_shards").is_some()
+        || request.param("wait_for_no_initializing_shards").is_some();
+    let wait = if waits || expression.is_some() {
         timeout
     } else {
         Duration::ZERO
@@ -54,7 +57,12 @@ pub async fn health(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
         }
     }
     let wait = wait.saturating_sub(started.elapsed());
-    let (health, timed_out) = node.wait_for_health(expression, wait_for, wait).await?;
+    let wanted = HealthWait {
+        status: wait_for,
+        no_relocating: request.param_bool("wait_for_no_relocating_shards", false)?,
+        no_initializing: request.param_bool("wait_for_no_initializing_shards", false)?,
+    };
+    let (health, timed_out) = node.wait_for_health(expression, wanted, wait).await?;
     let timed_out = timed_out || nodes_timed_out;
     let body = health.to_json(&node.config.cluster_name, timed_out, level);
     Ok(RestResponse::json(if timed_out { 408 } else { 200 }, body))
