@@ -10,6 +10,7 @@ pub mod indexing_pressure;
 pub mod node;
 pub mod preference;
 pub mod process_stats;
+pub mod promoting;
 pub mod read;
 pub mod resolve;
 pub mod search_service;

@@ -179,6 +179,8 @@ pub struct Node {
     report_hook: RwLock<Option<ReportHook>>,
     /// Turns the started copies of a shard in round robin: each search starts on the next.
     search_rotation: AtomicUsize,
+    /// This node, for what must outlive a call (a search waiting for a promoted primary).
+    me: Weak<Node>,
 }
 
 /// A node-local report by name, with JSON parameters, answered in JSON: the REST layer
@@ -435,6 +437,7 @@ impl Node {
                 shutdown: AtomicBool::new(false),
                 report_hook: RwLock::new(None),
                 search_rotation: AtomicUsize::new(0),
+                me: node.clone(),
             }
         });
         if let ClusterMode::Member(coordination) = &node.cluster {
@@ -1073,6 +1076,13 @@ impl Node {
             })
             .unwrap_or_default();
         if holders.is_empty() {
+            if self.is_promoting(state, &meta, shard) {
+                return vec![Arc::new(crate::promoting::PromotingShard::new(
+                    self.me.clone(),
+                    index.clone(),
+                    shard,
+                ))];
+            }
             return unavailable("primary shard is not active");
         }
         let seen: Vec<preference::Copy<'_>> = holders
@@ -1105,6 +1115,48 @@ impl Node {
                 }
             })
             .collect()
+    }
+
+    /// Whether the primary of `shard` is a replica being promoted (a failover: the routing
+    /// names it initializing on a live node under a later term, and in sync) while no copy is
+    /// active: a search waits for it rather than failing the shard.
+    fn is_promoting(
+        &self,
+        state: &tessera_cluster::ClusterState,
+        meta: &tessera_index::IndexMetadata,
+        shard: u32,
+    ) -> bool {
+        state
+            .index(&meta.name)
+            .filter(|i| i.metadata.uuid == meta.uuid)
+            .and_then(|i| i.routing.shards.get(shard as usize))
+            .is_some_and(|table| {
+                table.primary_term > 1
+                    && table.primary().is_some_and(|primary| {
+                        primary.state == tessera_cluster::ShardState::Initializing
+                            && primary
+                                .node_id
+                                .as_ref()
+                                .is_some_and(|id| state.nodes.contains_key(id))
+                            && primary
+                                .allocation_id
+                                .as_ref()
+                                .is_some_and(|id| table.in_sync.contains(id))
+                    })
+            })
+    }
+
+    /// The copies a search of `shard` goes to now, without a preference.
+    pub(crate) fn search_copies(
+        &self,
+        index: &Arc<IndexService>,
+        shard: u32,
+    ) -> Vec<Arc<dyn ShardSearcher>> {
+        let state = self
+            .coordination()
+            .map(|coordination| (coordination.clone(), coordination.holder.current()));
+        let turn = self.search_rotation.fetch_add(1, Ordering::Relaxed);
+        self.shard_copies(index, shard, &state, &Preference::none(), turn)
     }
 
     /// Health of the named indices (all when `None`).
