@@ -412,34 +412,12 @@ static SEGMENTS: &[Column] = &[
 
 /// `_cat/segments[/{index}]`: every node's segments of the copies it holds.
 pub async fn segments(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
-    let indices = node.resolve(
-        index_expression(&request),
-        &resolve_options(&request, true)?,
-    )?;
-    let names: Vec<(String, String)> = indices
-        .iter()
-        .map(|index| {
-            let meta = index.metadata();
-            (meta.uuid.clone(), meta.name.clone())
-        })
-        .collect();
-    let uuids: Vec<&String> = names.iter().map(|(uuid, _)| uuid).collect();
-    let answers = node
-        .fan_out(
-            reports::SEGMENTS,
-            serde_json::json!({ "index_uuids": uuids }),
-        )
-        .await;
+    let (names, answers) = reports::ask(&node, &request, reports::SEGMENTS).await?;
     // (index position, shard, node position) orders the rows
     let mut keyed = Vec::new();
     for (position, (target, answer)) in answers.into_iter().enumerate() {
-        let segments = match answer {
-            Ok(serde_json::Value::Array(segments)) => segments,
-            Ok(_) => continue,
-            Err(e) => {
-                eprintln!("node [{}] did not send its segments: {e}", target.id);
-                continue;
-            }
+        let serde_json::Value::Array(segments) = answer else {
+            continue;
         };
         let ip = host_of(&target.transport_address).to_string();
         for segment in segments {

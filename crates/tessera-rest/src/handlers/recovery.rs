@@ -23,7 +23,6 @@ use tessera_node::coordination::recovery_state::{recovered_percent, Behind, Reco
 use tessera_node::Node;
 
 use super::reports::{self, host_of};
-use super::resolve_options;
 use crate::cat_table::{col, render, Cell, Column};
 use crate::request::RestRequest;
 use crate::response::RestResponse;
@@ -37,42 +36,6 @@ pub const RECOVERY_PARAMS: &[&str] = &[
     "expand_wildcards",
 ];
 
-/// The indices the request names (all of them without `{index}`), as (uuid, name), and each
-/// node's answer to `report` for them.
-async fn ask(
-    node: &Arc<Node>,
-    request: &RestRequest,
-    report: &str,
-) -> Result<(Vec<(String, String)>, Vec<(DiscoveryNode, Value)>)> {
-    let expression = request
-        .path_params
-        .get("index")
-        .map(String::as_str)
-        .unwrap_or("_all");
-    let indices = node.resolve(expression, &resolve_options(request, true)?)?;
-    let names: Vec<(String, String)> = indices
-        .iter()
-        .map(|index| {
-            let meta = index.metadata();
-            (meta.uuid.clone(), meta.name.clone())
-        })
-        .collect();
-    let uuids: Vec<&String> = names.iter().map(|(uuid, _)| uuid).collect();
-    let answers = node
-        .fan_out(report, json!({ "index_uuids": uuids }))
-        .await
-        .into_iter()
-        .filter_map(|(target, answer)| match answer {
-            Ok(value) => Some((target, value)),
-            Err(e) => {
-                eprintln!("node [{}] did not send its {report}: {e}", target.id);
-                None
-            }
-        })
-        .collect();
-    Ok((names, answers))
-}
-
 /// Every node's recoveries of the named indices, by index (in the order resolved) then shard,
 /// primaries first; only those not done with `active_only`.
 async fn recoveries(
@@ -81,7 +44,7 @@ async fn recoveries(
 ) -> Result<Vec<(String, Vec<RecoveryState>)>> {
     let active_only = request.param_bool("active_only", false)?;
     request.param_bool("detailed", false)?;
-    let (names, answers) = ask(node, request, reports::RECOVERY).await?;
+    let (names, answers) = reports::ask(node, request, reports::RECOVERY).await?;
     let mut states: Vec<RecoveryState> = answers
         .into_iter()
         .flat_map(|(_, answer)| match answer {
@@ -424,7 +387,7 @@ pub async fn cat_segment_replication(
             .filter_map(|s| s.trim().parse().ok())
             .collect()
     });
-    let (names, answers) = ask(&node, &request, reports::SEGMENT_REPLICATION).await?;
+    let (names, answers) = reports::ask(&node, &request, reports::SEGMENT_REPLICATION).await?;
     // (index position, shard, node name) orders the rows
     let mut keyed = Vec::new();
     for (target, answer) in answers {

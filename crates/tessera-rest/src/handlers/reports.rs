@@ -14,6 +14,9 @@ use tessera_node::coordination::recovery_state::{RecoveryState, RecoveryType, St
 use tessera_node::process_stats;
 use tessera_node::Node;
 
+use super::resolve_options;
+use crate::request::RestRequest;
+
 /// `_nodes` info of this node.
 pub const NODES_INFO: &str = "nodes/info";
 /// `_nodes/stats` of this node; params `{"metrics": [...], "index_metrics": [...]}`.
@@ -350,6 +353,42 @@ pub fn add_json(into: &mut Value, from: &Value) {
         }
         _ => {}
     }
+}
+
+/// The indices the request names (all of them without `{index}`), as (uuid, name), and each
+/// node's answer to `report` for them.
+pub(crate) async fn ask(
+    node: &Arc<Node>,
+    request: &RestRequest,
+    report: &str,
+) -> Result<(Vec<(String, String)>, Vec<(DiscoveryNode, Value)>)> {
+    let expression = request
+        .path_params
+        .get("index")
+        .map(String::as_str)
+        .unwrap_or("_all");
+    let indices = node.resolve(expression, &resolve_options(request, true)?)?;
+    let names: Vec<(String, String)> = indices
+        .iter()
+        .map(|index| {
+            let meta = index.metadata();
+            (meta.uuid.clone(), meta.name.clone())
+        })
+        .collect();
+    let uuids: Vec<&String> = names.iter().map(|(uuid, _)| uuid).collect();
+    let answers = node
+        .fan_out(report, json!({ "index_uuids": uuids }))
+        .await
+        .into_iter()
+        .filter_map(|(target, answer)| match answer {
+            Ok(value) => Some((target, value)),
+            Err(e) => {
+                eprintln!("node [{}] did not send its {report}: {e}", target.id);
+                None
+            }
+        })
+        .collect();
+    Ok((names, answers))
 }
 
 #[cfg(test)]
