@@ -76,7 +76,23 @@ pub struct NodeConfig {
     /// Dynamic cluster settings given in the node's configuration: what the node uses when
     /// neither a persistent nor a transient value is set (as `opensearch.yml` does).
     pub cluster_setting_defaults: tessera_common::settings::Settings,
+    /// `node.roles`: what this node does in a cluster. Without `data` it holds no shards;
+    /// without `cluster_manager` it never stands for manager; with neither (`[]`) it is a
+    /// coordinating-only node, which takes requests and sends their shard requests on.
+    pub roles: Vec<String>,
 }
+
+/// The roles of a node that `node.roles` does not restrict.
+pub const DEFAULT_ROLES: [&str; 4] = ["cluster_manager", "data", "ingest", "remote_cluster_client"];
+
+/// The roles `node.roles` may name.
+pub const KNOWN_ROLES: [&str; 5] = [
+    "cluster_manager",
+    "data",
+    "ingest",
+    "remote_cluster_client",
+    "search",
+];
 
 /// How the coordinator reaches the shards of its own node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -118,6 +134,7 @@ impl Default for NodeConfig {
             etcd: Vec::new(),
             transport_host: "127.0.0.1".to_string(),
             transport_port: 9300,
+            roles: DEFAULT_ROLES.map(String::from).to_vec(),
             lease_ttl: Duration::from_secs(5),
             cluster_setting_defaults: tessera_common::settings::Settings::new(),
         }
@@ -339,9 +356,7 @@ impl Node {
             ephemeral_id: tessera_common::ids::random_uuid(),
             transport_address: format!("{}:{}", config.transport_host, config.transport_port),
             http_address: format!("{}:{}", config.host, config.port),
-            roles: ["cluster_manager", "data", "ingest", "remote_cluster_client"]
-                .map(String::from)
-                .to_vec(),
+            roles: config.roles.clone(),
         };
         // the node a member's transport hands requests to, once it exists
         let member_node: Arc<std::sync::OnceLock<Weak<Node>>> = Arc::default();
@@ -818,9 +833,7 @@ impl Node {
                     self.config.transport_host, self.config.transport_port
                 ),
                 http_address: format!("{}:{}", self.config.host, self.config.port),
-                roles: ["cluster_manager", "data", "ingest", "remote_cluster_client"]
-                    .map(String::from)
-                    .to_vec(),
+                roles: self.config.roles.clone(),
             })
     }
 
@@ -1028,12 +1041,7 @@ impl Node {
         turn: usize,
     ) -> Vec<Arc<dyn ShardSearcher>> {
         let local = || -> Arc<dyn ShardSearcher> {
-            let local: Arc<dyn ShardSearcher> = Arc::new(LocalShard::new(
-                index.clone(),
-                shard,
-                &self.node_id,
-                self.shard_services.clone(),
-            ));
+            let local = self.local_copy(index, shard);
             match self.config.shard_transport {
                 ShardTransport::Local => local,
                 ShardTransport::Loopback => Arc::new(LoopbackShard::new(local)),
@@ -1077,7 +1085,7 @@ impl Node {
             .unwrap_or_default();
         if holders.is_empty() {
             if self.is_promoting(state, &meta, shard) {
-                return vec![Arc::new(crate::promoting::PromotingShard::new(
+                return vec![Arc::new(crate::promoting::AwaitedShard::promoted_primary(
                     self.me.clone(),
                     index.clone(),
                     shard,
@@ -1144,6 +1152,61 @@ impl Node {
                                 .is_some_and(|id| table.in_sync.contains(id))
                     })
             })
+    }
+
+    /// This node's copy of `shard`, searched on its `search` pool.
+    pub(crate) fn local_copy(
+        &self,
+        index: &Arc<IndexService>,
+        shard: u32,
+    ) -> Arc<dyn ShardSearcher> {
+        Arc::new(LocalShard::new(
+            index.clone(),
+            shard,
+            &self.node_id,
+            self.shard_services.clone(),
+        ))
+    }
+
+    /// Whether this node is opening its copy of `shard` as the primary: the routing it knows
+    /// names it the primary while the copy is closed or opening (a promoted replica reopens).
+    pub(crate) fn opens_primary_here(&self, index: &IndexService, shard: u32) -> bool {
+        let reopening = matches!(
+            index.shard_slots().get(shard as usize),
+            Some(ShardSlot::Unallocated | ShardSlot::Initializing)
+        );
+        let meta = index.metadata();
+        reopening
+            && self.coordination().is_some_and(|coordination| {
+                coordination
+                    .holder
+                    .current()
+                    .index(&meta.name)
+                    .filter(|i| i.metadata.uuid == meta.uuid)
+                    .is_some_and(|i| {
+                        tessera_cluster::allocation::primary_belongs_to(
+                            &i.routing,
+                            shard,
+                            &self.node_id,
+                        )
+                    })
+            })
+    }
+
+    /// A shard search from another node for this node's copy: the copy, or, while this node
+    /// opens it as a promoted primary, a wait for it ([`crate::promoting::AwaitedShard`]).
+    pub(crate) fn shard_for_transport(
+        &self,
+        index: Arc<IndexService>,
+        shard: u32,
+    ) -> Result<Arc<dyn ShardSearcher>> {
+        match index.shard(shard) {
+            Ok(_) => Ok(self.local_copy(&index, shard)),
+            Err(_) if self.opens_primary_here(&index, shard) => Ok(Arc::new(
+                crate::promoting::AwaitedShard::opening_here(self.me.clone(), index, shard),
+            )),
+            Err(e) => Err(e),
+        }
     }
 
     /// The copies a search of `shard` goes to now, without a preference.

@@ -2,7 +2,10 @@
 //! it the primary, initializing, while its node reopens it as one (replaying its translog): for
 //! that moment no copy of the shard is active. A search that comes then waits for the new
 //! primary (briefly, [`PROMOTION_WAIT`]) instead of reporting the shard failed, so a client
-//! sees no failed search across a failover.
+//! sees no failed search across a failover. Two places wait:
+//! - a coordinating node whose state shows the promotion ([`AwaitedShard::promoted_primary`]);
+//! - the promoted copy's node, reached by a coordinating node that does not see the promotion
+//!   yet and still takes the copy for a started replica ([`AwaitedShard::opening_here`]).
 
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -20,50 +23,75 @@ use crate::node::Node;
 /// How long a search waits for a promoted primary to open.
 pub const PROMOTION_WAIT: Duration = Duration::from_secs(10);
 
+/// What a wait for a copy sees each time it looks: the copy, not yet, or an error to report.
+type Resolve = dyn Fn() -> Result<Option<Arc<dyn ShardSearcher>>> + Send + Sync;
+
 /// See the module documentation: the copy a search of the shard reaches once it is active.
-pub struct PromotingShard {
-    node: Weak<Node>,
+pub struct AwaitedShard {
     index: Arc<IndexService>,
     shard: u32,
+    resolve: Arc<Resolve>,
     /// The copy the query went to, which its fetch and free go to as well.
     resolved: Arc<OnceLock<Arc<dyn ShardSearcher>>>,
 }
 
-impl PromotingShard {
-    pub fn new(node: Weak<Node>, index: Arc<IndexService>, shard: u32) -> PromotingShard {
-        PromotingShard {
-            node,
+impl AwaitedShard {
+    /// On a coordinating node whose routing shows the promotion: the copy the node's state
+    /// routes the search to once the promoted primary is active.
+    pub fn promoted_primary(node: Weak<Node>, index: Arc<IndexService>, shard: u32) -> Self {
+        let target = index.clone();
+        let resolve = move || {
+            let node = node
+                .upgrade()
+                .ok_or_else(|| Error::illegal_state("the node has stopped"))?;
+            let copy = node.search_copies(&target, shard).into_iter().next();
+            Ok(copy.filter(|copy| copy.node_id() != PROMOTING))
+        };
+        Self::new(index, shard, Arc::new(resolve))
+    }
+
+    /// On the node that reopens its replica as the primary: this node's copy once it has
+    /// opened. While the node's routing no longer names it the primary, the shard's own
+    /// error (not found, failed) is the answer.
+    pub fn opening_here(node: Weak<Node>, index: Arc<IndexService>, shard: u32) -> Self {
+        let target = index.clone();
+        let resolve = move || {
+            let node = node
+                .upgrade()
+                .ok_or_else(|| Error::illegal_state("the node has stopped"))?;
+            match target.shard(shard) {
+                Ok(_) => Ok(Some(node.local_copy(&target, shard))),
+                Err(_) if node.opens_primary_here(&target, shard) => Ok(None),
+                Err(e) => Err(e),
+            }
+        };
+        Self::new(index, shard, Arc::new(resolve))
+    }
+
+    fn new(index: Arc<IndexService>, shard: u32, resolve: Arc<Resolve>) -> Self {
+        AwaitedShard {
             index,
             shard,
+            resolve,
             resolved: Arc::default(),
         }
     }
 
-    /// The active copy, once there is one (polling the node's state).
+    /// The copy, once there is one (polling).
     fn copy(&self) -> impl std::future::Future<Output = Result<Arc<dyn ShardSearcher>>> {
-        let (node, index, shard) = (self.node.clone(), self.index.clone(), self.shard);
-        let resolved = self.resolved.clone();
+        let (resolve, resolved) = (self.resolve.clone(), self.resolved.clone());
+        let (index, shard) = (self.index.name(), self.shard);
         async move {
             let deadline = Instant::now() + PROMOTION_WAIT;
             loop {
                 if let Some(copy) = resolved.get() {
                     return Ok(copy.clone());
                 }
-                let node = node
-                    .upgrade()
-                    .ok_or_else(|| Error::illegal_state("the node has stopped"))?;
-                let copies = node.search_copies(&index, shard);
-                let waiting =
-                    copies.is_empty() || copies.iter().any(|copy| copy.node_id() == PROMOTING);
-                if !waiting || Instant::now() >= deadline {
-                    let copy = copies
-                        .into_iter()
-                        .next()
-                        .ok_or_else(|| Error::illegal_state("a shard without a copy to search"))?;
-                    if copy.node_id() == PROMOTING {
-                        return Err(no_primary(&index.name(), shard));
-                    }
+                if let Some(copy) = resolve()? {
                     return Ok(resolved.get_or_init(|| copy).clone());
+                }
+                if Instant::now() >= deadline {
+                    return Err(no_primary(&index, shard));
                 }
                 tokio::time::sleep(Duration::from_millis(25)).await;
             }
@@ -71,7 +99,7 @@ impl PromotingShard {
     }
 }
 
-/// The node id a [`PromotingShard`] reports until its copy is known (a shard failure names it).
+/// The node id a [`AwaitedShard`] reports until its copy is known (a shard failure names it).
 const PROMOTING: &str = "_promoting";
 
 fn no_primary(index: &str, shard: u32) -> Error {
@@ -86,7 +114,7 @@ fn no_primary(index: &str, shard: u32) -> Error {
     .with_meta("shard", shard.to_string())
 }
 
-impl ShardSearcher for PromotingShard {
+impl ShardSearcher for AwaitedShard {
     fn index_name(&self) -> String {
         self.index.name()
     }

@@ -2,7 +2,7 @@
 //! node serves them with on its transport (`tessera_cluster::transport`). Bodies are postcard
 //! (`tessera_search::messages::encode`); the handlers run their work on the pool it belongs
 //! to (the manager's decisions on `management`, shard writes on `write`, shard searches on
-//! `search` through [`LocalShard`]), never on the transport's runtime.
+//! `search` through [`tessera_search::LocalShard`]), never on the transport's runtime.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, OnceLock, Weak};
@@ -15,7 +15,7 @@ use tessera_cluster::transport::{
 use tessera_common::{Error, Result};
 use tessera_index::IndexService;
 use tessera_search::messages::{decode, encode};
-use tessera_search::{LocalShard, ShardSearcher};
+use tessera_search::ShardSearcher;
 
 use super::manager::{ClusterSettingsUpdate, CreateIndex, MetadataUpdate, ShardReport};
 use super::Coordination;
@@ -302,18 +302,13 @@ pub(crate) fn bind_transport(
 }
 
 /// This node's copy of a shard, for a search from another node: only a copy the node holds
-/// open (a shard the routing gives another node is `Unallocated` here, and its requests fail).
+/// open (a shard the routing gives another node is `Unallocated` here, and its requests fail),
+/// or one it is opening as a promoted primary, which the search waits for.
 fn local_shard(node: &Node, index_uuid: &str, shard: u32) -> Result<Arc<dyn ShardSearcher>> {
     let index = node
         .index_by_uuid(index_uuid)
         .ok_or_else(|| Error::index_not_found(index_uuid))?;
-    index.shard(shard)?;
-    Ok(Arc::new(LocalShard::new(
-        index,
-        shard,
-        &node.node_id,
-        node.shard_services.clone(),
-    )))
+    node.shard_for_transport(index, shard)
 }
 
 /// Runs a broadcast on the copies this node holds.
