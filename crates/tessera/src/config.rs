@@ -4,7 +4,7 @@
 //! `thread_pool.write.queue_size`, `indices.query.bool.max_clause_count`, and Tessera's
 //! `http.max_in_flight_requests`, and `transport.shard_requests: loopback` that sends every shard
 //! request through the wire encoding, for tests; `cluster.coordination.etcd`, `transport.host`,
-//! `transport.port` and `cluster.coordination.lease_ttl` for a cluster). Flags win over the file. The security keys (`security.*`, `http.tls.*`, `http.allowed_hosts`, `http.cors.*`)
+//! `transport.port`, `cluster.coordination.lease_ttl` and `node.roles` for a cluster). Flags win over the file. The security keys (`security.*`, `http.tls.*`, `http.allowed_hosts`, `http.cors.*`)
 //! go to `tessera_rest::security`. A dynamic cluster setting (`cluster.routing.allocation.enable`,
 //! `search.max_buckets`, …) is the node's default for it, below persistent and transient values.
 
@@ -48,8 +48,22 @@ pub struct ServeArgs {
     pub config: Option<PathBuf>,
 }
 
-/// `a,b` or `[a, b]` (the YAML list form) as a list of endpoints.
-fn endpoint_list(value: &str) -> Vec<String> {
+/// `node.roles`: `[]` (coordinating only), `[data]`, `cluster_manager, data`, ….
+fn parse_roles(value: &str) -> anyhow::Result<Vec<String>> {
+    let roles = list_value(value);
+    for role in &roles {
+        if !tessera_node::node::KNOWN_ROLES.contains(&role.as_str()) {
+            bail!(
+                "unknown role [{role}] in node.roles (known: {})",
+                tessera_node::node::KNOWN_ROLES.join(", ")
+            );
+        }
+    }
+    Ok(roles)
+}
+
+/// `a,b` or `[a, b]` (the YAML list form) as a list (of endpoints, of roles).
+fn list_value(value: &str) -> Vec<String> {
     value
         .trim_start_matches('[')
         .trim_end_matches(']')
@@ -147,8 +161,9 @@ impl ServeArgs {
                             })?
                     }
                     "cluster.coordination.etcd" => {
-                        config.etcd = endpoint_list(value);
+                        config.etcd = list_value(value);
                     }
+                    "node.roles" => config.roles = parse_roles(value)?,
                     "transport.host" => transport_host = Some(value.to_string()),
                     "transport.port" => {
                         config.transport_port = value
@@ -202,7 +217,7 @@ impl ServeArgs {
             config.etcd = self
                 .etcd
                 .iter()
-                .flat_map(|value| endpoint_list(value))
+                .flat_map(|value| list_value(value))
                 .collect();
         }
         if let Some(host) = self.transport_host {
@@ -212,6 +227,9 @@ impl ServeArgs {
             config.transport_port = port;
         }
         config.transport_host = transport_host.unwrap_or_else(|| config.host.clone());
+        if config.etcd.is_empty() && !config.roles.iter().any(|role| role == "data") {
+            bail!("a node without the [data] role holds no shards: it needs a cluster to join (cluster.coordination.etcd)");
+        }
         Ok((config, security))
     }
 }
@@ -256,6 +274,35 @@ mod tests {
             tessera_node::ShardTransport::Loopback
         );
         assert_eq!(config.max_content_length, 10 << 20);
+    }
+
+    #[test]
+    fn node_roles() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("roles.yml");
+        std::fs::write(
+            &file,
+            "node.roles: []\ncluster.coordination.etcd: http://127.0.0.1:2379\n",
+        )
+        .unwrap();
+        assert!(file_args(file.clone())
+            .into_config()
+            .unwrap()
+            .roles
+            .is_empty());
+        std::fs::write(&file, "node.roles: [data, cluster_manager]\n").unwrap();
+        let roles = file_args(file.clone()).into_config().unwrap().roles;
+        assert_eq!(roles, ["data", "cluster_manager"]);
+        // a single node must hold its own shards
+        std::fs::write(&file, "node.roles: [cluster_manager]\n").unwrap();
+        let error = file_args(file.clone()).into_config().unwrap_err();
+        assert!(error.to_string().contains("[data] role"), "{error}");
+        std::fs::write(&file, "node.roles: [data, master_of_none]\n").unwrap();
+        let error = file_args(file).into_config().unwrap_err();
+        assert!(
+            error.to_string().contains("unknown role [master_of_none]"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -149,8 +149,17 @@ impl Coordination {
         let mut rerouted_at = None;
         let mut seen = 0;
         loop {
-            if node.upgrade().is_none_or(|node| node.is_shutting_down()) {
+            let Some(eligible) = node
+                .upgrade()
+                .filter(|node| !node.is_shutting_down())
+                .map(|node| node.config.roles.iter().any(|r| r == "cluster_manager"))
+            else {
                 return;
+            };
+            if !eligible {
+                // a node without the cluster_manager role never stands for manager
+                thread::sleep(Duration::from_millis(300));
+                continue;
             }
             let leads = match self.membership.campaign(Duration::from_millis(300)) {
                 Ok(leads) => leads,
