@@ -235,6 +235,10 @@ pub enum PrimaryTarget {
     Local,
     Remote(tessera_cluster::DiscoveryNode),
     Unavailable(Error),
+    /// Not active now, but about to be: initializing (opening, or a replica being promoted)
+    /// on a node of the cluster, or on a node that left and that the manager has not
+    /// replaced yet. A write waits for the next cluster state rather than failing.
+    Moving(Error),
 }
 
 /// How long a node started with `--etcd` waits for etcd to answer before it gives up.
@@ -1395,7 +1399,7 @@ impl Node {
                 } else {
                     match state.nodes.get(&node_id) {
                         Some(node) => PrimaryTarget::Remote(node.clone()),
-                        None => PrimaryTarget::Unavailable(shard_not_active(
+                        None => PrimaryTarget::Moving(shard_not_active(
                             index,
                             shard,
                             "its node left the cluster",
@@ -1403,11 +1407,17 @@ impl Node {
                     }
                 }
             }
-            Some(copy) => PrimaryTarget::Unavailable(shard_not_active(
-                index,
-                shard,
-                &format!("it is {}", copy.state.as_str().to_lowercase()),
-            )),
+            Some(copy) => {
+                let error = shard_not_active(
+                    index,
+                    shard,
+                    &format!("it is {}", copy.state.as_str().to_lowercase()),
+                );
+                match copy.state {
+                    tessera_cluster::ShardState::Initializing => PrimaryTarget::Moving(error),
+                    _ => PrimaryTarget::Unavailable(error),
+                }
+            }
             None => PrimaryTarget::Unavailable(Error::index_not_found(index)),
         }
     }

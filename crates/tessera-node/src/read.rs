@@ -60,7 +60,7 @@ pub async fn get_document(
                 routing: doc.routing,
             }))
         }
-        PrimaryTarget::Unavailable(error) => Err(error),
+        PrimaryTarget::Unavailable(error) | PrimaryTarget::Moving(error) => Err(error),
     }
 }
 

@@ -2,13 +2,16 @@
 //! (auto-creating indices as `action.auto_create_index` allows; deletes never create), groups
 //! them by shard, sends each group to its primary as one [`ShardWriteRequest`] on the `write`
 //! pool (or, in a cluster, to the node holding the primary over the transport), and puts the
-//! answers back in the request's order. A bad item fails alone; a primary that cannot be
-//! reached fails its items with the reason, never a lost acknowledgement.
+//! answers back in the request's order. A bad item fails alone. A primary that is moving (its
+//! node left or is unreachable, a replica is being promoted) gets its groups again once the
+//! cluster state names the new one, until the request's timeout; one that cannot be reached by
+//! then fails its items with the reason, never a lost acknowledgement.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tessera_cluster::DiscoveryNode;
 use tessera_common::threadpool::ThreadPool;
@@ -62,6 +65,24 @@ impl ShardGroup {
     fn push(&mut self, position: usize, write: DocWrite) {
         self.positions.push(position);
         self.request.operations.push(write);
+    }
+
+    /// The group to send again after its primary moved. A document whose id this node
+    /// generated is written as an index rather than a create: the first attempt may have
+    /// reached the old primary and its replicas before the answer was lost, and the id is ours
+    /// alone (OpenSearch's `isRetry` of auto-generated ids), so what is there is our own.
+    fn again(mut self) -> ShardGroup {
+        for write in &mut self.request.operations {
+            if let DocWrite::Index {
+                auto_generated_id: true,
+                conditions,
+                ..
+            } = write
+            {
+                conditions.create_only = false;
+            }
+        }
+        self
     }
 }
 
@@ -151,7 +172,8 @@ type NodeWriteFuture =
     Pin<Box<dyn Future<Output = Result<Vec<Result<ShardWriteResponse>>>> + Send>>;
 
 /// Writes on their way: a shard group on this node's `write` pool (or refused at once), or the
-/// shard groups bound for one other node, in one transport call.
+/// shard groups bound for one other node, in one transport call (kept, to be sent again if
+/// the node turns out not to hold their primaries any more).
 enum Pending {
     Group {
         index: Arc<str>,
@@ -159,7 +181,7 @@ enum Pending {
         outcome: WriteFuture,
     },
     Node {
-        groups: Vec<(Arc<str>, Vec<usize>)>,
+        groups: Vec<ShardGroup>,
         outcome: NodeWriteFuture,
     },
 }
@@ -271,7 +293,9 @@ async fn wait_for_active_copies(node: &Arc<Node>, request: &ShardWriteRequest) -
 /// Runs operations (any indices, any shards) and returns their results in order: one `write`
 /// pool task per shard group whose primary is here, one transport call per other node holding
 /// primaries (its shard groups together: `indices:data/write/bulk[n]`), all started before any
-/// is awaited.
+/// is awaited. A group whose primary is moving (a failover promotes a replica, a node left) is
+/// sent again once the cluster state changes, until the request's timeout, as OpenSearch's
+/// replication action retries on a new cluster state.
 pub(super) async fn execute(
     node: &Arc<Node>,
     pool: &ThreadPool,
@@ -279,7 +303,39 @@ pub(super) async fn execute(
     options: WriteOptions,
 ) -> Vec<ItemResult> {
     let mut results: Vec<Option<ItemResult>> = (0..operations.len()).map(|_| None).collect();
-    let groups = group_by_shard(node, operations, options, &mut results);
+    let mut groups = group_by_shard(node, operations, options, &mut results);
+    let deadline = Instant::now() + Duration::from_millis(options.timeout_millis);
+    loop {
+        let seen = node.coordination().map(|c| c.holder.current().version);
+        let retry = send_round(node, pool, groups, &mut results).await;
+        if retry.is_empty() {
+            break;
+        }
+        let Some(seen) = seen.filter(|_| Instant::now() < deadline) else {
+            for (group, error) in retry {
+                let index: Arc<str> = Arc::from(group.request.index.as_str());
+                fill(&mut results, &index, group.positions, Err(error));
+            }
+            break;
+        };
+        wait_for_state_after(node, seen, deadline).await;
+        groups = retry.into_iter().map(|(group, _)| group.again()).collect();
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(Error::illegal_state("a bulk item got no answer"))))
+        .collect()
+}
+
+/// Sends every group to its primary once and puts the answers in `results`; the groups to
+/// send again (their primary is moving), with the error they got this time.
+async fn send_round(
+    node: &Arc<Node>,
+    pool: &ThreadPool,
+    groups: Vec<ShardGroup>,
+    results: &mut [Option<ItemResult>],
+) -> Vec<(ShardGroup, Error)> {
+    let mut retry = Vec::new();
     let mut pending = Vec::with_capacity(groups.len());
     let mut remote: BTreeMap<String, (DiscoveryNode, Vec<ShardGroup>)> = BTreeMap::new();
     for group in groups {
@@ -298,6 +354,7 @@ pub(super) async fn execute(
                     .1
                     .push(group);
             }
+            PrimaryTarget::Moving(error) => retry.push((group, error)),
             PrimaryTarget::Unavailable(error) => pending.push(Pending::Group {
                 index,
                 positions: group.positions,
@@ -306,13 +363,7 @@ pub(super) async fn execute(
         }
     }
     for (target, groups) in remote.into_values() {
-        let (groups, requests): (Vec<_>, Vec<_>) = groups
-            .into_iter()
-            .map(|group| {
-                let index: Arc<str> = Arc::from(group.request.index.as_str());
-                ((index, group.positions), group.request)
-            })
-            .unzip();
+        let requests: Vec<&ShardWriteRequest> = groups.iter().map(|g| &g.request).collect();
         let outcome: NodeWriteFuture = match node.coordination() {
             Some(coordination) => {
                 Box::pin(coordination.send_while_member(&target, WRITE_SHARDS, &requests, None))
@@ -331,31 +382,68 @@ pub(super) async fn execute(
                 index,
                 positions,
                 outcome,
-            } => fill(&mut results, &index, positions, outcome.await),
+            } => fill(results, &index, positions, outcome.await),
             Pending::Node { groups, outcome } => match outcome.await {
                 Ok(answers) if answers.len() == groups.len() => {
-                    for ((index, positions), answer) in groups.into_iter().zip(answers) {
-                        fill(&mut results, &index, positions, answer);
+                    for (group, answer) in groups.into_iter().zip(answers) {
+                        match answer {
+                            Err(error) if primary_moved(&error) => retry.push((group, error)),
+                            answer => {
+                                let index: Arc<str> = Arc::from(group.request.index.as_str());
+                                fill(results, &index, group.positions, answer);
+                            }
+                        }
                     }
                 }
                 Ok(_) => {
                     let error = Error::illegal_state("a node answered for other shard groups");
-                    for (index, positions) in groups {
-                        fill(&mut results, &index, positions, Err(error.clone()));
+                    for group in groups {
+                        let index: Arc<str> = Arc::from(group.request.index.as_str());
+                        fill(results, &index, group.positions, Err(error.clone()));
                     }
                 }
+                Err(error) if primary_moved(&error) => {
+                    retry.extend(groups.into_iter().map(|group| (group, error.clone())));
+                }
                 Err(error) => {
-                    for (index, positions) in groups {
-                        fill(&mut results, &index, positions, Err(error.clone()));
+                    for group in groups {
+                        let index: Arc<str> = Arc::from(group.request.index.as_str());
+                        fill(results, &index, group.positions, Err(error.clone()));
                     }
                 }
             },
         }
     }
-    results
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(Error::illegal_state("a bulk item got no answer"))))
-        .collect()
+    retry
+}
+
+/// Whether a shard group sent to a node failed because the node no longer holds (or cannot
+/// reach) the primary — it left, it is cut off, the copy was moved or is reopening — so that
+/// the group is sent again to the primary the next cluster state names.
+fn primary_moved(error: &Error) -> bool {
+    matches!(
+        error.kind(),
+        "node_not_connected_exception"
+            | tessera_cluster::transport::errors::CONNECT_TRANSPORT_EXCEPTION
+            | tessera_cluster::transport::errors::NODE_DISCONNECTED_EXCEPTION
+            | "shard_not_found_exception"
+            | "unavailable_shards_exception"
+    )
+}
+
+/// Waits until this node's cluster state is newer than `seen` (a promotion, a node gone), for
+/// a second at most and not past `deadline`.
+async fn wait_for_state_after(node: &Node, seen: u64, deadline: Instant) {
+    let until = deadline.min(Instant::now() + Duration::from_secs(1));
+    while Instant::now() < until {
+        let newer = node
+            .coordination()
+            .is_none_or(|c| c.holder.current().version > seen);
+        if newer {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 }
 
 /// Puts a shard group's answer at its operations' positions.
