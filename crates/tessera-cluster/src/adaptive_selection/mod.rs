@@ -14,7 +14,10 @@
 //!   sample at most once per its own response time: its statistics age with time, not with
 //!   how many shard requests the others answer meanwhile (Elasticsearch adjusts on every
 //!   ranking, so under a high request rate a slow node is back in the running within a few
-//!   searches, and keeps getting a large share of the requests);
+//!   searches, and keeps getting a large share of the requests). Statistics moved that way
+//!   are an estimate, not a measure: until the node answers again it is probed like a node
+//!   without statistics, one request at a time — else the estimate, a fast node with nothing
+//!   in flight, draws a burst of requests that all wait on the slow node;
 //! - a node's statistics are dropped when it leaves the cluster ([`ResponseCollector::retain`]).
 
 pub mod rank;
@@ -40,6 +43,8 @@ struct NodeEntry {
     outstanding: usize,
     /// When the statistics last took a sample (an answer, or a loss).
     sampled_at: Option<Instant>,
+    /// The statistics moved toward a winner's since the node's last answer.
+    estimated: bool,
 }
 
 /// A coordinating node's statistics of the nodes it sends shard requests to.
@@ -84,6 +89,7 @@ impl ResponseCollector {
         let mut nodes = self.nodes.lock().unwrap();
         let entry = nodes.entry(node.to_string()).or_default();
         entry.sampled_at = Some(Instant::now());
+        entry.estimated = false;
         let stats = entry.stats.get_or_insert_with(NodeStats::default);
         stats.queue.add(load.queue_size as f64);
         stats
@@ -96,11 +102,13 @@ impl ResponseCollector {
 
     /// `base` (indexes into `nodes`, the copies' nodes in their default order) in the order to
     /// try them: nodes without statistics with room for a probe first, then by rank, then
-    /// nodes without statistics whose probe is in flight. Ties keep the `base` order.
+    /// nodes being probed (without statistics, or with estimated ones) that have their probe
+    /// in flight. Ties keep the `base` order.
     pub fn order(&self, nodes: &[&str], mut base: Vec<usize>) -> Vec<usize> {
         let known = self.nodes.lock().unwrap();
         let key = |i: usize| -> (u8, f64) {
             match known.get(nodes[i]) {
+                Some(entry) if entry.outstanding >= PROBE_IN_FLIGHT && entry.estimated => (2, 0.0),
                 Some(NodeEntry {
                     stats: Some(stats),
                     outstanding,
@@ -145,6 +153,7 @@ impl ResponseCollector {
                 continue;
             }
             entry.sampled_at = Some(now);
+            entry.estimated = true;
             let midpoint = |own: &tessera_search::search_load::Ewma,
                             theirs: &tessera_search::search_load::Ewma| {
                 (own.get().unwrap_or(0.0) + theirs.get().unwrap_or(0.0)) / 2.0
@@ -291,6 +300,46 @@ mod tests {
         // back once its rank is below the busy node's (27 × 2 ms + 0.5 ms)
         assert!(slow.rank_nanos.unwrap() < 54.5e6, "{slow:?}");
         assert!(slow.avg_service_time_nanos > 2_000_000, "{slow:?}");
+    }
+
+    #[test]
+    fn a_node_back_in_contention_by_estimate_is_probed_one_request_at_a_time() {
+        let collector = ResponseCollector::new();
+        answered(&collector, "fast", 2, 5);
+        answered(&collector, "slow", 200, 5);
+        // the fast node is busy: q̂ = 1 + 3 × 2, its rank 343 × 2 ms
+        for _ in 0..3 {
+            collector.begin("fast");
+        }
+        let nodes = ["slow", "fast"];
+        let mut now = Instant::now();
+        // long enough a loser for its estimate to come close to the fast node's statistics
+        for _ in 0..60 {
+            now += Duration::from_millis(201);
+            collector.adjust_losers_at("fast", &["slow"], now);
+        }
+        assert_eq!(collector.order(&nodes, vec![0, 1])[0], 0);
+        // the slow node wins on its estimate: one request, not a burst (its rank with one
+        // in flight, 27 × its estimated service time, would still win)
+        collector.begin("slow");
+        let estimate = collector.views()[1].clone();
+        assert!(estimate.rank_nanos.unwrap() < 686e6, "{estimate:?}");
+        for _ in 0..5 {
+            assert_eq!(collector.order(&nodes, vec![0, 1])[0], 1);
+        }
+        // its answer is a measure again: it competes on rank, with requests in flight too
+        collector.end("slow");
+        answered(&collector, "slow", 2, 1);
+        collector.begin("slow");
+        for _ in 0..5 {
+            collector.begin("fast");
+        }
+        assert_eq!(
+            collector.order(&nodes, vec![1, 0])[0],
+            0,
+            "{:?}",
+            collector.views()
+        );
     }
 
     #[test]
