@@ -119,13 +119,15 @@ impl ArsArgs {
         if self.clients == 0 || self.laps == 0 {
             bail!("--clients and --laps must be at least 1");
         }
-        if !(self.lap_seconds > 0.0) || self.warmup_seconds.is_nan() || self.warmup_seconds < 0.0 {
+        if !positive(self.lap_seconds)
+            || !(positive(self.warmup_seconds) || self.warmup_seconds == 0.0)
+        {
             bail!("--lap-seconds must be positive and --warmup-seconds not negative");
         }
         if self.replicas.is_empty() || self.load.is_empty() || self.ars.is_empty() {
             bail!("give at least one value of --replicas, --load and --ars");
         }
-        if !(self.slow_cpu > 0.0) {
+        if !positive(self.slow_cpu) {
             bail!("--slow-cpu must be positive");
         }
         if self.target.is_none() {
@@ -155,6 +157,10 @@ impl ArsArgs {
         }
         runs
     }
+}
+
+fn positive(x: f64) -> bool {
+    x > 0.0 && x.is_finite()
 }
 
 /// Where the benchmark's searches go: a cluster it started or an existing one.
