@@ -85,8 +85,6 @@ pub fn figures(samples: &[Sample], from: f64, to: f64) -> Figures {
         errors += u64::from(!s.ok);
     }
     let requests = done.len() as u64;
-    // Windows from `from`; the end of the period bounds the last one.
-    done.push(to);
     Figures {
         requests,
         errors,
@@ -95,34 +93,48 @@ pub fn figures(samples: &[Sample], from: f64, to: f64) -> Figures {
         } else {
             errors as f64 * 100.0 / requests as f64
         },
-        throughput: (requests > 0)
-            .then(|| metrics::throughput(from, &done, 1.0))
-            .flatten()
-            .map(|mut t| {
-                // The extra end marker is not a completion.
-                t.mean = requests as f64 / (to - from).max(1e-6);
-                t
-            }),
+        throughput: period_throughput(&done, from, to),
         latency: Percentiles::of(&h),
     }
 }
 
-/// Splits the samples into laps after the warm-up.
-pub fn measure(samples: &[Sample], plan: &Plan) -> Measured {
+/// Completions per one-second window of `[from, to)`; a period shorter than two windows gives
+/// one sample, its overall rate.
+fn period_throughput(done: &[f64], from: f64, to: f64) -> Option<Throughput> {
+    if done.is_empty() {
+        return None;
+    }
+    let mean = done.len() as f64 / (to - from).max(1e-6);
+    // The end of the period bounds the last window (the marker is no completion).
+    let mut marked = done.to_vec();
+    marked.push(to);
+    let mut t = metrics::throughput(from, &marked, 1.0)?;
+    if to - from < 2.0 {
+        (t.min, t.median, t.max) = (mean, mean, mean);
+    }
+    t.mean = mean;
+    Some(t)
+}
+
+/// Splits the samples into laps after the warm-up; a run stopped at `until` seconds (Ctrl-C)
+/// ends its last lap there, and laps not begun are left out.
+pub fn measure(samples: &[Sample], plan: &Plan, until: f64) -> Measured {
     let start = plan.warmup.as_secs_f64();
     let lap = plan.lap.as_secs_f64();
+    let end = (start + plan.laps as f64 * lap).min(until);
     let laps = (0..plan.laps)
         .map(|i| {
-            figures(
-                samples,
+            (
                 start + i as f64 * lap,
-                start + (i + 1) as f64 * lap,
+                (start + (i + 1) as f64 * lap).min(end),
             )
         })
+        .take_while(|(from, to)| from < to)
+        .map(|(from, to)| figures(samples, from, to))
         .collect();
     Measured {
         laps,
-        total: figures(samples, start, start + plan.laps as f64 * lap),
+        total: figures(samples, start, end.max(start)),
         first_error: None,
     }
 }
@@ -207,7 +219,7 @@ pub fn run(
     });
     Measured {
         first_error,
-        ..measure(&samples, plan)
+        ..measure(&samples, plan, origin.elapsed().as_secs_f64())
     }
 }
 
@@ -263,7 +275,7 @@ mod tests {
         samples.extend((0..20).map(|i| sample(1.05 + i as f64 * 0.1, 10, i != 7)));
         samples.extend((0..10).map(|i| sample(3.1 + i as f64 * 0.2, 30, true)));
         samples.push(sample(5.5, 1, true)); // after the last lap: not counted
-        let m = measure(&samples, &plan);
+        let m = measure(&samples, &plan, 10.0);
         assert_eq!(m.laps.len(), 2);
         assert_eq!((m.laps[0].requests, m.laps[0].errors), (20, 1));
         assert!((m.laps[0].error_rate_pct - 5.0).abs() < 1e-9);
@@ -275,5 +287,11 @@ mod tests {
         assert_eq!((t.min, t.max), (5.0, 10.0));
         assert!((t.mean - 7.5).abs() < 1e-9);
         assert!(figures(&samples, 10.0, 11.0).throughput.is_none());
+        // Stopped in the middle of lap 2: it ends there.
+        let m = measure(&samples, &plan, 4.0);
+        assert_eq!(m.laps.len(), 2);
+        assert_eq!(m.laps[1].requests, 5);
+        assert_eq!(m.laps[1].throughput.as_ref().unwrap().median, 5.0);
+        assert_eq!(measure(&samples, &plan, 2.0).laps.len(), 1);
     }
 }
