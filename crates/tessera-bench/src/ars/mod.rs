@@ -318,6 +318,7 @@ fn new_result(a: &ArsArgs, site: &Site, shards: u32) -> ArsResult {
                 .flatten(),
             slow_cpu: a.slow_cpu,
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            reports_adaptive_selection: scenario::adaptive_selection(&site.client).is_some(),
         },
         runs: Vec::new(),
         interrupted: false,

@@ -4,10 +4,11 @@
 //! the target check (on/off ratios under load, every figure's change % without), and the
 //! completed `search` tasks per node that show where the shard requests went.
 
-use super::summary::{summarize, ArsResult, CaseSummary, Load, RunResult};
+use super::summary::{summarize, Ars, ArsResult, CaseSummary, Load, RunResult};
 use super::traffic::Figures;
 use crate::chart::{self, Series};
 use crate::report::{fmt_ms, Report};
+use serde_json::Value;
 use std::fmt::Write as _;
 
 fn num(v: Option<f64>, unit: &str) -> String {
@@ -198,9 +199,49 @@ pub fn search_tasks_table(runs: &[RunResult]) -> String {
     s
 }
 
+/// A run's `_nodes/stats/adaptive_selection`: one row per node id, one column per statistic.
+pub fn adaptive_selection_table(stats: &Value) -> Option<String> {
+    let nodes = stats.as_object().filter(|o| !o.is_empty())?;
+    let mut keys: Vec<&str> = Vec::new();
+    for v in nodes.values() {
+        for k in v.as_object().into_iter().flat_map(|o| o.keys()) {
+            if !keys.contains(&k.as_str()) {
+                keys.push(k);
+            }
+        }
+    }
+    let mut s = String::from("| node |");
+    for k in &keys {
+        let _ = write!(s, " {k} |");
+    }
+    s.push_str("\n|---|");
+    s.push_str(&"---:|".repeat(keys.len()));
+    s.push('\n');
+    for (id, v) in nodes {
+        let _ = write!(s, "| {id} |");
+        for k in &keys {
+            let cell = match &v[*k] {
+                Value::Null => "–".to_string(),
+                Value::String(x) => x.clone(),
+                x => x.to_string(),
+            };
+            let _ = write!(s, " {cell} |");
+        }
+        s.push('\n');
+    }
+    Some(s)
+}
+
 fn setup_section(r: &ArsResult) -> String {
     let st = &r.setup;
     let mut s = String::new();
+    if !st.reports_adaptive_selection && r.runs.iter().any(|r| r.ars == Ars::On) {
+        s.push_str(
+            "**Note:** the cluster does not report `_nodes/stats/adaptive_selection`: it may accept \
+             `cluster.routing.use_adaptive_replica_selection` and still route in round robin, in \
+             which case \"ARS\" and \"No ARS\" measure the same routing.\n\n",
+        );
+    }
     let _ = writeln!(
         s,
         "Cluster: {}; coordinating node {}. Index `{}`: {} shards, {} nyc_taxis documents (seed {}), \
@@ -237,8 +278,8 @@ fn setup_section(r: &ArsResult) -> String {
 
 /// Latency percentiles off vs on for one case.
 fn latency_chart(r: &ArsResult, case: &CaseSummary) -> Option<(String, String)> {
-    let off = r.run(case.replicas, case.load, super::summary::Ars::Off)?;
-    let on = r.run(case.replicas, case.load, super::summary::Ars::On)?;
+    let off = r.run(case.replicas, case.load, Ars::Off)?;
+    let on = r.run(case.replicas, case.load, Ars::On)?;
     let cats: Vec<String> = ["p50", "p90", "p99", "p99.9"].map(String::from).to_vec();
     let series = [off, on]
         .iter()
@@ -263,8 +304,8 @@ fn latency_chart(r: &ArsResult, case: &CaseSummary) -> Option<(String, String)> 
 
 /// Completed search tasks per node, off vs on, for one case.
 fn tasks_chart(r: &ArsResult, case: &CaseSummary) -> Option<(String, String)> {
-    let off = r.run(case.replicas, case.load, super::summary::Ars::Off)?;
-    let on = r.run(case.replicas, case.load, super::summary::Ars::On)?;
+    let off = r.run(case.replicas, case.load, Ars::Off)?;
+    let on = r.run(case.replicas, case.load, Ars::On)?;
     let mut nodes: Vec<String> = off.search_tasks.iter().map(|t| t.node.clone()).collect();
     nodes.extend(on.search_tasks.iter().map(|t| t.node.clone()));
     nodes.sort();
@@ -299,7 +340,7 @@ fn tasks_chart(r: &ArsResult, case: &CaseSummary) -> Option<(String, String)> {
 /// Median throughput of every case, off vs on.
 fn throughput_chart(r: &ArsResult, cases: &[CaseSummary]) -> (String, String) {
     let cats: Vec<String> = cases.iter().map(CaseSummary::label).collect();
-    let series = [super::summary::Ars::Off, super::summary::Ars::On]
+    let series = [Ars::Off, Ars::On]
         .iter()
         .map(|&ars| Series {
             name: ars.label().to_string(),
@@ -353,6 +394,16 @@ pub fn render(r: &ArsResult) -> Report {
         let _ = writeln!(md, "## {}\n\n{}", run.label(), lap_table(run));
         if let Some(e) = &run.measured.first_error {
             let _ = writeln!(md, "First error: {e}\n");
+        }
+        if let Some(t) = run
+            .adaptive_selection
+            .as_ref()
+            .and_then(adaptive_selection_table)
+        {
+            let _ = writeln!(
+                md,
+                "`_nodes/stats/adaptive_selection` on the coordinating node at the end of the laps:\n\n{t}"
+            );
         }
     }
     let mut charts = Vec::new();
@@ -468,6 +519,15 @@ mod tests {
         ] {
             assert!(rep.markdown.contains(section), "{section}");
         }
+        assert!(
+            rep.markdown.contains("| n3id | 0 | 4 | 1.5 |"),
+            "{}",
+            rep.markdown
+        );
+        assert!(!rep.markdown.contains("**Note:**"));
+        let mut r = sample();
+        r.setup.reports_adaptive_selection = false;
+        assert!(render(&r).markdown.contains("may accept"));
         let files: Vec<&str> = rep.charts.iter().map(|(f, _)| f.as_str()).collect();
         assert!(
             files.contains(&"charts/latency-1-replica-with-load.svg"),

@@ -114,6 +114,20 @@ pub fn set_ars(client: &Client, ars: Ars) -> Result<()> {
     Ok(())
 }
 
+/// What the coordinating node knows of each node for ARS (`_nodes/stats/adaptive_selection`:
+/// per node id, queue size, service and response time, rank); `None` where the engine does not
+/// report it. Read at the end of the laps, while the load runs.
+pub fn adaptive_selection(client: &Client) -> Option<Value> {
+    let stats = client.get_json("/_nodes/stats/adaptive_selection").ok()?;
+    let mut all = serde_json::Map::new();
+    for node in stats["nodes"].as_object()?.values() {
+        if let Some(per_node) = node["adaptive_selection"].as_object() {
+            all.extend(per_node.clone());
+        }
+    }
+    Some(Value::Object(all))
+}
+
 fn snapshot_or_warn(nodes: &[Client]) -> Option<Snapshot> {
     match search_tasks::snapshot(nodes) {
         Ok(s) => Some(s),
@@ -138,13 +152,16 @@ impl Bench<'_> {
             }
         };
         let slow_method = slowdown.as_ref().map(Slowdown::describe);
-        let (mut before, mut after) = (None, None);
+        let (mut before, mut after, mut ranks) = (None, None, None);
         let measured = traffic::run(
             self.client,
             &self.plan,
             self.stop,
             || before = snapshot_or_warn(&self.nodes),
-            || after = snapshot_or_warn(&self.nodes),
+            || {
+                after = snapshot_or_warn(&self.nodes);
+                ranks = adaptive_selection(self.client);
+            },
         );
         if let Some(s) = slowdown {
             s.release().context("end the slow node's slowdown")?;
@@ -161,6 +178,7 @@ impl Bench<'_> {
             slow_method,
             measured,
             search_tasks,
+            adaptive_selection: ranks,
         })
     }
 }

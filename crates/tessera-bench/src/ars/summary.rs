@@ -118,6 +118,10 @@ pub struct Setup {
     pub slow_cpu: f64,
     /// Cores of the machine running the benchmark.
     pub cores: usize,
+    /// Whether the cluster reports `_nodes/stats/adaptive_selection` (an engine without it may
+    /// accept the setting and still route in round robin).
+    #[serde(default)]
+    pub reports_adaptive_selection: bool,
 }
 
 /// One run: a scenario measured over its laps.
@@ -133,6 +137,9 @@ pub struct RunResult {
     pub measured: Measured,
     /// Completed `search` tasks per node during the laps.
     pub search_tasks: Vec<NodeTasks>,
+    /// `_nodes/stats/adaptive_selection` at the end of the laps (by node id), where reported.
+    #[serde(default)]
+    pub adaptive_selection: Option<Value>,
 }
 
 impl RunResult {
@@ -349,6 +356,9 @@ pub mod tests {
                     completed: if ars == Ars::On { 10 } else { 100 },
                 },
             ],
+            adaptive_selection: (ars == Ars::On).then(|| {
+                serde_json::json!({"n3id": {"outgoing_searches": 0, "avg_queue_size": 4, "rank": "1.5"}})
+            }),
         }
     }
 
@@ -376,6 +386,7 @@ pub mod tests {
                 slow_node: Some("node-3".into()),
                 slow_cpu: 0.1,
                 cores: 2,
+                reports_adaptive_selection: true,
             },
             runs: vec![
                 run(
