@@ -217,7 +217,7 @@ def match(expected, actual, path="$", errors=None):
             if "$every_value" in expected:
                 for key, value in actual.items():
                     match(expected["$every_value"], value, f"{path}.{key}", errors)
-            else:
+            if "$some_value" in expected:
                 if not any(not match(expected["$some_value"], v, path) for v in actual.values()):
                     errors.append(f"{path}: no value matches {_fmt(expected['$some_value'])}")
             return errors

@@ -3,6 +3,7 @@
 //! runs the same code over local files and an in-process transport; a cluster runs it over etcd
 //! ([`EtcdMetaStore`]) and gRPC behind the same seams.
 
+pub mod adaptive_selection;
 pub mod allocation;
 pub mod etcd_process;
 pub mod holder;

@@ -106,6 +106,7 @@ impl DataNode {
             )),
             pool: search_pool.clone(),
             contexts: Arc::new(ReaderContexts::new(DEFAULT_KEEP_ALIVE)),
+            load: Arc::new(tessera_search::search_load::SearchLoad::new(4)),
             breaker: None,
         });
 

@@ -40,6 +40,7 @@ use crate::process_stats::{cores, CpuSampler};
 use crate::resolve::{resolve_names, validate_index_name, ResolveOptions};
 use crate::search_service::SearchService;
 use crate::write::WriteService;
+use tessera_cluster::adaptive_selection::TrackedShard;
 
 /// How a node is started.
 #[derive(Clone, Debug)]
@@ -196,6 +197,9 @@ pub struct Node {
     report_hook: RwLock<Option<ReportHook>>,
     /// Turns the started copies of a shard in round robin: each search starts on the next.
     search_rotation: AtomicUsize,
+    /// What this node knows of the nodes it sends shard requests to, for adaptive replica
+    /// selection (`_nodes/stats/adaptive_selection`).
+    pub response_collector: Arc<tessera_cluster::adaptive_selection::ResponseCollector>,
     /// This node, for what must outlive a call (a search waiting for a promoted primary).
     me: Weak<Node>,
 }
@@ -429,6 +433,9 @@ impl Node {
                 executor: slice_executor.clone(),
                 pool: pools.search.clone(),
                 contexts: Arc::new(ReaderContexts::new(DEFAULT_KEEP_ALIVE)),
+                load: Arc::new(tessera_search::search_load::SearchLoad::new(
+                    slice_executor.cores(),
+                )),
                 breaker: Some(Arc::new(move || match breaker_node.upgrade() {
                     Some(node) => node.request_breaker(),
                     None => fallback.request(),
@@ -452,6 +459,7 @@ impl Node {
                 shutdown: AtomicBool::new(false),
                 report_hook: RwLock::new(None),
                 search_rotation: AtomicUsize::new(0),
+                response_collector: Arc::default(),
                 me: node.clone(),
             }
         });
@@ -1064,7 +1072,10 @@ impl Node {
                 .is_empty()
             {
                 true => unavailable("no copy of the shard matches the preference"),
-                false => vec![local()],
+                false => vec![Arc::new(TrackedShard::chosen(
+                    local(),
+                    self.response_collector.clone(),
+                ))],
             };
         };
         // (node, primary) of each started copy
@@ -1101,15 +1112,23 @@ impl Node {
                 primary: *primary,
             })
             .collect();
-        let order = preference.order(shard, &seen, &self.node_id, turn);
+        let mut order = preference.order(shard, &seen, &self.node_id, turn);
         if order.is_empty() {
             return unavailable("no copy of the shard matches the preference");
         }
+        let node_ids: Vec<&str> = holders.iter().map(|(node, _)| node.id.as_str()).collect();
+        let collector = &self.response_collector;
+        if order.len() > 1 && preference.is_default() && self.adaptive_selection() {
+            order = collector.order(&node_ids, order);
+            let losers: Vec<&str> = order[1..].iter().map(|&i| node_ids[i]).collect();
+            collector.adjust_losers(node_ids[order[0]], &losers);
+        }
         order
             .into_iter()
-            .map(|position| holders[position].0)
-            .map(|node| -> Arc<dyn ShardSearcher> {
-                if node.id == self.node_id {
+            .enumerate()
+            .map(|(rank, position)| -> Arc<dyn ShardSearcher> {
+                let node = holders[position].0;
+                let copy: Arc<dyn ShardSearcher> = if node.id == self.node_id {
                     local()
                 } else {
                     Arc::new(tessera_cluster::transport::RemoteShard::new(
@@ -1120,9 +1139,20 @@ impl Node {
                         node.transport_address.as_str(),
                         coordination.transport.clone(),
                     ))
+                };
+                match rank {
+                    0 => Arc::new(TrackedShard::chosen(copy, collector.clone())),
+                    _ => Arc::new(TrackedShard::fallback(copy, collector.clone())),
                 }
             })
             .collect()
+    }
+
+    /// `cluster.routing.use_adaptive_replica_selection`: whether a search without a
+    /// preference ranks a shard's copies (else it turns over them in round robin).
+    fn adaptive_selection(&self) -> bool {
+        self.cluster_settings
+            .get_bool("cluster.routing.use_adaptive_replica_selection")
     }
 
     /// Whether the primary of `shard` is a replica being promoted (a failover: the routing

@@ -46,6 +46,12 @@ pub struct Copy<'a> {
 
 impl Preference {
     /// No preference: every shard, copies in round robin.
+    /// No preference: the copies are the coordinator's to choose (round robin, or adaptive
+    /// replica selection).
+    pub fn is_default(&self) -> bool {
+        matches!(self.order, Order::Turn)
+    }
+
     pub fn none() -> Preference {
         Preference {
             shards: None,

@@ -27,6 +27,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tessera_common::threadpool::ThreadPool;
@@ -136,6 +137,11 @@ impl SliceExecutor {
         &self.pool
     }
 
+    /// The cores slices can run on.
+    pub fn cores(&self) -> usize {
+        self.cores
+    }
+
     /// Cores not busy with search work right now, besides the calling thread's own.
     pub fn idle_cores(&self) -> usize {
         // the caller is one of the active search threads
@@ -172,6 +178,7 @@ impl SliceExecutor {
             let tx = tx.clone();
             let cancelled = cancelled.clone();
             self.pool.execute(move || {
+                let started = Instant::now();
                 let result = if cancelled.load(Ordering::Relaxed) {
                     Err(cancelled_error())
                 } else {
@@ -179,19 +186,24 @@ impl SliceExecutor {
                         |_| Err(Error::internal("run a slice", "the slice panicked")),
                     )
                 };
-                let _ = tx.send((i + 1, result));
+                let _ = tx.send((i + 1, result, started.elapsed()));
             })?;
             submitted += 1;
         }
         drop(tx);
         let mut results: Vec<Option<Result<T>>> = (0..=submitted).map(|_| None).collect();
         results[0] = Some(first());
+        let waiting = Instant::now();
+        let mut busy_elsewhere = Duration::ZERO;
         for _ in 0..submitted {
-            let (i, result) = rx
+            let (i, result, busy) = rx
                 .recv()
                 .map_err(|_| Error::illegal_state("a slice was dropped before it answered"))?;
             results[i] = Some(result);
+            busy_elsewhere += busy;
         }
+        // the request's work, for adaptive replica selection (see `search_load`)
+        crate::search_load::add_slice_work(busy_elsewhere, waiting.elapsed());
         results
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(Error::illegal_state("a slice did not answer"))))

@@ -276,6 +276,7 @@ impl Phases<'_> {
             fetch_page,
             parsed: Some(self.search.request.clone()),
             cancelled: Some(self.cancel.clone()),
+            coordinator: None,
         }
     }
 

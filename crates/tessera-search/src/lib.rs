@@ -15,6 +15,7 @@ pub mod profile;
 pub mod query_phase;
 pub mod reader_context;
 pub mod request;
+pub mod search_load;
 pub mod shard;
 pub mod slice;
 pub mod sort;

@@ -110,6 +110,10 @@ pub struct ShardSearchRequest {
     /// the receiving side.
     #[serde(skip)]
     pub cancelled: Option<Arc<AtomicBool>>,
+    /// The node that sent the request, set by the receiving side of a transport (none: this
+    /// node coordinates it). Adaptive replica selection counts a node's coordinators.
+    #[serde(skip)]
+    pub coordinator: Option<String>,
 }
 
 /// Names a reader context kept on a shard's node between the query and the fetch phase. The
@@ -121,7 +125,7 @@ pub struct ReaderContextId {
 }
 
 /// What a shard's query phase returns.
-#[derive(Serialize, Deserialize)]
+#[derive(Default, Serialize, Deserialize)]
 pub struct QuerySearchResult {
     pub result: QueryResult,
     /// The shard's aggregation results (slices reduced and trimmed), when requested.
@@ -135,6 +139,8 @@ pub struct QuerySearchResult {
     pub context_id: Option<ReaderContextId>,
     /// The page asked for with `fetch_page`.
     pub fetched: Option<FetchedPage>,
+    /// The node's search load, for adaptive replica selection (set by the copy that ran it).
+    pub load: Option<crate::search_load::ShardLoad>,
 }
 
 /// Hits loaded with their query, keyed by `(segment, doc)`.
@@ -223,6 +229,7 @@ mod tests {
             fetch_page: Some((0, 10)),
             parsed: Some(Arc::new(SearchRequest::default())),
             cancelled: Some(Arc::new(AtomicBool::new(false))),
+            coordinator: None,
         };
         let round: ShardSearchRequest = decode(&encode(&request).unwrap()).unwrap();
         assert_eq!(round.source, request.source);
@@ -317,6 +324,7 @@ mod tests {
             profile: None,
             context_id: Some(ReaderContextId { session: 7, id: 3 }),
             fetched: None,
+            load: None,
         };
         let ok: Result<QuerySearchResult> = Ok(result);
         let round: Result<QuerySearchResult> = decode(&encode(&ok).unwrap()).unwrap();

@@ -35,6 +35,7 @@ use crate::messages::{
 };
 use crate::reader_context::{ReaderContext, ReaderContexts};
 use crate::request::SearchRequest;
+use crate::search_load::{SearchLoad, WorkMeter};
 use crate::slice::plan_slices;
 use crate::sort_keys::{sort_value_for, validate_sort};
 use tessera_common::breaker::RequestBreaker;
@@ -102,6 +103,8 @@ pub struct ShardServices {
     pub pool: ThreadPool,
     /// Reader contexts between the query and the fetch phase.
     pub contexts: Arc<ReaderContexts>,
+    /// The service-time EWMA reported with each query result (adaptive replica selection).
+    pub load: Arc<SearchLoad>,
     /// A circuit breaker for a request that arrived as a message (one parsed on this node
     /// carries its own).
     pub breaker: Option<BreakerFactory>,
@@ -487,6 +490,7 @@ impl LocalShard {
             profile,
             context_id,
             fetched,
+            load: None,
         })
     }
 
@@ -598,7 +602,16 @@ impl ShardSearcher for LocalShard {
     }
 
     fn query(&self, request: ShardSearchRequest) -> ShardFuture<QuerySearchResult> {
-        self.on_pool(move |shard| shard.query_here(&shard.prepare(request)?))
+        let in_pool = self.services.load.enter();
+        self.on_pool(move |shard| {
+            let meter = WorkMeter::start();
+            let coordinator = request.coordinator.clone();
+            let mut result = shard.query_here(&shard.prepare(request)?)?;
+            let load = &shard.services.load;
+            result.load = Some(load.record(meter, coordinator.as_deref()));
+            drop(in_pool);
+            Ok(result)
+        })
     }
 
     fn fetch(&self, request: ShardFetchRequest) -> ShardFuture<Vec<FetchedDoc>> {

@@ -175,6 +175,7 @@ impl Drop for CancelOnDrop {
 async fn run_search<Resp: Serialize>(
     shards: &ShardLookup,
     body: Vec<u8>,
+    from_node: Option<String>,
     call: fn(&dyn ShardSearcher, ShardSearchRequest) -> ShardFuture<Resp>,
 ) -> Result<Vec<u8>> {
     let request: ShardSearchRequest = decode(&body)?;
@@ -184,6 +185,7 @@ async fn run_search<Resp: Serialize>(
     let _cancel = CancelOnDrop(flag.clone());
     let request = ShardSearchRequest {
         cancelled: Some(flag),
+        coordinator: from_node,
         ..request
     };
     let answer = call(shard.as_ref(), request).await?;
@@ -193,14 +195,20 @@ async fn run_search<Resp: Serialize>(
 /// Installs the receiving side of the four search actions over the copies `shards` finds.
 pub fn register_search_handlers(handlers: &mut Handlers, shards: ShardLookup) {
     let lookup = shards.clone();
-    handlers.register(SEARCH_CAN_MATCH, move |body, _| {
+    handlers.register(SEARCH_CAN_MATCH, move |body, context| {
         let shards = lookup.clone();
-        async move { run_search(&shards, body, |shard, r| shard.can_match(r)).await }
+        async move {
+            let from = context.from_node;
+            run_search(&shards, body, from, |shard, r| shard.can_match(r)).await
+        }
     });
     let lookup = shards.clone();
-    handlers.register(SEARCH_QUERY, move |body, _| {
+    handlers.register(SEARCH_QUERY, move |body, context| {
         let shards = lookup.clone();
-        async move { run_search(&shards, body, |shard, r| shard.query(r)).await }
+        async move {
+            let from = context.from_node;
+            run_search(&shards, body, from, |shard, r| shard.query(r)).await
+        }
     });
     let lookup = shards.clone();
     handlers.register(SEARCH_FETCH_ID, move |body, _| {
@@ -284,6 +292,7 @@ mod tests {
                     profile: None,
                     context_id: Some(ReaderContextId { session: 9, id: 7 }),
                     fetched: None,
+                    load: None,
                 })
             })
         }
@@ -311,6 +320,7 @@ mod tests {
             fetch_page: None,
             parsed: None,
             cancelled: None,
+            coordinator: None,
         }
     }
 

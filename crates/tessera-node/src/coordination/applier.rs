@@ -121,6 +121,9 @@ fn apply(node: &Weak<Node>, coordination: &Arc<Coordination>, fold: &mut StateFo
         .manager
         .set_allocation_enable(AllocationEnable::parse(&enable));
     reconcile(&node, coordination, &state);
+    // adaptive replica selection forgets the nodes that left
+    node.response_collector
+        .retain(|id| state.nodes.contains_key(id));
     let published = coordination
         .holder
         .update(|current| Ok((state.version > current.version).then_some(state)));

@@ -902,28 +902,38 @@ pub async fn thread_pool(node: Arc<Node>, request: RestRequest) -> Result<RestRe
         .get("thread_pool_patterns")
         .map(|p| p.split(',').map(|s| s.trim().to_string()).collect())
         .unwrap_or_else(|| vec!["*".to_string()]);
+    let mut answers = node
+        .fan_out(reports::THREAD_POOLS, serde_json::json!({}))
+        .await;
+    answers.sort_by(|(a, _), (b, _)| a.name.cmp(&b.name));
     let mut rows = Vec::new();
-    for pool in node.pools.all() {
-        if !patterns
-            .iter()
-            .any(|p| tessera_mapping::dynamic::simple_match(p, pool.name()))
-        {
+    for (target, answer) in answers {
+        let Ok(serde_json::Value::Array(pools)) = answer else {
             continue;
+        };
+        for pool in pools {
+            let name = pool["name"].as_str().unwrap_or_default();
+            if !patterns
+                .iter()
+                .any(|p| tessera_mapping::dynamic::simple_match(p, name))
+            {
+                continue;
+            }
+            let number = |key: &str| pool[key].as_u64().map_or(Cell::Null, Cell::from);
+            rows.push(vec![
+                Cell::from(target.name.clone()),
+                Cell::from(target.id.clone()),
+                Cell::from(name),
+                number("active"),
+                number("queue"),
+                number("rejected"),
+                number("largest"),
+                number("completed"),
+                number("size"),
+                number("queue_size"),
+                Cell::from("fixed"),
+            ]);
         }
-        let stats = pool.stats();
-        rows.push(vec![
-            Cell::from(node.config.name.clone()),
-            Cell::from(node.node_id.clone()),
-            Cell::from(pool.name()),
-            Cell::from(stats.active),
-            Cell::from(stats.queue),
-            Cell::from(stats.rejected),
-            Cell::from(stats.largest),
-            Cell::from(stats.completed),
-            Cell::from(stats.threads),
-            Cell::from(stats.queue_size),
-            Cell::from("fixed"),
-        ]);
     }
     render(&request, THREAD_POOL, rows)
 }

@@ -199,7 +199,33 @@ pub(crate) fn node_stats(node: &Node, metrics: &[&str], index_metrics: &[&str]) 
     if wants("breaker") {
         out.insert("breakers".into(), node.breaker_stats());
     }
+    if wants("adaptive_selection") {
+        out.insert("adaptive_selection".into(), adaptive_selection(node));
+    }
     Value::Object(out)
+}
+
+/// What this node, as a coordinator, knows of each node it sends shard requests to; the rank
+/// in milliseconds with one decimal, as OpenSearch shows it.
+fn adaptive_selection(node: &Node) -> Value {
+    let mut nodes = Map::new();
+    for view in node.response_collector.views() {
+        // a node not answered yet has no statistics: OpenSearch leaves it out
+        let Some(rank) = view.rank_nanos else {
+            continue;
+        };
+        nodes.insert(
+            view.node_id,
+            json!({
+                "outgoing_searches": view.outgoing_searches,
+                "avg_queue_size": view.avg_queue_size.round() as u64,
+                "avg_service_time_ns": view.avg_service_time_nanos,
+                "avg_response_time_ns": view.avg_response_time_nanos,
+                "rank": format!("{:.1}", rank / 1e6),
+            }),
+        );
+    }
+    Value::Object(nodes)
 }
 
 /// `GET /_nodes/stats[/{metric}[/{index_metric}]]`.
@@ -229,6 +255,12 @@ pub async fn stats(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
         .split(',')
         .filter(|m| !m.is_empty())
         .collect();
+    if !index_metrics.is_empty() && !metrics.iter().any(|m| *m == "indices" || *m == "_all") {
+        return Err(Error::illegal_argument(format!(
+            "request [{}] contains index metrics [{}] but indices stats not requested",
+            request.path, index_metric_param
+        )));
+    }
     let params = json!({"metrics": metrics, "index_metrics": index_metrics});
     let answers = node.fan_out(reports::NODES_STATS, params).await;
     Ok(RestResponse::ok(nodes_response(&node, answers)))

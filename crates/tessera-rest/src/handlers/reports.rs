@@ -23,6 +23,9 @@ pub const NODES_INFO: &str = "nodes/info";
 pub const NODES_STATS: &str = "nodes/stats";
 /// `_cat/nodes` figures of this node (memory, cpu, load, pid).
 pub const CAT_NODES: &str = "cat/nodes";
+/// This node's thread pools (`_cat/thread_pool`): name, active, queue, rejected, largest,
+/// completed, size and queue size of each.
+pub const THREAD_POOLS: &str = "cat/thread_pool";
 /// The segments of the copies this node holds; params `{"index_uuids": [...]}`.
 pub const SEGMENTS: &str = "indices/segments";
 /// The disk of this node and what its copies take; for `_cat/allocation`.
@@ -104,6 +107,20 @@ async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
                 "pid": std::process::id(),
             }))
         }
+        THREAD_POOLS => Ok(Value::Array(
+            node.pools
+                .all()
+                .iter()
+                .map(|pool| {
+                    let s = pool.stats();
+                    json!({
+                        "name": pool.name(), "active": s.active, "queue": s.queue,
+                        "rejected": s.rejected, "largest": s.largest, "completed": s.completed,
+                        "size": s.threads, "queue_size": s.queue_size,
+                    })
+                })
+                .collect(),
+        )),
         SEGMENTS => {
             let uuids = uuids(&params);
             node.pools

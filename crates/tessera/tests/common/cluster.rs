@@ -31,8 +31,13 @@ impl Cluster {
     }
 
     pub fn add_node(&mut self, i: usize) {
+        self.add_node_with(i, "");
+    }
+
+    /// A node with more configuration lines (`node.roles: []`, …).
+    pub fn add_node_with(&mut self, i: usize, extra: &str) {
         let config = format!(
-            "cluster.name: test-cluster\nnode.name: node-{i}\ncluster.coordination.etcd: {}\ntransport.port: {}\ncluster.coordination.lease_ttl: 2s\n",
+            "cluster.name: test-cluster\nnode.name: node-{i}\ncluster.coordination.etcd: {}\ntransport.port: {}\ncluster.coordination.lease_ttl: 2s\n{extra}",
             self.etcd.endpoint(),
             free_port()
         );

@@ -1,0 +1,311 @@
+//! Adaptive replica selection (ARS): each coordinating node sends a shard request to the copy
+//! whose node it expects to answer fastest, from what the data nodes report with every query
+//! result (queue and service time, `tessera_search::search_load`) and what the coordinator
+//! measures itself (response time, requests in flight), ranked by [`rank::rank`].
+//!
+//! Beyond the C3 rank, three of the peers' known defects are avoided here:
+//! - a node without statistics (new, or back after leaving) is probed with at most
+//!   [`PROBE_IN_FLIGHT`] requests at a time until its first answer, instead of being ranked
+//!   best and sent every request meanwhile (elastic/elasticsearch#147579, "ARS floods new
+//!   nodes");
+//! - the nodes that lose a ranking move toward the winner by an added sample (the midpoint
+//!   of theirs and the winner's), so a node that was slow once gets tried again as the others
+//!   load up, and the history it has is kept rather than overwritten. A loser takes such a
+//!   sample at most once per its own response time: its statistics age with time, not with
+//!   how many shard requests the others answer meanwhile (Elasticsearch adjusts on every
+//!   ranking, so under a high request rate a slow node is back in the running within a few
+//!   searches, and keeps getting a large share of the requests);
+//! - a node's statistics are dropped when it leaves the cluster ([`ResponseCollector::retain`]).
+
+pub mod rank;
+mod tracked;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tessera_search::search_load::ShardLoad;
+
+pub use rank::NodeStats;
+pub use tracked::TrackedShard;
+
+/// Shard requests a coordinator has in flight at most to a node it has no statistics for.
+pub const PROBE_IN_FLIGHT: usize = 1;
+
+/// One node as a coordinator sees it.
+#[derive(Default)]
+struct NodeEntry {
+    stats: Option<NodeStats>,
+    /// Shard requests sent (or chosen to be sent) and not answered yet.
+    outstanding: usize,
+    /// When the statistics last took a sample (an answer, or a loss).
+    sampled_at: Option<Instant>,
+}
+
+/// A coordinating node's statistics of the nodes it sends shard requests to.
+#[derive(Default)]
+pub struct ResponseCollector {
+    nodes: Mutex<HashMap<String, NodeEntry>>,
+}
+
+/// A node's statistics as `_nodes/stats/adaptive_selection` shows them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeView {
+    pub node_id: String,
+    pub outgoing_searches: usize,
+    pub avg_queue_size: f64,
+    pub avg_service_time_nanos: u64,
+    pub avg_response_time_nanos: u64,
+    /// [`rank::rank`] in nanoseconds; none before the node's first answer.
+    pub rank_nanos: Option<f64>,
+}
+
+impl ResponseCollector {
+    pub fn new() -> ResponseCollector {
+        ResponseCollector::default()
+    }
+
+    /// A shard request to `node` is on its way.
+    pub fn begin(&self, node: &str) {
+        let mut nodes = self.nodes.lock().unwrap();
+        nodes.entry(node.to_string()).or_default().outstanding += 1;
+    }
+
+    /// A shard request to `node` is over (answered, failed or given up).
+    pub fn end(&self, node: &str) {
+        if let Some(entry) = self.nodes.lock().unwrap().get_mut(node) {
+            entry.outstanding = entry.outstanding.saturating_sub(1);
+        }
+    }
+
+    /// A query result from `node`, `response` after the request was sent.
+    pub fn record(&self, node: &str, load: &ShardLoad, response: Duration) {
+        let response = response.as_nanos() as f64;
+        let mut nodes = self.nodes.lock().unwrap();
+        let entry = nodes.entry(node.to_string()).or_default();
+        entry.sampled_at = Some(Instant::now());
+        let stats = entry.stats.get_or_insert_with(NodeStats::default);
+        stats.queue.add(load.queue_size as f64);
+        stats
+            .response_wait_nanos
+            .add((response - load.took_nanos as f64).max(0.0));
+        stats.response_nanos.add(response);
+        stats.service_nanos.add(load.service_time_nanos as f64);
+        stats.clients = load.clients;
+    }
+
+    /// `base` (indexes into `nodes`, the copies' nodes in their default order) in the order to
+    /// try them: nodes without statistics with room for a probe first, then by rank, then
+    /// nodes without statistics whose probe is in flight. Ties keep the `base` order.
+    pub fn order(&self, nodes: &[&str], mut base: Vec<usize>) -> Vec<usize> {
+        let known = self.nodes.lock().unwrap();
+        let key = |i: usize| -> (u8, f64) {
+            match known.get(nodes[i]) {
+                Some(NodeEntry {
+                    stats: Some(stats),
+                    outstanding,
+                    ..
+                }) => (1, rank::rank(stats, *outstanding)),
+                Some(entry) if entry.outstanding >= PROBE_IN_FLIGHT => (2, 0.0),
+                _ => (0, 0.0),
+            }
+        };
+        base.sort_by(|&a, &b| {
+            key(a)
+                .partial_cmp(&key(b))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        base
+    }
+
+    /// After a ranking chose `winner`: each loser with statistics takes a sample halfway
+    /// between its own and the winner's, so it drifts back into contention — at most once
+    /// per its own response time (module docs).
+    pub fn adjust_losers(&self, winner: &str, losers: &[&str]) {
+        self.adjust_losers_at(winner, losers, Instant::now())
+    }
+
+    fn adjust_losers_at(&self, winner: &str, losers: &[&str], now: Instant) {
+        let mut nodes = self.nodes.lock().unwrap();
+        let Some(best) = nodes.get(winner).and_then(|entry| entry.stats) else {
+            return;
+        };
+        for loser in losers {
+            let Some(entry) = nodes.get_mut(*loser) else {
+                continue;
+            };
+            let Some(stats) = entry.stats.as_mut() else {
+                continue;
+            };
+            let response = Duration::from_nanos(stats.response_nanos.get().unwrap_or(0.0) as u64);
+            if entry
+                .sampled_at
+                .is_some_and(|at| now.saturating_duration_since(at) < response)
+            {
+                continue;
+            }
+            entry.sampled_at = Some(now);
+            let midpoint = |own: &tessera_search::search_load::Ewma,
+                            theirs: &tessera_search::search_load::Ewma| {
+                (own.get().unwrap_or(0.0) + theirs.get().unwrap_or(0.0)) / 2.0
+            };
+            let queue = midpoint(&stats.queue, &best.queue);
+            let wait = midpoint(&stats.response_wait_nanos, &best.response_wait_nanos);
+            let response = midpoint(&stats.response_nanos, &best.response_nanos);
+            let service = midpoint(&stats.service_nanos, &best.service_nanos);
+            stats.queue.add(queue);
+            stats.response_wait_nanos.add(wait);
+            stats.response_nanos.add(response);
+            stats.service_nanos.add(service);
+        }
+    }
+
+    /// Keeps the statistics of the nodes `keep` accepts (the nodes still in the cluster).
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
+        self.nodes.lock().unwrap().retain(|node, _| keep(node));
+    }
+
+    /// Every node with statistics or requests in flight, by node id.
+    pub fn views(&self) -> Vec<NodeView> {
+        let nodes = self.nodes.lock().unwrap();
+        let mut views: Vec<NodeView> = nodes
+            .iter()
+            .map(|(node_id, entry)| {
+                let stats = entry.stats.unwrap_or_default();
+                let value = |ewma: tessera_search::search_load::Ewma| ewma.get().unwrap_or(0.0);
+                NodeView {
+                    node_id: node_id.clone(),
+                    outgoing_searches: entry.outstanding,
+                    avg_queue_size: value(stats.queue),
+                    avg_service_time_nanos: value(stats.service_nanos) as u64,
+                    avg_response_time_nanos: value(stats.response_nanos) as u64,
+                    rank_nanos: entry
+                        .stats
+                        .map(|stats| rank::rank(&stats, entry.outstanding)),
+                }
+            })
+            .collect();
+        views.sort_by(|a, b| a.node_id.cmp(&b.node_id));
+        views
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(queue: u32, service_ms: u64) -> ShardLoad {
+        ShardLoad {
+            queue_size: queue,
+            service_time_nanos: service_ms * 1_000_000,
+            took_nanos: service_ms * 1_000_000,
+            clients: 2,
+        }
+    }
+
+    /// `node` answered `times` times with this service time (response = service + 0.5 ms).
+    fn answered(collector: &ResponseCollector, node: &str, service_ms: u64, times: usize) {
+        for _ in 0..times {
+            let response = Duration::from_micros(service_ms * 1000 + 500);
+            collector.record(node, &load(0, service_ms), response);
+        }
+    }
+
+    #[test]
+    fn a_slow_node_loses_the_ranking() {
+        let collector = ResponseCollector::new();
+        answered(&collector, "fast", 2, 3);
+        answered(&collector, "slow", 20, 3);
+        let nodes = ["slow", "fast"];
+        assert_eq!(collector.order(&nodes, vec![0, 1]), [1, 0]);
+    }
+
+    #[test]
+    fn a_node_with_a_long_queue_loses_the_ranking() {
+        let collector = ResponseCollector::new();
+        answered(&collector, "a", 2, 1);
+        collector.record("b", &load(6, 2), Duration::from_micros(2500));
+        assert_eq!(collector.order(&["b", "a"], vec![0, 1]), [1, 0]);
+    }
+
+    #[test]
+    fn a_node_without_statistics_is_probed_but_not_flooded() {
+        let collector = ResponseCollector::new();
+        answered(&collector, "known", 2, 3);
+        let nodes = ["known", "new"];
+        // first a probe
+        assert_eq!(collector.order(&nodes, vec![0, 1]), [1, 0]);
+        collector.begin("new");
+        // while the probe is in flight, the known node takes the requests
+        for _ in 0..10 {
+            assert_eq!(collector.order(&nodes, vec![0, 1]), [0, 1]);
+            collector.begin("known");
+        }
+        // its answer gives it statistics: it competes on rank from then on
+        collector.end("new");
+        answered(&collector, "new", 2, 1);
+        assert_eq!(
+            collector.order(&nodes, vec![0, 1]),
+            [1, 0],
+            "ten in flight on known"
+        );
+    }
+
+    #[test]
+    fn requests_in_flight_spread_equal_nodes() {
+        let collector = ResponseCollector::new();
+        answered(&collector, "a", 2, 2);
+        answered(&collector, "b", 2, 2);
+        let nodes = ["a", "b"];
+        let first = collector.order(&nodes, vec![0, 1])[0];
+        collector.begin(nodes[first]);
+        let second = collector.order(&nodes, vec![0, 1])[0];
+        assert_ne!(first, second);
+    }
+
+    #[test]
+    fn losing_brings_a_recovered_node_back() {
+        let collector = ResponseCollector::new();
+        answered(&collector, "fast", 2, 5);
+        answered(&collector, "was-slow", 200, 5);
+        // the fast node is busy with a request: q̂ = 1 + 1 × 2 clients, its rank 27 × 2 ms
+        collector.begin("fast");
+        let nodes = ["was-slow", "fast"];
+        // as often as it loses, but no more than once per its response time
+        let mut now = Instant::now();
+        collector.adjust_losers_at("fast", &["was-slow"], now);
+        let after_one = collector.views()[1].avg_service_time_nanos;
+        collector.adjust_losers_at("fast", &["was-slow"], now + Duration::from_millis(10));
+        assert_eq!(collector.views()[1].avg_service_time_nanos, after_one);
+        let mut losses = 0;
+        while collector.order(&nodes, vec![0, 1])[0] == 1 {
+            now += Duration::from_millis(201);
+            collector.adjust_losers_at("fast", &["was-slow"], now);
+            losses += 1;
+            assert!(losses < 100, "the slow node never came back");
+        }
+        // it took several losses: one sample moves an average part of the way only
+        assert!(losses > 3, "{losses}");
+        let views = collector.views();
+        let slow = views.iter().find(|v| v.node_id == "was-slow").unwrap();
+        // back once its rank is below the busy node's (27 × 2 ms + 0.5 ms)
+        assert!(slow.rank_nanos.unwrap() < 54.5e6, "{slow:?}");
+        assert!(slow.avg_service_time_nanos > 2_000_000, "{slow:?}");
+    }
+
+    #[test]
+    fn a_node_that_leaves_loses_its_statistics() {
+        let collector = ResponseCollector::new();
+        answered(&collector, "a", 2, 1);
+        answered(&collector, "b", 2, 1);
+        collector.retain(|node| node == "a");
+        let views = collector.views();
+        assert_eq!(views.len(), 1);
+        assert_eq!(views[0].node_id, "a");
+        assert_eq!(views[0].outgoing_searches, 0);
+        assert!(views[0].rank_nanos.is_some());
+        // a request that ends after its node left is forgotten
+        collector.end("b");
+        assert_eq!(collector.views().len(), 1);
+    }
+}

@@ -1,0 +1,258 @@
+//! A shard copy whose query results feed the coordinator's [`ResponseCollector`]: it counts
+//! the request in flight from the moment the copy is chosen (so the ranking of the search's
+//! next shard already sees it) until its answer, and records the answer's statistics.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tessera_search::fetch::FetchedDoc;
+use tessera_search::messages::{
+    QuerySearchResult, ReaderContextId, ShardFetchRequest, ShardSearchRequest,
+};
+use tessera_search::shard::{ShardFuture, ShardSearcher};
+
+use super::ResponseCollector;
+
+/// See the module documentation.
+pub struct TrackedShard {
+    copy: Arc<dyn ShardSearcher>,
+    node: String,
+    collector: Arc<ResponseCollector>,
+    /// Counted in flight since it was chosen, and not sent yet.
+    reserved: AtomicBool,
+}
+
+impl TrackedShard {
+    /// The copy a ranking chose first: counted in flight now.
+    pub fn chosen(copy: Arc<dyn ShardSearcher>, collector: Arc<ResponseCollector>) -> Self {
+        let node = copy.node_id();
+        collector.begin(&node);
+        TrackedShard {
+            copy,
+            node,
+            collector,
+            reserved: AtomicBool::new(true),
+        }
+    }
+
+    /// A copy tried only if the ones before it fail: counted once it is sent a request.
+    pub fn fallback(copy: Arc<dyn ShardSearcher>, collector: Arc<ResponseCollector>) -> Self {
+        TrackedShard {
+            node: copy.node_id(),
+            copy,
+            collector,
+            reserved: AtomicBool::new(false),
+        }
+    }
+}
+
+/// One request in flight to a node, until dropped.
+struct InFlight {
+    node: String,
+    collector: Arc<ResponseCollector>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.collector.end(&self.node);
+    }
+}
+
+impl Drop for TrackedShard {
+    fn drop(&mut self) {
+        // chosen but never sent (the search skipped the shard, or failed first)
+        if self.reserved.load(Ordering::Acquire) {
+            self.collector.end(&self.node);
+        }
+    }
+}
+
+impl ShardSearcher for TrackedShard {
+    fn index_name(&self) -> String {
+        self.copy.index_name()
+    }
+
+    fn index_uuid(&self) -> String {
+        self.copy.index_uuid()
+    }
+
+    fn shard_id(&self) -> u32 {
+        self.copy.shard_id()
+    }
+
+    fn node_id(&self) -> String {
+        self.node.clone()
+    }
+
+    fn can_match(&self, request: ShardSearchRequest) -> ShardFuture<bool> {
+        self.copy.can_match(request)
+    }
+
+    fn query(&self, request: ShardSearchRequest) -> ShardFuture<QuerySearchResult> {
+        if !self.reserved.swap(false, Ordering::AcqRel) {
+            self.collector.begin(&self.node);
+        }
+        let in_flight = InFlight {
+            node: self.node.clone(),
+            collector: self.collector.clone(),
+        };
+        let sent = Instant::now();
+        let answer = self.copy.query(request);
+        Box::pin(async move {
+            let result = answer.await?;
+            if let Some(load) = &result.load {
+                in_flight
+                    .collector
+                    .record(&in_flight.node, load, sent.elapsed());
+            }
+            drop(in_flight);
+            Ok(result)
+        })
+    }
+
+    fn fetch(&self, request: ShardFetchRequest) -> ShardFuture<Vec<FetchedDoc>> {
+        self.copy.fetch(request)
+    }
+
+    fn free_context(&self, id: ReaderContextId) {
+        self.copy.free_context(id)
+    }
+
+    fn fetch_with_query(&self) -> bool {
+        self.copy.fetch_with_query()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_common::Result;
+
+    /// A copy on `node` that answers every query with this load, or fails.
+    struct Copy {
+        node: &'static str,
+        fails: bool,
+    }
+
+    impl ShardSearcher for Copy {
+        fn index_name(&self) -> String {
+            "i".into()
+        }
+        fn index_uuid(&self) -> String {
+            "u".into()
+        }
+        fn shard_id(&self) -> u32 {
+            0
+        }
+        fn node_id(&self) -> String {
+            self.node.into()
+        }
+        fn can_match(&self, _: ShardSearchRequest) -> ShardFuture<bool> {
+            Box::pin(async { Ok(true) })
+        }
+        fn query(&self, _: ShardSearchRequest) -> ShardFuture<QuerySearchResult> {
+            let fails = self.fails;
+            Box::pin(async move {
+                if fails {
+                    return Err(tessera_common::Error::illegal_state("down"));
+                }
+                let result = QuerySearchResult {
+                    load: Some(tessera_search::search_load::ShardLoad {
+                        queue_size: 2,
+                        service_time_nanos: 3_000_000,
+                        took_nanos: 1_000,
+                        clients: 1,
+                    }),
+                    ..QuerySearchResult::default()
+                };
+                Ok(result)
+            })
+        }
+        fn fetch(&self, _: ShardFetchRequest) -> ShardFuture<Vec<FetchedDoc>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+        fn free_context(&self, _: ReaderContextId) {}
+    }
+
+    fn request() -> ShardSearchRequest {
+        ShardSearchRequest {
+            source: Arc::default(),
+            index_uuid: "u".into(),
+            shard_id: 0,
+            shard_index: 0,
+            total_shards: 1,
+            now_millis: 0,
+            deadline: None,
+            fetch_page: None,
+            parsed: None,
+            cancelled: None,
+            coordinator: None,
+        }
+    }
+
+    fn run<T>(future: ShardFuture<T>) -> Result<T> {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(future)
+    }
+
+    fn outgoing(collector: &ResponseCollector, node: &str) -> usize {
+        collector
+            .views()
+            .iter()
+            .find(|v| v.node_id == node)
+            .map_or(0, |v| v.outgoing_searches)
+    }
+
+    #[test]
+    fn a_chosen_copy_counts_in_flight_until_it_answers() {
+        let collector = Arc::new(ResponseCollector::new());
+        let copy = TrackedShard::chosen(
+            Arc::new(Copy {
+                node: "n1",
+                fails: false,
+            }),
+            collector.clone(),
+        );
+        assert_eq!(outgoing(&collector, "n1"), 1);
+        let answer = copy.query(request());
+        assert_eq!(outgoing(&collector, "n1"), 1);
+        run(answer).unwrap();
+        assert_eq!(outgoing(&collector, "n1"), 0);
+        let view = collector.views().pop().unwrap();
+        assert_eq!(view.avg_queue_size, 2.0);
+        assert_eq!(view.avg_service_time_nanos, 3_000_000);
+        drop(copy);
+        assert_eq!(outgoing(&collector, "n1"), 0, "released once only");
+    }
+
+    #[test]
+    fn a_copy_never_sent_and_a_failed_one_are_released() {
+        let collector = Arc::new(ResponseCollector::new());
+        let skipped = TrackedShard::chosen(
+            Arc::new(Copy {
+                node: "n1",
+                fails: false,
+            }),
+            collector.clone(),
+        );
+        drop(skipped);
+        assert_eq!(outgoing(&collector, "n1"), 0);
+        let failing = TrackedShard::fallback(
+            Arc::new(Copy {
+                node: "n2",
+                fails: true,
+            }),
+            collector.clone(),
+        );
+        let answer = failing.query(request());
+        assert_eq!(outgoing(&collector, "n2"), 1);
+        assert!(run(answer).is_err());
+        assert_eq!(outgoing(&collector, "n2"), 0);
+        // a failure brings no statistics
+        let view = collector.views().into_iter().find(|v| v.node_id == "n2");
+        assert!(view.is_some_and(|v| v.rank_nanos.is_none()));
+    }
+}
