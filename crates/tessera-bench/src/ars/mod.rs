@@ -166,8 +166,6 @@ fn positive(x: f64) -> bool {
 /// Where the benchmark's searches go: a cluster it started or an existing one.
 struct Site {
     client: Client,
-    /// Every node's endpoint, to count completed search tasks.
-    nodes: Vec<Client>,
     data_nodes: usize,
     description: String,
     slow: Option<(String, u32)>,
@@ -182,7 +180,6 @@ fn start_site(a: &ArsArgs) -> Result<Site> {
         let health = client.get_json("/_cluster/health")?;
         let data_nodes = health["number_of_data_nodes"].as_u64().unwrap_or(1) as usize;
         return Ok(Site {
-            nodes: vec![client.clone()],
             client,
             data_nodes,
             description: format!("existing cluster at {url}, {data_nodes} data nodes"),
@@ -217,15 +214,8 @@ fn start_site(a: &ArsArgs) -> Result<Site> {
     })?;
     let slow_index = a.slow_node.unwrap_or(a.data_nodes) - 1;
     let slow_node = &local.data_nodes[slow_index];
-    let nodes = local
-        .data_nodes
-        .iter()
-        .chain(local.coordinator.as_ref())
-        .map(|n| Client::new(&n.http, timeout))
-        .collect::<Result<Vec<_>>>()?;
     Ok(Site {
         client: Client::new(local.coordinator_url(), timeout)?,
-        nodes,
         data_nodes: a.data_nodes,
         description: format!(
             "{} data nodes and 1 coordinating-only node started by the benchmark (tessera {})",
@@ -389,7 +379,6 @@ pub fn run(a: ArsArgs) -> Result<i32> {
     result.save(&out)?;
     let bench = Bench {
         client: &site.client,
-        nodes: site.nodes.clone(),
         index: &a.index,
         data_nodes: site.data_nodes,
         plan: traffic::Plan {

@@ -50,9 +50,6 @@ pub fn heavy_query() -> Value {
 pub struct Bench<'a> {
     /// The coordinating node.
     pub client: &'a Client,
-    /// The nodes whose `search` pools are counted (with Tessera every node, since its
-    /// `_cat/thread_pool` answers for one node; with OpenSearch the coordinating node is enough).
-    pub nodes: Vec<Client>,
     pub index: &'a str,
     pub data_nodes: usize,
     pub plan: Plan,
@@ -128,8 +125,8 @@ pub fn adaptive_selection(client: &Client) -> Option<Value> {
     Some(Value::Object(all))
 }
 
-fn snapshot_or_warn(nodes: &[Client]) -> Option<Snapshot> {
-    match search_tasks::snapshot(nodes) {
+fn snapshot_or_warn(client: &Client) -> Option<Snapshot> {
+    match search_tasks::snapshot(client) {
         Ok(s) => Some(s),
         Err(e) => {
             eprintln!("warning: {e:#}");
@@ -157,9 +154,9 @@ impl Bench<'_> {
             self.client,
             &self.plan,
             self.stop,
-            || before = snapshot_or_warn(&self.nodes),
+            || before = snapshot_or_warn(self.client),
             || {
-                after = snapshot_or_warn(&self.nodes);
+                after = snapshot_or_warn(self.client);
                 ranks = adaptive_selection(self.client);
             },
         );

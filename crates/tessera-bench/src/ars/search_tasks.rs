@@ -2,9 +2,9 @@
 //! evidence that ARS routes shard requests away from the slow node.
 //!
 //! Counters only grow, so a run's share of each node is the difference of two snapshots taken
-//! while the load runs, at the start and the end of the measured laps. A snapshot asks every
-//! node it knows of: Tessera's `_cat/thread_pool` answers for the node it reaches only, while
-//! OpenSearch's answers for all (rows are merged by node name).
+//! while the load runs, at the start and the end of the measured laps. The coordinating node
+//! answers for every node of the cluster (Tessera and OpenSearch alike), so the slowed node is
+//! never asked directly and its slowness does not stretch the snapshot.
 
 use crate::client::Client;
 use anyhow::{Context, Result};
@@ -25,18 +25,12 @@ pub struct NodeTasks {
 const CAT_PATH: &str =
     "/_cat/thread_pool/search?format=json&h=node_name,name,active,queue,rejected,completed";
 
-/// Reads the counters of every node that `nodes` answer for.
-pub fn snapshot(nodes: &[Client]) -> Result<Snapshot> {
-    let mut all = Snapshot::new();
-    for node in nodes {
-        let v = node
-            .get_json(CAT_PATH)
-            .with_context(|| format!("read completed search tasks from {}", node.base()))?;
-        for (name, completed) in parse(&v) {
-            all.entry(name).or_insert(completed);
-        }
-    }
-    Ok(all)
+/// Reads the counters of every node of the cluster, through `client`.
+pub fn snapshot(client: &Client) -> Result<Snapshot> {
+    let v = client
+        .get_json(CAT_PATH)
+        .context("read completed search tasks per node")?;
+    Ok(parse(&v))
 }
 
 /// The `search` rows of a `_cat/thread_pool?format=json` answer (numbers may come as strings).
