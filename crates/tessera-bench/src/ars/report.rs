@@ -199,7 +199,7 @@ pub fn search_tasks_table(runs: &[RunResult]) -> String {
     s
 }
 
-/// A run's `_nodes/stats/adaptive_selection`: one row per node id, one column per statistic.
+/// One node's `_nodes/stats/adaptive_selection` view: one row per node, one column per statistic.
 pub fn adaptive_selection_table(stats: &Value) -> Option<String> {
     let nodes = stats.as_object().filter(|o| !o.is_empty())?;
     let mut keys: Vec<&str> = Vec::new();
@@ -395,15 +395,14 @@ pub fn render(r: &ArsResult) -> Report {
         if let Some(e) = &run.measured.first_error {
             let _ = writeln!(md, "First error: {e}\n");
         }
-        if let Some(t) = run
-            .adaptive_selection
-            .as_ref()
-            .and_then(adaptive_selection_table)
-        {
-            let _ = writeln!(
-                md,
-                "`_nodes/stats/adaptive_selection` on the coordinating node at the end of the laps:\n\n{t}"
-            );
+        let views = run.adaptive_selection.as_ref().and_then(Value::as_object);
+        for (reporter, view) in views.into_iter().flatten() {
+            if let Some(t) = adaptive_selection_table(view) {
+                let _ = writeln!(
+                    md,
+                    "`_nodes/stats/adaptive_selection` of {reporter} at the end of the laps:\n\n{t}"
+                );
+            }
         }
     }
     let mut charts = Vec::new();
@@ -519,11 +518,8 @@ mod tests {
         ] {
             assert!(rep.markdown.contains(section), "{section}");
         }
-        assert!(
-            rep.markdown.contains("| n3id | 0 | 4 | 1.5 |"),
-            "{}",
-            rep.markdown
-        );
+        assert!(rep.markdown.contains("of client at the end of the laps"));
+        assert!(rep.markdown.contains("| node-3 | 0 | 4 | 1.5 |"));
         assert!(!rep.markdown.contains("**Note:**"));
         let mut r = sample();
         r.setup.reports_adaptive_selection = false;

@@ -111,18 +111,36 @@ pub fn set_ars(client: &Client, ars: Ars) -> Result<()> {
     Ok(())
 }
 
-/// What the coordinating node knows of each node for ARS (`_nodes/stats/adaptive_selection`:
-/// per node id, queue size, service and response time, rank); `None` where the engine does not
-/// report it. Read at the end of the laps, while the load runs.
+/// What each coordinating node knows of the others for ARS (`_nodes/stats/adaptive_selection`:
+/// queue size, service and response time, rank per node), by node name, keeping only the nodes
+/// that coordinated searches; `None` where the engine does not report it. Read at the end of the
+/// laps, while the load runs.
 pub fn adaptive_selection(client: &Client) -> Option<Value> {
     let stats = client.get_json("/_nodes/stats/adaptive_selection").ok()?;
-    let mut all = serde_json::Map::new();
-    for node in stats["nodes"].as_object()?.values() {
-        if let Some(per_node) = node["adaptive_selection"].as_object() {
-            all.extend(per_node.clone());
-        }
+    Some(views_by_name(stats["nodes"].as_object()?))
+}
+
+/// `{reporting node: {node: stats}}` from `_nodes/stats`' `nodes`, node ids replaced by names.
+pub fn views_by_name(nodes: &serde_json::Map<String, Value>) -> Value {
+    let name = |id: &str| {
+        nodes
+            .get(id)
+            .and_then(|n| n["name"].as_str())
+            .unwrap_or(id)
+            .to_string()
+    };
+    let mut views = serde_json::Map::new();
+    for (id, node) in nodes {
+        let Some(view) = node["adaptive_selection"]
+            .as_object()
+            .filter(|v| !v.is_empty())
+        else {
+            continue;
+        };
+        let named = view.iter().map(|(k, v)| (name(k), v.clone())).collect();
+        views.insert(name(id), Value::Object(named));
     }
-    Some(Value::Object(all))
+    Value::Object(views)
 }
 
 fn snapshot_or_warn(client: &Client) -> Option<Snapshot> {
@@ -183,6 +201,22 @@ impl Bench<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn adaptive_selection_views_are_named() {
+        let nodes = json!({
+            "c1": {"name": "client", "adaptive_selection": {
+                "d1": {"avg_queue_size": 1, "rank": "2.0"},
+                "d9": {"avg_queue_size": 3}
+            }},
+            "d1": {"name": "node-1", "adaptive_selection": {}},
+        });
+        let v = views_by_name(nodes.as_object().unwrap());
+        assert_eq!(
+            v,
+            json!({"client": {"node-1": {"avg_queue_size": 1, "rank": "2.0"}, "d9": {"avg_queue_size": 3}}})
+        );
+    }
 
     #[test]
     fn heavy_query_reads_workload_fields() {

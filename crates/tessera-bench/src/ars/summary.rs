@@ -137,7 +137,8 @@ pub struct RunResult {
     pub measured: Measured,
     /// Completed `search` tasks per node during the laps.
     pub search_tasks: Vec<NodeTasks>,
-    /// `_nodes/stats/adaptive_selection` at the end of the laps (by node id), where reported.
+    /// `_nodes/stats/adaptive_selection` at the end of the laps, where reported: each
+    /// coordinating node's view, `{node name: {node name: stats}}`.
     #[serde(default)]
     pub adaptive_selection: Option<Value>,
 }
@@ -357,7 +358,7 @@ pub mod tests {
                 },
             ],
             adaptive_selection: (ars == Ars::On).then(|| {
-                serde_json::json!({"n3id": {"outgoing_searches": 0, "avg_queue_size": 4, "rank": "1.5"}})
+                serde_json::json!({"client": {"node-3": {"outgoing_searches": 0, "avg_queue_size": 4, "rank": "1.5"}}})
             }),
         }
     }
