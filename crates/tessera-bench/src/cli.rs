@@ -39,6 +39,8 @@ pub enum BenchCommand {
     Report(ReportArgs),
     /// List the built-in workloads and their operations
     Workloads,
+    /// Adaptive replica selection: start a cluster, slow one data node, and compare ARS off vs on
+    Ars(crate::ars::ArsArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -288,6 +290,7 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
         BenchCommand::Compare(a) => cmd_compare(a),
         BenchCommand::Report(a) => cmd_report(a),
         BenchCommand::Workloads => cmd_workloads(),
+        BenchCommand::Ars(a) => crate::ars::run(a),
     }
 }
 
@@ -722,7 +725,7 @@ fn execute(
     Ok(if interrupted { 130 } else { 0 })
 }
 
-fn write_report(dir: &Path, name: &str, rep: &Report) -> Result<()> {
+pub(crate) fn write_report(dir: &Path, name: &str, rep: &Report) -> Result<()> {
     std::fs::create_dir_all(dir.join("charts"))
         .with_context(|| format!("create {}", dir.display()))?;
     std::fs::write(dir.join(name), &rep.markdown).with_context(|| format!("write {name}"))?;

@@ -9,9 +9,13 @@
 //! results file. It speaks only the OpenSearch REST API, so the same command measures Tessera and
 //! a reference OpenSearch side by side.
 //!
+//! `tessera bench ars` ([`ars`]) runs the adaptive replica selection experiment: it starts a
+//! cluster of its own, slows one data node, and compares round robin with ARS.
+//!
 //! The `tessera` binary embeds [`cli::BenchCommand`] as `tessera bench <command>` and calls
 //! [`cli::run`].
 
+pub mod ars;
 pub mod chart;
 pub mod cli;
 pub mod client;
