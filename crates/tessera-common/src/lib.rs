@@ -3,6 +3,7 @@
 //! pools with their statistics.
 
 pub mod breaker;
+pub mod cpu_limit;
 pub mod error;
 pub mod ids;
 pub mod murmur3;

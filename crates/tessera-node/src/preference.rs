@@ -45,13 +45,13 @@ pub struct Copy<'a> {
 }
 
 impl Preference {
-    /// No preference: every shard, copies in round robin.
     /// No preference: the copies are the coordinator's to choose (round robin, or adaptive
     /// replica selection).
     pub fn is_default(&self) -> bool {
         matches!(self.order, Order::Turn)
     }
 
+    /// No preference: every shard, copies in round robin.
     pub fn none() -> Preference {
         Preference {
             shards: None,

@@ -13,6 +13,9 @@
 //! the node's capacity: `1/μ`, the inverse of the node's service rate, which is what the C3
 //! formula needs. Busy time is wall time while running (not CPU time), so a node whose process
 //! gets less CPU than it asks for (a CPU quota, a noisy neighbour) shows as slower, as it is.
+//! The cores are the machine's, or fewer under a cgroup CPU quota (`tessera_common::cpu_limit`,
+//! read again every second: a container's limit can change): a node held to a tenth of a core
+//! gets through a tenth of a core's work, however many threads it runs.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -51,9 +54,11 @@ pub struct ShardLoad {
     pub queue_size: u32,
     /// The node's EWMA of service time (see the module docs), this request included.
     pub service_time_nanos: u64,
-    /// How long this request ran on the node (wall time from leaving the queue to its
-    /// answer): what the coordinator takes off the response time to see network and queueing.
-    pub took_nanos: u64,
+    /// This request's own service time (its work over the node's cores): what the
+    /// coordinator takes off the response time to see what else the request waited for —
+    /// network, queueing, and a node that gets less CPU than it asks for (its slices' busy
+    /// time is wall time: a throttled node's work takes longer, and so does its wait).
+    pub request_service_nanos: u64,
     /// The coordinating nodes that sent the node shard query requests within the last
     /// [`CLIENT_WINDOW`] (C3's number of clients, which each may have as many requests in
     /// flight to the node as the coordinator reading this has).
@@ -66,8 +71,12 @@ pub const CLIENT_WINDOW: Duration = Duration::from_secs(1);
 /// A node's shard query requests: how many are in its `search` pool, and the EWMA of their
 /// service time.
 pub struct SearchLoad {
-    /// Cores the node can give slices.
+    /// The machine's cores.
     cores: usize,
+    /// The process's CPU quota in cores, if any (see the module docs).
+    limit: Box<dyn Fn() -> Option<f64> + Send + Sync>,
+    /// The cores the node can give slices, and when the quota was last read.
+    available: Mutex<Option<(Instant, f64)>>,
     service_time: Mutex<Ewma>,
     /// Shard query requests queued or running (the pool also runs other work: coordinating
     /// searches, fetches).
@@ -85,9 +94,23 @@ impl Drop for InPool {
     }
 }
 
+/// How often the cgroup CPU quota is read again.
+const LIMIT_REFRESH: Duration = Duration::from_secs(1);
+
 impl SearchLoad {
+    /// A node with `cores` cores, fewer under its cgroup's CPU quota.
     pub fn new(cores: usize) -> SearchLoad {
+        SearchLoad::with_limit(cores, tessera_common::cpu_limit::cgroup_cpu_limit)
+    }
+
+    /// A node with `cores` cores, fewer when `limit` says so.
+    pub fn with_limit(
+        cores: usize,
+        limit: impl Fn() -> Option<f64> + Send + Sync + 'static,
+    ) -> SearchLoad {
         SearchLoad {
+            limit: Box::new(limit),
+            available: Mutex::default(),
             cores: cores.max(1),
             service_time: Mutex::default(),
             in_pool: Arc::default(),
@@ -107,8 +130,8 @@ impl SearchLoad {
     pub fn record(&self, meter: WorkMeter, coordinator: Option<&str>) -> ShardLoad {
         let queue_size = self.in_pool.load(Ordering::Relaxed).saturating_sub(1);
         let clients = self.note_client(coordinator.unwrap_or(""), Instant::now());
-        let (work, took) = meter.finish();
-        let sample = work.as_nanos() as f64 / self.cores as f64;
+        let work = meter.finish();
+        let sample = work.as_nanos() as f64 / self.available_cores();
         let service_time = {
             let mut ewma = self.service_time.lock().unwrap();
             ewma.add(sample);
@@ -117,8 +140,24 @@ impl SearchLoad {
         ShardLoad {
             queue_size: queue_size.min(u32::MAX as usize) as u32,
             service_time_nanos: service_time as u64,
-            took_nanos: took.as_nanos() as u64,
+            request_service_nanos: sample as u64,
             clients,
+        }
+    }
+
+    /// The cores the node can give slices now: the machine's, or its CPU quota when lower.
+    fn available_cores(&self) -> f64 {
+        let mut available = self.available.lock().unwrap();
+        match *available {
+            Some((read_at, cores)) if read_at.elapsed() < LIMIT_REFRESH => cores,
+            _ => {
+                let machine = self.cores as f64;
+                let cores = (self.limit)().map_or(machine, |quota| quota.min(machine));
+                // a quota of nothing still lets requests through, slowly
+                let cores = cores.max(0.01);
+                *available = Some((Instant::now(), cores));
+                cores
+            }
         }
     }
 
@@ -162,12 +201,12 @@ impl WorkMeter {
         }
     }
 
-    /// (work, wall time) since the start.
-    fn finish(self) -> (Duration, Duration) {
+    /// The work since the start.
+    fn finish(self) -> Duration {
         let took = self.started.elapsed();
         let extra = SLICE_WORK_NANOS.with(|work| work.replace(0));
         let work = (took.as_nanos() as i128 + extra).max(0);
-        (Duration::from_nanos(work as u64), took)
+        Duration::from_nanos(work as u64)
     }
 }
 
@@ -194,7 +233,7 @@ mod tests {
 
     #[test]
     fn work_counts_slices_elsewhere_and_not_the_wait_for_them() {
-        let load = SearchLoad::new(4);
+        let load = SearchLoad::with_limit(4, || None);
         let _requests: Vec<InPool> = (0..4).map(|_| load.enter()).collect();
         let meter = WorkMeter::start();
         std::thread::sleep(Duration::from_millis(20));
@@ -202,14 +241,12 @@ mod tests {
         add_slice_work(Duration::from_millis(90), Duration::from_millis(10));
         let reported = load.record(meter, None);
         assert_eq!(reported.queue_size, 3);
-        let took = Duration::from_nanos(reported.took_nanos);
-        assert!(took >= Duration::from_millis(20));
-        // work = took + 90 - 10 ms, over 4 cores
-        let expected = (took + Duration::from_millis(80)).as_nanos() as u64 / 4;
-        assert!(
-            reported.service_time_nanos.abs_diff(expected) < 1_000,
-            "{reported:?}"
-        );
+        // work = 20 ms or a little more on this thread + 90 - 10 ms elsewhere, over 4 cores
+        let own = Duration::from_nanos(reported.request_service_nanos);
+        assert!(own >= Duration::from_millis(25), "{reported:?}");
+        assert!(own < Duration::from_millis(40), "{reported:?}");
+        // the first sample is the average
+        assert_eq!(reported.service_time_nanos, reported.request_service_nanos);
         assert_eq!(
             load.service_time(),
             Some(Duration::from_nanos(reported.service_time_nanos))
@@ -217,8 +254,29 @@ mod tests {
     }
 
     #[test]
+    fn a_cpu_quota_below_the_machine_counts_its_cores() {
+        let quota = SearchLoad::with_limit(2, || Some(0.1));
+        let meter = WorkMeter::start();
+        add_slice_work(Duration::from_millis(10), Duration::ZERO);
+        let reported = quota.record(meter, None);
+        // 10 ms of work or a little more, on a tenth of a core
+        assert!(
+            reported.request_service_nanos >= 100_000_000,
+            "{reported:?}"
+        );
+        assert!(reported.request_service_nanos < 150_000_000, "{reported:?}");
+        // a quota above the machine's cores changes nothing
+        let loose = SearchLoad::with_limit(2, || Some(8.0));
+        let meter = WorkMeter::start();
+        add_slice_work(Duration::from_millis(10), Duration::ZERO);
+        let reported = loose.record(meter, None);
+        assert!(reported.request_service_nanos >= 5_000_000, "{reported:?}");
+        assert!(reported.request_service_nanos < 7_500_000, "{reported:?}");
+    }
+
+    #[test]
     fn requests_leave_the_pool_when_dropped() {
-        let load = SearchLoad::new(1);
+        let load = SearchLoad::with_limit(1, || None);
         let first = load.enter();
         let second = load.enter();
         drop(first);
@@ -231,7 +289,7 @@ mod tests {
 
     #[test]
     fn clients_are_the_coordinators_of_the_last_window() {
-        let load = SearchLoad::new(1);
+        let load = SearchLoad::with_limit(1, || None);
         let start = Instant::now();
         assert_eq!(load.note_client("", start), 1);
         assert_eq!(load.note_client("a", start), 2);
@@ -248,7 +306,7 @@ mod tests {
     fn a_new_meter_forgets_what_the_previous_request_left() {
         add_slice_work(Duration::from_secs(5), Duration::ZERO);
         let meter = WorkMeter::start();
-        let load = SearchLoad::new(1);
+        let load = SearchLoad::with_limit(1, || None);
         let reported = load.record(meter, None);
         assert_eq!(reported.queue_size, 0);
         assert!(reported.service_time_nanos < 1_000_000_000, "{reported:?}");

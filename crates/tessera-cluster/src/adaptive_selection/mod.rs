@@ -11,13 +11,14 @@
 //! - the nodes that lose a ranking move toward the winner by an added sample (the midpoint
 //!   of theirs and the winner's), so a node that was slow once gets tried again as the others
 //!   load up, and the history it has is kept rather than overwritten. A loser takes such a
-//!   sample at most once per its own response time: its statistics age with time, not with
+//!   sample only while nothing is in flight to it, at most once per its own response time: its statistics age with time, not with
 //!   how many shard requests the others answer meanwhile (Elasticsearch adjusts on every
 //!   ranking, so under a high request rate a slow node is back in the running within a few
 //!   searches, and keeps getting a large share of the requests). Statistics moved that way
-//!   are an estimate, not a measure: until the node answers again it is probed like a node
-//!   without statistics, one request at a time — else the estimate, a fast node with nothing
-//!   in flight, draws a burst of requests that all wait on the slow node;
+//!   are an estimate, not a measure: once they are mostly estimate ([`MOSTLY_ESTIMATED`]
+//!   added samples since the node's last answer) the node is probed like a node without
+//!   statistics, one request at a time, until it answers — else the estimate, a fast node with
+//!   nothing in flight, draws a burst of requests that all wait on the slow node;
 //! - a node's statistics are dropped when it leaves the cluster ([`ResponseCollector::retain`]).
 
 pub mod rank;
@@ -35,6 +36,10 @@ pub use tracked::TrackedShard;
 /// Shard requests a coordinator has in flight at most to a node it has no statistics for.
 pub const PROBE_IN_FLIGHT: usize = 1;
 
+/// Added samples since its last answer after which a node's statistics are mostly estimate:
+/// with α 0.3, two samples carry 51% of an average's weight.
+pub const MOSTLY_ESTIMATED: u32 = 2;
+
 /// One node as a coordinator sees it.
 #[derive(Default)]
 struct NodeEntry {
@@ -43,8 +48,8 @@ struct NodeEntry {
     outstanding: usize,
     /// When the statistics last took a sample (an answer, or a loss).
     sampled_at: Option<Instant>,
-    /// The statistics moved toward a winner's since the node's last answer.
-    estimated: bool,
+    /// Samples the statistics took toward a winner's since the node's last answer.
+    estimated: u32,
 }
 
 /// A coordinating node's statistics of the nodes it sends shard requests to.
@@ -89,12 +94,12 @@ impl ResponseCollector {
         let mut nodes = self.nodes.lock().unwrap();
         let entry = nodes.entry(node.to_string()).or_default();
         entry.sampled_at = Some(Instant::now());
-        entry.estimated = false;
+        entry.estimated = 0;
         let stats = entry.stats.get_or_insert_with(NodeStats::default);
         stats.queue.add(load.queue_size as f64);
         stats
             .response_wait_nanos
-            .add((response - load.took_nanos as f64).max(0.0));
+            .add((response - load.request_service_nanos as f64).max(0.0));
         stats.response_nanos.add(response);
         stats.service_nanos.add(load.service_time_nanos as f64);
         stats.clients = load.clients;
@@ -108,7 +113,12 @@ impl ResponseCollector {
         let known = self.nodes.lock().unwrap();
         let key = |i: usize| -> (u8, f64) {
             match known.get(nodes[i]) {
-                Some(entry) if entry.outstanding >= PROBE_IN_FLIGHT && entry.estimated => (2, 0.0),
+                Some(entry)
+                    if entry.outstanding >= PROBE_IN_FLIGHT
+                        && entry.estimated >= MOSTLY_ESTIMATED =>
+                {
+                    (2, 0.0)
+                }
                 Some(NodeEntry {
                     stats: Some(stats),
                     outstanding,
@@ -126,9 +136,10 @@ impl ResponseCollector {
         base
     }
 
-    /// After a ranking chose `winner`: each loser with statistics takes a sample halfway
-    /// between its own and the winner's, so it drifts back into contention — at most once
-    /// per its own response time (module docs).
+    /// After a ranking chose `winner`: each loser with statistics and nothing in flight takes
+    /// a sample halfway between its own and the winner's, so it drifts back into contention —
+    /// at most once per its own response time (module docs). A loser with requests in flight
+    /// is left alone: its answers will say how it is doing.
     pub fn adjust_losers(&self, winner: &str, losers: &[&str]) {
         self.adjust_losers_at(winner, losers, Instant::now())
     }
@@ -145,6 +156,10 @@ impl ResponseCollector {
             let Some(stats) = entry.stats.as_mut() else {
                 continue;
             };
+            // a node with requests in flight is about to be measured again
+            if entry.outstanding > 0 {
+                continue;
+            }
             let response = Duration::from_nanos(stats.response_nanos.get().unwrap_or(0.0) as u64);
             if entry
                 .sampled_at
@@ -153,7 +168,7 @@ impl ResponseCollector {
                 continue;
             }
             entry.sampled_at = Some(now);
-            entry.estimated = true;
+            entry.estimated += 1;
             let midpoint = |own: &tessera_search::search_load::Ewma,
                             theirs: &tessera_search::search_load::Ewma| {
                 (own.get().unwrap_or(0.0) + theirs.get().unwrap_or(0.0)) / 2.0
@@ -207,7 +222,7 @@ mod tests {
         ShardLoad {
             queue_size: queue,
             service_time_nanos: service_ms * 1_000_000,
-            took_nanos: service_ms * 1_000_000,
+            request_service_nanos: service_ms * 1_000_000,
             clients: 2,
         }
     }
@@ -340,6 +355,34 @@ mod tests {
             "{:?}",
             collector.views()
         );
+    }
+
+    #[test]
+    fn a_loser_with_requests_in_flight_keeps_its_measures() {
+        let collector = ResponseCollector::new();
+        answered(&collector, "a", 2, 3);
+        answered(&collector, "b", 3, 3);
+        collector.begin("b");
+        let before = collector.views()[1].clone();
+        collector.adjust_losers_at("a", &["b"], Instant::now() + Duration::from_secs(5));
+        assert_eq!(collector.views()[1], before);
+        // and it is ranked, not held back like a node being probed
+        collector.begin("a");
+        collector.begin("a");
+        assert_eq!(collector.order(&["a", "b"], vec![0, 1])[0], 1);
+    }
+
+    #[test]
+    fn one_loss_of_a_near_tie_does_not_hold_a_fast_node_back() {
+        let collector = ResponseCollector::new();
+        answered(&collector, "a", 2, 3);
+        answered(&collector, "b", 2, 3);
+        answered(&collector, "slow", 200, 3);
+        // b lost to a while idle: one added sample, its statistics still mostly measured
+        collector.adjust_losers_at("a", &["b"], Instant::now() + Duration::from_secs(1));
+        collector.begin("b");
+        // with its request in flight, b still beats the slow node
+        assert_eq!(collector.order(&["slow", "b"], vec![0, 1])[0], 1);
     }
 
     #[test]

@@ -11,8 +11,8 @@ use tessera_search::search_load::Ewma;
 pub struct NodeStats {
     /// The `search` pool queue (queued and running) the node reported.
     pub queue: Ewma,
-    /// Response time less the request's own execution on the node: the network and the wait
-    /// in the node's queue, measured by the coordinator.
+    /// Response time less the request's own service time: what else it waited for (the
+    /// network, the node's queue, a node short of CPU), measured by the coordinator.
     pub response_wait_nanos: Ewma,
     /// Response time as the client of the node sees it (for `_nodes/stats` only).
     pub response_nanos: Ewma,
@@ -39,8 +39,9 @@ pub fn rank(stats: &NodeStats, outstanding: usize) -> f64 {
     // request itself.
     let clients = stats.clients.max(1) as usize;
     let q_hat = 1.0 + (outstanding * clients) as f64 + queue;
-    // The wait seen so far (network and queueing) plus the expected service: q̂ requests ahead
-    // of and including this one, each taking the node's service time. Service time is a time
+    // What requests waited for besides their service (network, queueing, a node short of CPU:
+    // C3's R − 1/μ) plus the expected service: q̂ requests ahead of and including this one,
+    // each taking the node's service time. Service time is a time
     // (1/μ) — multiplied, as C3 means it; the inverted form divides by it and so prefers slow
     // nodes (OpenSearch still has it). The cube is C3's: a queue penalised more than linearly
     // keeps coordinators from all herding to the node that looked best a moment ago.

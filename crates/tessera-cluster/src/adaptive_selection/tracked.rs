@@ -161,7 +161,7 @@ mod tests {
                     load: Some(tessera_search::search_load::ShardLoad {
                         queue_size: 2,
                         service_time_nanos: 3_000_000,
-                        took_nanos: 1_000,
+                        request_service_nanos: 1_000,
                         clients: 1,
                     }),
                     ..QuerySearchResult::default()
