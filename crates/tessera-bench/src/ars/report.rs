@@ -264,7 +264,8 @@ fn setup_section(r: &ArsResult) -> String {
         let method = methods.first().copied().unwrap_or("not used in these runs");
         let _ = writeln!(
             s,
-            "\"With load\": {node} held to {} of one core; method: {method}.\n",
+            "\"With load\": {node} slowed to {} (of one core with a cgroup quota, of the wall clock \
+             with a duty cycle); method: {method}.\n",
             st.slow_cpu
         );
     }
