@@ -267,26 +267,24 @@ fn copies_short(node: &Node, request: &ShardWriteRequest) -> Option<(ActiveShard
 /// Waits (up to the request's timeout) until the shard of `request` has the active copies it
 /// asks for; OpenSearch's `unavailable_shards_exception` when the time is up.
 async fn wait_for_active_copies(node: &Arc<Node>, request: &ShardWriteRequest) -> Result<()> {
-    let deadline =
-        std::time::Instant::now() + std::time::Duration::from_millis(request.timeout_millis);
-    loop {
-        let Some((wanted, have, needed)) = copies_short(node, request) else {
-            return Ok(());
-        };
-        if std::time::Instant::now() >= deadline {
-            return Err(Error::new(
-                "unavailable_shards_exception",
-                503,
-                format!(
-                    "[{}][{}] Not enough active copies to meet shard count of [{}] (have {have}, needed {needed}). Timeout: [{}]",
-                    request.index,
-                    request.shard_id,
-                    wanted.render(),
-                    tessera_common::time::format_time_value(request.timeout_millis),
-                ),
-            ));
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let deadline = Instant::now() + Duration::from_millis(request.timeout_millis);
+    let enough = crate::poll::until(deadline, Duration::from_millis(50), || {
+        copies_short(node, request).is_none()
+    })
+    .await;
+    match copies_short(node, request).filter(|_| !enough) {
+        None => Ok(()),
+        Some((wanted, have, needed)) => Err(Error::new(
+            "unavailable_shards_exception",
+            503,
+            format!(
+                "[{}][{}] Not enough active copies to meet shard count of [{}] (have {have}, needed {needed}). Timeout: [{}]",
+                request.index,
+                request.shard_id,
+                wanted.render(),
+                tessera_common::time::format_time_value(request.timeout_millis),
+            ),
+        )),
     }
 }
 
@@ -435,15 +433,11 @@ fn primary_moved(error: &Error) -> bool {
 /// a second at most and not past `deadline`.
 async fn wait_for_state_after(node: &Node, seen: u64, deadline: Instant) {
     let until = deadline.min(Instant::now() + Duration::from_secs(1));
-    while Instant::now() < until {
-        let newer = node
-            .coordination()
-            .is_none_or(|c| c.holder.current().version > seen);
-        if newer {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    crate::poll::until(until, Duration::from_millis(25), || {
+        node.coordination()
+            .is_none_or(|c| c.holder.current().version > seen)
+    })
+    .await;
 }
 
 /// Puts a shard group's answer at its operations' positions.

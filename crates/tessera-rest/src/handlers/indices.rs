@@ -114,17 +114,11 @@ async fn wait_for_active_copies(
     let meta = index.metadata();
     let needed = wanted.needed(meta.number_of_replicas());
     let deadline = std::time::Instant::now() + timeout;
-    loop {
-        let enough = (0..meta.number_of_shards)
-            .all(|shard| node.active_copies(&meta.name, &meta.uuid, shard) >= needed);
-        if enough {
-            return true;
-        }
-        if std::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    tessera_node::poll::until(deadline, std::time::Duration::from_millis(50), || {
+        (0..meta.number_of_shards)
+            .all(|shard| node.active_copies(&meta.name, &meta.uuid, shard) >= needed)
+    })
+    .await
 }
 
 /// `GET /{index}`.
