@@ -1053,7 +1053,11 @@ impl Node {
         turn: usize,
     ) -> Vec<Arc<dyn ShardSearcher>> {
         let local = || -> Arc<dyn ShardSearcher> {
-            let local = self.local_copy(index, shard);
+            // a copy this node is reopening is waited for; any other error is the shard's own
+            let local = match self.shard_for_search(index.clone(), shard) {
+                Ok(copy) => copy,
+                Err(_) => self.local_copy(index, shard),
+            };
             match self.config.shard_transport {
                 ShardTransport::Local => local,
                 ShardTransport::Loopback => Arc::new(LoopbackShard::new(local)),
@@ -1202,9 +1206,11 @@ impl Node {
         ))
     }
 
-    /// Whether this node is opening its copy of `shard` as the primary: the routing it knows
-    /// names it the primary while the copy is closed or opening (a promoted replica reopens).
-    pub(crate) fn opens_primary_here(&self, index: &IndexService, shard: u32) -> bool {
+    /// Whether this node is reopening its copy of `shard`: the routing it knows gives this node
+    /// a copy that is active or opening while the copy is closed or opening here. That is a
+    /// promotion: the node closes the replica and opens it again as the primary before it
+    /// publishes the state that says so, and a search may come in between.
+    pub(crate) fn reopens_copy_here(&self, index: &IndexService, shard: u32) -> bool {
         let reopening = matches!(
             index.shard_slots().get(shard as usize),
             Some(ShardSlot::Unallocated | ShardSlot::Initializing)
@@ -1212,31 +1218,32 @@ impl Node {
         let meta = index.metadata();
         reopening
             && self.coordination().is_some_and(|coordination| {
-                coordination
-                    .holder
-                    .current()
+                let state = coordination.holder.current();
+                let copies = state
                     .index(&meta.name)
                     .filter(|i| i.metadata.uuid == meta.uuid)
-                    .is_some_and(|i| {
-                        tessera_cluster::allocation::primary_belongs_to(
-                            &i.routing,
-                            shard,
-                            &self.node_id,
-                        )
-                    })
+                    .and_then(|i| i.routing.shards.get(shard as usize))
+                    .map(|table| table.copies.clone())
+                    .unwrap_or_default();
+                copies.iter().any(|copy| {
+                    copy.node_id.as_deref() == Some(self.node_id.as_str())
+                        && (copy.is_active()
+                            || (copy.primary
+                                && copy.state == tessera_cluster::ShardState::Initializing))
+                })
             })
     }
 
-    /// A shard search from another node for this node's copy: the copy, or, while this node
-    /// opens it as a promoted primary, a wait for it ([`crate::promoting::AwaitedShard`]).
-    pub(crate) fn shard_for_transport(
+    /// This node's copy of `shard` for a search, or, while this node reopens it (a promoted
+    /// replica), a wait for it ([`crate::promoting::AwaitedShard`]).
+    pub(crate) fn shard_for_search(
         &self,
         index: Arc<IndexService>,
         shard: u32,
     ) -> Result<Arc<dyn ShardSearcher>> {
         match index.shard(shard) {
             Ok(_) => Ok(self.local_copy(&index, shard)),
-            Err(_) if self.opens_primary_here(&index, shard) => Ok(Arc::new(
+            Err(_) if self.reopens_copy_here(&index, shard) => Ok(Arc::new(
                 crate::promoting::AwaitedShard::opening_here(self.me.clone(), index, shard),
             )),
             Err(e) => Err(e),

@@ -5,7 +5,8 @@
 //! sees no failed search across a failover. Two places wait:
 //! - a coordinating node whose state shows the promotion ([`AwaitedShard::promoted_primary`]);
 //! - the promoted copy's node, reached by a coordinating node that does not see the promotion
-//!   yet and still takes the copy for a started replica ([`AwaitedShard::opening_here`]).
+//!   yet and still takes the copy for a started replica, or coordinating the search itself
+//!   before it publishes the state it is applying ([`AwaitedShard::opening_here`]).
 
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -51,8 +52,8 @@ impl AwaitedShard {
     }
 
     /// On the node that reopens its replica as the primary: this node's copy once it has
-    /// opened. While the node's routing no longer names it the primary, the shard's own
-    /// error (not found, failed) is the answer.
+    /// opened. Once the node's routing no longer gives it the copy, the shard's own error
+    /// (not found, failed) is the answer.
     pub fn opening_here(node: Weak<Node>, index: Arc<IndexService>, shard: u32) -> Self {
         let target = index.clone();
         let resolve = move || {
@@ -61,7 +62,7 @@ impl AwaitedShard {
                 .ok_or_else(|| Error::illegal_state("the node has stopped"))?;
             match target.shard(shard) {
                 Ok(_) => Ok(Some(node.local_copy(&target, shard))),
-                Err(_) if node.opens_primary_here(&target, shard) => Ok(None),
+                Err(_) if node.reopens_copy_here(&target, shard) => Ok(None),
                 Err(e) => Err(e),
             }
         };

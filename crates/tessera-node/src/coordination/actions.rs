@@ -308,7 +308,7 @@ fn local_shard(node: &Node, index_uuid: &str, shard: u32) -> Result<Arc<dyn Shar
     let index = node
         .index_by_uuid(index_uuid)
         .ok_or_else(|| Error::index_not_found(index_uuid))?;
-    node.shard_for_transport(index, shard)
+    node.shard_for_search(index, shard)
 }
 
 /// Runs a broadcast on the copies this node holds.
