@@ -338,6 +338,16 @@ impl ClusterState {
         self.indices.get(index)?.routing.shards.get(shard as usize)
     }
 
+    /// The routing of one shard of the index `index` while it is the incarnation `uuid` (an
+    /// index deleted and created again under the same name is another index).
+    pub fn shard_of(&self, index: &str, uuid: &str, shard: u32) -> Option<&ShardTable> {
+        let index = self
+            .indices
+            .get(index)
+            .filter(|i| i.metadata.uuid == uuid)?;
+        index.routing.shards.get(shard as usize)
+    }
+
     /// Every copy on `node_id`, in index then shard order.
     pub fn copies_on<'a>(&'a self, node_id: &'a str) -> impl Iterator<Item = &'a ShardRouting> {
         self.indices
@@ -487,6 +497,11 @@ pub(crate) mod tests {
     fn single_node_routing_has_an_in_sync_primary_and_unassigned_replicas() {
         let state = sample();
         let table = state.shard("logs", 1).unwrap();
+        let uuid = &state.index("logs").unwrap().metadata.uuid;
+        assert_eq!(state.shard_of("logs", uuid, 1), Some(table));
+        // another incarnation of the name, or a shard it does not have
+        assert_eq!(state.shard_of("logs", "another-uuid", 1), None);
+        assert_eq!(state.shard_of("logs", uuid, 99), None);
         let primary = table.primary().unwrap();
         assert_eq!(primary.state, ShardState::Initializing);
         assert_eq!(primary.node_id.as_deref(), Some("n1"));

@@ -568,22 +568,18 @@ impl Node {
                 .map_or(0, |_| 1);
         };
         let state = coordination.holder.current();
-        state
-            .index(index)
-            .filter(|i| i.metadata.uuid == uuid)
-            .and_then(|i| i.routing.shards.get(shard as usize))
-            .map_or(0, |table| {
-                table
-                    .copies
-                    .iter()
-                    .filter(|copy| copy.is_active())
-                    .filter(|copy| {
-                        copy.node_id
-                            .as_ref()
-                            .is_some_and(|id| state.nodes.contains_key(id))
-                    })
-                    .count() as u32
-            })
+        state.shard_of(index, uuid, shard).map_or(0, |table| {
+            table
+                .copies
+                .iter()
+                .filter(|copy| copy.is_active())
+                .filter(|copy| {
+                    copy.node_id
+                        .as_ref()
+                        .is_some_and(|id| state.nodes.contains_key(id))
+                })
+                .count() as u32
+        })
     }
 
     /// The health states of an index's primaries: of its shard slots on a single node, of
@@ -1088,9 +1084,7 @@ impl Node {
         };
         // (node, primary) of each started copy
         let holders: Vec<(&tessera_cluster::DiscoveryNode, bool)> = state
-            .index(&meta.name)
-            .filter(|i| i.metadata.uuid == meta.uuid)
-            .and_then(|i| i.routing.shards.get(shard as usize))
+            .shard_of(&meta.name, &meta.uuid, shard)
             .map(|table| {
                 table
                     .copies
@@ -1173,9 +1167,7 @@ impl Node {
         shard: u32,
     ) -> bool {
         state
-            .index(&meta.name)
-            .filter(|i| i.metadata.uuid == meta.uuid)
-            .and_then(|i| i.routing.shards.get(shard as usize))
+            .shard_of(&meta.name, &meta.uuid, shard)
             .is_some_and(|table| {
                 table.primary_term > 1
                     && table.primary().is_some_and(|primary| {
@@ -1220,9 +1212,7 @@ impl Node {
             && self.coordination().is_some_and(|coordination| {
                 let state = coordination.holder.current();
                 let copies = state
-                    .index(&meta.name)
-                    .filter(|i| i.metadata.uuid == meta.uuid)
-                    .and_then(|i| i.routing.shards.get(shard as usize))
+                    .shard_of(&meta.name, &meta.uuid, shard)
                     .map(|table| table.copies.clone())
                     .unwrap_or_default();
                 copies.iter().any(|copy| {
@@ -1394,9 +1384,7 @@ impl Node {
         };
         let state = coordination.holder.current();
         let primary = state
-            .index(index)
-            .filter(|i| i.metadata.uuid == uuid)
-            .and_then(|i| i.routing.shards.get(shard as usize))
+            .shard_of(index, uuid, shard)
             .and_then(|table| table.primary().cloned());
         match primary {
             Some(copy) if copy.is_active() => {

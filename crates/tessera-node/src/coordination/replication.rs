@@ -270,9 +270,7 @@ fn not_primary(index: &IndexService, shard: u32) -> Error {
 fn primary_node(state: &ClusterState, index: &IndexService, shard: u32) -> Result<DiscoveryNode> {
     let meta = index.metadata();
     state
-        .index(&meta.name)
-        .filter(|i| i.metadata.uuid == meta.uuid)
-        .and_then(|i| i.routing.shards.get(shard as usize))
+        .shard_of(&meta.name, &meta.uuid, shard)
         .and_then(|table| table.primary())
         .filter(|primary| primary.state == ShardState::Started)
         .and_then(|primary| state.nodes.get(primary.node_id.as_ref()?))
@@ -310,9 +308,7 @@ fn start_recovery(
         .ok_or_else(|| Error::index_not_found(&request.copy.index_uuid))?;
     let meta = index.metadata();
     let assigned = state
-        .index(&meta.name)
-        .filter(|i| i.metadata.uuid == meta.uuid)
-        .and_then(|i| i.routing.shards.get(request.copy.shard as usize))
+        .shard_of(&meta.name, &meta.uuid, request.copy.shard)
         .is_some_and(|table| {
             table.replicas().any(|copy| {
                 copy.state != ShardState::Unassigned
@@ -486,11 +482,7 @@ pub(crate) async fn replicate_writes(
     let meta = index.metadata();
     let total = 1 + meta.number_of_replicas();
     let state = coordination.holder.current();
-    let Some(table) = state
-        .index(&meta.name)
-        .filter(|i| i.metadata.uuid == meta.uuid)
-        .and_then(|i| i.routing.shards.get(shard as usize))
-    else {
+    let Some(table) = state.shard_of(&meta.name, &meta.uuid, shard) else {
         return Ok(ShardInfo {
             total,
             successful: 1,
@@ -608,10 +600,7 @@ pub(crate) fn publish_calls(
 ) -> Option<Publication> {
     let meta = index.metadata();
     let state = coordination.holder.current();
-    let table = state
-        .index(&meta.name)
-        .filter(|i| i.metadata.uuid == meta.uuid)
-        .and_then(|i| i.routing.shards.get(shard as usize))?;
+    let table = state.shard_of(&meta.name, &meta.uuid, shard)?;
     let targets: Vec<DiscoveryNode> = table
         .replicas()
         .filter(|copy| copy.state != ShardState::Unassigned)
