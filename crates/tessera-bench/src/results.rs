@@ -8,6 +8,7 @@
 use crate::metrics::{Percentiles, Throughput};
 use crate::system::{LoadgenCpu, SystemMetrics};
 use anyhow::{bail, Context, Result};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -160,34 +161,46 @@ impl BenchResult {
 
     /// Writes `results.json` into `dir`.
     pub fn save(&self, dir: &Path) -> Result<PathBuf> {
-        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-        let path = dir.join(RESULTS_FILE);
-        let tmp = dir.join(format!("{RESULTS_FILE}.tmp"));
-        let json = serde_json::to_vec_pretty(self).expect("serialise results");
-        std::fs::write(&tmp, json).with_context(|| format!("write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("write {}", path.display()))?;
-        Ok(path)
+        save_json(dir, self)
     }
 
     /// Reads a results file, or `results.json` in a directory.
     pub fn load(path: &Path) -> Result<BenchResult> {
-        let file = if path.is_dir() {
-            path.join(RESULTS_FILE)
-        } else {
-            path.to_path_buf()
-        };
-        let bytes = std::fs::read(&file).with_context(|| format!("read {}", file.display()))?;
-        let v: Value = serde_json::from_slice(&bytes)
-            .with_context(|| format!("{} is not JSON", file.display()))?;
-        if v["schema"].as_str() != Some(SCHEMA) {
-            bail!(
-                "{} is not a tessera bench results file (schema {:?}, expected {SCHEMA:?})",
-                file.display(),
-                v["schema"]
-            );
-        }
-        serde_json::from_value(v).with_context(|| format!("read results from {}", file.display()))
+        load_json(path, SCHEMA, "tessera bench")
     }
+}
+
+/// Writes `value` as `results.json` into `dir` (created if missing), whole or not at all: a
+/// temporary file renamed over the old one. Every `tessera bench` results file is written so.
+pub fn save_json(dir: &Path, value: &impl Serialize) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let path = dir.join(RESULTS_FILE);
+    let tmp = dir.join(format!("{RESULTS_FILE}.tmp"));
+    let json = serde_json::to_vec_pretty(value).expect("serialise results");
+    std::fs::write(&tmp, json).with_context(|| format!("write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("write {}", path.display()))?;
+    Ok(path)
+}
+
+/// Reads a results file, or `results.json` in a directory, refusing one whose `schema` is not
+/// `schema` (`what` names the kind of file in the error).
+pub fn load_json<T: DeserializeOwned>(path: &Path, schema: &str, what: &str) -> Result<T> {
+    let file = if path.is_dir() {
+        path.join(RESULTS_FILE)
+    } else {
+        path.to_path_buf()
+    };
+    let bytes = std::fs::read(&file).with_context(|| format!("read {}", file.display()))?;
+    let v: Value = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{} is not JSON", file.display()))?;
+    if v["schema"].as_str() != Some(schema) {
+        bail!(
+            "{} is not a {what} results file (schema {:?}, expected {schema:?})",
+            file.display(),
+            v["schema"]
+        );
+    }
+    serde_json::from_value(v).with_context(|| format!("read results from {}", file.display()))
 }
 
 impl OpResult {

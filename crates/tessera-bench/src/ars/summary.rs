@@ -8,13 +8,12 @@
 use super::search_tasks::NodeTasks;
 use super::traffic::{Figures, Measured};
 use crate::metrics::change_pct;
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 pub const SCHEMA: &str = "tessera-bench-ars/1";
-pub const RESULTS_FILE: &str = "results.json";
 
 /// Replicas per shard in a scenario: a count, or one copy on every data node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,26 +170,11 @@ pub struct ArsResult {
 
 impl ArsResult {
     pub fn save(&self, dir: &Path) -> Result<PathBuf> {
-        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-        let path = dir.join(RESULTS_FILE);
-        let json = serde_json::to_vec_pretty(self).expect("serialise results");
-        std::fs::write(&path, json).with_context(|| format!("write {}", path.display()))?;
-        Ok(path)
+        crate::results::save_json(dir, self)
     }
 
     pub fn load(path: &Path) -> Result<ArsResult> {
-        let file = if path.is_dir() {
-            path.join(RESULTS_FILE)
-        } else {
-            path.to_path_buf()
-        };
-        let bytes = std::fs::read(&file).with_context(|| format!("read {}", file.display()))?;
-        let v: Value = serde_json::from_slice(&bytes)
-            .with_context(|| format!("{} is not JSON", file.display()))?;
-        if v["schema"].as_str() != Some(SCHEMA) {
-            bail!("{} is not an ARS benchmark results file", file.display());
-        }
-        serde_json::from_value(v).with_context(|| format!("read {}", file.display()))
+        crate::results::load_json(path, SCHEMA, "tessera bench ars")
     }
 
     /// The (replicas, load) cases in run order, each once.
@@ -476,7 +460,8 @@ pub mod tests {
         assert_eq!(back.runs.len(), r.runs.len());
         assert_eq!(back.runs[4].replicas, Replicas::All);
         assert_eq!(back.setup.slow_node.as_deref(), Some("node-3"));
-        std::fs::write(dir.path().join(RESULTS_FILE), r#"{"schema":"x"}"#).unwrap();
+        let file = dir.path().join(crate::results::RESULTS_FILE);
+        std::fs::write(file, r#"{"schema":"x"}"#).unwrap();
         assert!(ArsResult::load(dir.path()).is_err());
     }
 }
