@@ -27,6 +27,19 @@ fn docs_ndjson(index: &str, from: usize, count: usize) -> String {
     lines
 }
 
+/// Creates `index` with `shards` shards and 1 replica, answered once every copy is active
+/// (`wait_for_active_shards=all`).
+fn create_with_active_copies(node: &Node, index: &str, shards: u32) {
+    let created = node
+        .put(
+            &format!("/{index}?wait_for_active_shards=all"),
+            &json!({"settings": {"number_of_shards": shards, "number_of_replicas": 1}}),
+        )
+        .ok()
+        .json();
+    assert_eq!(created["shards_acknowledged"], true, "{created}");
+}
+
 /// Every copy of `index` in `_cat/shards`: (shard, p/r, state, node, docs).
 fn copies(node: &Node, index: &str) -> Vec<(u64, String, String, String, Option<u64>)> {
     let rows = node
@@ -106,16 +119,7 @@ fn replicas_recover_follow_their_primary_and_answer_as_it_does() {
 
     // writes on every node at once (each primary waits for replicas whose writes run on the
     // same pools of the other nodes): every copy takes every write
-    // created once every copy is active (wait_for_active_shards=all)
-    let created = cluster
-        .node(0)
-        .put(
-            "/busy?wait_for_active_shards=all",
-            &json!({"settings": {"number_of_shards": 3, "number_of_replicas": 1}}),
-        )
-        .ok()
-        .json();
-    assert_eq!(created["shards_acknowledged"], true, "{created}");
+    create_with_active_copies(cluster.node(0), "busy", 3);
     assert_eq!(
         cluster.node(1).get("/_cluster/health/busy").json()["status"],
         "green"
@@ -490,15 +494,7 @@ fn write_each(node: &Node, prefix: &str, count: usize) -> Vec<String> {
 #[test]
 fn a_primary_frozen_past_its_lease_cannot_acknowledge_a_write_the_new_primary_lacks() {
     let cluster = Cluster::start(3);
-    let created = cluster
-        .node(0)
-        .put(
-            "/cut?wait_for_active_shards=all",
-            &json!({"settings": {"number_of_shards": 1, "number_of_replicas": 1}}),
-        )
-        .ok()
-        .json();
-    assert_eq!(created["shards_acknowledged"], true, "{created}");
+    create_with_active_copies(cluster.node(0), "cut", 1);
     let listed = copies(cluster.node(0), "cut");
     let name_of = |prirep: &str| {
         listed
@@ -764,15 +760,7 @@ fn recoveries_and_replica_lag_are_reported_by_every_node() {
 #[test]
 fn a_node_that_joins_takes_replicas_from_the_others() {
     let mut cluster = Cluster::start(2);
-    let created = cluster
-        .node(0)
-        .put(
-            "/spread?wait_for_active_shards=all",
-            &json!({"settings": {"number_of_shards": 3, "number_of_replicas": 1}}),
-        )
-        .ok()
-        .json();
-    assert_eq!(created["shards_acknowledged"], true, "{created}");
+    create_with_active_copies(cluster.node(0), "spread", 3);
     cluster
         .node(1)
         .bulk("/_bulk?refresh=true", &docs_ndjson("spread", 0, 300))
