@@ -1224,20 +1224,35 @@ impl Node {
             })
     }
 
-    /// This node's copy of `shard` for a search, or, while this node reopens it (a promoted
-    /// replica), a wait for it ([`crate::promoting::AwaitedShard`]).
+    /// This node's copy of `shard` for a search; none yet while this node reopens it (a
+    /// promoted replica, see [`Node::reopens_copy_here`]); else the shard's own error.
+    pub(crate) fn search_copy_here(
+        &self,
+        index: &Arc<IndexService>,
+        shard: u32,
+    ) -> Result<Option<Arc<dyn ShardSearcher>>> {
+        match index.shard(shard) {
+            Ok(_) => Ok(Some(self.local_copy(index, shard))),
+            Err(_) if self.reopens_copy_here(index, shard) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// This node's copy of `shard` for a search, or, while this node reopens it, a wait for
+    /// it ([`crate::promoting::AwaitedShard`]).
     pub(crate) fn shard_for_search(
         &self,
         index: Arc<IndexService>,
         shard: u32,
     ) -> Result<Arc<dyn ShardSearcher>> {
-        match index.shard(shard) {
-            Ok(_) => Ok(self.local_copy(&index, shard)),
-            Err(_) if self.reopens_copy_here(&index, shard) => Ok(Arc::new(
-                crate::promoting::AwaitedShard::opening_here(self.me.clone(), index, shard),
+        Ok(match self.search_copy_here(&index, shard)? {
+            Some(copy) => copy,
+            None => Arc::new(crate::promoting::AwaitedShard::opening_here(
+                self.me.clone(),
+                index,
+                shard,
             )),
-            Err(e) => Err(e),
-        }
+        })
     }
 
     /// The copies a search of `shard` goes to now, without a preference.

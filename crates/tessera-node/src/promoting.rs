@@ -40,40 +40,42 @@ impl AwaitedShard {
     /// On a coordinating node whose routing shows the promotion: the copy the node's state
     /// routes the search to once the promoted primary is active.
     pub fn promoted_primary(node: Weak<Node>, index: Arc<IndexService>, shard: u32) -> Self {
-        let target = index.clone();
-        let resolve = move || {
-            let node = node
-                .upgrade()
-                .ok_or_else(|| Error::illegal_state("the node has stopped"))?;
-            let copy = node.search_copies(&target, shard).into_iter().next();
+        Self::new(node, index, shard, move |node, index| {
+            let copy = node.search_copies(index, shard).into_iter().next();
             Ok(copy.filter(|copy| copy.node_id() != PROMOTING))
-        };
-        Self::new(index, shard, Arc::new(resolve))
+        })
     }
 
     /// On the node that reopens its replica as the primary: this node's copy once it has
     /// opened. Once the node's routing no longer gives it the copy, the shard's own error
     /// (not found, failed) is the answer.
     pub fn opening_here(node: Weak<Node>, index: Arc<IndexService>, shard: u32) -> Self {
+        Self::new(node, index, shard, move |node, index| {
+            node.search_copy_here(index, shard)
+        })
+    }
+
+    /// Waits for what `resolve` finds, asked of the node while it runs.
+    fn new(
+        node: Weak<Node>,
+        index: Arc<IndexService>,
+        shard: u32,
+        resolve: impl Fn(&Node, &Arc<IndexService>) -> Result<Option<Arc<dyn ShardSearcher>>>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
         let target = index.clone();
         let resolve = move || {
             let node = node
                 .upgrade()
                 .ok_or_else(|| Error::illegal_state("the node has stopped"))?;
-            match target.shard(shard) {
-                Ok(_) => Ok(Some(node.local_copy(&target, shard))),
-                Err(_) if node.reopens_copy_here(&target, shard) => Ok(None),
-                Err(e) => Err(e),
-            }
+            resolve(&node, &target)
         };
-        Self::new(index, shard, Arc::new(resolve))
-    }
-
-    fn new(index: Arc<IndexService>, shard: u32, resolve: Arc<Resolve>) -> Self {
         AwaitedShard {
             index,
             shard,
-            resolve,
+            resolve: Arc::new(resolve),
             resolved: Arc::default(),
         }
     }
