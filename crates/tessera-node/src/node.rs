@@ -1013,6 +1013,7 @@ impl Node {
         let state = self
             .coordination()
             .map(|coordination| (coordination.clone(), coordination.holder.current()));
+        let adaptive = preference.is_default() && self.adaptive_selection();
         let mut groups = Vec::new();
         for index in indices {
             let shards: Vec<u32> = match &values {
@@ -1030,7 +1031,7 @@ impl Node {
             let turn = self.search_rotation.fetch_add(1, Ordering::Relaxed);
             for shard in shards.into_iter().filter(|&id| preference.selects(id)) {
                 groups.push(ShardGroup {
-                    copies: self.shard_copies(index, shard, &state, preference, turn),
+                    copies: self.shard_copies(index, shard, &state, preference, turn, adaptive),
                 });
             }
         }
@@ -1039,7 +1040,9 @@ impl Node {
 
     /// The copies of a shard a search may go to: this node's (a single node), or the started
     /// copies in the routing (a member), chosen and ordered by `preference` (by default turned
-    /// by `turn`, so that searches spread over them); an unavailable shard when there is none.
+    /// by `turn`, so that searches spread over them, or ranked when `adaptive`: adaptive
+    /// replica selection, for a search without a preference); an unavailable shard when there
+    /// is none.
     fn shard_copies(
         &self,
         index: &Arc<IndexService>,
@@ -1047,6 +1050,7 @@ impl Node {
         state: &Option<(Arc<Coordination>, Arc<tessera_cluster::ClusterState>)>,
         preference: &Preference,
         turn: usize,
+        adaptive: bool,
     ) -> Vec<Arc<dyn ShardSearcher>> {
         let local = || -> Arc<dyn ShardSearcher> {
             // a copy this node is reopening is waited for; any other error is the shard's own
@@ -1120,7 +1124,7 @@ impl Node {
         }
         let node_ids: Vec<&str> = holders.iter().map(|(node, _)| node.id.as_str()).collect();
         let collector = &self.response_collector;
-        if order.len() > 1 && preference.is_default() && self.adaptive_selection() {
+        if order.len() > 1 && adaptive {
             order = collector.order(&node_ids, order);
             let losers: Vec<&str> = order[1..].iter().map(|&i| node_ids[i]).collect();
             collector.adjust_losers(node_ids[order[0]], &losers);
@@ -1211,15 +1215,14 @@ impl Node {
         reopening
             && self.coordination().is_some_and(|coordination| {
                 let state = coordination.holder.current();
-                let copies = state
-                    .shard_of(&meta.name, &meta.uuid, shard)
-                    .map(|table| table.copies.clone())
-                    .unwrap_or_default();
-                copies.iter().any(|copy| {
-                    copy.node_id.as_deref() == Some(self.node_id.as_str())
-                        && (copy.is_active()
-                            || (copy.primary
-                                && copy.state == tessera_cluster::ShardState::Initializing))
+                let table = state.shard_of(&meta.name, &meta.uuid, shard);
+                table.is_some_and(|table| {
+                    table.copies.iter().any(|copy| {
+                        copy.node_id.as_deref() == Some(self.node_id.as_str())
+                            && (copy.is_active()
+                                || (copy.primary
+                                    && copy.state == tessera_cluster::ShardState::Initializing))
+                    })
                 })
             })
     }
@@ -1265,7 +1268,8 @@ impl Node {
             .coordination()
             .map(|coordination| (coordination.clone(), coordination.holder.current()));
         let turn = self.search_rotation.fetch_add(1, Ordering::Relaxed);
-        self.shard_copies(index, shard, &state, &Preference::none(), turn)
+        let adaptive = self.adaptive_selection();
+        self.shard_copies(index, shard, &state, &Preference::none(), turn, adaptive)
     }
 
     /// Health of the named indices (all when `None`).
