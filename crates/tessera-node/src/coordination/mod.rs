@@ -829,14 +829,22 @@ pub fn manager_not_discovered() -> Error {
 }
 
 /// Whether a manager request may succeed when tried again (another manager, a reconnection).
+/// A connection lost mid-call counts too, as in OpenSearch (whose `NodeDisconnectedException`
+/// is a `ConnectTransportException`): a killed manager resets the calls in flight to it, and
+/// the next manager must get them. A shard report tried twice changes nothing the first did
+/// not (a replica marked stale stays stale); a create or delete the dead manager did commit
+/// answers as a second create or delete would (already exists, not found), as in OpenSearch.
 fn retry_on_manager(e: &Error) -> bool {
+    use tessera_cluster::transport::errors::{
+        CONNECT_TRANSPORT_EXCEPTION, NODE_DISCONNECTED_EXCEPTION,
+    };
     matches!(
         e.kind(),
         "not_cluster_manager_exception"
             | "cluster_manager_not_discovered_exception"
             | "node_not_connected_exception"
-            | "connect_transport_exception"
-    )
+    ) || e.kind() == CONNECT_TRANSPORT_EXCEPTION
+        || e.kind() == NODE_DISCONNECTED_EXCEPTION
 }
 
 #[cfg(test)]
