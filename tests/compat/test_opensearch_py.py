@@ -483,6 +483,66 @@ def test_search_after(client, index_name):
     assert seen == ["3", "1", "5", "6", "2", "4"]
 
 
+def test_helpers_scan_reads_a_snapshot(client, index_name):
+    client.indices.create(index=index_name, body={"settings": {"number_of_shards": 3}})
+    helpers.bulk(client, ({"_index": index_name, "_id": str(i), "n": i} for i in range(250)), refresh=True)
+    scanned = helpers.scan(client, index=index_name, size=40, scroll="1m")
+    ids = []
+    for i, hit in enumerate(scanned):
+        if i == 10:
+            # written after the scroll opened: not part of it
+            client.index(index=index_name, id="late", body={"n": -1}, refresh=True)
+        ids.append(hit["_id"])
+    assert sorted(ids, key=int) == [str(i) for i in range(250)]
+    ordered = [h["_source"]["n"] for h in helpers.scan(
+        client, index=index_name, query={"sort": [{"n": "desc"}]}, preserve_order=True, size=30)]
+    assert ordered == list(range(249, -2, -1))
+
+
+def test_helpers_reindex(client, index_name):
+    target = index_name + "-copy"
+    client.indices.delete(index=target, ignore_unavailable=True)
+    try:
+        helpers.bulk(client, ({"_index": index_name, "_id": str(i), "n": i} for i in range(120)), refresh=True)
+        ok, errors = helpers.reindex(client, index_name, target, query={"query": {"range": {"n": {"lt": 100}}}},
+                                     chunk_size=30, scroll="1m")
+        assert (ok, errors) == (100, 0)
+        client.indices.refresh(index=target)
+        assert client.count(index=target)["count"] == 100
+    finally:
+        client.indices.delete(index=target, ignore_unavailable=True)
+
+
+def test_point_in_time_paging(client, index_name):
+    create_products(client, index_name)
+    pit = client.create_pit(index=index_name, params={"keep_alive": "1m"})["pit_id"]
+    try:
+        client.index(index=index_name, id="7", body={"price": 5}, refresh=True)
+        seen = []
+        body = {"size": 4, "pit": {"id": pit, "keep_alive": "1m"}, "sort": [{"price": "asc"}]}
+        while True:
+            resp = client.search(body=body)
+            hits = resp["hits"]["hits"]
+            if not hits:
+                break
+            seen += [h["_id"] for h in hits]
+            body["search_after"] = hits[-1]["sort"]
+        assert seen == ["1", "2", "3", "4", "5", "6"]
+        assert pit in [p["pit_id"] for p in client.get_all_pits()["pits"]]
+    finally:
+        client.delete_pit(body={"pit_id": [pit]})
+    with pytest.raises(NotFoundError):
+        client.search(body={"pit": {"id": pit}})
+
+
+def test_clear_scroll(client, index_name):
+    create_products(client, index_name)
+    first = client.search(index=index_name, scroll="1m", size=2)
+    assert client.clear_scroll(scroll_id=first["_scroll_id"])["num_freed"] == 1
+    with pytest.raises(NotFoundError):
+        client.scroll(scroll_id=first["_scroll_id"], scroll="1m")
+
+
 def test_track_total_hits(client, index_name):
     create_products(client, index_name)
     resp = client.search(index=index_name, body={"size": 0, "track_total_hits": 2})

@@ -51,6 +51,11 @@ static DEFS: &[SettingDef] = &[
     ),
     def("search.default_search_timeout", Kind::Time, "-1"),
     def("search.default_keep_alive", Kind::Time, "5m"),
+    // the longest keep-alive a scroll or a point in time may ask for, and how many of each a
+    // node keeps open (`pinned_search`)
+    def("search.max_keep_alive", Kind::Time, "24h"),
+    def("search.max_open_scroll_context", INT, "500"),
+    def("search.max_open_pit_context", INT, "300"),
     def("search.allow_expensive_queries", Kind::Bool, "true"),
     def("search.default_allow_partial_results", Kind::Bool, "true"),
     def(

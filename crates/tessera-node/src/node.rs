@@ -1202,6 +1202,47 @@ impl Node {
         ))
     }
 
+    /// The copy a scroll or PIT pinned a reader on: this node's, or the remote node's. A
+    /// copy whose node or index is gone fails as its reader would: missing.
+    pub fn pinned_copy(
+        &self,
+        pinned: &tessera_search::pinned::PinnedShard,
+    ) -> Arc<dyn ShardSearcher> {
+        let missing = || -> Arc<dyn ShardSearcher> {
+            Arc::new(UnavailableShard::failing(
+                &pinned.index,
+                &pinned.index_uuid,
+                pinned.shard_id,
+                Error::search_context_missing(pinned.context.id),
+            ))
+        };
+        if pinned.node_id == self.node_id {
+            let Some(index) = self.index_by_uuid(&pinned.index_uuid) else {
+                return missing();
+            };
+            let local = self.local_copy(&index, pinned.shard_id);
+            return match self.config.shard_transport {
+                ShardTransport::Local => local,
+                ShardTransport::Loopback => Arc::new(LoopbackShard::new(local)),
+            };
+        }
+        let Some(coordination) = self.coordination() else {
+            return missing();
+        };
+        let state = coordination.holder.current();
+        let Some(node) = state.nodes.get(&pinned.node_id) else {
+            return missing();
+        };
+        Arc::new(tessera_cluster::transport::RemoteShard::new(
+            pinned.index.as_str(),
+            pinned.index_uuid.as_str(),
+            pinned.shard_id,
+            node.id.as_str(),
+            node.transport_address.as_str(),
+            coordination.transport.clone(),
+        ))
+    }
+
     /// Whether this node is reopening its copy of `shard`: the routing it knows gives this node
     /// a copy that is active or opening while the copy is closed or opening here. That is a
     /// promotion: the node closes the replica and opens it again as the primary before it

@@ -26,7 +26,7 @@ pub struct SearchTarget {
 /// The node's search service (cheap to clone: a handle).
 #[derive(Clone)]
 pub struct SearchService {
-    node: Arc<Node>,
+    pub(crate) node: Arc<Node>,
 }
 
 impl SearchService {
@@ -78,6 +78,7 @@ impl SearchService {
         search: Search,
         options: ResponseOptions,
     ) -> Result<SearchResponse> {
+        crate::pinned_search::check_shard_doc(&search.request)?;
         let groups = self.groups(target)?;
         if groups.is_empty() {
             return SearchResponse::empty(&search.request, options);

@@ -5,7 +5,8 @@ use axum::http::Method;
 use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
-    allocation, bulk, cat, cluster, documents, indices, nodes, recovery, root, search, stats,
+    allocation, bulk, cat, cluster, documents, indices, nodes, recovery, root, scroll, search,
+    stats,
 };
 use crate::router::Route;
 
@@ -207,6 +208,16 @@ const SEARCH: &[&str] = &[
     "include_named_queries_score",
     "search_pipeline",
     "stats",
+];
+/// `_search/scroll`.
+const SCROLL: &[&str] = &["scroll", "scroll_id", "rest_total_hits_as_int"];
+/// `_search/point_in_time` on an index.
+const CREATE_PIT: &[&str] = &[
+    "keep_alive",
+    "routing",
+    "preference",
+    "expand_wildcards",
+    "allow_partial_pit_creation",
 ];
 const COUNT: &[&str] = &[
     "q",
@@ -540,6 +551,54 @@ pub fn all() -> Vec<Route> {
             pattern: "/{index}/_search",
             params: SEARCH,
             handler: handler!(search: search::search),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_search/scroll",
+            params: SCROLL,
+            handler: handler!(search: scroll::scroll),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_search/scroll/{scroll_id}",
+            params: SCROLL,
+            handler: handler!(search: scroll::scroll),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/_search/scroll",
+            params: &[],
+            handler: handler!(search: scroll::clear_scroll),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/_search/scroll/{scroll_id}",
+            params: &[],
+            handler: handler!(search: scroll::clear_scroll),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/{index}/_search/point_in_time",
+            params: CREATE_PIT,
+            handler: handler!(search: scroll::create_pit),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/_search/point_in_time",
+            params: &[],
+            handler: handler!(search: scroll::delete_pits),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/_search/point_in_time/_all",
+            params: &[],
+            handler: handler!(search: scroll::delete_pits),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_search/point_in_time/_all",
+            params: &[],
+            handler: handler!(search: scroll::list_pits),
         },
         Route {
             methods: &[GET, POST],

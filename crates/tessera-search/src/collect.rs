@@ -46,7 +46,8 @@ pub struct CollectParams<'a> {
     /// aggregators' charges) stops the slice at the next check.
     pub breaker: Option<&'a RequestBreaker>,
     pub min_score: Option<f32>,
-    /// Only hits strictly after this key are kept (`search_after`).
+    /// Only hits strictly after this one in the full order are kept (`search_after`, a
+    /// scroll's position).
     pub search_after: Option<&'a ShardHit>,
     /// Every match has the same score: the first hits in index order are the top hits.
     pub constant_score: bool,
@@ -489,6 +490,7 @@ impl SliceCollector<'_, '_> {
                 fields,
                 reader,
                 self.doc_bases[part.segment_ord as usize],
+                params.shard_index,
             )?),
         };
         let mut post_filter = match params.post_filter {
@@ -542,8 +544,11 @@ impl SliceCollector<'_, '_> {
                                 score,
                                 sort,
                             };
+                            // the full order: a `search_after` key sorts after every hit
+                            // with its sort values (its shard and doc are the largest), a
+                            // scroll's position is a hit
                             let after = params.search_after.is_none_or(|after| {
-                                params.sort.compare_key(&hit, after) == std::cmp::Ordering::Greater
+                                params.sort.compare(&hit, after) == std::cmp::Ordering::Greater
                             });
                             if after && self.top.accepts(&hit) {
                                 self.top.push(hit);

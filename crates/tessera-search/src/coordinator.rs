@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -20,10 +20,13 @@ use tessera_aggs::{InternalAggregations, RenderContext};
 use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
 
-use crate::hits::{reduce, HitSort};
+use crate::hits::{reduce, HitSort, ShardHit};
 use crate::messages::{
-    QuerySearchResult, ReaderContextId, SearchSource, ShardFetchRequest, ShardSearchRequest,
+    QuerySearchResult, ReaderContextId, ReaderUse, SearchSource, ShardFetchRequest,
+    ShardSearchRequest,
 };
+use crate::pinned::{PinnedSearch, PinnedShard};
+use crate::reader_context::{PinKind, PitGroup};
 use crate::request::{SearchRequest, TrackTotalHits};
 use crate::shard::ShardSearcher;
 use crate::sort::render_sort_value;
@@ -86,6 +89,12 @@ pub struct HitsSection {
 /// A `_search` response, serialised in OpenSearch's shape.
 #[derive(Debug, Serialize)]
 pub struct SearchResponse {
+    /// Set by the search service for a scroll (see [`crate::pinned`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub _scroll_id: Option<String>,
+    /// Set by the search service for a search of a point in time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pit_id: Option<String>,
     pub took: u64,
     pub timed_out: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -96,6 +105,9 @@ pub struct SearchResponse {
     pub aggregations: Option<Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<Value>,
+    /// The readers a search on pinned readers ran on, and where its page ended.
+    #[serde(skip)]
+    pub pinned: Option<PinnedSearch>,
 }
 
 impl SearchResponse {
@@ -114,6 +126,8 @@ impl SearchResponse {
             ),
         };
         Ok(SearchResponse {
+            _scroll_id: None,
+            pit_id: None,
             took: 0,
             timed_out: false,
             terminated_early: None,
@@ -125,6 +139,7 @@ impl SearchResponse {
             },
             aggregations,
             profile: None,
+            pinned: None,
         })
     }
 }
@@ -200,11 +215,63 @@ impl ShardGroup {
     }
 }
 
-/// A search ready to run: the source that travels to the shards and the request parsed from it.
+/// A search ready to run: the source that travels to the shards, the request parsed from it,
+/// and the readers it runs on.
 #[derive(Clone)]
 pub struct Search {
     pub source: Arc<SearchSource>,
     pub request: Arc<SearchRequest>,
+    pub readers: Readers,
+}
+
+/// Which readers a search's shards run on (see [`crate::reader_context`]).
+#[derive(Clone, Debug, Default)]
+pub enum Readers {
+    /// Each shard's current reader.
+    #[default]
+    Current,
+    /// Pin each shard's current reader (a new scroll or PIT) and run on it.
+    Pin {
+        kind: PinKind,
+        keep_alive: Duration,
+        max_open: usize,
+        pit: Option<PitGroup>,
+    },
+    /// The readers a scroll or PIT pinned, one per shard group, in the groups' order; for a
+    /// scroll, the position its last page reached.
+    Pinned {
+        ids: Vec<ReaderContextId>,
+        keep_alive: Option<Duration>,
+        after: Option<ShardHit>,
+    },
+}
+
+impl Readers {
+    fn for_shard(&self, shard_index: usize) -> Option<ReaderUse> {
+        match self {
+            Readers::Current => None,
+            Readers::Pin {
+                kind,
+                keep_alive,
+                max_open,
+                pit,
+            } => Some(ReaderUse::Pin {
+                kind: *kind,
+                keep_alive_millis: keep_alive.as_millis() as u64,
+                max_open: *max_open,
+                pit: pit.clone(),
+            }),
+            Readers::Pinned {
+                ids,
+                keep_alive,
+                after,
+            } => Some(ReaderUse::Pinned {
+                id: ids[shard_index],
+                keep_alive_millis: keep_alive.map(|k| k.as_millis() as u64),
+                after: after.clone(),
+            }),
+        }
+    }
 }
 
 impl Search {
@@ -219,6 +286,7 @@ impl Search {
         Search {
             source: Arc::new(source),
             request: Arc::new(request),
+            readers: Readers::Current,
         }
     }
 }
@@ -277,6 +345,7 @@ impl Phases<'_> {
             parsed: Some(self.search.request.clone()),
             cancelled: Some(self.cancel.clone()),
             coordinator: None,
+            reader: self.search.readers.for_shard(shard_index),
         }
     }
 
@@ -290,9 +359,12 @@ impl Phases<'_> {
             .iter()
             .flatten()
             .any(|a| matches!(a.kind, tessera_aggs::AggKind::Global));
+        // a scroll or PIT reads its pinned readers, which can_match does not look at
+        let pinned = !matches!(self.search.readers, Readers::Current);
         if all.len() <= request.pre_filter_shard_size
             || !crate::can_match::may_skip(&request.query)
             || visits_all_docs
+            || pinned
         {
             return all;
         }
@@ -409,9 +481,13 @@ pub async fn search(
 
     let (answered, failures) = phases.query(&active).await;
     let mut contexts = OpenContexts::default();
+    let mut pinned_readers = BTreeMap::new();
     for a in &answered {
         if let Some(id) = a.result.context_id {
             contexts.0.insert(a.shard_index, (a.copy.clone(), id));
+        }
+        if let Some(id) = a.result.pinned {
+            pinned_readers.insert(a.shard_index, pinned_shard(&a.copy, id));
         }
     }
     if answered.is_empty() {
@@ -563,8 +639,20 @@ pub async fn search(
     } else {
         reduced.max_score.and_then(finite)
     };
+    let pinned = match &search.readers {
+        Readers::Current => None,
+        Readers::Pin { .. } => Some(pinned_search(pinned_readers, page.last(), None, true)),
+        Readers::Pinned { after, .. } => Some(pinned_search(
+            pinned_readers,
+            page.last(),
+            after.as_ref(),
+            false,
+        )),
+    };
     let failed = failures.len();
     Ok(SearchResponse {
+        _scroll_id: None,
+        pit_id: None,
         took: started.elapsed().as_millis() as u64,
         timed_out: reduced.timed_out,
         terminated_early: request.terminate_after.map(|_| reduced.terminated_early),
@@ -582,7 +670,41 @@ pub async fn search(
         },
         aggregations,
         profile: request.profile.then(|| json!({ "shards": profiles })),
+        pinned,
     })
+}
+
+fn pinned_shard(copy: &Arc<dyn ShardSearcher>, context: ReaderContextId) -> PinnedShard {
+    PinnedShard {
+        node_id: copy.node_id(),
+        index: copy.index_name(),
+        index_uuid: copy.index_uuid(),
+        shard_id: copy.shard_id(),
+        context,
+    }
+}
+
+/// What a search on pinned readers leaves for the next request. A new scroll or PIT keeps
+/// the readers of the shards that answered, renumbered in order (the page's last hit is on
+/// one of them: its shard is renumbered alike, which keeps the order between hits). A search
+/// on readers pinned before keeps the numbering it was given: the position is the page's
+/// last hit, else the one the page started from.
+fn pinned_search(
+    readers: BTreeMap<usize, PinnedShard>,
+    last: Option<&ShardHit>,
+    previous: Option<&ShardHit>,
+    renumber: bool,
+) -> PinnedSearch {
+    let mut last = last.or(previous).cloned();
+    if renumber {
+        if let Some(hit) = &mut last {
+            hit.shard_index = readers.range(..hit.shard_index as usize).count() as u32;
+        }
+    }
+    PinnedSearch {
+        shards: readers.into_values().collect(),
+        last,
+    }
 }
 
 /// Sets the flag when the search future is dropped (finished, or abandoned by its client).

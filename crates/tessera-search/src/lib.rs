@@ -11,6 +11,7 @@ pub mod fetch;
 pub mod highlight;
 pub mod hits;
 pub mod messages;
+pub mod pinned;
 pub mod profile;
 pub mod query_phase;
 pub mod reader_context;

@@ -18,7 +18,8 @@ use tessera_common::{Error, Result};
 
 use crate::concurrent::ConcurrencySettings;
 use crate::fetch::FetchedDoc;
-use crate::hits::QueryResult;
+use crate::hits::{QueryResult, ShardHit};
+use crate::reader_context::{PinKind, PitGroup};
 use crate::request::SearchRequest;
 use crate::shard::ShardProfile;
 
@@ -114,6 +115,31 @@ pub struct ShardSearchRequest {
     /// node coordinates it). Adaptive replica selection counts a node's coordinators.
     #[serde(skip)]
     pub coordinator: Option<String>,
+    /// The reader to run on: the shard's current one (none), or a pinned one (a scroll, a
+    /// point in time).
+    pub reader: Option<ReaderUse>,
+}
+
+/// Which pinned reader a query runs on (see [`crate::reader_context`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ReaderUse {
+    /// Pin the shard's current reader (a new scroll or PIT) for `keep_alive_millis`, unless
+    /// the node holds `max_open` of the kind already, and run on it.
+    Pin {
+        kind: PinKind,
+        keep_alive_millis: u64,
+        max_open: usize,
+        /// The point in time being opened.
+        pit: Option<PitGroup>,
+    },
+    /// Run on the reader pinned as `id`, renewing its keep-alive (with this one when given).
+    /// `after` is a scroll's position: only hits after it in the request's full order (sort
+    /// keys, then shard, segment and doc) are collected.
+    Pinned {
+        id: ReaderContextId,
+        keep_alive_millis: Option<u64>,
+        after: Option<ShardHit>,
+    },
 }
 
 /// Names a reader context kept on a shard's node between the query and the fetch phase. The
@@ -141,6 +167,8 @@ pub struct QuerySearchResult {
     pub fetched: Option<FetchedPage>,
     /// The node's search load, for adaptive replica selection (set by the copy that ran it).
     pub load: Option<crate::search_load::ShardLoad>,
+    /// The pinned reader the query ran on (asked for with [`ReaderUse`]).
+    pub pinned: Option<ReaderContextId>,
 }
 
 /// Hits loaded with their query, keyed by `(segment, doc)`.
@@ -230,6 +258,7 @@ mod tests {
             parsed: Some(Arc::new(SearchRequest::default())),
             cancelled: Some(Arc::new(AtomicBool::new(false))),
             coordinator: None,
+            reader: None,
         };
         let round: ShardSearchRequest = decode(&encode(&request).unwrap()).unwrap();
         assert_eq!(round.source, request.source);
@@ -325,6 +354,7 @@ mod tests {
             context_id: Some(ReaderContextId { session: 7, id: 3 }),
             fetched: None,
             load: None,
+            pinned: Some(ReaderContextId { session: 7, id: 4 }),
         };
         let ok: Result<QuerySearchResult> = Ok(result);
         let round: Result<QuerySearchResult> = decode(&encode(&ok).unwrap()).unwrap();
@@ -335,6 +365,7 @@ mod tests {
             round.context_id,
             Some(ReaderContextId { session: 7, id: 3 })
         );
+        assert_eq!(round.pinned, Some(ReaderContextId { session: 7, id: 4 }));
 
         let failed: Result<QuerySearchResult> = Err(Error::search_context_missing(3));
         let round: Result<QuerySearchResult> = decode(&encode(&failed).unwrap()).unwrap();

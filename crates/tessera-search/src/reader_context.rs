@@ -3,12 +3,18 @@
 //! over the wire, loads hits from the same segments. A context lives until it is fetched from,
 //! freed by the coordinator, or left unused past its keep-alive; an id that is unknown or
 //! expired answers `search_context_missing_exception`, as in OpenSearch.
+//!
+//! A scroll or a point in time *pins* a reader instead: the shard's snapshot is kept, under
+//! its own keep-alive, for every later query of the scroll or the PIT, so that writes made
+//! since do not shift its pages. A pinned reader is not taken by a fetch: each query on it
+//! registers an ordinary context (the same snapshot) for its own fetch phase.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
 use tessera_common::{Error, Result};
 use tessera_index::ShardSnapshot;
 
@@ -35,12 +41,47 @@ struct Entry {
     expires: Instant,
 }
 
+/// What a reader is pinned for: the two have separate limits
+/// (`search.max_open_scroll_context`, `search.max_open_pit_context`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PinKind {
+    Scroll,
+    PointInTime,
+}
+
+/// A shard's snapshot kept for a scroll or a point in time.
+pub struct PinnedReader {
+    pub index: String,
+    pub index_uuid: String,
+    pub shard_id: u32,
+    pub snapshot: Arc<ShardSnapshot>,
+    pub kind: PinKind,
+    /// The point in time this reader belongs to, and the shard's position in it: what a
+    /// node needs to list its PITs (`GET /_search/point_in_time/_all`).
+    pub pit: Option<(PitGroup, u32)>,
+}
+
+/// A point in time as its readers know it: its id's readers are found again by `uuid`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PitGroup {
+    pub uuid: String,
+    /// The PIT's `creation_time`, epoch millis.
+    pub created_millis: i64,
+}
+
+struct Pinned {
+    reader: Arc<PinnedReader>,
+    keep_alive: Duration,
+    expires: Instant,
+}
+
 /// One node's open reader contexts.
 pub struct ReaderContexts {
     session: u64,
     next_id: AtomicU64,
     keep_alive: Duration,
     open: Mutex<HashMap<u64, Entry>>,
+    pinned: Mutex<HashMap<u64, Pinned>>,
 }
 
 impl ReaderContexts {
@@ -50,6 +91,7 @@ impl ReaderContexts {
             next_id: AtomicU64::new(1),
             keep_alive,
             open: Mutex::new(HashMap::new()),
+            pinned: Mutex::new(HashMap::new()),
         }
     }
 
@@ -86,24 +128,132 @@ impl ReaderContexts {
         Ok(entry.context)
     }
 
-    /// Releases a context nobody will fetch from; false when it was not open.
+    /// Releases a context nobody will fetch from, or a pinned reader (a cleared scroll, a
+    /// deleted PIT); false when it was not open.
     pub fn free(&self, id: ReaderContextId) -> bool {
-        id.session == self.session && self.open.lock().unwrap().remove(&id.id).is_some()
+        id.session == self.session
+            && (self.open.lock().unwrap().remove(&id.id).is_some()
+                || self.pinned.lock().unwrap().remove(&id.id).is_some())
     }
 
-    /// Drops the contexts past their keep-alive (the scheduler calls it); how many went.
+    /// Pins `reader` for `keep_alive`, unless this node already holds `max_open` readers
+    /// of its kind (OpenSearch's message for the limit's setting).
+    pub fn pin(
+        &self,
+        reader: PinnedReader,
+        keep_alive: Duration,
+        max_open: usize,
+    ) -> Result<ReaderContextId> {
+        let mut pinned = self.pinned.lock().unwrap();
+        let kind = reader.kind;
+        if pinned.values().filter(|p| p.reader.kind == kind).count() >= max_open {
+            return Err(too_many_pinned(kind, max_open));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        pinned.insert(
+            id,
+            Pinned {
+                reader: Arc::new(reader),
+                keep_alive,
+                expires: Instant::now() + keep_alive,
+            },
+        );
+        Ok(ReaderContextId {
+            session: self.session,
+            id,
+        })
+    }
+
+    /// The pinned reader `id`, its keep-alive renewed (with `keep_alive` when given, as a
+    /// scroll's or a PIT search's own `keep_alive` does, else with the one it had).
+    pub fn pinned(
+        &self,
+        id: ReaderContextId,
+        keep_alive: Option<Duration>,
+    ) -> Result<Arc<PinnedReader>> {
+        let missing = || Error::search_context_missing(id.id);
+        if id.session != self.session {
+            return Err(missing());
+        }
+        let mut pinned = self.pinned.lock().unwrap();
+        let entry = pinned.get_mut(&id.id).ok_or_else(missing)?;
+        let now = Instant::now();
+        if entry.expires <= now {
+            pinned.remove(&id.id);
+            return Err(missing());
+        }
+        if let Some(keep_alive) = keep_alive {
+            entry.keep_alive = keep_alive;
+        }
+        entry.expires = now + entry.keep_alive;
+        Ok(entry.reader.clone())
+    }
+
+    /// The pinned readers of `kind` that are open: id, reader, keep-alive.
+    pub fn pinned_of(&self, kind: PinKind) -> Vec<(ReaderContextId, Arc<PinnedReader>, Duration)> {
+        let now = Instant::now();
+        self.pinned
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, p)| p.reader.kind == kind && p.expires > now)
+            .map(|(&id, p)| {
+                let id = ReaderContextId {
+                    session: self.session,
+                    id,
+                };
+                (id, p.reader.clone(), p.keep_alive)
+            })
+            .collect()
+    }
+
+    /// Releases every pinned reader of `kind` (`DELETE /_search/scroll/_all`,
+    /// `DELETE /_search/point_in_time/_all`); how many went.
+    pub fn free_all(&self, kind: PinKind) -> usize {
+        let mut pinned = self.pinned.lock().unwrap();
+        let before = pinned.len();
+        pinned.retain(|_, p| p.reader.kind != kind);
+        before - pinned.len()
+    }
+
+    /// Drops the contexts and pinned readers past their keep-alive (the scheduler calls it);
+    /// how many went.
     pub fn reap_expired(&self) -> usize {
         let now = Instant::now();
         let mut open = self.open.lock().unwrap();
         let before = open.len();
         open.retain(|_, entry| entry.expires > now);
-        before - open.len()
+        let mut pinned = self.pinned.lock().unwrap();
+        let pinned_before = pinned.len();
+        pinned.retain(|_, p| p.expires > now);
+        before - open.len() + pinned_before - pinned.len()
     }
 
-    /// How many contexts are open (`_nodes/stats` `open_contexts`).
+    /// How many contexts are open, pinned readers included (`_nodes/stats` `open_contexts`).
     pub fn open_count(&self) -> usize {
-        self.open.lock().unwrap().len()
+        self.open.lock().unwrap().len() + self.pinned.lock().unwrap().len()
     }
+
+    /// How many readers of `kind` are pinned (`scroll_current`, `point_in_time_current`).
+    pub fn pinned_count(&self, kind: PinKind) -> usize {
+        let pinned = self.pinned.lock().unwrap();
+        pinned.values().filter(|p| p.reader.kind == kind).count()
+    }
+}
+
+/// OpenSearch's refusal of one scroll or PIT too many on a node.
+fn too_many_pinned(kind: PinKind, max_open: usize) -> Error {
+    let (what, setting) = match kind {
+        PinKind::Scroll => ("scroll", "search.max_open_scroll_context"),
+        PinKind::PointInTime => ("Point In Time", "search.max_open_pit_context"),
+    };
+    Error::new(
+        "rejected_execution_exception",
+        429,
+        format!(
+            "Trying to create too many {what} contexts. Must be less than or equal to: [{max_open}]. This limit can be set by changing the [{setting}] setting."
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -157,5 +307,60 @@ mod tests {
         );
         assert_eq!(contexts.reap_expired(), 1);
         assert_eq!(contexts.open_count(), 0);
+    }
+
+    fn pinned_reader(kind: PinKind) -> PinnedReader {
+        let context = context();
+        PinnedReader {
+            index: "i".into(),
+            index_uuid: context.index_uuid,
+            shard_id: 0,
+            snapshot: context.snapshot,
+            kind,
+            pit: None,
+        }
+    }
+
+    #[test]
+    fn a_pinned_reader_serves_many_queries_until_freed() {
+        let contexts = ReaderContexts::new(DEFAULT_KEEP_ALIVE);
+        let id = contexts
+            .pin(pinned_reader(PinKind::Scroll), DEFAULT_KEEP_ALIVE, 10)
+            .unwrap();
+        assert!(contexts.pinned(id, None).is_ok());
+        assert!(contexts.pinned(id, Some(Duration::from_secs(1))).is_ok());
+        assert_eq!(contexts.pinned_count(PinKind::Scroll), 1);
+        assert_eq!(contexts.pinned_count(PinKind::PointInTime), 0);
+        assert_eq!(contexts.open_count(), 1);
+        assert!(contexts.free(id));
+        assert_eq!(
+            contexts.pinned(id, None).err().unwrap().kind(),
+            "search_context_missing_exception"
+        );
+    }
+
+    #[test]
+    fn pinned_readers_expire_unless_used_and_have_a_limit_per_kind() {
+        let contexts = ReaderContexts::new(DEFAULT_KEEP_ALIVE);
+        let short = Duration::from_millis(1000);
+        let readers: Vec<PinnedReader> = (0..3).map(|_| pinned_reader(PinKind::Scroll)).collect();
+        let pit_reader = pinned_reader(PinKind::PointInTime);
+        let mut readers = readers.into_iter();
+        let used = contexts.pin(readers.next().unwrap(), short, 2).unwrap();
+        let idle = contexts.pin(readers.next().unwrap(), short, 2).unwrap();
+        let refused = contexts.pin(readers.next().unwrap(), short, 2).unwrap_err();
+        assert_eq!(refused.status(), 429);
+        assert!(refused.reason().contains("search.max_open_scroll_context"));
+        // the other kind has its own limit
+        let pit = contexts.pin(pit_reader, DEFAULT_KEEP_ALIVE, 2).unwrap();
+        // a use renews the keep-alive: the used reader outlives the idle one
+        std::thread::sleep(Duration::from_millis(600));
+        contexts.pinned(used, None).unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+        assert!(contexts.pinned(used, None).is_ok());
+        assert!(contexts.pinned(idle, None).is_err());
+        assert_eq!(contexts.pinned_of(PinKind::PointInTime)[0].0, pit);
+        assert_eq!(contexts.free_all(PinKind::Scroll), 1);
+        assert_eq!(contexts.pinned_count(PinKind::PointInTime), 1);
     }
 }

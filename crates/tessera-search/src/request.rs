@@ -88,6 +88,38 @@ pub struct SearchRequest {
     /// The cluster's concurrent segment search settings (the REST layer fills them in; index
     /// settings override them on each shard).
     pub concurrency: crate::concurrent::ConcurrencySettings,
+    /// `pit`: search the readers of this point in time.
+    pub pit: Option<PitReference>,
+}
+
+/// The body's `pit`: a point in time's id, and a new keep-alive for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PitReference {
+    pub id: String,
+    pub keep_alive: Option<Duration>,
+}
+
+fn parse_pit(value: &Value) -> Result<PitReference> {
+    let Value::Object(map) = value else {
+        return Err(Error::parsing(format!(
+            "Unknown key for a {} in [pit].",
+            token(value)
+        )));
+    };
+    let mut id = None;
+    let mut keep_alive = None;
+    for (key, value) in map {
+        match (key.as_str(), value) {
+            ("id", Value::String(text)) => id = Some(text.clone()),
+            ("keep_alive", Value::String(text)) => {
+                keep_alive = tessera_common::time::parse_time_value(text, "keep_alive")?
+                    .map(Duration::from_millis)
+            }
+            (other, _) => return Err(Error::parsing(format!("[pit] unknown field [{other}]"))),
+        }
+    }
+    let id = id.ok_or_else(|| Error::parsing("[pit] requires [id]"))?;
+    Ok(PitReference { id, keep_alive })
 }
 
 /// OpenSearch's default `pre_filter_shard_size`.
@@ -122,6 +154,7 @@ impl Default for SearchRequest {
             max_buckets: tessera_aggs::DEFAULT_MAX_BUCKETS,
             breaker: None,
             concurrency: Default::default(),
+            pit: None,
         }
     }
 }
@@ -331,6 +364,7 @@ impl SearchRequest {
                     }
                 },
                 "timeout" => request.timeout = parse_timeout(value)?,
+                "pit" => request.pit = Some(parse_pit(value)?),
                 "terminate_after" => {
                     let n = int_value(key, value)?;
                     if n < 0 {

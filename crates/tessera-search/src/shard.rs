@@ -11,7 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -31,9 +31,10 @@ use tessera_query::{compile, CompileContext};
 use crate::fetch::{fetch_docs, FetchSpec, FetchedDoc};
 use crate::hits::{HitSort, ShardHit};
 use crate::messages::{
-    FetchedPage, QuerySearchResult, ReaderContextId, ShardFetchRequest, ShardSearchRequest,
+    FetchedPage, QuerySearchResult, ReaderContextId, ReaderUse, ShardFetchRequest,
+    ShardSearchRequest,
 };
-use crate::reader_context::{ReaderContext, ReaderContexts};
+use crate::reader_context::{PinnedReader, ReaderContext, ReaderContexts};
 use crate::request::SearchRequest;
 use crate::search_load::{SearchLoad, WorkMeter};
 use crate::slice::plan_slices;
@@ -51,6 +52,7 @@ struct Prepared {
     total_shards: u32,
     fetch_page: Option<(u32, u32)>,
     cancelled: Arc<AtomicBool>,
+    reader: Option<ReaderUse>,
 }
 
 /// What `"profile": true` reports for one shard's query phase.
@@ -179,7 +181,52 @@ impl LocalShard {
             total_shards: request.total_shards,
             fetch_page: request.fetch_page,
             cancelled: request.cancelled.unwrap_or_default(),
+            reader: request.reader,
         })
+    }
+
+    /// The reader a query runs on, and the pinned reader's id when it is one: the shard's
+    /// current reader, that reader pinned now (a new scroll or PIT), or a reader pinned
+    /// before (its keep-alive renewed). A pinned reader of another copy is as missing as one
+    /// that expired.
+    fn reader(&self, request: &Prepared) -> Result<(Arc<ShardSnapshot>, Option<ReaderContextId>)> {
+        let contexts = &self.services.contexts;
+        match &request.reader {
+            None => Ok((self.snapshot()?, None)),
+            Some(ReaderUse::Pin {
+                kind,
+                keep_alive_millis,
+                max_open,
+                pit,
+            }) => {
+                let snapshot = self.snapshot()?;
+                let meta = self.index.metadata();
+                let reader = PinnedReader {
+                    index: meta.name.clone(),
+                    index_uuid: meta.uuid.clone(),
+                    shard_id: self.shard_id,
+                    snapshot: snapshot.clone(),
+                    kind: *kind,
+                    pit: pit.clone().map(|group| (group, request.shard_index)),
+                };
+                let keep_alive = Duration::from_millis(*keep_alive_millis);
+                let id = contexts.pin(reader, keep_alive, *max_open)?;
+                Ok((snapshot, Some(id)))
+            }
+            Some(ReaderUse::Pinned {
+                id,
+                keep_alive_millis,
+                ..
+            }) => {
+                let reader = contexts.pinned(*id, keep_alive_millis.map(Duration::from_millis))?;
+                if reader.index_uuid != self.index.metadata().uuid
+                    || reader.shard_id != self.shard_id
+                {
+                    return Err(Error::search_context_missing(id.id));
+                }
+                Ok((reader.snapshot.clone(), Some(*id)))
+            }
+        }
     }
 
     /// How many slices this request gets: the index's concurrent search settings over the
@@ -325,11 +372,29 @@ impl LocalShard {
     }
 
     fn query_here(&self, request: &Prepared) -> Result<QuerySearchResult> {
+        let meta = self.index.metadata();
+        request.search.check_window(meta.max_result_window())?;
+        let (snapshot, pinned) = self.reader(request)?;
+        let outcome = self.query_on(request, &snapshot);
+        // a scroll or PIT that could not run its first query keeps no reader
+        if let (Err(_), Some(ReaderUse::Pin { .. }), Some(id)) = (&outcome, &request.reader, pinned)
+        {
+            self.services.contexts.free(id);
+        }
+        let mut result = outcome?;
+        result.pinned = pinned;
+        Ok(result)
+    }
+
+    /// The query phase on `snapshot`.
+    fn query_on(
+        &self,
+        request: &Prepared,
+        snapshot: &Arc<ShardSnapshot>,
+    ) -> Result<QuerySearchResult> {
         let started = Instant::now();
         let meta = self.index.metadata();
         let search = &request.search;
-        search.check_window(meta.max_result_window())?;
-        let snapshot = self.snapshot()?;
         let table = &snapshot.table;
         validate_sort(table, &meta.name, &search.sort)?;
         crate::fetch::validate_docvalue_fields(table, &search.docvalue_fields)?;
@@ -384,7 +449,13 @@ impl LocalShard {
             .transpose()
             .map_err(|e| Error::internal("create the post_filter weight", e))?
             .map(Arc::from);
-        let search_after = search_after_key(&snapshot, &sort, search)?;
+        let search_after = match &request.reader {
+            Some(ReaderUse::Pinned {
+                after: Some(position),
+                ..
+            }) => Some(position.clone()),
+            _ => search_after_key(snapshot, &sort, search)?,
+        };
         let deadline = match (search.timeout, request.deadline) {
             (Some(timeout), Some(d)) => Some((started + timeout).min(d)),
             (Some(timeout), None) => Some(started + timeout),
@@ -443,7 +514,7 @@ impl LocalShard {
             matches_all,
         });
         let slice_count = self.slice_count(&phase, &meta, search);
-        let slices = plan_shard_slices(&snapshot, slice_count);
+        let slices = plan_shard_slices(snapshot, slice_count);
         let concurrent = slices.len() > 1;
         let shard = self.index.shard(self.shard_id)?;
         let stats = &shard.stats;
@@ -482,7 +553,7 @@ impl LocalShard {
         });
         let weight = search.explain.then_some(weight);
         let (context_id, fetched) =
-            self.keep_for_fetch(request, &outcome.hits.hits, &snapshot, weight)?;
+            self.keep_for_fetch(request, &outcome.hits.hits, snapshot, weight)?;
         Ok(QuerySearchResult {
             result: outcome.hits,
             aggregations,
@@ -491,6 +562,7 @@ impl LocalShard {
             context_id,
             fetched,
             load: None,
+            pinned: None,
         })
     }
 

@@ -44,6 +44,12 @@ pub enum SortField {
     Doc {
         order: Order,
     },
+    /// `_shard_doc`: the shard's position in the request in the high 32 bits, the document's
+    /// in the shard in the low ones — unique across a request, the tie-breaker of a point in
+    /// time's pages.
+    ShardDoc {
+        order: Order,
+    },
     Field {
         field: String,
         order: Order,
@@ -59,6 +65,7 @@ impl SortField {
         match self {
             SortField::Score { order }
             | SortField::Doc { order }
+            | SortField::ShardDoc { order }
             | SortField::Field { order, .. } => *order,
         }
     }
@@ -100,6 +107,9 @@ fn field_sort(name: &str, order: Option<Order>) -> SortField {
             order: order.unwrap_or(Order::Desc),
         },
         "_doc" => SortField::Doc {
+            order: order.unwrap_or(Order::Asc),
+        },
+        "_shard_doc" => SortField::ShardDoc {
             order: order.unwrap_or(Order::Asc),
         },
         field => SortField::Field {
@@ -165,6 +175,7 @@ pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
                                 sort = match sort {
                                     SortField::Score { .. } => SortField::Score { order },
                                     SortField::Doc { .. } => SortField::Doc { order },
+                                    SortField::ShardDoc { .. } => SortField::ShardDoc { order },
                                     SortField::Field {
                                         field,
                                         missing,
@@ -246,7 +257,9 @@ pub struct SortSpec {
 impl SortSpec {
     pub fn for_field(field: &SortField) -> SortSpec {
         match field {
-            SortField::Score { order } | SortField::Doc { order } => SortSpec {
+            SortField::Score { order }
+            | SortField::Doc { order }
+            | SortField::ShardDoc { order } => SortSpec {
                 order: *order,
                 missing_first: false,
             },

@@ -67,7 +67,7 @@ struct Lead {
 /// Whether a sort field renders missing values as numbers (true) or null.
 pub fn is_numeric_sort(table: &FieldTable, field: &SortField) -> bool {
     match field {
-        SortField::Score { .. } | SortField::Doc { .. } => true,
+        SortField::Score { .. } | SortField::Doc { .. } | SortField::ShardDoc { .. } => true,
         SortField::Field {
             field,
             unmapped_type,
@@ -151,7 +151,9 @@ pub fn sort_value_for(table: &FieldTable, field: &SortField, value: &Value) -> R
     };
     match field {
         SortField::Score { .. } => as_f64().map(SortValue::F64).ok_or_else(bad),
-        SortField::Doc { .. } => as_i64().map(SortValue::I64).ok_or_else(bad),
+        SortField::Doc { .. } | SortField::ShardDoc { .. } => {
+            as_i64().map(SortValue::I64).ok_or_else(bad)
+        }
         SortField::Field {
             field,
             unmapped_type,
@@ -207,6 +209,7 @@ impl SegmentSortKeys {
         fields: &[SortField],
         segment: &SegmentReader,
         doc_base: u64,
+        shard_index: u32,
     ) -> Result<SegmentSortKeys> {
         let fast = segment.fast_fields();
         let open_err = |e: tantivy::TantivyError| Error::internal("open a sort column", e);
@@ -216,6 +219,13 @@ impl SegmentSortKeys {
                 SortField::Score { .. } => (Reader::Score, SortMode::Min, SortValue::Missing),
                 SortField::Doc { .. } => (
                     Reader::Doc { base: doc_base },
+                    SortMode::Min,
+                    SortValue::Missing,
+                ),
+                SortField::ShardDoc { .. } => (
+                    Reader::Doc {
+                        base: ((shard_index as u64) << 32) + doc_base,
+                    },
                     SortMode::Min,
                     SortValue::Missing,
                 ),

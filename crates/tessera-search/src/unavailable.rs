@@ -14,31 +14,34 @@ pub struct UnavailableShard {
     index: String,
     index_uuid: String,
     shard_id: u32,
-    why: String,
+    error: Error,
 }
 
 impl UnavailableShard {
     pub fn new(index: &str, index_uuid: &str, shard_id: u32, why: &str) -> UnavailableShard {
+        let error = Error::new(
+            "no_shard_available_action_exception",
+            503,
+            format!("[{index}][{shard_id}] {why}"),
+        )
+        .with_meta("index", index.to_string())
+        .with_meta("shard", shard_id.to_string());
+        UnavailableShard::failing(index, index_uuid, shard_id, error)
+    }
+
+    /// A shard every request to which fails with `error` (a scroll's reader on a node that
+    /// left: `search_context_missing_exception`).
+    pub fn failing(index: &str, index_uuid: &str, shard_id: u32, error: Error) -> UnavailableShard {
         UnavailableShard {
             index: index.to_string(),
             index_uuid: index_uuid.to_string(),
             shard_id,
-            why: why.to_string(),
+            error,
         }
     }
 
-    fn error(&self) -> Error {
-        Error::new(
-            "no_shard_available_action_exception",
-            503,
-            format!("[{}][{}] {}", self.index, self.shard_id, self.why),
-        )
-        .with_meta("index", self.index.clone())
-        .with_meta("shard", self.shard_id.to_string())
-    }
-
     fn fail<T: Send + 'static>(&self) -> ShardFuture<T> {
-        let error = self.error();
+        let error = self.error.clone();
         Box::pin(async move { Err(error) })
     }
 }

@@ -162,9 +162,6 @@ pub fn apply(params: &BTreeMap<String, String>, search: &mut SearchRequest) -> R
     if params.param("explain").is_some() {
         search.explain = params.param_bool("explain", false)?;
     }
-    if params.param("scroll").is_some() {
-        return Err(Error::not_supported("[scroll]"));
-    }
     match params.param("search_type") {
         None | Some("query_then_fetch") => {}
         Some("dfs_query_then_fetch") => {
@@ -213,8 +210,6 @@ mod tests {
         );
         let e = apply(&params(&[("search_type", "x")]), &mut search).unwrap_err();
         assert_eq!(e.reason(), "No search type for [x]");
-        let e = apply(&params(&[("scroll", "1m")]), &mut search).unwrap_err();
-        assert_eq!(e.status(), 400);
     }
 
     #[test]

@@ -188,6 +188,7 @@ mod tests {
             parsed: None,
             cancelled: None,
             coordinator: None,
+            reader: None,
         }
     }
 

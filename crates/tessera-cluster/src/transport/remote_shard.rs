@@ -293,6 +293,7 @@ mod tests {
                     context_id: Some(ReaderContextId { session: 9, id: 7 }),
                     fetched: None,
                     load: None,
+                    pinned: None,
                 })
             })
         }
@@ -321,6 +322,7 @@ mod tests {
             parsed: None,
             cancelled: None,
             coordinator: None,
+            reader: None,
         }
     }
 

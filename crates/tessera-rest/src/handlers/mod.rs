@@ -13,6 +13,7 @@ pub mod nodes;
 pub mod recovery;
 pub mod reports;
 pub mod root;
+pub mod scroll;
 pub mod search;
 pub mod stats;
 

@@ -205,6 +205,10 @@ async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
                 .run(move || Ok(Value::Array(replica_lags(&worker, &uuids))))
                 .await
         }
+        tessera_node::pinned_search::FREE_PINNED => {
+            tessera_node::pinned_search::free_here(&node, &params)
+        }
+        tessera_node::pinned_search::LIST_PITS => Ok(tessera_node::pinned_search::pits_here(&node)),
         other => Err(Error::illegal_argument(format!(
             "unknown node report [{other}]"
         ))),

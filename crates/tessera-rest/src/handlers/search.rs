@@ -32,7 +32,7 @@ fn body(request: &RestRequest) -> Result<Option<(Value, String)>> {
     }))
 }
 
-fn target(request: &RestRequest) -> Result<SearchTarget> {
+pub(crate) fn target(request: &RestRequest) -> Result<SearchTarget> {
     Ok(SearchTarget {
         expression: index_expression(request).to_string(),
         options: resolve_options(request, true)?,
@@ -41,7 +41,8 @@ fn target(request: &RestRequest) -> Result<SearchTarget> {
     })
 }
 
-/// `GET|POST /_search`, `/{index}/_search`.
+/// `GET|POST /_search`, `/{index}/_search`; with `scroll=` the first page of a scroll, with
+/// `pit` in the body a search of that point in time.
 pub async fn search(service: SearchService, request: RestRequest) -> Result<RestResponse> {
     let (value, text) = body(&request)?.unzip();
     let source = service.source(text, request.params.clone());
@@ -49,7 +50,28 @@ pub async fn search(service: SearchService, request: RestRequest) -> Result<Rest
     let options = ResponseOptions {
         total_hits_as_int: request.param_bool("rest_total_hits_as_int", false)?,
     };
-    let response = service.search(&target(&request)?, search, options).await?;
+    let scroll = request
+        .param("scroll")
+        .map(|value| super::scroll::keep_alive(value, "scroll"))
+        .transpose()?;
+    let response = match (scroll, &search.request.pit) {
+        (Some(keep_alive), _) => {
+            service
+                .open_scroll(&target(&request)?, search, keep_alive, options)
+                .await?
+        }
+        (None, Some(_)) => {
+            if request.path_params.contains_key("index") {
+                return Err(Error::new(
+                    "action_request_validation_exception",
+                    400,
+                    "Validation Failed: 1: [indices] cannot be used with point in time;",
+                ));
+            }
+            service.search_pit(search, options).await?
+        }
+        (None, None) => service.search(&target(&request)?, search, options).await?,
+    };
     RestResponse::serialized(200, &response)
 }
 

@@ -50,6 +50,16 @@ pub fn classify(method: &Method, path: &str) -> Action {
     };
     let next = segments.get(at + 1).copied().unwrap_or("");
     match segments[at] {
+        // a scroll or a point in time only reads, its clearing and deleting included
+        "_search" if next == "scroll" && *method == Method::DELETE => {
+            action("indices:data/read/scroll/clear", true)
+        }
+        "_search" if next == "scroll" => action("indices:data/read/scroll", reading_or_post),
+        "_search" if next == "point_in_time" => match *method {
+            Method::POST => action("indices:data/read/point_in_time/create", true),
+            Method::DELETE => action("indices:data/read/point_in_time/delete", true),
+            _ => action("indices:data/read/point_in_time/readall", reading),
+        },
         "_search" | "_count" => action("indices:data/read/search", reading_or_post),
         "_msearch" => action("indices:data/read/msearch", reading_or_post),
         "_mget" => action("indices:data/read/mget", reading_or_post),
@@ -127,6 +137,30 @@ mod tests {
             true,
         );
         check(Method::POST, "/_count", "indices:data/read/search", true);
+        check(
+            Method::POST,
+            "/_search/scroll",
+            "indices:data/read/scroll",
+            true,
+        );
+        check(
+            Method::DELETE,
+            "/_search/scroll/_all",
+            "indices:data/read/scroll/clear",
+            true,
+        );
+        check(
+            Method::POST,
+            "/logs/_search/point_in_time",
+            "indices:data/read/point_in_time/create",
+            true,
+        );
+        check(
+            Method::DELETE,
+            "/_search/point_in_time",
+            "indices:data/read/point_in_time/delete",
+            true,
+        );
         check(Method::POST, "/_msearch", "indices:data/read/msearch", true);
         check(Method::POST, "/a/_mget", "indices:data/read/mget", true);
         check(
