@@ -9,6 +9,7 @@ use tessera_index::stats::ShardStats;
 use tessera_index::IndexService;
 use tessera_node::process_stats;
 use tessera_node::Node;
+use tessera_search::reader_context::PinKind;
 
 use super::reports::{self, host_of, nodes_header};
 use crate::request::RestRequest;
@@ -127,8 +128,11 @@ fn indices_section(node: &Node) -> Value {
         .filter_map(|name| node.index(name))
         .collect();
     let mut stats = indices_stats(&indices);
-    // reader contexts waiting for a fetch phase (or a scroll, once there are scrolls)
-    stats["search"]["open_contexts"] = json!(node.shard_services.contexts.open_count());
+    // reader contexts waiting for a fetch phase, and the readers scrolls and PITs pinned
+    let contexts = &node.shard_services.contexts;
+    stats["search"]["open_contexts"] = json!(contexts.open_count());
+    stats["search"]["scroll_current"] = json!(contexts.pinned_count(PinKind::Scroll));
+    stats["search"]["point_in_time_current"] = json!(contexts.pinned_count(PinKind::PointInTime));
     stats
 }
 
