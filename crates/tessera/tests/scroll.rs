@@ -279,14 +279,13 @@ fn a_scroll_continues_on_any_node_and_loses_only_a_dead_nodes_shards() {
     // three shards over three nodes: each node holds one
     assert_eq!(lost, 1);
     cluster.nodes[2].kill_9();
-    let mut failed = 0;
-    loop {
+    let failed = loop {
         let page = cluster
             .node(1)
             .post("/_search/scroll", &json!({"scroll": "1m", "scroll_id": id}))
             .expect(200)
             .json();
-        failed = page["_shards"]["failed"].as_u64().unwrap();
+        let failed = page["_shards"]["failed"].as_u64().unwrap();
         if failed > 0 {
             let reason = &page["_shards"]["failures"][0]["reason"]["type"];
             assert!(
@@ -298,11 +297,11 @@ fn a_scroll_continues_on_any_node_and_loses_only_a_dead_nodes_shards() {
         }
         let hits = hit_ids(&page);
         if hits.is_empty() {
-            break;
+            break failed;
         }
         seen.extend(hits);
         id = page["_scroll_id"].as_str().unwrap().to_string();
-    }
+    };
     assert_eq!(failed as usize, lost);
     assert!(seen.len() < 60 && seen.len() >= 40, "{}", seen.len());
 }
