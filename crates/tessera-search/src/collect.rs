@@ -27,7 +27,7 @@ use tessera_query::compile::ColumnFilter;
 use crate::collect_plan::{plan_part, AggShortcuts, PartPath};
 use crate::hits::{HitSort, QueryResult, ShardHit, TopK};
 use crate::slice::{SegmentPart, Slice};
-use crate::sort::SortField;
+use crate::sort::{Order, SortField, SortValue};
 use crate::sort_keys::SegmentSortKeys;
 
 /// What a slice collector needs to know about the request.
@@ -103,6 +103,43 @@ impl CollectParams<'_> {
             && self.terminate_after.is_none();
         plain.then_some(field.as_str())
     }
+
+    /// When the hits are sorted by `_doc` or `_shard_doc` ascending alone (the order a slice
+    /// visits documents in), how a document's sort key is made: its doc id plus the segment's
+    /// base, plus the shard's place in the high bits for `_shard_doc`.
+    pub fn index_order(&self) -> Option<IndexOrder> {
+        let HitSort::Fields { fields, .. } = self.sort else {
+            return None;
+        };
+        match fields.as_slice() {
+            [SortField::Doc { order: Order::Asc }] => Some(IndexOrder { shard_bits: 0 }),
+            [SortField::ShardDoc { order: Order::Asc }] => Some(IndexOrder {
+                shard_bits: (self.shard_index as u64) << 32,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The first doc of a segment (whose `_doc` keys start at `doc_base`) that may come after
+    /// the `search_after` position of an index-order sort: the earlier ones only count.
+    fn first_after(&self, doc_base: u64) -> DocId {
+        let (Some(order), Some(after)) = (self.index_order(), self.search_after) else {
+            return 0;
+        };
+        let Some(SortValue::I64(position)) = after.sort.first() else {
+            return 0;
+        };
+        let start = order.shard_bits + doc_base;
+        (*position as u64)
+            .saturating_sub(start)
+            .min(DocId::MAX as u64) as DocId
+    }
+}
+
+/// See [`CollectParams::index_order`].
+#[derive(Clone, Copy, Debug)]
+pub struct IndexOrder {
+    shard_bits: u64,
 }
 
 /// Ascending doc ids as a `DocSet` (the candidates of a narrowed sort).
@@ -511,6 +548,8 @@ impl SliceCollector<'_, '_> {
             None => self.scorer(reader, part)?,
         };
         let alive = reader.alive_bitset();
+        // an index-order scroll's page: the documents before its position are only counted
+        let first_after = params.first_after(self.doc_bases[part.segment_ord as usize]);
         let mut doc = scorer.doc();
         while doc != TERMINATED && doc < part.docs.end {
             if alive.is_none_or(|a| a.is_alive(doc)) {
@@ -534,7 +573,7 @@ impl SliceCollector<'_, '_> {
                             (Some(keys), Some(worst)) => keys.cannot_beat(doc, worst),
                             _ => false,
                         };
-                        if params.k > 0 && !beaten {
+                        if params.k > 0 && !beaten && doc >= first_after {
                             let sort = keys.as_mut().map(|k| k.key(doc, score)).unwrap_or_default();
                             let hit = ShardHit {
                                 shard_index: params.shard_index,

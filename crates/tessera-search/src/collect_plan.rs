@@ -175,14 +175,16 @@ pub fn plan_part(
             return PartPath::CountOnly;
         }
     }
+    let plain_hits = !aggregating
+        && params.min_score.is_none()
+        && params.terminate_after.is_none()
+        && params.post_filter.is_none();
     PartPath::Docs {
-        first_hits_only: !aggregating
-            && params.constant_score
-            && params.sort.is_score()
-            && params.min_score.is_none()
-            && params.search_after.is_none()
-            && params.terminate_after.is_none()
-            && params.post_filter.is_none(),
+        // a slice visits documents in index order: the first hits it accepts are its top when
+        // every match scores the same, or when the order is index order (a `_doc` scroll)
+        first_hits_only: plain_hits
+            && ((params.constant_score && params.sort.is_score() && params.search_after.is_none())
+                || params.index_order().is_some()),
         sorted_candidates: !aggregating && whole_segment && params.candidate_sort_field().is_some(),
     }
 }

@@ -92,6 +92,25 @@ fn a_scroll_reads_every_document_once_in_order_over_its_snapshot() {
     let scrolled = ids(&read_scroll(&node, first));
     assert_eq!(scrolled, all);
 
+    // in index order (`_doc`, what helpers.scan asks): pages skip to their position
+    let in_order = ids(node.search(
+        "docs",
+        &json!({"size": 500, "sort": ["_doc"], "_source": false}),
+    )["hits"]["hits"]
+        .as_array()
+        .unwrap());
+    for size in [1, 9, 64] {
+        let first = node
+            .post(
+                &format!("/docs/_search?scroll=1m&size={size}"),
+                &json!({"sort": ["_doc"], "_source": false}),
+            )
+            .expect(200)
+            .json();
+        assert_eq!(first["hits"]["total"]["value"], DOCS as u64);
+        assert_eq!(ids(&read_scroll(&node, first)), in_order, "size {size}");
+    }
+
     // by score (the default order): every match once, scores never rising
     let first = node
         .post(
