@@ -75,7 +75,7 @@ impl SearchService {
             max_open: self.max_open(PinKind::Scroll),
             pit: None,
         };
-        let mut response = self.search(target, search, options).await?;
+        let mut response = self.run(target, search, options).await?;
         let pinned = response.pinned.take().unwrap_or_default();
         response._scroll_id = Some(
             ScrollId {
@@ -155,9 +155,7 @@ impl SearchService {
                 created_millis,
             }),
         };
-        let mut response = self
-            .search(target, search, ResponseOptions::default())
-            .await?;
+        let mut response = self.run(target, search, ResponseOptions::default()).await?;
         let pinned = response.pinned.take().unwrap_or_default();
         let id = PitId {
             shards: pinned.shards,
@@ -323,9 +321,21 @@ fn check_scroll(request: &SearchRequest) -> Result<()> {
     Ok(())
 }
 
-/// `_shard_doc` numbers a hit by its shard's place in the request: only a point in time
-/// keeps that place from one search to the next.
-pub fn check_shard_doc(request: &SearchRequest) -> Result<()> {
+/// What a search that is neither a scroll nor a PIT search may not use: `_shard_doc`
+/// numbers a hit by its shard's place in the request, and `slice` divides the shards of a
+/// request: only a scroll or a point in time keeps them from one request to the next.
+pub fn check_not_pinned(request: &SearchRequest) -> Result<()> {
+    if request.slice.is_some() && request.pit.is_none() {
+        return Err(Error::new(
+            "search_exception",
+            400,
+            "`slice` cannot be used outside of a scroll context or PIT context",
+        ));
+    }
+    check_shard_doc(request)
+}
+
+fn check_shard_doc(request: &SearchRequest) -> Result<()> {
     let shard_doc = request
         .sort
         .iter()

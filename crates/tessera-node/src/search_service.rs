@@ -78,7 +78,17 @@ impl SearchService {
         search: Search,
         options: ResponseOptions,
     ) -> Result<SearchResponse> {
-        crate::pinned_search::check_shard_doc(&search.request)?;
+        crate::pinned_search::check_not_pinned(&search.request)?;
+        self.run(target, search, options).await
+    }
+
+    /// Runs `search` over the shards of `target` (a scroll's first page included).
+    pub(crate) async fn run(
+        &self,
+        target: &SearchTarget,
+        search: Search,
+        options: ResponseOptions,
+    ) -> Result<SearchResponse> {
         let groups = self.groups(target)?;
         if groups.is_empty() {
             return SearchResponse::empty(&search.request, options);

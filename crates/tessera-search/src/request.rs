@@ -90,6 +90,8 @@ pub struct SearchRequest {
     pub concurrency: crate::concurrent::ConcurrencySettings,
     /// `pit`: search the readers of this point in time.
     pub pit: Option<PitReference>,
+    /// `slice`: one slice of a scroll or a point in time.
+    pub slice: Option<crate::scroll_slice::SliceSpec>,
 }
 
 /// The body's `pit`: a point in time's id, and a new keep-alive for it.
@@ -155,6 +157,7 @@ impl Default for SearchRequest {
             breaker: None,
             concurrency: Default::default(),
             pit: None,
+            slice: None,
         }
     }
 }
@@ -319,8 +322,6 @@ const UNSUPPORTED_KEYS: &[&str] = &[
     "collapse",
     "script_fields",
     "indices_boost",
-    "pit",
-    "slice",
     "point_in_time",
     "runtime_mappings",
     "search_pipeline",
@@ -365,6 +366,7 @@ impl SearchRequest {
                 },
                 "timeout" => request.timeout = parse_timeout(value)?,
                 "pit" => request.pit = Some(parse_pit(value)?),
+                "slice" => request.slice = Some(crate::scroll_slice::parse_slice(value)?),
                 "terminate_after" => {
                     let n = int_value(key, value)?;
                     if n < 0 {

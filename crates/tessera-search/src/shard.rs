@@ -36,6 +36,7 @@ use crate::messages::{
 };
 use crate::reader_context::{PinnedReader, ReaderContext, ReaderContexts};
 use crate::request::SearchRequest;
+use crate::scroll_slice::{shard_slice, IdSliceQuery, ShardSlice, SliceSpec};
 use crate::search_load::{SearchLoad, WorkMeter};
 use crate::slice::plan_slices;
 use crate::sort_keys::{sort_value_for, validate_sort};
@@ -316,6 +317,34 @@ pub fn plan_shard_slices(
     slices
 }
 
+/// `query` limited to what one slice of a sliced scroll or PIT reads on this shard (the
+/// slice adds nothing to scores).
+fn slice_query(
+    query: Box<dyn Query>,
+    spec: SliceSpec,
+    request: &Prepared,
+    table: &tessera_mapping::FieldTable,
+) -> Box<dyn Query> {
+    match shard_slice(spec, request.shard_index, request.total_shards) {
+        ShardSlice::All => query,
+        ShardSlice::Nothing => Box::new(tantivy::query::EmptyQuery),
+        ShardSlice::Ids { part, parts } => {
+            let slice = IdSliceQuery {
+                id_field: table.meta.id,
+                part,
+                parts,
+            };
+            Box::new(BooleanQuery::new(vec![
+                (Occur::Must, query),
+                (
+                    Occur::Must,
+                    Box::new(ConstScoreQuery::new(Box::new(slice), 0.0)),
+                ),
+            ]))
+        }
+    }
+}
+
 /// Converts `search_after` values into a key to compare hits with.
 fn search_after_key(
     snapshot: &ShardSnapshot,
@@ -412,6 +441,9 @@ impl LocalShard {
             clauses: Default::default(),
         };
         let mut query = compile(&search.query, &ctx)?;
+        if let Some(spec) = search.slice {
+            query = slice_query(query, spec, request, table);
+        }
         // with aggregations, the post_filter only limits hits: it gets a weight of its own
         let mut separate_post_filter = None;
         if let Some(post_filter) = &search.post_filter {
@@ -487,7 +519,15 @@ impl LocalShard {
         };
         // whether aggregations may then count without visiting documents is the collection
         // plan's decision (`collect_plan`), per segment part
-        let filter = tessera_query::compile::column_filter(&search.query, &ctx);
+        // a slice of a sliced scroll is a query of its own: the query's column shortcuts
+        // (which count every match of the query) do not apply
+        let sliced = search.slice.is_some_and(|spec| {
+            shard_slice(spec, request.shard_index, request.total_shards) != ShardSlice::All
+        });
+        let filter = match sliced {
+            true => Ok(None),
+            false => tessera_query::compile::column_filter(&search.query, &ctx),
+        };
         let matches_all = matches!(filter, Ok(Some(ColumnFilter::All)));
         let column_filter = match &prepared {
             Some(_) => filter?,

@@ -324,3 +324,37 @@ fn a_scroll_continues_on_any_node_and_loses_only_a_dead_nodes_shards() {
     assert_eq!(failed as usize, lost);
     assert!(seen.len() < 60 && seen.len() >= 40, "{}", seen.len());
 }
+
+#[test]
+fn the_slices_of_a_sliced_scroll_partition_the_documents() {
+    let node = setup();
+    // fewer slices than shards (whole shards), as many, and more (shards split by `_id`)
+    for max in [2, 3, 7] {
+        let mut seen = BTreeSet::new();
+        let mut total = 0;
+        for id in 0..max {
+            let first = node
+                .post(
+                    "/docs/_search?scroll=1m&size=20",
+                    &json!({"slice": {"id": id, "max": max}, "sort": ["_doc"]}),
+                )
+                .expect(200)
+                .json();
+            total += first["hits"]["total"]["value"].as_u64().unwrap();
+            let hits = ids(&read_scroll(&node, first));
+            assert!(!hits.is_empty(), "slice {id} of {max} is empty");
+            for hit in hits {
+                assert!(seen.insert(hit), "a document in two slices of {max}");
+            }
+        }
+        assert_eq!(seen.len(), DOCS, "{max} slices");
+        assert_eq!(total, DOCS as u64);
+    }
+    let outside = node.post("/docs/_search", &json!({"slice": {"id": 0, "max": 2}}));
+    outside.expect_error(400, "search_exception");
+    let bad = node.post(
+        "/docs/_search?scroll=1m",
+        &json!({"slice": {"id": 2, "max": 2}}),
+    );
+    bad.expect_error(400, "x_content_parse_exception");
+}
