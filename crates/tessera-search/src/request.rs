@@ -117,6 +117,12 @@ fn parse_pit(value: &Value) -> Result<PitReference> {
                 keep_alive = tessera_common::time::parse_time_value(text, "keep_alive")?
                     .map(Duration::from_millis)
             }
+            ("id" | "keep_alive", other) => {
+                return Err(Error::parsing(format!(
+                    "[pit] failed to parse field [{key}]: expected a string, got a {}",
+                    token(other)
+                )))
+            }
             (other, _) => return Err(Error::parsing(format!("[pit] unknown field [{other}]"))),
         }
     }
@@ -568,6 +574,31 @@ mod tests {
             .reason()
             .contains("not supported"));
         assert!(SearchRequest::parse(&json!({"track_total_hits": -5})).is_err());
+    }
+
+    #[test]
+    fn pit_takes_an_id_and_a_keep_alive() {
+        let r = SearchRequest::parse(&json!({"pit": {"id": "abc", "keep_alive": "2m"}})).unwrap();
+        assert_eq!(
+            r.pit,
+            Some(PitReference {
+                id: "abc".into(),
+                keep_alive: Some(Duration::from_secs(120))
+            })
+        );
+        for bad in [
+            json!({"pit": {"id": 5}}),
+            json!({"pit": {}}),
+            json!({"pit": "abc"}),
+            json!({"pit": {"id": "a", "other": 1}}),
+            json!({"pit": {"id": "a", "keep_alive": "zz"}}),
+        ] {
+            assert_eq!(
+                SearchRequest::parse(&bad).unwrap_err().status(),
+                400,
+                "{bad}"
+            );
+        }
     }
 
     #[test]
