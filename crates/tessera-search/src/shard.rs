@@ -528,7 +528,10 @@ impl LocalShard {
             true => Ok(None),
             false => tessera_query::compile::column_filter(&search.query, &ctx),
         };
-        let matches_all = matches!(filter, Ok(Some(ColumnFilter::All)));
+        // without aggregations a post_filter is part of the compiled query: the query alone
+        // no longer matches every document
+        let matches_all =
+            matches!(filter, Ok(Some(ColumnFilter::All))) && search.post_filter.is_none();
         let column_filter = match &prepared {
             Some(_) => filter?,
             None => None,

@@ -196,6 +196,24 @@ fn sort_from_size_and_search_after() {
     assert_eq!(hit_ids(&resp), expected[2..5], "{resp}");
 }
 
+/// A `post_filter` without aggregations is part of the query: a `match_all` sorted by a number
+/// (which may visit only the documents whose values can make the top) must still apply it.
+#[test]
+fn a_post_filter_limits_a_match_all_sorted_by_a_number() {
+    let node = setup();
+    node.refresh("items");
+    for order in ["asc", "desc"] {
+        let resp = node.search(
+            "items",
+            &json!({"size": 3, "sort": [{"n": order}], "post_filter": {"term": {"cat": "fizz"}}}),
+        );
+        assert_eq!(resp["hits"]["total"]["value"], (DOCS / 3) as u64, "{resp}");
+        for hit in resp["hits"]["hits"].as_array().unwrap() {
+            assert_eq!(hit["_source"]["cat"], "fizz", "{resp}");
+        }
+    }
+}
+
 #[test]
 fn track_total_hits() {
     let node = setup();
