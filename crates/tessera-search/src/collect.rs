@@ -97,7 +97,6 @@ impl CollectParams<'_> {
         let plain = self.matches_all
             && self.k > 0
             && !self.scoring
-            && self.search_after.is_none()
             && self.post_filter.is_none()
             && self.min_score.is_none()
             && self.terminate_after.is_none();
@@ -663,7 +662,8 @@ impl SliceCollector<'_, '_> {
         if sorted.values.len() != reader.num_docs() as usize {
             return Ok(None);
         }
-        Ok(keys.top_candidates(params.k, &sorted))
+        let after = params.search_after.and_then(|after| after.sort.first());
+        Ok(keys.top_candidates(params.k, &sorted, after))
     }
 }
 

@@ -339,27 +339,63 @@ impl SegmentSortKeys {
     /// value and, of those tied with it, the first few when the field is the only sort field
     /// (ties go to the first documents), or all of them when later fields decide. OpenSearch
     /// skips by its points index the same way. `None` when that does not narrow anything.
-    pub fn top_candidates(&self, k: usize, sorted: &SortedValues) -> Option<Vec<DocId>> {
+    ///
+    /// With `after` (the lead value of a `search_after` or a scroll's position), the top
+    /// after it: every document tied with it (the hit's tie-break decides) and those up to the
+    /// k-th value beyond, ties included.
+    pub fn top_candidates(
+        &self,
+        k: usize,
+        sorted: &SortedValues,
+        after: Option<&SortValue>,
+    ) -> Option<Vec<DocId>> {
         let lead = self.lead.as_ref()?;
         // the copy's keys must be of the column's kind: floats for a double, else integers
-        let floats = matches!(self.readers.first()?.reader, Reader::F64 { .. });
+        let first = &self.readers.first()?.reader;
+        let floats = matches!(first, Reader::F64 { .. });
         let values = &sorted.values;
         if !self.numeric_lead() || floats != sorted.floats || k == 0 || values.len() <= k {
             return None;
         }
-        let kth = match lead.spec.order {
-            Order::Asc => values[k - 1],
-            Order::Desc => values[values.len() - k],
-        };
         if sorted.floats {
             // float keys order -0.0 before 0.0 and NaNs at the ends; the sort may not
             let (low, high) = (key_float(values[0]), key_float(values[values.len() - 1]));
             let both_zeros = values.binary_search(&float_key(-0.0)).is_ok()
                 && values.binary_search(&float_key(0.0)).is_ok();
-            if low.is_nan() || high.is_nan() || (key_float(kth) == 0.0 && both_zeros) {
+            if low.is_nan() || high.is_nan() || both_zeros {
                 return None;
             }
         }
+        if let Some(after) = after {
+            // the sort value in the copy's units: a scaled column sorts by scaled values
+            let scaled = matches!(first, Reader::I64 { scale: Some(_), .. });
+            let key = match after {
+                SortValue::I64(v) if !floats && !scaled => *v,
+                SortValue::F64(f) if floats && !f.is_nan() => float_key(*f),
+                _ => return None,
+            };
+            let run_of = |value: i64| {
+                values.partition_point(|v| *v < value)..values.partition_point(|v| *v <= value)
+            };
+            let ties = run_of(key);
+            let range = match lead.spec.order {
+                Order::Asc => match values.get(ties.end + k - 1) {
+                    Some(&kth) => ties.start..run_of(kth).end,
+                    None => ties.start..values.len(),
+                },
+                Order::Desc => match ties.start.checked_sub(k) {
+                    Some(at) => run_of(values[at]).start..ties.end,
+                    None => 0..ties.end,
+                },
+            };
+            let mut docs = sorted.docs[range].to_vec();
+            docs.sort_unstable();
+            return Some(docs);
+        }
+        let kth = match lead.spec.order {
+            Order::Asc => values[k - 1],
+            Order::Desc => values[values.len() - k],
+        };
         let run = values.partition_point(|v| *v < kth)..values.partition_point(|v| *v <= kth);
         let mut docs: Vec<DocId> = match lead.spec.order {
             Order::Asc => sorted.docs[..run.start].to_vec(),

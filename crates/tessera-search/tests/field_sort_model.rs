@@ -8,7 +8,8 @@
 //! A `match_all` sorted by a numeric field whose every live document has a value visits only
 //! the documents whose value can make the top (see `SegmentSortKeys::top_candidates`): checked
 //! against the model, and hit for hit (ids included, so ties keep index order) against the
-//! same request with a `post_filter`, which takes the visit-everything path.
+//! same request with a `post_filter`, which takes the visit-everything path, and so is the
+//! next page from a hit's sort values (`search_after`).
 //!
 //! Reproduce a failure with `TESSERA_PROP_SEED=<seed> cargo test -p tessera-search --test
 //! field_sort_model`.
@@ -162,6 +163,21 @@ fn match_all_sorts_by_a_numeric_column_visit_only_candidates() {
                         actual(&got),
                         want,
                         "seed {seed}, {name}, layout {layout}, request {body}"
+                    );
+                }
+                // the next page from a hit's sort values: the candidates start at them
+                let hits = reference["hits"]["hits"].as_array().unwrap();
+                if !hits.is_empty() {
+                    let after = hits[rng.below(hits.len() as u64) as usize]["sort"].clone();
+                    let (mut next, mut next_everything) = (body.clone(), everything.clone());
+                    next["search_after"] = after.clone();
+                    next_everything["search_after"] = after;
+                    let got = engine.search(&targets, &next, concurrency);
+                    let reference = engine.search(&targets, &next_everything, concurrency);
+                    assert!(got["hits"]["hits"].is_array(), "{got}");
+                    assert_eq!(
+                        got["hits"], reference["hits"],
+                        "seed {seed}, {name}, layout {layout}, request {next}"
                     );
                 }
             }
