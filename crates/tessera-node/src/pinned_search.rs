@@ -16,7 +16,9 @@ use serde_json::{json, Value};
 use tessera_common::{Error, Result};
 use tessera_search::coordinator::Readers;
 use tessera_search::messages::ReaderContextId;
-use tessera_search::pinned::{continuation, PinnedShard, PitId, ScrollId};
+use tessera_search::pinned::{
+    continuation, read_total, render_total, PinnedShard, PitId, ScrollId,
+};
 use tessera_search::reader_context::{PinKind, PitGroup};
 use tessera_search::sort::SortField;
 use tessera_search::{ResponseOptions, Search, SearchRequest, SearchResponse, ShardGroup};
@@ -82,6 +84,7 @@ impl SearchService {
                 source,
                 shards: pinned.shards,
                 after: pinned.last,
+                total: response.hits.total.as_ref().and_then(read_total),
             }
             .encode(),
         );
@@ -110,12 +113,17 @@ impl SearchService {
         };
         let mut response = self.on_pinned(&scroll.shards, search, options).await?;
         let after = response.pinned.take().and_then(|p| p.last).or(scroll.after);
+        // the pages after the first do not count: the first one's total stands
+        response.hits.total = scroll
+            .total
+            .map(|total| render_total(total, options.total_hits_as_int));
         if keep_alive.is_some() {
             response._scroll_id = Some(
                 ScrollId {
                     source: scroll.source,
                     shards: scroll.shards,
                     after,
+                    total: scroll.total,
                 }
                 .encode(),
             );

@@ -550,6 +550,13 @@ impl SliceCollector<'_, '_> {
         // an index-order scroll's page: the documents before its position are only counted
         let first_after = params.first_after(self.doc_bases[part.segment_ord as usize]);
         let mut doc = scorer.doc();
+        if params.total_hits_threshold == 0 && doc < first_after {
+            // nothing to count (a scroll's later pages): skip to the position
+            if first_after >= part.docs.end {
+                return Ok(Flow::Continue);
+            }
+            doc = scorer.seek(first_after);
+        }
         while doc != TERMINATED && doc < part.docs.end {
             if alive.is_none_or(|a| a.is_alive(doc)) {
                 let score = if params.scoring {

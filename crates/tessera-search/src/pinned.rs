@@ -44,6 +44,8 @@ pub struct ScrollId {
     pub source: SearchSource,
     pub shards: Vec<PinnedShard>,
     pub after: Option<ShardHit>,
+    /// The first page's hit total (value, lower bound): every page reports it.
+    pub total: Option<(u64, bool)>,
 }
 
 /// A point in time: its readers and when it was opened.
@@ -99,7 +101,8 @@ fn decode<T: for<'de> Deserialize<'de>>(tag: u8, text: &str) -> Option<T> {
 }
 
 /// A scroll's next pages: the search as first sent, without what only its first page
-/// answers (aggregations and suggestions, as in OpenSearch).
+/// answers (aggregations and suggestions, as in OpenSearch), and without counting hits: the
+/// readers are pinned, so the first page's total stands (see [`ScrollId::total`]).
 pub fn continuation(source: &SearchSource) -> SearchSource {
     let body =
         source.body.as_ref().map(
@@ -108,14 +111,40 @@ pub fn continuation(source: &SearchSource) -> SearchSource {
                     for key in ["aggs", "aggregations", "suggest"] {
                         map.remove(key);
                     }
+                    map.insert("track_total_hits".into(), false.into());
                     serde_json::Value::Object(map).to_string()
                 }
                 _ => text.clone(),
             },
         );
+    let mut params = source.params.clone();
+    params.remove("track_total_hits");
     SearchSource {
-        body,
+        body: Some(body.unwrap_or_else(|| r#"{"track_total_hits": false}"#.to_string())),
+        params,
         ..source.clone()
+    }
+}
+
+/// A total as a search response renders it: `{"value", "relation"}`, or a number with
+/// `rest_total_hits_as_int`; read back as (value, whether it is a lower bound).
+pub fn read_total(total: &serde_json::Value) -> Option<(u64, bool)> {
+    match total {
+        serde_json::Value::Number(n) => Some((n.as_u64()?, false)),
+        serde_json::Value::Object(map) => Some((
+            map.get("value")?.as_u64()?,
+            map.get("relation").and_then(|r| r.as_str()) == Some("gte"),
+        )),
+        _ => None,
+    }
+}
+
+/// [`read_total`]'s inverse.
+pub fn render_total((value, gte): (u64, bool), as_int: bool) -> serde_json::Value {
+    if as_int {
+        value.into()
+    } else {
+        serde_json::json!({"value": value, "relation": if gte { "gte" } else { "eq" }})
     }
 }
 
@@ -149,6 +178,7 @@ mod tests {
                 score: f32::NAN,
                 sort: vec![crate::sort::SortValue::I64(3)],
             }),
+            total: Some((12, false)),
         };
         let text = scroll.encode();
         assert!(text
@@ -157,11 +187,40 @@ mod tests {
         let back = ScrollId::decode(&text).unwrap();
         assert_eq!(back.shards, scroll.shards);
         assert_eq!(back.source, scroll.source);
+        assert_eq!(back.total, Some((12, false)));
         let pit = PitId {
             shards: vec![shard(3)],
             created_millis: 5,
         };
         assert_eq!(PitId::decode(&pit.encode()).unwrap(), pit);
+    }
+
+    #[test]
+    fn later_pages_do_not_count_or_aggregate() {
+        let source = SearchSource {
+            body: Some(r#"{"size": 5, "aggs": {"a": {"max": {"field": "n"}}}}"#.into()),
+            params: [("track_total_hits".to_string(), "true".to_string())].into(),
+            ..SearchSource::default()
+        };
+        let next = continuation(&source);
+        let body: serde_json::Value = serde_json::from_str(next.body.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"size": 5, "track_total_hits": false})
+        );
+        assert!(next.params.is_empty());
+        let bodiless = continuation(&SearchSource::default());
+        assert_eq!(
+            bodiless.body.as_deref(),
+            Some(r#"{"track_total_hits": false}"#)
+        );
+        for (total, as_int) in [
+            ((7, false), false),
+            ((10000, true), false),
+            ((3, false), true),
+        ] {
+            assert_eq!(read_total(&render_total(total, as_int)), Some(total));
+        }
     }
 
     #[test]

@@ -50,6 +50,8 @@ fn read_scroll(node: &Node, first: Value) -> Vec<Value> {
             .expect(200)
             .json();
         assert_eq!(page["_shards"]["failed"], 0, "{page}");
+        // every page reports the first page's total
+        assert_eq!(page["hits"]["total"], first["hits"]["total"], "{page}");
         let page_hits = page["hits"]["hits"].as_array().unwrap();
         if page_hits.is_empty() {
             break;
