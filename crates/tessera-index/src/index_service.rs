@@ -16,6 +16,7 @@ use tessera_common::settings::Settings;
 use tessera_common::{Error, Result};
 use tessera_mapping::{parse_json_document, FieldMapping, FieldTable, Json, Mapping, ParseOutcome};
 
+use crate::blocks::BlockLevel;
 use crate::index_settings::{self, default_routing_shards, VERSION_CREATED};
 use crate::shard::{
     shard_not_active, Conditions, Durability, PreparedDoc, Shard, ShardConfig, StoredDoc,
@@ -367,32 +368,6 @@ impl Default for NodeResources {
             merge_threads: (cores / 4).max(1),
         }
     }
-}
-
-/// The error of a write to an index under a write block, if it has one: the flood-stage block
-/// (or `read_only_allow_delete` set by hand) is OpenSearch's 429, retry later; `write` and
-/// `read_only` are 403.
-fn write_block(meta: &IndexMetadata) -> Option<Error> {
-    let name = &meta.name;
-    if meta.setting("index.blocks.read_only_allow_delete") == "true" {
-        return Some(Error::new(
-            "cluster_block_exception",
-            429,
-            format!(
-                "index [{name}] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];"
-            ),
-        ));
-    }
-    if meta.setting("index.blocks.write") == "true"
-        || meta.setting("index.blocks.read_only") == "true"
-    {
-        return Some(Error::new(
-            "cluster_block_exception",
-            403,
-            format!("index [{name}] blocked by: [FORBIDDEN/8/index write (api)];"),
-        ));
-    }
-    None
 }
 
 /// A slot as requests see it: a started shard whose engine failed is failed.
@@ -933,6 +908,8 @@ impl IndexService {
         let Some(next) = current.with_mapping(mapping)? else {
             return Ok(());
         };
+        // a mapping that changes (by `PUT _mapping` or dynamic mapping) changes metadata
+        crate::blocks::check(current, BlockLevel::MetadataWrite)?;
         let Some(next) = self.sink(current, next)? else {
             return Ok(());
         };
@@ -945,6 +922,9 @@ impl IndexService {
         let current = self.metadata();
         let target = format!("[{}/{}]", current.name, current.uuid);
         index_settings::validate(update, true, &target)?;
+        if !crate::blocks::only_blocks(update) {
+            crate::blocks::check(&current, BlockLevel::MetadataWrite)?;
+        }
         let Some(next) = current.with_settings(update) else {
             return Ok(());
         };
@@ -1097,7 +1077,7 @@ impl IndexService {
             Ok(shard) => shard,
             Err(e) => return Ok((items.iter().map(|_| Err(e.clone())).collect(), Vec::new())),
         };
-        if let Some(blocked) = write_block(&self.metadata()) {
+        if let Some(blocked) = crate::blocks::blocked(&self.metadata(), BlockLevel::Write) {
             return Ok((
                 items.iter().map(|_| Err(blocked.clone())).collect(),
                 Vec::new(),

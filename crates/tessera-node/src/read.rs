@@ -42,6 +42,7 @@ pub async fn get_document(
     index: &Arc<IndexService>,
     request: GetRequest,
 ) -> Result<Option<StoredDoc>> {
+    tessera_index::blocks::check(&index.metadata(), tessera_index::blocks::BlockLevel::Read)?;
     let shard = index.shard_for(&request.id, request.routing.as_deref());
     match node.primary_target(&request.index, &request.index_uuid, shard) {
         PrimaryTarget::Local => {

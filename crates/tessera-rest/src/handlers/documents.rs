@@ -429,8 +429,9 @@ pub async fn mget(node: Arc<Node>, request: RestRequest) -> Result<RestResponse>
                 };
                 match get_document(&node, &index, read).await {
                     Ok(doc) => docs.push(get_json(&index, &id, doc.as_ref(), &spec, false)?),
-                    // a shard that cannot be read fails its documents alone
-                    Err(e) if e.status() >= 500 => docs.push(
+                    // a shard that cannot be read, or an index whose reads are blocked,
+                    // fails its documents alone
+                    Err(e) if e.status() >= 500 || e.kind() == "cluster_block_exception" => docs.push(
                         json!({"_index": index_name, "_id": id, "error": e.to_json()}),
                     ),
                     Err(e) => return Err(e),

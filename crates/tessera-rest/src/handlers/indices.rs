@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use tessera_common::settings::Settings;
 use tessera_common::{Error, Result};
+use tessera_index::blocks::BlockLevel;
 use tessera_index::index_service::render_index;
 use tessera_index::IndexService;
 use tessera_mapping::Mapping;
@@ -173,6 +174,7 @@ pub async fn get_mapping(node: Arc<Node>, request: RestRequest) -> Result<RestRe
         index_expression(&request),
         &resolve_options(&request, true)?,
     )?;
+    check_blocks(&indices, BlockLevel::MetadataRead)?;
     let mut body = Map::new();
     for index in indices {
         let meta = index.metadata();
@@ -228,6 +230,8 @@ pub async fn put_mapping(node: Arc<Node>, request: RestRequest) -> Result<RestRe
         index_expression(&request),
         &resolve_options(&request, false)?,
     )?;
+    // every index is checked before any changes
+    check_blocks(&indices, BlockLevel::MetadataWrite)?;
     node.pools
         .management
         .run(move || {
@@ -253,6 +257,7 @@ pub async fn get_settings(node: Arc<Node>, request: RestRequest) -> Result<RestR
         index_expression(&request),
         &resolve_options(&request, true)?,
     )?;
+    check_blocks(&indices, BlockLevel::MetadataRead)?;
     let mut body = Map::new();
     for index in indices {
         let meta = index.metadata();
@@ -299,6 +304,15 @@ pub async fn get_settings(node: Arc<Node>, request: RestRequest) -> Result<RestR
     Ok(RestResponse::ok(Value::Object(body)))
 }
 
+/// Fails with the first index's block at `level` (OpenSearch checks every index before it
+/// acts on any).
+fn check_blocks(indices: &[Arc<IndexService>], level: BlockLevel) -> Result<()> {
+    for index in indices {
+        tessera_index::blocks::check(&index.metadata(), level)?;
+    }
+    Ok(())
+}
+
 /// `PUT /{index}/_settings`.
 pub async fn put_settings(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let body = request.required_json_body()?;
@@ -313,6 +327,10 @@ pub async fn put_settings(node: Arc<Node>, request: RestRequest) -> Result<RestR
         index_expression(&request),
         &resolve_options(&request, false)?,
     )?;
+    // every index is checked before any changes; changing only blocks lifts them
+    if !tessera_index::blocks::only_blocks(&update) {
+        check_blocks(&indices, BlockLevel::MetadataWrite)?;
+    }
     node.pools
         .management
         .run(move || {
