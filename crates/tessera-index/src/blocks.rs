@@ -18,9 +18,11 @@ pub enum BlockLevel {
     MetadataRead,
     /// Changing the mapping (also by dynamic mapping) or the settings.
     MetadataWrite,
+    /// Deleting the index (a change of metadata the disk's block allows: it frees space).
+    Delete,
 }
 
-use BlockLevel::{MetadataRead, MetadataWrite, Read, Write};
+use BlockLevel::{Delete, MetadataRead, MetadataWrite, Read, Write};
 
 /// OpenSearch's index blocks: setting, id, description, status, levels.
 const BLOCKS: [(&str, u32, &str, u16, &[BlockLevel]); 5] = [
@@ -29,7 +31,7 @@ const BLOCKS: [(&str, u32, &str, u16, &[BlockLevel]); 5] = [
         5,
         "index read-only (api)",
         403,
-        &[Write, MetadataWrite],
+        &[Write, MetadataWrite, Delete],
     ),
     ("index.blocks.read", 7, "index read (api)", 403, &[Read]),
     ("index.blocks.write", 8, "index write (api)", 403, &[Write]),
@@ -38,7 +40,7 @@ const BLOCKS: [(&str, u32, &str, u16, &[BlockLevel]); 5] = [
         9,
         "index metadata (api)",
         403,
-        &[MetadataRead, MetadataWrite],
+        &[MetadataRead, MetadataWrite, Delete],
     ),
     (
         "index.blocks.read_only_allow_delete",
@@ -84,10 +86,17 @@ pub fn check(meta: &IndexMetadata, level: BlockLevel) -> tessera_common::Result<
     }
 }
 
-/// Whether a settings update only changes blocks: allowed under a metadata block, or the
-/// block could never be lifted (OpenSearch makes the same exception).
+/// Whether a settings update is allowed under a metadata block: one that sets only the
+/// `metadata`, `read_only` or `read_only_allow_delete` block (OpenSearch's exception, without
+/// which such a block could never be lifted).
 pub fn only_blocks(update: &tessera_common::settings::Settings) -> bool {
-    update.keys().all(|key| key.starts_with("index.blocks."))
+    let keys: Vec<&str> = update.keys().collect();
+    matches!(
+        keys.as_slice(),
+        ["index.blocks.metadata"
+            | "index.blocks.read_only"
+            | "index.blocks.read_only_allow_delete"]
+    )
 }
 
 #[cfg(test)]
@@ -133,17 +142,22 @@ mod tests {
 
         let disk = meta(json!({"index.blocks.read_only_allow_delete": true}));
         assert_eq!(blocked(&disk, Write).unwrap().status(), 429);
+        assert!(blocked(&disk, Delete).is_none());
+        assert!(blocked(&metadata, Delete).is_some());
         assert!(check(&meta(json!({})), Write).is_ok());
     }
 
     #[test]
-    fn an_update_of_blocks_alone_is_told_apart() {
-        let blocks = Settings::from_json(&json!({"index.blocks.metadata": false})).unwrap();
-        assert!(only_blocks(&blocks));
-        let other = Settings::from_json(
-            &json!({"index.blocks.metadata": false, "index.refresh_interval": "1s"}),
-        )
-        .unwrap();
-        assert!(!only_blocks(&other));
+    fn a_lone_update_of_a_metadata_block_is_told_apart() {
+        let lone = |s: serde_json::Value| only_blocks(&Settings::from_json(&s).unwrap());
+        assert!(lone(json!({"index.blocks.metadata": false})));
+        assert!(lone(json!({"index.blocks.read_only": false})));
+        assert!(!lone(json!({"index.blocks.write": false})));
+        assert!(!lone(
+            json!({"index.blocks.metadata": false, "index.blocks.write": false})
+        ));
+        assert!(!lone(
+            json!({"index.blocks.metadata": false, "index.refresh_interval": "1s"})
+        ));
     }
 }

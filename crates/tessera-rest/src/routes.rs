@@ -777,6 +777,12 @@ pub fn all() -> Vec<Route> {
             handler: handler!(indices::put_settings),
         },
         Route {
+            methods: &[PUT],
+            pattern: "/{index}/_block/{block}",
+            params: INDEX_WRITE,
+            handler: handler!(indices::add_block),
+        },
+        Route {
             methods: &[GET, POST],
             pattern: "/_refresh",
             params: BROADCAST,

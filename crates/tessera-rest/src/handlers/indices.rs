@@ -160,6 +160,7 @@ pub async fn exists(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
 pub async fn delete(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let expression = index_expression(&request).to_string();
     let options = resolve_options(&request, true)?;
+    check_blocks(&node.resolve(&expression, &options)?, BlockLevel::Delete)?;
     let deleting = node.clone();
     node.pools
         .management
@@ -302,6 +303,45 @@ pub async fn get_settings(node: Arc<Node>, request: RestRequest) -> Result<RestR
         body.insert(meta.name.clone(), entry);
     }
     Ok(RestResponse::ok(Value::Object(body)))
+}
+
+/// `PUT /{index}/_block/{block}`: sets `index.blocks.{block}` on every index the expression
+/// names (a change of metadata: refused under a metadata block).
+pub async fn add_block(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let block = request
+        .path_params
+        .get("block")
+        .cloned()
+        .unwrap_or_default();
+    if !["metadata", "read", "read_only", "write"].contains(&block.as_str()) {
+        return Err(Error::illegal_argument(format!(
+            "No block found with name {block}"
+        )));
+    }
+    let indices = node.resolve(
+        index_expression(&request),
+        &resolve_options(&request, false)?,
+    )?;
+    check_blocks(&indices, BlockLevel::MetadataWrite)?;
+    let update = Settings::from_json(&json!({ format!("index.blocks.{block}"): true }))?;
+    let names: Vec<Value> = indices
+        .iter()
+        .map(|index| json!({"name": index.metadata().name, "blocked": true}))
+        .collect();
+    node.pools
+        .management
+        .run(move || {
+            for index in &indices {
+                index.update_settings(&update)?;
+            }
+            Ok(())
+        })
+        .await?;
+    Ok(RestResponse::ok(json!({
+        "acknowledged": true,
+        "shards_acknowledged": true,
+        "indices": names,
+    })))
 }
 
 /// Fails with the first index's block at `level` (OpenSearch checks every index before it
