@@ -364,8 +364,13 @@ impl LocalShard {
         }
         let sort = HitSort::new(search.sort.clone());
         let k = search.from + search.size;
-        let scoring =
-            (k > 0 && search.needs_scores()) || search.track_scores || search.min_score.is_some();
+        // top_hits under a scored query ranks each bucket's hits by score
+        let aggs_score =
+            search.aggs.as_deref().is_some_and(needs_scores) && !search.query.is_constant_score();
+        let scoring = (k > 0 && search.needs_scores())
+            || search.track_scores
+            || search.min_score.is_some()
+            || aggs_score;
         let searcher = &snapshot.searcher;
         let enable = if scoring {
             EnableScoring::enabled_from_searcher(searcher)
