@@ -355,6 +355,50 @@ fn date_format(source: &ValueSource, format: Option<&str>) -> Result<DateFormat>
     }
 }
 
+/// Bounds as the request wrote them, and parsed to epoch millis.
+type GivenBounds<'a> = (&'a Bounds<Value>, (Option<i64>, Option<i64>));
+
+/// The inclusive range of bucket keys that `hard_bounds` lets through. As in OpenSearch, both
+/// bounds are rounded to their buckets' keys and the upper one is exclusive: `max: 2025-01-03`
+/// (or `2025-01-03T23:00`) stops before the bucket of January 3rd. `extended_bounds` must lie
+/// inside them (compared rounded, reported as written).
+fn hard_key_bounds(
+    mut rounding: Rounding,
+    hard: Option<GivenBounds<'_>>,
+    extended: Option<GivenBounds<'_>>,
+) -> Result<(i64, i64)> {
+    let Some((hard_given, (min, max))) = hard else {
+        return Ok((i64::MIN, i64::MAX));
+    };
+    let min = min.map(|m| rounding.round(m));
+    let max = max.map(|m| rounding.round(m));
+    if let Some((extended_given, (low, high))) = extended {
+        let low = low.map(|m| rounding.round(m));
+        let high = high.map(|m| rounding.round(m));
+        let outside = matches!((high, max), (Some(high), Some(max)) if high > max)
+            || matches!((low, min), (Some(low), Some(min)) if low < min);
+        if outside {
+            let shown = |b: &Bounds<Value>| {
+                let one = |v: &Option<Value>| match v {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                };
+                format!("{}--{}", one(&b.min), one(&b.max))
+            };
+            return Err(Error::illegal_argument(format!(
+                "Extended bounds have to be inside hard bounds, hard bounds: [{}], extended bounds: [{}]",
+                shown(hard_given),
+                shown(extended_given)
+            )));
+        }
+    }
+    Ok((
+        min.unwrap_or(i64::MIN),
+        max.map_or(i64::MAX, |m| m.saturating_sub(1)),
+    ))
+}
+
 pub fn factory(
     request: &AggRequest,
     histogram: &DateHistogramRequest,
@@ -396,6 +440,11 @@ pub fn factory(
     };
     let extended = bounds(&histogram.extended_bounds)?;
     let hard = bounds(&histogram.hard_bounds)?;
+    let (hard_min, hard_max) = hard_key_bounds(
+        rounding.clone(),
+        histogram.hard_bounds.as_ref().map(|b| (b, hard)),
+        histogram.extended_bounds.as_ref().map(|b| (b, extended)),
+    )?;
     let missing = histogram
         .source
         .missing
@@ -408,8 +457,8 @@ pub fn factory(
         format,
         key_fn: KeyFn::Date {
             rounding,
-            hard_min: hard.0.unwrap_or(i64::MIN),
-            hard_max: hard.1.unwrap_or(i64::MAX),
+            hard_min,
+            hard_max,
         },
         missing,
         date_bounds: histogram.extended_bounds.as_ref().map(|_| extended),
@@ -507,5 +556,45 @@ mod tests {
             0,
         );
         assert_eq!(paris.round(JAN1 + 3_600_000), JAN1 - 3_600_000);
+    }
+
+    #[test]
+    fn hard_bounds_round_to_keys_and_exclude_the_max() {
+        let day = || Rounding::new(DateInterval::Fixed(MILLIS_PER_DAY), TimeZone::utc(), 0);
+        let given = |min: i64, max: i64| Bounds {
+            min: Some(json!(min)),
+            max: Some(json!(max)),
+        };
+        let hard = given(JAN1 + 3_600_000, JAN1 + 2 * MILLIS_PER_DAY + 3_600_000);
+        let (lo, hi) = hard_key_bounds(
+            day(),
+            Some((
+                &hard,
+                (
+                    Some(JAN1 + 3_600_000),
+                    Some(JAN1 + 2 * MILLIS_PER_DAY + 3_600_000),
+                ),
+            )),
+            None,
+        )
+        .unwrap();
+        // the bucket of Jan 1st is in (its key is the rounded min), that of Jan 3rd is out
+        assert_eq!(lo, JAN1);
+        assert!((JAN1 + MILLIS_PER_DAY..JAN1 + 2 * MILLIS_PER_DAY).contains(&hi));
+        assert_eq!(
+            hard_key_bounds(day(), None, None).unwrap(),
+            (i64::MIN, i64::MAX)
+        );
+        let wide = given(JAN1, JAN1 + 5 * MILLIS_PER_DAY);
+        let e = hard_key_bounds(
+            day(),
+            Some((&hard, (Some(JAN1), Some(JAN1 + 2 * MILLIS_PER_DAY)))),
+            Some((&wide, (Some(JAN1), Some(JAN1 + 5 * MILLIS_PER_DAY)))),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), "illegal_argument_exception");
+        assert!(e
+            .reason()
+            .starts_with("Extended bounds have to be inside hard bounds"));
     }
 }
