@@ -297,9 +297,16 @@ impl Rounding {
         start
     }
 
-    /// The start of the bucket after the one starting at `key`.
+    /// The start of the bucket after the one starting at `key`. A fixed interval in a zone
+    /// whose offset changes steps in local time, as [`Rounding::round`] floors there: a day
+    /// after a DST change is 23 or 25 hours long (OpenSearch's `nextRoundingValue`).
     pub fn next(&self, key: i64) -> i64 {
         match &self.interval {
+            DateInterval::Fixed(ms) if self.fixed_offset.is_none() => {
+                let key = key.saturating_sub(self.offset);
+                let local = self.zone.utc_to_local(key).saturating_add(*ms);
+                self.zone.local_to_utc(local).saturating_add(self.offset)
+            }
             DateInterval::Fixed(ms) => key.saturating_add(*ms),
             DateInterval::Calendar(unit) => unit
                 .next(key.saturating_sub(self.offset), &self.zone)
@@ -596,5 +603,36 @@ mod tests {
         assert!(e
             .reason()
             .starts_with("Extended bounds have to be inside hard bounds"));
+    }
+
+    #[test]
+    fn fixed_intervals_step_in_local_time_across_dst() {
+        const HOUR: i64 = 3_600_000;
+        // 2025-03-30 00:00 in Paris is 2025-03-29T23:00Z; clocks go forward at 02:00
+        let march_30 = 1_743_289_200_000;
+        let mut day = Rounding::new(
+            DateInterval::Fixed(MILLIS_PER_DAY),
+            TimeZone::parse("Europe/Paris").unwrap(),
+            0,
+        );
+        assert_eq!(day.round(march_30 + 5 * HOUR), march_30);
+        // the next local midnight is 23 hours later, where the values of that day round to
+        let next = day.next(march_30);
+        assert_eq!(next, march_30 + 23 * HOUR);
+        assert_eq!(day.round(next + HOUR), next);
+        let mut half = Rounding::new(
+            DateInterval::Fixed(12 * HOUR),
+            TimeZone::parse("Europe/Paris").unwrap(),
+            0,
+        );
+        assert_eq!(half.next(march_30), march_30 + 11 * HOUR);
+        assert_eq!(half.round(march_30 + 11 * HOUR), march_30 + 11 * HOUR);
+        // 2025-10-26 00:00 in Paris is 2025-10-25T22:00Z; clocks go back at 03:00
+        let october_26 = 1_761_429_600_000;
+        assert_eq!(day.next(october_26), october_26 + 25 * HOUR);
+        // a zone without changes keeps plain steps, offset included
+        let mut utc = Rounding::new(DateInterval::Fixed(MILLIS_PER_DAY), TimeZone::utc(), HOUR);
+        assert_eq!(utc.round(JAN1 + 2 * HOUR), JAN1 + HOUR);
+        assert_eq!(utc.next(JAN1 + HOUR), JAN1 + HOUR + MILLIS_PER_DAY);
     }
 }
