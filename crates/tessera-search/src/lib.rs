@@ -7,6 +7,7 @@ pub mod collect;
 pub mod collect_plan;
 pub mod concurrent;
 pub mod coordinator;
+pub mod decimal_format;
 pub mod fetch;
 pub mod highlight;
 pub mod hits;

@@ -333,6 +333,7 @@ impl LocalShard {
         let table = &snapshot.table;
         validate_sort(table, &meta.name, &search.sort)?;
         crate::fetch::validate_docvalue_fields(table, &search.docvalue_fields)?;
+        crate::source_fields::validate_fields(table, &search.fields)?;
         let default_fields = meta.default_fields();
         let max_terms_count = meta
             .setting("index.max_terms_count")
