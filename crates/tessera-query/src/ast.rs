@@ -62,6 +62,8 @@ pub enum QueryAst {
         fuzziness: Fuzziness,
         prefix_length: u32,
         transpositions: bool,
+        /// How many of the shard's closest terms are searched (50 by default).
+        max_expansions: u32,
         boost: f32,
     },
     Match(MatchQuery),
@@ -248,6 +250,9 @@ pub struct MatchQuery {
     pub minimum_should_match: Option<MinimumShouldMatch>,
     pub fuzziness: Option<Fuzziness>,
     pub prefix_length: u32,
+    /// How many of the shard's closest terms a fuzzy term searches.
+    pub max_expansions: u32,
+    pub fuzzy_transpositions: bool,
     pub zero_terms_query: ZeroTermsQuery,
     pub analyzer: Option<String>,
     /// Ignore values that cannot be converted to the field's type instead of failing.
@@ -264,6 +269,8 @@ impl MatchQuery {
             minimum_should_match: None,
             fuzziness: None,
             prefix_length: 0,
+            max_expansions: crate::compile::DEFAULT_MAX_EXPANSIONS,
+            fuzzy_transpositions: true,
             zero_terms_query: ZeroTermsQuery::None,
             analyzer: None,
             lenient: false,
@@ -320,6 +327,9 @@ pub struct MultiMatchQuery {
     pub tie_breaker: Option<f32>,
     pub fuzziness: Option<Fuzziness>,
     pub prefix_length: u32,
+    /// How many terms a fuzzy term or a phrase's last prefix expands to.
+    pub max_expansions: u32,
+    pub fuzzy_transpositions: bool,
     pub slop: u32,
     pub analyzer: Option<String>,
     pub zero_terms_query: ZeroTermsQuery,

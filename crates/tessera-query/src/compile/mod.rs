@@ -11,6 +11,8 @@ mod column_set;
 mod covering_range;
 mod field_stats;
 mod full_text;
+mod fuzzy_terms;
+pub use fuzzy_terms::DEFAULT_MAX_EXPANSIONS;
 mod geo;
 mod range_field;
 pub mod sloppy_phrase;
@@ -256,13 +258,17 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
             prefix_length,
             transpositions,
             boost,
+            max_expansions,
         } => term_level::fuzzy(
             ctx,
             field,
             value,
             fuzziness,
-            *prefix_length,
-            *transpositions,
+            fuzzy_terms::Expansion {
+                prefix_length: *prefix_length,
+                transpositions: *transpositions,
+                max_expansions: *max_expansions,
+            },
             *boost,
         ),
         QueryAst::Match(query) => full_text::match_query(ctx, query),

@@ -13,6 +13,7 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
     let mut fuzziness = Fuzziness::Auto { low: 3, high: 6 };
     let mut prefix_length = 0;
     let mut transpositions = true;
+    let mut max_expansions = crate::compile::DEFAULT_MAX_EXPANSIONS;
     match spec {
         Value::Object(options) => {
             for (key, v) in options {
@@ -22,7 +23,15 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
                     "prefix_length" => prefix_length = as_u32("fuzzy", key, v)?,
                     "transpositions" => transpositions = as_bool("fuzzy", key, v)?,
                     "boost" => boost = as_f32("fuzzy", key, v)?,
-                    "max_expansions" | "rewrite" | "_name" => {}
+                    "max_expansions" => {
+                        max_expansions = as_u32("fuzzy", key, v)?;
+                        if max_expansions == 0 {
+                            return Err(Error::illegal_argument(
+                                "[max_expansions] must be greater than 0",
+                            ));
+                        }
+                    }
+                    "rewrite" | "_name" => {}
                     _ => return Err(unknown("fuzzy", key)),
                 }
             }
@@ -36,6 +45,7 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
         fuzziness,
         prefix_length,
         transpositions,
+        max_expansions,
         boost,
     })
 }

@@ -31,9 +31,18 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
                     "analyzer" => query.analyzer = Some(as_string("match", key, v)?),
                     "lenient" => query.lenient = as_bool("match", key, v)?,
                     "boost" => query.boost = as_f32("match", key, v)?,
+                    "max_expansions" => {
+                        query.max_expansions = as_u32("match", key, v)?;
+                        if query.max_expansions == 0 {
+                            return Err(tessera_common::Error::illegal_argument(
+                                "[max_expansions] must be greater than 0",
+                            ));
+                        }
+                    }
+                    "fuzzy_transpositions" => {
+                        query.fuzzy_transpositions = as_bool("match", key, v)?
+                    }
                     "auto_generate_synonyms_phrase_query"
-                    | "fuzzy_transpositions"
-                    | "max_expansions"
                     | "fuzzy_rewrite"
                     | "cutoff_frequency"
                     | "_name" => {}

@@ -59,6 +59,8 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
         tie_breaker: None,
         fuzziness: None,
         prefix_length: 0,
+        max_expansions: crate::compile::DEFAULT_MAX_EXPANSIONS,
+        fuzzy_transpositions: true,
         slop: 0,
         analyzer: None,
         zero_terms_query: ZeroTermsQuery::None,
@@ -83,9 +85,16 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
             "zero_terms_query" => query.zero_terms_query = parse_zero_terms(v)?,
             "lenient" => query.lenient = as_bool("multi_match", key, v)?,
             "boost" => query.boost = as_f32("multi_match", key, v)?,
-            "max_expansions"
-            | "fuzzy_transpositions"
-            | "fuzzy_rewrite"
+            "max_expansions" => {
+                query.max_expansions = as_u32("multi_match", key, v)?;
+                if query.max_expansions == 0 {
+                    return Err(Error::illegal_argument(
+                        "[max_expansions] must be greater than 0",
+                    ));
+                }
+            }
+            "fuzzy_transpositions" => query.fuzzy_transpositions = as_bool("multi_match", key, v)?,
+            "fuzzy_rewrite"
             | "auto_generate_synonyms_phrase_query"
             | "cutoff_frequency"
             | "_name" => {}
