@@ -100,6 +100,8 @@ pub enum QueryAst {
         lat: f64,
         lon: f64,
         distance_meters: f64,
+        /// An unmapped field matches nothing instead of failing the shard.
+        ignore_unmapped: bool,
         boost: f32,
     },
     /// Points inside a box (`left > right` crosses the date line).
@@ -109,6 +111,8 @@ pub enum QueryAst {
         left: f64,
         bottom: f64,
         right: f64,
+        /// An unmapped field matches nothing instead of failing the shard.
+        ignore_unmapped: bool,
         boost: f32,
     },
     /// Matches `positive`; documents also matching `negative` have their score multiplied by
@@ -363,6 +367,8 @@ pub struct QueryStringQuery {
     pub phrase_slop: u32,
     pub fuzziness: Option<Fuzziness>,
     pub fuzzy_prefix_length: u32,
+    pub fuzzy_max_expansions: u32,
+    pub fuzzy_transpositions: bool,
     pub tie_breaker: Option<f32>,
     pub kind: MultiMatchType,
     pub time_zone: Option<String>,
@@ -384,6 +390,8 @@ impl QueryStringQuery {
             phrase_slop: 0,
             fuzziness: None,
             fuzzy_prefix_length: 0,
+            fuzzy_max_expansions: crate::compile::DEFAULT_MAX_EXPANSIONS,
+            fuzzy_transpositions: true,
             tie_breaker: None,
             kind: MultiMatchType::BestFields,
             time_zone: None,
@@ -427,6 +435,7 @@ pub struct SimpleQueryStringQuery {
     pub minimum_should_match: Option<MinimumShouldMatch>,
     pub fuzzy_prefix_length: u32,
     pub fuzzy_max_expansions: u32,
+    pub fuzzy_transpositions: bool,
     pub analyzer: Option<String>,
     pub boost: f32,
 }
@@ -442,7 +451,8 @@ impl SimpleQueryStringQuery {
             lenient: None,
             minimum_should_match: None,
             fuzzy_prefix_length: 0,
-            fuzzy_max_expansions: 50,
+            fuzzy_max_expansions: crate::compile::DEFAULT_MAX_EXPANSIONS,
+            fuzzy_transpositions: true,
             analyzer: None,
             boost: 1.0,
         }

@@ -3,7 +3,9 @@
 use serde_json::Value;
 use tessera_common::{Error, Result};
 
-use super::{as_bool, as_f32, as_string, as_u32, parse_fuzziness, single_field, unknown};
+use super::{
+    as_bool, as_f32, as_string, as_u32, parse_fuzziness, parse_fuzzy_rewrite, single_field, unknown,
+};
 use crate::ast::{Fuzziness, QueryAst};
 
 pub fn parse(body: &Value) -> Result<QueryAst> {
@@ -14,6 +16,8 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
     let mut prefix_length = 0;
     let mut transpositions = true;
     let mut max_expansions = crate::compile::DEFAULT_MAX_EXPANSIONS;
+    // top_terms_blended_freqs_N: N terms, whatever max_expansions says
+    let mut rewrite_size = None;
     match spec {
         Value::Object(options) => {
             for (key, v) in options {
@@ -31,7 +35,8 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
                             ));
                         }
                     }
-                    "rewrite" | "_name" => {}
+                    "rewrite" => rewrite_size = Some(parse_fuzzy_rewrite("fuzzy", key, v)?),
+                    "_name" => {}
                     _ => return Err(unknown("fuzzy", key)),
                 }
             }
@@ -39,6 +44,7 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
         other => value = Some(as_string("fuzzy", field, other)?),
     }
     let value = value.ok_or_else(|| Error::parsing("[fuzzy] query requires a [value]"))?;
+    let max_expansions = rewrite_size.unwrap_or(max_expansions);
     Ok(QueryAst::Fuzzy {
         field: field.clone(),
         value,

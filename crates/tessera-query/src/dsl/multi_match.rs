@@ -4,7 +4,7 @@ use serde_json::Value;
 use tessera_common::{Error, Result};
 
 use super::{
-    as_bool, as_f32, as_scalar, as_string, as_u32, object, parse_fuzziness,
+    as_bool, as_f32, as_scalar, as_string, as_u32, object, parse_fuzziness, parse_fuzzy_rewrite,
     parse_minimum_should_match, parse_operator, parse_zero_terms, unknown,
 };
 use crate::ast::{
@@ -68,6 +68,8 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
         boost: 1.0,
     };
     let mut text = None;
+    // top_terms_blended_freqs_N: N terms, whatever max_expansions says
+    let mut rewrite_size = None;
     for (key, v) in object("multi_match", body)? {
         match key.as_str() {
             "query" => text = Some(as_scalar("multi_match", key, v)?),
@@ -94,12 +96,13 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
                 }
             }
             "fuzzy_transpositions" => query.fuzzy_transpositions = as_bool("multi_match", key, v)?,
-            "fuzzy_rewrite"
-            | "auto_generate_synonyms_phrase_query"
-            | "cutoff_frequency"
-            | "_name" => {}
+            "fuzzy_rewrite" => rewrite_size = Some(parse_fuzzy_rewrite("multi_match", key, v)?),
+            "auto_generate_synonyms_phrase_query" | "cutoff_frequency" | "_name" => {}
             _ => return Err(unknown("multi_match", key)),
         }
+    }
+    if let Some(n) = rewrite_size {
+        query.max_expansions = n;
     }
     query.query = text.ok_or_else(|| Error::parsing("[multi_match] requires query value"))?;
     if query.fuzziness.is_some()

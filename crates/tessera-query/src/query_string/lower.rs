@@ -300,8 +300,8 @@ impl<'a> Lowerer<'a> {
                     value: self.resolver.normalize(name, text),
                     fuzziness: fuzziness.clone(),
                     prefix_length: self.q.fuzzy_prefix_length,
-                    transpositions: true,
-                    max_expansions: crate::compile::DEFAULT_MAX_EXPANSIONS,
+                    transpositions: self.q.fuzzy_transpositions,
+                    max_expansions: self.q.fuzzy_max_expansions,
                     boost: 1.0,
                 })))
             }

@@ -435,7 +435,7 @@ impl SimpleLowerer<'_> {
             value: self.resolver.normalize(field, text),
             fuzziness: Fuzziness::Edits(edits),
             prefix_length: self.q.fuzzy_prefix_length,
-            transpositions: true,
+            transpositions: self.q.fuzzy_transpositions,
             max_expansions: self.q.fuzzy_max_expansions,
             boost,
         }))
