@@ -64,6 +64,8 @@ pub struct FetchedDoc {
     pub fields: Map<String, Value>,
     pub explanation: Option<Value>,
     pub highlight: Option<Map<String, Value>>,
+    /// The names of the request's named queries the document matches, in OpenSearch's order.
+    pub matched_queries: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -78,6 +80,7 @@ struct WireFetchedDoc {
     fields: Vec<(String, WireJson)>,
     explanation: Option<WireJson>,
     highlight: Option<Vec<(String, WireJson)>>,
+    matched_queries: Vec<String>,
 }
 
 /// A JSON value in the binary encoding, numbers with their exact type and bits. JSON text
@@ -154,6 +157,7 @@ impl From<FetchedDoc> for WireFetchedDoc {
             fields: wire_map(doc.fields),
             explanation: doc.explanation.map(WireJson::from),
             highlight: doc.highlight.map(wire_map),
+            matched_queries: doc.matched_queries,
         }
     }
 }
@@ -172,6 +176,7 @@ impl TryFrom<WireFetchedDoc> for FetchedDoc {
             fields: json_map(wire.fields),
             explanation: wire.explanation.map(Value::from),
             highlight: wire.highlight.map(json_map),
+            matched_queries: wire.matched_queries,
         })
     }
 }
@@ -192,6 +197,7 @@ pub fn fetch_docs(
     spec: &FetchSpec,
     weight: Option<&dyn tantivy::query::Weight>,
     highlight_terms: &[tessera_query::highlight_terms::HighlightTerm],
+    named: &[(String, Box<dyn tantivy::query::Weight>)],
 ) -> Result<Vec<FetchedDoc>> {
     let meta = snapshot.table.meta;
     let filter = SourceFilter::new(spec.source.includes.clone(), spec.source.excludes.clone());
@@ -291,7 +297,25 @@ pub fn fetch_docs(
             fields,
             explanation,
             highlight,
+            matched_queries: matched_queries(snapshot, address, named)?,
         });
+    }
+    Ok(out)
+}
+
+/// The names of `named` (name and non-scoring weight, in the order hits list them) that the
+/// document at `address` matches.
+fn matched_queries(
+    snapshot: &ShardSnapshot,
+    address: DocAddress,
+    named: &[(String, Box<dyn tantivy::query::Weight>)],
+) -> Result<Vec<String>> {
+    let segment = snapshot.searcher.segment_reader(address.segment_ord);
+    let mut out = Vec::new();
+    for (name, weight) in named {
+        if crate::named_queries::matches(weight.as_ref(), segment, address.doc_id)? {
+            out.push(name.clone());
+        }
     }
     Ok(out)
 }

@@ -12,6 +12,7 @@ pub mod fetch;
 pub mod highlight;
 pub mod hits;
 pub mod messages;
+pub mod named_queries;
 pub mod profile;
 pub mod query_phase;
 pub mod reader_context;

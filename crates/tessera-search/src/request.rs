@@ -88,6 +88,9 @@ pub struct SearchRequest {
     /// The cluster's concurrent segment search settings (the REST layer fills them in; index
     /// settings override them on each shard).
     pub concurrency: crate::concurrent::ConcurrencySettings,
+    /// The queries of `query` and `post_filter` with a `_name`, whose names each hit that
+    /// matches them shows in `matched_queries`.
+    pub named_queries: Vec<crate::named_queries::NamedQuery>,
 }
 
 /// OpenSearch's default `pre_filter_shard_size`.
@@ -122,6 +125,7 @@ impl Default for SearchRequest {
             max_buckets: tessera_aggs::DEFAULT_MAX_BUCKETS,
             breaker: None,
             concurrency: Default::default(),
+            named_queries: Vec::new(),
         }
     }
 }
@@ -370,6 +374,11 @@ impl SearchRequest {
                         token(value)
                     )));
                 }
+            }
+        }
+        for key in ["query", "post_filter"] {
+            if let Some(query) = map.get(key) {
+                crate::named_queries::collect(query, &mut request.named_queries)?;
             }
         }
         Ok(request)

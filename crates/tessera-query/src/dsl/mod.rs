@@ -432,7 +432,7 @@ mod tests {
     const IGNORED: &[(&str, &str)] = &[
         (
             "_name",
-            "names a query for matched_queries, which hits do not show yet (a known gap, issue #20); a name changes no match or score",
+            "names a query for matched_queries: the search request reads the names from its body (tessera-search's named_queries); a name changes no match or score",
         ),
         ("auto_generate_synonyms_phrase_query", "only acts on multi-word synonyms, which no Tessera analyzer produces"),
         ("cutoff_frequency", "no effect in OpenSearch 2.19 either (checked against the reference)"),
