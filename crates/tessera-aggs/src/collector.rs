@@ -7,6 +7,7 @@
 //! only iterator across calls.
 
 use std::ops::Range;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tantivy::{DocId, SegmentReader};
 use tessera_common::Result;
@@ -41,6 +42,51 @@ impl SortedSegment<'_> {
         let start = self.values.partition_point(|v| *v < self.low);
         let end = self.values.partition_point(|v| *v <= self.high);
         start..end.max(start)
+    }
+}
+
+/// The scores of the block of matches a slice is handing its aggregations, for the collectors
+/// that show or sort by score (top_hits). Only a scored query fills it, and only when some
+/// aggregation asks ([`crate::needs_scores`]), so other requests pay nothing.
+///
+/// Collectors are fed `(doc, bucket)` pairs that bucket aggregations derive from the block, so
+/// a collector deep in the tree looks a doc's score up here rather than receiving it: the
+/// block is the slice's, set before its top-level collectors run and read while they do. A doc
+/// that is not in the block (`global` collects every doc of the segment) has no score.
+#[derive(Clone, Default)]
+pub struct BlockScores(Arc<Mutex<ScoredBlock>>);
+
+#[derive(Default)]
+struct ScoredBlock {
+    /// Strictly ascending.
+    docs: Vec<DocId>,
+    scores: Vec<f32>,
+}
+
+impl BlockScores {
+    /// The block about to be collected (`docs` strictly ascending, `scores[i]` that of `docs[i]`).
+    pub fn set(&self, docs: &[DocId], scores: &[f32]) {
+        let mut block = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        block.docs.clear();
+        block.docs.extend_from_slice(docs);
+        block.scores.clear();
+        block.scores.extend_from_slice(scores);
+    }
+
+    /// Forgets the block (a new segment starts).
+    pub fn clear(&self) {
+        self.set(&[], &[]);
+    }
+
+    /// The score of each of `docs` (strictly ascending), `None` for a doc outside the block.
+    pub fn read(&self, docs: &[DocId], out: &mut Vec<Option<f32>>) {
+        let block = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        out.clear();
+        let mut from = 0;
+        for &doc in docs {
+            from += block.docs[from..].partition_point(|d| *d < doc);
+            out.push((block.docs.get(from) == Some(&doc)).then(|| block.scores[from]));
+        }
     }
 }
 

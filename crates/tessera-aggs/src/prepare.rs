@@ -14,7 +14,8 @@ use tessera_mapping::FieldTable;
 
 use crate::bucket;
 use crate::collector::{
-    Collector, SegmentContext, SortedSegment, SubCollectors, ZERO_PARENTS, ZERO_PARENTS_LEN,
+    BlockScores, Collector, SegmentContext, SortedSegment, SubCollectors, ZERO_PARENTS,
+    ZERO_PARENTS_LEN,
 };
 use crate::internal::{InternalAggregations, ShardFinish};
 use crate::metric;
@@ -37,17 +38,17 @@ pub struct AggContext<'a> {
     /// `index.max_inner_result_window`: the most hits a top_hits may ask for.
     pub max_inner_result_window: usize,
     /// The score every match gets when the query scores all matches the same (1.0 for
-    /// `match_all`, 0.0 for a `bool` of filters, ...); `None` for scored queries. Collectors
-    /// see no scores, so top_hits shows this one.
+    /// `match_all`, 0.0 for a `bool` of filters, ...); `None` for scored queries, whose slices
+    /// then hand each match's score to the aggregations that [`needs_scores`] says show them.
     pub constant_score: Option<f32>,
 }
 
-/// Whether some aggregation in `requests` shows scores (top_hits): the shard then works out
-/// [`AggContext::constant_score`].
+/// Whether some aggregation in `requests` shows or sorts by scores (top_hits): the shard then
+/// works out [`AggContext::constant_score`], or scores the matches of a scored query.
 pub fn needs_scores(requests: &[AggRequest]) -> bool {
-    requests
-        .iter()
-        .any(|r| matches!(r.kind, AggKind::TopHits(_)) || needs_scores(&r.subs))
+    requests.iter().any(|r| {
+        matches!(&r.kind, AggKind::TopHits(top) if top.uses_scores()) || needs_scores(&r.subs)
+    })
 }
 
 /// Makes one aggregation's collector for a slice.
@@ -55,6 +56,18 @@ pub trait Factory: Send + Sync {
     /// `subs` are the sub-aggregations' collectors; `single_parent` is true when the
     /// aggregation can only ever be asked for parent bucket 0.
     fn collector(&self, subs: SubCollectors, single_parent: bool) -> Result<Box<dyn Collector>>;
+
+    /// The collector of a slice that hands its aggregations the scores of a scored query:
+    /// `scores` holds those of the block being collected. Only collectors that show scores
+    /// read them.
+    fn scored_collector(
+        &self,
+        subs: SubCollectors,
+        single_parent: bool,
+        _scores: &BlockScores,
+    ) -> Result<Box<dyn Collector>> {
+        self.collector(subs, single_parent)
+    }
 }
 
 struct Prepared {
@@ -71,6 +84,8 @@ pub struct PreparedAggs {
     tree: Vec<Prepared>,
     /// The shard's searcher, for shard-wide statistics when the shard result is finished.
     searcher: Searcher,
+    /// The query scores its matches and some aggregation shows scores: slices hand them over.
+    scored: bool,
 }
 
 fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
@@ -121,22 +136,31 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
     })
 }
 
-fn make_collector(prepared: &Prepared, single_parent: bool) -> Result<Box<dyn Collector>> {
+fn make_collector(
+    prepared: &Prepared,
+    single_parent: bool,
+    scores: Option<&BlockScores>,
+) -> Result<Box<dyn Collector>> {
     let subs_single = single_parent && prepared.single_bucket;
     let subs = prepared
         .subs
         .iter()
-        .map(|sub| Ok((sub.name.clone(), make_collector(sub, subs_single)?)))
+        .map(|sub| Ok((sub.name.clone(), make_collector(sub, subs_single, scores)?)))
         .collect::<Result<Vec<_>>>()?;
-    prepared
-        .factory
-        .collector(SubCollectors::new(subs), single_parent)
+    let subs = SubCollectors::new(subs);
+    match scores {
+        Some(scores) => prepared
+            .factory
+            .scored_collector(subs, single_parent, scores),
+        None => prepared.factory.collector(subs, single_parent),
+    }
 }
 
 impl PreparedAggs {
     pub fn prepare(requests: &[AggRequest], ctx: &AggContext) -> Result<PreparedAggs> {
         Ok(PreparedAggs {
             searcher: ctx.searcher.clone(),
+            scored: ctx.constant_score.is_none() && needs_scores(requests),
             requests: requests.to_vec(),
             tree: requests
                 .iter()
@@ -151,13 +175,15 @@ impl PreparedAggs {
 
     /// A fresh set of collectors for one slice.
     pub fn slice_aggregator(&self) -> Result<SliceAggregator> {
+        let scores = self.scored.then(BlockScores::default);
         let collectors = self
             .tree
             .iter()
-            .map(|p| Ok((p.name.clone(), make_collector(p, true)?)))
+            .map(|p| Ok((p.name.clone(), make_collector(p, true, scores.as_ref())?)))
             .collect::<Result<Vec<_>>>()?;
         Ok(SliceAggregator {
             top: SubCollectors::new(collectors),
+            scores,
         })
     }
 
@@ -181,6 +207,9 @@ impl PreparedAggs {
 /// The collectors of one slice.
 pub struct SliceAggregator {
     top: SubCollectors,
+    /// Where the scores of the block being collected wait for the collectors that show them
+    /// (`None` when none does, or the query scores every match the same).
+    scores: Option<BlockScores>,
 }
 
 impl SliceAggregator {
@@ -191,6 +220,9 @@ impl SliceAggregator {
         segment_ord: u32,
         docs: Range<DocId>,
     ) -> Result<()> {
+        if let Some(scores) = &self.scores {
+            scores.clear();
+        }
         self.top.set_segment(&SegmentContext {
             reader,
             segment_ord,
@@ -203,6 +235,19 @@ impl SliceAggregator {
         for chunk in docs.chunks(ZERO_PARENTS_LEN) {
             self.top.collect(chunk, &ZERO_PARENTS[..chunk.len()]);
         }
+    }
+
+    /// Whether the collectors want each match's score ([`SliceAggregator::collect_scored`]).
+    pub fn wants_scores(&self) -> bool {
+        self.scores.is_some()
+    }
+
+    /// Collects matching docs of the current segment (strictly ascending) with their scores.
+    pub fn collect_scored(&mut self, docs: &[DocId], scores: &[f32]) {
+        if let Some(block) = &self.scores {
+            block.set(docs, scores);
+        }
+        self.collect(docs);
     }
 
     /// The fields whose sorted values can stand in for matching documents in every top-level

@@ -62,6 +62,8 @@ pub enum QueryAst {
         fuzziness: Fuzziness,
         prefix_length: u32,
         transpositions: bool,
+        /// How many of the shard's closest terms are searched (50 by default).
+        max_expansions: u32,
         boost: f32,
     },
     Match(MatchQuery),
@@ -98,6 +100,8 @@ pub enum QueryAst {
         lat: f64,
         lon: f64,
         distance_meters: f64,
+        /// An unmapped field matches nothing instead of failing the shard.
+        ignore_unmapped: bool,
         boost: f32,
     },
     /// Points inside a box (`left > right` crosses the date line).
@@ -107,6 +111,8 @@ pub enum QueryAst {
         left: f64,
         bottom: f64,
         right: f64,
+        /// An unmapped field matches nothing instead of failing the shard.
+        ignore_unmapped: bool,
         boost: f32,
     },
     /// Matches `positive`; documents also matching `negative` have their score multiplied by
@@ -248,6 +254,9 @@ pub struct MatchQuery {
     pub minimum_should_match: Option<MinimumShouldMatch>,
     pub fuzziness: Option<Fuzziness>,
     pub prefix_length: u32,
+    /// How many of the shard's closest terms a fuzzy term searches.
+    pub max_expansions: u32,
+    pub fuzzy_transpositions: bool,
     pub zero_terms_query: ZeroTermsQuery,
     pub analyzer: Option<String>,
     /// Ignore values that cannot be converted to the field's type instead of failing.
@@ -264,6 +273,8 @@ impl MatchQuery {
             minimum_should_match: None,
             fuzziness: None,
             prefix_length: 0,
+            max_expansions: crate::compile::DEFAULT_MAX_EXPANSIONS,
+            fuzzy_transpositions: true,
             zero_terms_query: ZeroTermsQuery::None,
             analyzer: None,
             lenient: false,
@@ -320,6 +331,9 @@ pub struct MultiMatchQuery {
     pub tie_breaker: Option<f32>,
     pub fuzziness: Option<Fuzziness>,
     pub prefix_length: u32,
+    /// How many terms a fuzzy term or a phrase's last prefix expands to.
+    pub max_expansions: u32,
+    pub fuzzy_transpositions: bool,
     pub slop: u32,
     pub analyzer: Option<String>,
     pub zero_terms_query: ZeroTermsQuery,
@@ -353,6 +367,8 @@ pub struct QueryStringQuery {
     pub phrase_slop: u32,
     pub fuzziness: Option<Fuzziness>,
     pub fuzzy_prefix_length: u32,
+    pub fuzzy_max_expansions: u32,
+    pub fuzzy_transpositions: bool,
     pub tie_breaker: Option<f32>,
     pub kind: MultiMatchType,
     pub time_zone: Option<String>,
@@ -374,6 +390,8 @@ impl QueryStringQuery {
             phrase_slop: 0,
             fuzziness: None,
             fuzzy_prefix_length: 0,
+            fuzzy_max_expansions: crate::compile::DEFAULT_MAX_EXPANSIONS,
+            fuzzy_transpositions: true,
             tie_breaker: None,
             kind: MultiMatchType::BestFields,
             time_zone: None,
@@ -417,6 +435,7 @@ pub struct SimpleQueryStringQuery {
     pub minimum_should_match: Option<MinimumShouldMatch>,
     pub fuzzy_prefix_length: u32,
     pub fuzzy_max_expansions: u32,
+    pub fuzzy_transpositions: bool,
     pub analyzer: Option<String>,
     pub boost: f32,
 }
@@ -432,7 +451,8 @@ impl SimpleQueryStringQuery {
             lenient: None,
             minimum_should_match: None,
             fuzzy_prefix_length: 0,
-            fuzzy_max_expansions: 50,
+            fuzzy_max_expansions: crate::compile::DEFAULT_MAX_EXPANSIONS,
+            fuzzy_transpositions: true,
             analyzer: None,
             boost: 1.0,
         }

@@ -175,28 +175,37 @@ enum Flow {
     Stop,
 }
 
-/// Docs queued for the aggregators.
+/// Docs queued for the aggregators, with their scores when the aggregators show them.
 struct AggFeed<'a> {
     aggs: Option<&'a mut SliceAggregator>,
     block: Vec<DocId>,
+    /// The scores of `block`'s docs, when `scored`.
+    scores: Vec<f32>,
+    /// The query scores its matches and the aggregators want each one's score.
+    scored: bool,
 }
 
 impl AggFeed<'_> {
     #[inline]
-    fn push(&mut self, doc: DocId) {
+    fn push(&mut self, doc: DocId, score: f32) {
         if self.aggs.is_some() {
             self.block.push(doc);
+            if self.scored {
+                self.scores.push(score);
+            }
             if self.block.len() == AGG_BLOCK {
                 self.flush();
             }
         }
     }
 
-    /// Queues ascending docs (following those already queued), a block at a time.
+    /// Queues ascending docs (following those already queued), a block at a time; only
+    /// for matches without scores.
     fn extend(&mut self, mut docs: &[DocId]) {
         if self.aggs.is_none() {
             return;
         }
+        debug_assert!(!self.scored, "scored matches are pushed one by one");
         while !docs.is_empty() {
             let room = AGG_BLOCK - self.block.len();
             let (now, later) = docs.split_at(room.min(docs.len()));
@@ -209,12 +218,14 @@ impl AggFeed<'_> {
     }
 
     fn flush(&mut self) {
-        if let Some(aggs) = self.aggs.as_deref_mut() {
-            if !self.block.is_empty() {
-                aggs.collect(&self.block);
-            }
+        match self.aggs.as_deref_mut() {
+            Some(_) if self.block.is_empty() => {}
+            Some(aggs) if self.scored => aggs.collect_scored(&self.block, &self.scores),
+            Some(aggs) => aggs.collect(&self.block),
+            None => {}
         }
         self.block.clear();
+        self.scores.clear();
     }
 }
 
@@ -242,8 +253,10 @@ pub fn collect_slice(
         cancelled: false,
         shortcuts: aggs.as_deref().map(AggShortcuts::of_slice),
         feed: AggFeed {
+            scored: params.scoring && aggs.as_deref().is_some_and(SliceAggregator::wants_scores),
             aggs,
             block: Vec::with_capacity(AGG_BLOCK),
+            scores: Vec::new(),
         },
     };
     let segment_readers = snapshot.searcher.segment_readers();
@@ -464,7 +477,7 @@ impl SliceCollector<'_, '_> {
                     if alive.is_none_or(|a| a.is_alive(doc)) {
                         self.result.total += 1;
                         collected += 1;
-                        self.feed.push(doc);
+                        self.feed.push(doc, f32::NAN);
                         if let Some(limit) = self.params.terminate_after {
                             if self.result.total >= limit {
                                 self.result.terminated_early = true;
@@ -565,7 +578,7 @@ impl SliceCollector<'_, '_> {
                     f32::NAN
                 };
                 if params.min_score.is_none_or(|min| score >= min) {
-                    self.feed.push(doc);
+                    self.feed.push(doc, score);
                     let is_hit = match post_filter.as_mut() {
                         None => true,
                         Some(pf) => pf.doc() == doc || (pf.doc() < doc && pf.seek(doc) == doc),

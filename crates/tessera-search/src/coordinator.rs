@@ -74,6 +74,8 @@ pub struct Hit {
     pub highlight: Option<Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sort: Option<Vec<Value>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub matched_queries: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub _explanation: Option<Value>,
 }
@@ -613,6 +615,7 @@ pub async fn search(
             _source: doc.source,
             fields: (!doc.fields.is_empty()).then_some(doc.fields),
             sort: rendered_sort,
+            matched_queries: doc.matched_queries,
         });
     }
 

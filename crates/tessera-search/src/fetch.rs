@@ -12,7 +12,9 @@ use tessera_common::{Error, Result};
 use tessera_date::DateFormat;
 use tessera_index::ShardSnapshot;
 use tessera_mapping::range::RangeKind;
-use tessera_mapping::{LeafKind, SourceFilter};
+use tessera_mapping::{LeafField, LeafKind, SourceFilter};
+
+use crate::decimal_format::DecimalFormat;
 
 use crate::request::{DocValueField, SourceSpec, StoredFields};
 
@@ -62,6 +64,8 @@ pub struct FetchedDoc {
     pub fields: Map<String, Value>,
     pub explanation: Option<Value>,
     pub highlight: Option<Map<String, Value>>,
+    /// The names of the request's named queries the document matches, in OpenSearch's order.
+    pub matched_queries: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -76,6 +80,7 @@ struct WireFetchedDoc {
     fields: Vec<(String, WireJson)>,
     explanation: Option<WireJson>,
     highlight: Option<Vec<(String, WireJson)>>,
+    matched_queries: Vec<String>,
 }
 
 /// A JSON value in the binary encoding, numbers with their exact type and bits. JSON text
@@ -152,6 +157,7 @@ impl From<FetchedDoc> for WireFetchedDoc {
             fields: wire_map(doc.fields),
             explanation: doc.explanation.map(WireJson::from),
             highlight: doc.highlight.map(wire_map),
+            matched_queries: doc.matched_queries,
         }
     }
 }
@@ -170,6 +176,7 @@ impl TryFrom<WireFetchedDoc> for FetchedDoc {
             fields: json_map(wire.fields),
             explanation: wire.explanation.map(Value::from),
             highlight: wire.highlight.map(json_map),
+            matched_queries: wire.matched_queries,
         })
     }
 }
@@ -190,6 +197,7 @@ pub fn fetch_docs(
     spec: &FetchSpec,
     weight: Option<&dyn tantivy::query::Weight>,
     highlight_terms: &[tessera_query::highlight_terms::HighlightTerm],
+    named: &[(String, Box<dyn tantivy::query::Weight>)],
 ) -> Result<Vec<FetchedDoc>> {
     let meta = snapshot.table.meta;
     let filter = SourceFilter::new(spec.source.includes.clone(), spec.source.excludes.clone());
@@ -289,7 +297,25 @@ pub fn fetch_docs(
             fields,
             explanation,
             highlight,
+            matched_queries: matched_queries(snapshot, address, named)?,
         });
+    }
+    Ok(out)
+}
+
+/// The names of `named` (name and non-scoring weight, in the order hits list them) that the
+/// document at `address` matches.
+fn matched_queries(
+    snapshot: &ShardSnapshot,
+    address: DocAddress,
+    named: &[(String, Box<dyn tantivy::query::Weight>)],
+) -> Result<Vec<String>> {
+    let segment = snapshot.searcher.segment_reader(address.segment_ord);
+    let mut out = Vec::new();
+    for (name, weight) in named {
+        if crate::named_queries::matches(weight.as_ref(), segment, address.doc_id)? {
+            out.push(name.clone());
+        }
     }
     Ok(out)
 }
@@ -403,34 +429,41 @@ fn docvalue_fields(
             if !leaf.fast {
                 continue;
             }
+            let number_format = numeric_format(leaf, request)?;
+            let double = |v: f64| match &number_format {
+                Some(format) => Value::String(format.format_f64(v)),
+                None => json_f64(v),
+            };
             let values: Vec<Value> = match &leaf.kind {
                 LeafKind::Integer => fast
                     .column_opt::<i64>(&path)
                     .map_err(open_err)?
-                    .map(|c| c.values_for_doc(doc).map(Value::from).collect())
+                    .map(|c| {
+                        c.values_for_doc(doc)
+                            .map(|v| match &number_format {
+                                Some(format) => Value::String(format.format_i64(v)),
+                                None => Value::from(v),
+                            })
+                            .collect()
+                    })
                     .unwrap_or_default(),
                 LeafKind::ScaledFloat { factor } => fast
                     .column_opt::<i64>(&path)
                     .map_err(open_err)?
                     .map(|c| {
                         c.values_for_doc(doc)
-                            .map(|v| json_f64(v as f64 / factor))
+                            .map(|v| double(v as f64 / factor))
                             .collect()
                     })
                     .unwrap_or_default(),
                 LeafKind::Float => fast
                     .column_opt::<f64>(&path)
                     .map_err(open_err)?
-                    .map(|c| c.values_for_doc(doc).map(json_f64).collect())
+                    .map(|c| c.values_for_doc(doc).map(double).collect())
                     .unwrap_or_default(),
                 LeafKind::Date { format } => {
                     let format = match &request.format {
-                        Some(spec) => DateFormat::parse(spec).map_err(|e| {
-                            Error::illegal_argument(format!(
-                                "Invalid format: [{spec}]: {}",
-                                e.message
-                            ))
-                        })?,
+                        Some(spec) => crate::source_fields::date_format(spec)?,
                         None => format.clone(),
                     };
                     fast.column_opt::<i64>(&path)
@@ -496,12 +529,7 @@ fn docvalue_fields(
                 } => {
                     let date_format = match (kind, &request.format) {
                         (RangeKind::Date(_), Some(spec)) => {
-                            Some(DateFormat::parse(spec).map_err(|e| {
-                                Error::illegal_argument(format!(
-                                    "Invalid format: [{spec}]: {}",
-                                    e.message
-                                ))
-                            })?)
+                            Some(crate::source_fields::date_format(spec)?)
                         }
                         (RangeKind::Date(field_format), None) => Some(field_format.clone()),
                         _ => None,
@@ -526,8 +554,30 @@ fn docvalue_fields(
     Ok(fields)
 }
 
-/// Rejects doc-value fields that have no doc values to read, before the query runs (so the
-/// failure is a shard failure, as in OpenSearch).
+/// The `DecimalFormat` of a numeric doc-value field's `format` (`None`: plain numbers, also
+/// for the old `use_field_mapping`); an error for a format on a field whose values take none.
+fn numeric_format(leaf: &LeafField, request: &DocValueField) -> Result<Option<DecimalFormat>> {
+    let Some(spec) = request.format.as_deref() else {
+        return Ok(None);
+    };
+    match leaf.kind {
+        _ if spec == "use_field_mapping" => Ok(None),
+        LeafKind::Integer | LeafKind::Float | LeafKind::ScaledFloat { .. } => {
+            DecimalFormat::parse(spec).map(Some)
+        }
+        LeafKind::Keyword { .. } | LeafKind::Boolean | LeafKind::Ip => {
+            Err(Error::illegal_argument(format!(
+                "Field [{}] of type [{}] does not support custom formats",
+                leaf.path,
+                leaf.field_type.name()
+            )))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Rejects doc-value fields that have no doc values to read, and formats their values cannot
+/// take, before the query runs (so the failure is a shard failure, as in OpenSearch).
 pub fn validate_docvalue_fields(
     table: &tessera_mapping::FieldTable,
     requested: &[DocValueField],
@@ -535,6 +585,7 @@ pub fn validate_docvalue_fields(
     for request in requested {
         for path in table.expand(&request.field) {
             if let Some(leaf) = table.leaf(&path) {
+                numeric_format(leaf, request)?;
                 if matches!(leaf.kind, LeafKind::Text { .. }) {
                     return Err(Error::illegal_argument(format!(
                         "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [{path}] in order to load field data by uninverting the inverted index. Note that this can use significant memory."

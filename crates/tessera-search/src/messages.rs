@@ -304,6 +304,7 @@ mod tests {
             fields: fields.clone(),
             explanation: Some(explanation.clone()),
             highlight: Some(highlight.clone()),
+            matched_queries: vec!["zeta".into(), "alpha".into()],
         };
         let round: FetchedDoc = decode(&encode(&doc).unwrap()).unwrap();
         let bits = |v: &serde_json::Value| -> Vec<u64> {
@@ -326,6 +327,7 @@ mod tests {
             serde_json::Value::Object(fields).to_string()
         );
         assert_eq!(round.highlight, Some(highlight));
+        assert_eq!(round.matched_queries, ["zeta", "alpha"]);
         assert_eq!(round.source.unwrap().get(), "{\"x\": 1.50}");
         assert_eq!(
             (round.version, round.seq_no, round.primary_term),

@@ -92,6 +92,9 @@ pub struct SearchRequest {
     pub pit: Option<PitReference>,
     /// `slice`: one slice of a scroll or a point in time.
     pub slice: Option<crate::scroll_slice::SliceSpec>,
+    /// The queries of `query` and `post_filter` with a `_name`, whose names each hit that
+    /// matches them shows in `matched_queries`.
+    pub named_queries: Vec<crate::named_queries::NamedQuery>,
 }
 
 /// The body's `pit`: a point in time's id, and a new keep-alive for it.
@@ -164,6 +167,7 @@ impl Default for SearchRequest {
             concurrency: Default::default(),
             pit: None,
             slice: None,
+            named_queries: Vec::new(),
         }
     }
 }
@@ -412,6 +416,11 @@ impl SearchRequest {
                         token(value)
                     )));
                 }
+            }
+        }
+        for key in ["query", "post_filter"] {
+            if let Some(query) = map.get(key) {
+                crate::named_queries::collect(query, &mut request.named_queries)?;
             }
         }
         Ok(request)

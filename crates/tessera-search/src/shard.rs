@@ -296,6 +296,28 @@ fn first_score(query: &dyn Query, searcher: &Searcher) -> Result<Option<f32>> {
     Ok(None)
 }
 
+/// A non-scoring weight for each name of `named`, in the order hits list the names they match
+/// (a name given twice keeps its last query, as OpenSearch's map of names does).
+fn named_weights(
+    named: &[crate::named_queries::NamedQuery],
+    snapshot: &ShardSnapshot,
+    ctx: &CompileContext,
+) -> Result<Vec<(String, Box<dyn Weight>)>> {
+    let names: Vec<&str> = named.iter().map(|n| n.name.as_str()).collect();
+    let mut out = Vec::new();
+    for name in crate::named_queries::java_hash_map_order(&names) {
+        let Some(last) = named.iter().rev().find(|n| n.name == name) else {
+            continue;
+        };
+        ctx.clauses.reset();
+        let weight = compile(&last.query, ctx)?
+            .weight(EnableScoring::disabled_from_searcher(&snapshot.searcher))
+            .map_err(|e| Error::internal("create a named query's weight", e))?;
+        out.push((name, weight));
+    }
+    Ok(out)
+}
+
 /// Plans slices over the snapshot's segments taken in index order, so that each slice walks its
 /// parts oldest first.
 pub fn plan_shard_slices(
@@ -427,6 +449,7 @@ impl LocalShard {
         let table = &snapshot.table;
         validate_sort(table, &meta.name, &search.sort)?;
         crate::fetch::validate_docvalue_fields(table, &search.docvalue_fields)?;
+        crate::source_fields::validate_fields(table, &search.fields)?;
         let default_fields = meta.default_fields();
         let max_terms_count = meta
             .setting("index.max_terms_count")
@@ -461,8 +484,13 @@ impl LocalShard {
         }
         let sort = HitSort::new(search.sort.clone());
         let k = search.from + search.size;
-        let scoring =
-            (k > 0 && search.needs_scores()) || search.track_scores || search.min_score.is_some();
+        // top_hits under a scored query ranks each bucket's hits by score
+        let aggs_score =
+            search.aggs.as_deref().is_some_and(needs_scores) && !search.query.is_constant_score();
+        let scoring = (k > 0 && search.needs_scores())
+            || search.track_scores
+            || search.min_score.is_some()
+            || aggs_score;
         let searcher = &snapshot.searcher;
         let enable = if scoring {
             EnableScoring::enabled_from_searcher(searcher)
@@ -668,26 +696,25 @@ impl LocalShard {
     ) -> Result<Vec<FetchedDoc>> {
         let started = Instant::now();
         let spec = FetchSpec::of(search);
+        let meta = self.index.metadata();
+        let default_fields = meta.default_fields();
+        let ctx = CompileContext {
+            table: &snapshot.table,
+            index: &meta.name,
+            default_fields: &default_fields,
+            now_millis: tessera_common::time::now_millis(),
+            max_terms_count: meta
+                .setting("index.max_terms_count")
+                .parse()
+                .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT),
+            clauses: Default::default(),
+        };
         let highlight_terms = match (&spec.highlight, &spec.query) {
-            (Some(_), Some(query)) => {
-                let meta = self.index.metadata();
-                let default_fields = meta.default_fields();
-                let ctx = CompileContext {
-                    table: &snapshot.table,
-                    index: &meta.name,
-                    default_fields: &default_fields,
-                    now_millis: tessera_common::time::now_millis(),
-                    max_terms_count: meta
-                        .setting("index.max_terms_count")
-                        .parse()
-                        .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT),
-                    clauses: Default::default(),
-                };
-                tessera_query::highlight_terms::highlight_terms(query, &ctx)?
-            }
+            (Some(_), Some(query)) => tessera_query::highlight_terms::highlight_terms(query, &ctx)?,
             _ => Vec::new(),
         };
-        let fetched = fetch_docs(snapshot, docs, &spec, weight, &highlight_terms)?;
+        let named = named_weights(&search.named_queries, snapshot, &ctx)?;
+        let fetched = fetch_docs(snapshot, docs, &spec, weight, &highlight_terms, &named)?;
         if let Ok(shard) = self.index.shard(self.shard_id) {
             shard.stats.record_fetch(started.elapsed());
         }

@@ -147,6 +147,43 @@ fn render_range(kind: &RangeKind, value: &Value, format: Option<&DateFormat>) ->
     Some(Value::Object(out))
 }
 
+/// A request's date `format`; its error reads as OpenSearch's (`Invalid format: [x]: ...`).
+pub fn date_format(spec: &str) -> tessera_common::Result<DateFormat> {
+    DateFormat::parse(spec).map_err(|e| tessera_common::Error::illegal_argument(e.message))
+}
+
+/// Rejects a `format` that the field's values cannot take, before the query runs (a shard
+/// failure, as in OpenSearch): only dates, ranges and geo points are formatted by the fields
+/// API, and a date format must parse.
+pub fn validate_fields(
+    table: &FieldTable,
+    requested: &[DocValueField],
+) -> tessera_common::Result<()> {
+    for request in requested {
+        let Some(spec) = request.format.as_deref() else {
+            continue;
+        };
+        for path in table.expand(&request.field) {
+            let Some(leaf) = table.leaf(&path) else {
+                continue;
+            };
+            match &leaf.kind {
+                LeafKind::Date { .. } | LeafKind::Range { .. } => {
+                    date_format(spec)?;
+                }
+                LeafKind::GeoPoint { .. } => {}
+                _ => {
+                    return Err(tessera_common::Error::illegal_argument(format!(
+                        "Field [{path}] of type [{}] doesn't support formats.",
+                        leaf.field_type.name()
+                    )))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Adds the requested `fields` of one document to `out`.
 pub fn source_fields(
     table: &FieldTable,

@@ -297,9 +297,16 @@ impl Rounding {
         start
     }
 
-    /// The start of the bucket after the one starting at `key`.
+    /// The start of the bucket after the one starting at `key`. A fixed interval in a zone
+    /// whose offset changes steps in local time, as [`Rounding::round`] floors there: a day
+    /// after a DST change is 23 or 25 hours long (OpenSearch's `nextRoundingValue`).
     pub fn next(&self, key: i64) -> i64 {
         match &self.interval {
+            DateInterval::Fixed(ms) if self.fixed_offset.is_none() => {
+                let key = key.saturating_sub(self.offset);
+                let local = self.zone.utc_to_local(key).saturating_add(*ms);
+                self.zone.local_to_utc(local).saturating_add(self.offset)
+            }
             DateInterval::Fixed(ms) => key.saturating_add(*ms),
             DateInterval::Calendar(unit) => unit
                 .next(key.saturating_sub(self.offset), &self.zone)
@@ -355,6 +362,50 @@ fn date_format(source: &ValueSource, format: Option<&str>) -> Result<DateFormat>
     }
 }
 
+/// Bounds as the request wrote them, and parsed to epoch millis.
+type GivenBounds<'a> = (&'a Bounds<Value>, (Option<i64>, Option<i64>));
+
+/// The inclusive range of bucket keys that `hard_bounds` lets through. As in OpenSearch, both
+/// bounds are rounded to their buckets' keys and the upper one is exclusive: `max: 2025-01-03`
+/// (or `2025-01-03T23:00`) stops before the bucket of January 3rd. `extended_bounds` must lie
+/// inside them (compared rounded, reported as written).
+fn hard_key_bounds(
+    mut rounding: Rounding,
+    hard: Option<GivenBounds<'_>>,
+    extended: Option<GivenBounds<'_>>,
+) -> Result<(i64, i64)> {
+    let Some((hard_given, (min, max))) = hard else {
+        return Ok((i64::MIN, i64::MAX));
+    };
+    let min = min.map(|m| rounding.round(m));
+    let max = max.map(|m| rounding.round(m));
+    if let Some((extended_given, (low, high))) = extended {
+        let low = low.map(|m| rounding.round(m));
+        let high = high.map(|m| rounding.round(m));
+        let outside = matches!((high, max), (Some(high), Some(max)) if high > max)
+            || matches!((low, min), (Some(low), Some(min)) if low < min);
+        if outside {
+            let shown = |b: &Bounds<Value>| {
+                let one = |v: &Option<Value>| match v {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                };
+                format!("{}--{}", one(&b.min), one(&b.max))
+            };
+            return Err(Error::illegal_argument(format!(
+                "Extended bounds have to be inside hard bounds, hard bounds: [{}], extended bounds: [{}]",
+                shown(hard_given),
+                shown(extended_given)
+            )));
+        }
+    }
+    Ok((
+        min.unwrap_or(i64::MIN),
+        max.map_or(i64::MAX, |m| m.saturating_sub(1)),
+    ))
+}
+
 pub fn factory(
     request: &AggRequest,
     histogram: &DateHistogramRequest,
@@ -396,6 +447,11 @@ pub fn factory(
     };
     let extended = bounds(&histogram.extended_bounds)?;
     let hard = bounds(&histogram.hard_bounds)?;
+    let (hard_min, hard_max) = hard_key_bounds(
+        rounding.clone(),
+        histogram.hard_bounds.as_ref().map(|b| (b, hard)),
+        histogram.extended_bounds.as_ref().map(|b| (b, extended)),
+    )?;
     let missing = histogram
         .source
         .missing
@@ -408,8 +464,8 @@ pub fn factory(
         format,
         key_fn: KeyFn::Date {
             rounding,
-            hard_min: hard.0.unwrap_or(i64::MIN),
-            hard_max: hard.1.unwrap_or(i64::MAX),
+            hard_min,
+            hard_max,
         },
         missing,
         date_bounds: histogram.extended_bounds.as_ref().map(|_| extended),
@@ -507,5 +563,76 @@ mod tests {
             0,
         );
         assert_eq!(paris.round(JAN1 + 3_600_000), JAN1 - 3_600_000);
+    }
+
+    #[test]
+    fn hard_bounds_round_to_keys_and_exclude_the_max() {
+        let day = || Rounding::new(DateInterval::Fixed(MILLIS_PER_DAY), TimeZone::utc(), 0);
+        let given = |min: i64, max: i64| Bounds {
+            min: Some(json!(min)),
+            max: Some(json!(max)),
+        };
+        let hard = given(JAN1 + 3_600_000, JAN1 + 2 * MILLIS_PER_DAY + 3_600_000);
+        let (lo, hi) = hard_key_bounds(
+            day(),
+            Some((
+                &hard,
+                (
+                    Some(JAN1 + 3_600_000),
+                    Some(JAN1 + 2 * MILLIS_PER_DAY + 3_600_000),
+                ),
+            )),
+            None,
+        )
+        .unwrap();
+        // the bucket of Jan 1st is in (its key is the rounded min), that of Jan 3rd is out
+        assert_eq!(lo, JAN1);
+        assert!((JAN1 + MILLIS_PER_DAY..JAN1 + 2 * MILLIS_PER_DAY).contains(&hi));
+        assert_eq!(
+            hard_key_bounds(day(), None, None).unwrap(),
+            (i64::MIN, i64::MAX)
+        );
+        let wide = given(JAN1, JAN1 + 5 * MILLIS_PER_DAY);
+        let e = hard_key_bounds(
+            day(),
+            Some((&hard, (Some(JAN1), Some(JAN1 + 2 * MILLIS_PER_DAY)))),
+            Some((&wide, (Some(JAN1), Some(JAN1 + 5 * MILLIS_PER_DAY)))),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), "illegal_argument_exception");
+        assert!(e
+            .reason()
+            .starts_with("Extended bounds have to be inside hard bounds"));
+    }
+
+    #[test]
+    fn fixed_intervals_step_in_local_time_across_dst() {
+        const HOUR: i64 = 3_600_000;
+        // 2025-03-30 00:00 in Paris is 2025-03-29T23:00Z; clocks go forward at 02:00
+        let march_30 = 1_743_289_200_000;
+        let mut day = Rounding::new(
+            DateInterval::Fixed(MILLIS_PER_DAY),
+            TimeZone::parse("Europe/Paris").unwrap(),
+            0,
+        );
+        assert_eq!(day.round(march_30 + 5 * HOUR), march_30);
+        // the next local midnight is 23 hours later, where the values of that day round to
+        let next = day.next(march_30);
+        assert_eq!(next, march_30 + 23 * HOUR);
+        assert_eq!(day.round(next + HOUR), next);
+        let mut half = Rounding::new(
+            DateInterval::Fixed(12 * HOUR),
+            TimeZone::parse("Europe/Paris").unwrap(),
+            0,
+        );
+        assert_eq!(half.next(march_30), march_30 + 11 * HOUR);
+        assert_eq!(half.round(march_30 + 11 * HOUR), march_30 + 11 * HOUR);
+        // 2025-10-26 00:00 in Paris is 2025-10-25T22:00Z; clocks go back at 03:00
+        let october_26 = 1_761_429_600_000;
+        assert_eq!(day.next(october_26), october_26 + 25 * HOUR);
+        // a zone without changes keeps plain steps, offset included
+        let mut utc = Rounding::new(DateInterval::Fixed(MILLIS_PER_DAY), TimeZone::utc(), HOUR);
+        assert_eq!(utc.round(JAN1 + 2 * HOUR), JAN1 + HOUR);
+        assert_eq!(utc.next(JAN1 + HOUR), JAN1 + HOUR + MILLIS_PER_DAY);
     }
 }

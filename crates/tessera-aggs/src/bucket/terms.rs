@@ -494,7 +494,7 @@ impl InternalTerms {
     /// OpenSearch reports it.
     pub fn finish_shard(&mut self, request: &AggRequest, ctx: &ShardFinish) -> Result<()> {
         let terms = terms_request(request)?;
-        let shard_size = shard_size(terms, ctx.shards_in_request);
+        let shard_size = shard_size(terms);
         let min = terms.shard_min_doc_count;
         // like OpenSearch's shard, terms under shard_min_doc_count still count as "other"
         let below: u64 = self
@@ -587,10 +587,12 @@ impl InternalTerms {
     }
 }
 
-/// OpenSearch's shard size: the request's, or `size` for a single shard and
-/// `size × 1.5 + 10` otherwise.
-pub fn shard_size(terms: &TermsRequest, shards_in_request: usize) -> usize {
-    let computed = if shards_in_request <= 1 {
+/// OpenSearch's shard size: the request's, or `size × 1.5 + 10` — however many shards the
+/// request has — unless buckets are ordered by key, where each shard's first `size` keys are
+/// exact. It shows with one shard too: buckets the shard keeps but the final reduce drops under
+/// `min_doc_count` are not counted in `sum_other_doc_count`, those the shard cut off are.
+pub fn shard_size(terms: &TermsRequest) -> usize {
+    let computed = if terms.order.is_key_order() {
         terms.size
     } else {
         terms.size.saturating_mul(3) / 2 + 10
@@ -1286,8 +1288,11 @@ mod tests {
             .clone();
         let r = request(json!({"terms": {"field": "k", "size": 10}}));
         let t = terms_request(&r).unwrap();
-        assert_eq!(shard_size(t, 1), 10);
-        assert_eq!(shard_size(t, 3), 25);
+        assert_eq!(shard_size(t), 25);
+        let r = request(json!({"terms": {"field": "k", "size": 10, "order": {"_key": "asc"}}}));
+        assert_eq!(shard_size(terms_request(&r).unwrap()), 10);
+        let r = request(json!({"terms": {"field": "k", "size": 10, "shard_size": 3}}));
+        assert_eq!(shard_size(terms_request(&r).unwrap()), 10);
     }
 
     #[test]
@@ -1360,6 +1365,49 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.doc_count_error_upper_bound, 0);
+    }
+
+    #[test]
+    fn buckets_under_min_doc_count_are_not_other_even_on_one_shard() {
+        // OpenSearch 2.19 on one shard: {"size": 2, "min_doc_count": 2} over a:5 b:4 c:3
+        // d:2 and four singletons gives a and b with sum_other_doc_count 5 (c and d): the
+        // shard keeps 13 buckets, the final reduce drops the singletons without counting them
+        let counts = [
+            ("a", 5),
+            ("b", 4),
+            ("c", 3),
+            ("d", 2),
+            ("e", 1),
+            ("f", 1),
+            ("g", 1),
+        ];
+        let shard = || part(counts.iter().map(|(k, n)| bucket(k, *n)).collect());
+        let render = |body: Value| {
+            let r = request(body);
+            let mut t = shard();
+            let finish = ShardFinish {
+                shards_in_request: 1,
+                searcher: None,
+            };
+            t.finish_shard(&r, &finish).unwrap();
+            let merged = InternalTerms::reduce(vec![t], &r).unwrap();
+            merged.render(&r, &mut RenderContext::new(100)).unwrap()
+        };
+        let out = render(json!({"terms": {"field": "k", "size": 2, "min_doc_count": 2}}));
+        assert_eq!(out["sum_other_doc_count"], 5);
+        assert_eq!(out["buckets"].as_array().unwrap().len(), 2);
+        // a shard_size the request sets cuts first: what it cuts is "other"
+        let out = render(
+            json!({"terms": {"field": "k", "size": 2, "min_doc_count": 2,
+            "shard_size": 4}}),
+        );
+        assert_eq!(out["sum_other_doc_count"], 8);
+        // by key, each shard sends its first `size` keys
+        let out = render(
+            json!({"terms": {"field": "k", "size": 2, "min_doc_count": 2,
+            "order": {"_key": "asc"}}}),
+        );
+        assert_eq!(out["sum_other_doc_count"], 8);
     }
 
     #[test]

@@ -123,7 +123,7 @@ impl TestShard {
         }
     }
 
-    fn prepare(&self, aggs: &Value) -> tessera_common::Result<PreparedAggs> {
+    fn prepare(&self, aggs: &Value, scored: bool) -> tessera_common::Result<PreparedAggs> {
         let requests = parse_aggregations(aggs)?;
         PreparedAggs::prepare(
             &requests,
@@ -136,7 +136,7 @@ impl TestShard {
                 searcher: &self.searcher,
                 shard_index: self.shard_index,
                 max_inner_result_window: 100,
-                constant_score: Some(1.0),
+                constant_score: (!scored).then_some(1.0),
             },
         )
     }
@@ -150,7 +150,20 @@ impl TestShard {
         rng: &mut Rng,
         shards_in_request: usize,
     ) -> tessera_common::Result<InternalAggregations> {
-        let prepared = self.prepare(aggs)?;
+        self.scored_result(aggs, slices, rng, shards_in_request, None)
+    }
+
+    /// [`TestShard::shard_result`] under a scored query: `score(segment_ord, doc)` is each
+    /// match's score, handed over with its block.
+    pub fn scored_result(
+        &self,
+        aggs: &Value,
+        slices: &[Vec<(u32, Range<u32>)>],
+        rng: &mut Rng,
+        shards_in_request: usize,
+        score: Option<&dyn Fn(u32, u32) -> f32>,
+    ) -> tessera_common::Result<InternalAggregations> {
+        let prepared = self.prepare(aggs, score.is_some())?;
         let mut results = Vec::new();
         for slice in slices {
             let mut aggregator = prepared.slice_aggregator()?;
@@ -162,7 +175,15 @@ impl TestShard {
                 while start < all.len() {
                     let len = 1 + rng.below(40) as usize;
                     let end = (start + len).min(all.len());
-                    aggregator.collect(&all[start..end]);
+                    let block = &all[start..end];
+                    match score {
+                        Some(score) => {
+                            let scores: Vec<f32> =
+                                block.iter().map(|&doc| score(*segment_ord, doc)).collect();
+                            aggregator.collect_scored(block, &scores);
+                        }
+                        None => aggregator.collect(block),
+                    }
                     start = end;
                 }
                 aggregator.finish_segment()?;

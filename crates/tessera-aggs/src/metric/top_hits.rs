@@ -10,16 +10,17 @@
 //! `k` of a union is the best `k` of the parts' best `k`: slices and shards merge exactly.
 //!
 //! Sorting is by field (numeric, date, boolean, keyword and ip columns, with `order`,
-//! `missing`, `mode` and `unmapped_type`), `_doc`, or `_score`. Collectors see no scores: under
-//! a constant-score query (`match_all`, a `bool` of filters, `range`, `terms`, ...) every match
-//! scores the same, the shard tells the aggregation that score ([`AggContext::constant_score`]:
-//! 1.0 for `match_all`, 0.0 for filters) and hits by score come in index order — exactly what
-//! OpenSearch returns. Under a scored query (`match`, ...) OpenSearch would rank a bucket's hits
-//! by relevance; Tessera returns them in index order with `_score` 1.0 — sort on a field for a
-//! meaningful order there.
+//! `missing`, `mode` and `unmapped_type`), `_doc`, or `_score`. Under a constant-score query
+//! (`match_all`, a `bool` of filters, `range`, `terms`, ...) every match scores the same: the
+//! shard tells the aggregation that score ([`AggContext::constant_score`]: 1.0 for `match_all`,
+//! 0.0 for filters) and hits by score come in index order, as in OpenSearch. Under a scored
+//! query (`match`, ...) the slice hands each match's score over ([`BlockScores`]), so hits rank
+//! by relevance; documents the query did not score (those a `global` bucket adds) score 1.0,
+//! as under OpenSearch's match-all.
 //!
-//! `explain`, `highlight`, `stored_fields`, `docvalue_fields`, `fields` and `script_fields`
-//! are refused with a "not supported" error.
+//! `stored_fields` takes `_none_` (no `_id`, no `_source`) and `_source`; other stored fields,
+//! `explain`, `highlight`, `docvalue_fields`, `fields` and `script_fields` are refused with a
+//! "not supported" error.
 
 use std::cmp::Ordering;
 use std::net::Ipv6Addr;
@@ -37,7 +38,7 @@ use tessera_mapping::field_table::{
 use tessera_mapping::{FieldType, SourceFilter};
 
 use crate::bucket::token;
-use crate::collector::{Collector, SegmentContext, SubCollectors};
+use crate::collector::{BlockScores, Collector, SegmentContext, SubCollectors};
 use crate::internal::{InternalAgg, ShardFinish};
 use crate::metric::json_double;
 use crate::prepare::{AggContext, Factory};
@@ -102,18 +103,49 @@ pub struct TopHitsRequest {
     pub version: bool,
     pub seq_no_primary_term: bool,
     pub track_scores: bool,
+    /// What `stored_fields` leaves: `_id` (not with `_none_`) and `_source` (a list without
+    /// `_source` drops it, whatever `_source` says, as in OpenSearch).
+    pub stored: StoredFields,
 }
 
+/// What `stored_fields` asks a hit to show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoredFields {
+    pub id: bool,
+    pub source: bool,
+}
+
+/// The order of hits by score: best first, then index order.
+static BY_SCORE: [HitSort; 1] = [HitSort::Score { asc: false }];
+
 impl TopHitsRequest {
-    /// Whether hits are ordered by score (no sort, or `_score` descending alone): they then
-    /// show `_score` and no `sort` values.
     /// `from + size`: how many hits each part keeps.
     pub fn window(&self) -> usize {
         self.from.saturating_add(self.size)
     }
 
+    /// Whether hits are ordered by score (no sort, or `_score` descending alone): they then
+    /// show `_score` and no `sort` values.
     pub fn by_score(&self) -> bool {
         matches!(self.sort.as_slice(), [] | [HitSort::Score { asc: false }])
+    }
+
+    /// The order of the hits (ties go to the shard first in the request, then index order).
+    pub fn ordering(&self) -> &[HitSort] {
+        if self.by_score() {
+            &BY_SCORE
+        } else {
+            &self.sort
+        }
+    }
+
+    /// Whether the hits show or sort by score.
+    pub fn uses_scores(&self) -> bool {
+        self.track_scores
+            || self
+                .ordering()
+                .iter()
+                .any(|s| matches!(s, HitSort::Score { .. }))
     }
 
     pub fn parse(name: &str, body: &Map<String, Value>) -> Result<TopHitsRequest> {
@@ -129,6 +161,10 @@ impl TopHitsRequest {
             version: false,
             seq_no_primary_term: false,
             track_scores: false,
+            stored: StoredFields {
+                id: true,
+                source: true,
+            },
         };
         let unknown = |key: &str, value: &Value| {
             Error::parsing(format!("Unknown key for a {} in [{key}].", token(value)))
@@ -175,7 +211,8 @@ impl TopHitsRequest {
                 }
                 "_source" => request.source = parse_source(value)?,
                 "sort" => request.sort = parse_sort(value)?,
-                "highlight" | "stored_fields" | "docvalue_fields" | "fields" | "script_fields" => {
+                "stored_fields" => request.stored = parse_stored_fields(value)?,
+                "highlight" | "docvalue_fields" | "fields" | "script_fields" => {
                     return Err(not_supported(key))
                 }
                 _ => return Err(unknown(key, value)),
@@ -201,6 +238,30 @@ fn string_list(value: &Value, what: &str) -> Result<Vec<String>> {
         Value::Array(items) => items.iter().map(one).collect(),
         other => Ok(vec![one(other)?]),
     }
+}
+
+/// `stored_fields`: a name or a list. Tessera keeps no stored fields apart from `_source`, so
+/// only `_none_` and `_source` are served; another field would be silently missing.
+fn parse_stored_fields(value: &Value) -> Result<StoredFields> {
+    let names = string_list(value, "stored_fields")?;
+    if names.iter().any(|n| n == "_none_") {
+        if names.len() > 1 {
+            return Err(Error::illegal_argument(
+                "cannot combine _none_ with other fields",
+            ));
+        }
+        return Ok(StoredFields {
+            id: false,
+            source: false,
+        });
+    }
+    if let Some(other) = names.iter().find(|n| *n != "_source") {
+        return Err(not_supported(&format!("stored_fields [{other}]")));
+    }
+    Ok(StoredFields {
+        id: true,
+        source: names.iter().any(|n| n == "_source"),
+    })
 }
 
 /// `_source`: `true`/`false`, a pattern, a list of patterns, or `{includes, excludes}`.
@@ -630,7 +691,7 @@ fn segment_order(searcher: &tantivy::Searcher) -> (Vec<u32>, Vec<u64>) {
 
 struct Shared {
     request: TopHitsRequest,
-    /// The score every document shows (see the module doc).
+    /// The score of a document the slice gave no score for (see the module doc).
     score: f32,
     sorts: Vec<ResolvedSort>,
     index: String,
@@ -660,14 +721,11 @@ pub fn factory(
             "numHits must be > 0; please use TotalHitCountCollectorManager if you just need the total hit count",
         ));
     }
-    let sorts = if top.by_score() {
-        Vec::new()
-    } else {
-        top.sort
-            .iter()
-            .map(|s| resolve_sort(s, ctx))
-            .collect::<Result<Vec<_>>>()?
-    };
+    let sorts = top
+        .ordering()
+        .iter()
+        .map(|s| resolve_sort(s, ctx))
+        .collect::<Result<Vec<_>>>()?;
     let (ranks, bases) = segment_order(ctx.searcher);
     Ok(Box::new(TopHitsFactory {
         shared: Arc::new(Shared {
@@ -682,17 +740,36 @@ pub fn factory(
     }))
 }
 
-impl Factory for TopHitsFactory {
-    fn collector(&self, _subs: SubCollectors, _single_parent: bool) -> Result<Box<dyn Collector>> {
-        Ok(Box::new(TopHitsCollector {
+impl TopHitsFactory {
+    fn make(&self, scores: Option<BlockScores>) -> Box<dyn Collector> {
+        Box::new(TopHitsCollector {
             shared: self.shared.clone(),
+            scores,
             current: None,
             readers: Vec::new(),
             buckets: Vec::new(),
             keys: Vec::new(),
+            doc_scores: Vec::new(),
+            looked_up: Vec::new(),
             scratch: Vec::new(),
             text: String::new(),
-        }))
+        })
+    }
+}
+
+impl Factory for TopHitsFactory {
+    fn collector(&self, _subs: SubCollectors, _single_parent: bool) -> Result<Box<dyn Collector>> {
+        Ok(self.make(None))
+    }
+
+    fn scored_collector(
+        &self,
+        _subs: SubCollectors,
+        _single_parent: bool,
+        scores: &BlockScores,
+    ) -> Result<Box<dyn Collector>> {
+        let wanted = self.shared.request.uses_scores();
+        Ok(self.make(wanted.then(|| scores.clone())))
     }
 }
 
@@ -706,19 +783,36 @@ enum SortColumn {
 }
 
 /// One bucket's best documents so far (at most `2k` between trims).
-#[derive(Default)]
 struct Bucket {
     total: u64,
-    candidates: Vec<(HitKey, u32)>,
+    /// The best score of the bucket's documents (NaN before the first).
+    max_score: f32,
+    /// The hit, its segment and its score.
+    candidates: Vec<(HitKey, u32, f32)>,
+}
+
+impl Default for Bucket {
+    fn default() -> Self {
+        Bucket {
+            total: 0,
+            max_score: f32::NAN,
+            candidates: Vec::new(),
+        }
+    }
 }
 
 struct TopHitsCollector {
     shared: Arc<Shared>,
+    /// The scores of the slice's current block, under a scored query.
+    scores: Option<BlockScores>,
     current: Option<u32>,
     readers: Vec<SortColumn>,
     buckets: Vec<Bucket>,
     /// Sort values of the current block, per position.
     keys: Vec<Vec<SortKey>>,
+    /// Scores of the current block, per position.
+    doc_scores: Vec<f32>,
+    looked_up: Vec<Option<f32>>,
     scratch: Vec<(usize, f64)>,
     text: String,
 }
@@ -757,6 +851,20 @@ fn pick(values: &mut [f64], mode: SortMode, long: bool) -> Option<f64> {
 }
 
 impl TopHitsCollector {
+    /// Fills `self.doc_scores` with the score of each doc of the block.
+    fn block_scores(&mut self, docs: &[DocId]) {
+        let score = self.shared.score;
+        self.doc_scores.clear();
+        match &self.scores {
+            Some(scores) => {
+                scores.read(docs, &mut self.looked_up);
+                self.doc_scores
+                    .extend(self.looked_up.iter().map(|s| s.unwrap_or(score)));
+            }
+            None => self.doc_scores.resize(docs.len(), score),
+        }
+    }
+
     /// Fills `self.keys` with the sort values of each doc of the block.
     fn block_keys(&mut self, docs: &[DocId]) {
         let shared = self.shared.clone();
@@ -765,7 +873,12 @@ impl TopHitsCollector {
         let segment = self.current.unwrap_or(0);
         for (sort, column) in shared.sorts.iter().zip(&mut self.readers) {
             match (sort, column) {
-                (ResolvedSort::Score, _) | (_, SortColumn::Constant) => {
+                (ResolvedSort::Score, _) => {
+                    for (k, &score) in self.keys.iter_mut().zip(&self.doc_scores) {
+                        k.push(SortKey::Score(score));
+                    }
+                }
+                (_, SortColumn::Constant) => {
                     let missing = match sort {
                         ResolvedSort::Numeric {
                             long,
@@ -922,12 +1035,12 @@ impl Collector for TopHitsCollector {
         let Some(segment_ord) = self.current else {
             return;
         };
+        self.block_scores(docs);
         self.block_keys(docs);
         let shared = self.shared.clone();
         let segment_rank = shared.ranks.get(segment_ord as usize).copied().unwrap_or(0);
         let k = shared.request.window();
-        let sort = &shared.request.sort;
-        let sort: &[HitSort] = if shared.request.by_score() { &[] } else { sort };
+        let sort = shared.request.ordering();
         for (position, &doc) in docs.iter().enumerate() {
             let parent = parents[position] as usize;
             if parent >= self.buckets.len() {
@@ -935,13 +1048,15 @@ impl Collector for TopHitsCollector {
             }
             let bucket = &mut self.buckets[parent];
             bucket.total += 1;
+            let score = self.doc_scores[position];
+            bucket.max_score = bucket.max_score.max(score);
             let key = HitKey {
                 keys: std::mem::take(&mut self.keys[position]),
                 shard: shared.shard,
                 segment_rank,
                 doc,
             };
-            bucket.candidates.push((key, segment_ord));
+            bucket.candidates.push((key, segment_ord, score));
             if bucket.candidates.len() >= k.max(16).saturating_mul(2) {
                 bucket
                     .candidates
@@ -954,19 +1069,11 @@ impl Collector for TopHitsCollector {
     fn build(&mut self, parent: u32) -> Result<InternalAgg> {
         let shared = self.shared.clone();
         let request = &shared.request;
-        let sort: &[HitSort] = if request.by_score() {
-            &[]
-        } else {
-            &request.sort
-        };
+        let sort = request.ordering();
         let Some(bucket) = self.buckets.get_mut(parent as usize) else {
             return Ok(InternalAgg::TopHits(InternalTopHits::default()));
         };
-        let max_score = if bucket.total > 0 {
-            shared.score
-        } else {
-            f32::NAN
-        };
+        let max_score = bucket.max_score;
         bucket
             .candidates
             .sort_by(|a, b| compare_hits(sort, &a.0, &b.0));
@@ -976,10 +1083,10 @@ impl Collector for TopHitsCollector {
         let hits = bucket
             .candidates
             .iter()
-            .map(|(key, segment_ord)| TopHit {
+            .map(|(key, segment_ord, score)| TopHit {
                 key: key.clone(),
                 segment_ord: *segment_ord,
-                score: shared.score,
+                score: *score,
                 index: shared.index.clone(),
                 loaded: false,
                 id: None,
@@ -1036,11 +1143,13 @@ fn load_hits(
             .1
             .get(doc)
             .map_err(|e| Error::internal("read a stored document", e))?;
-        hit.id = document
-            .get_first(id_field)
-            .and_then(|v| v.as_str())
-            .map(String::from);
-        if request.source.enabled {
+        if request.stored.id {
+            hit.id = document
+                .get_first(id_field)
+                .and_then(|v| v.as_str())
+                .map(String::from);
+        }
+        if request.source.enabled && request.stored.source {
             if let Some(bytes) = document.get_first(source_field).and_then(|v| v.as_bytes()) {
                 hit.source = Some(filtered_source(bytes, &filter)?);
             }
@@ -1117,7 +1226,7 @@ fn request_of(request: &AggRequest) -> Result<&TopHitsRequest> {
 impl InternalTopHits {
     pub fn reduce(parts: Vec<InternalTopHits>, request: &AggRequest) -> Result<InternalTopHits> {
         let top = request_of(request)?;
-        let sort: &[HitSort] = if top.by_score() { &[] } else { &top.sort };
+        let sort = top.ordering();
         let total = parts.iter().map(|p| p.total).sum();
         let max_score = parts.iter().map(|p| p.max_score).fold(f32::NAN, f32::max);
         let mut hits: Vec<TopHit> = parts.into_iter().flat_map(|p| p.hits).collect();
@@ -1251,13 +1360,7 @@ mod tests {
             parse_err(json!({"from": -1})).reason(),
             "[from] must be greater than or equal to 0. Found [-1] in [t]"
         );
-        for option in [
-            "highlight",
-            "stored_fields",
-            "docvalue_fields",
-            "script_fields",
-            "fields",
-        ] {
+        for option in ["highlight", "docvalue_fields", "script_fields", "fields"] {
             assert!(parse_err(json!({option: {}}))
                 .reason()
                 .contains("not supported"));
@@ -1393,6 +1496,84 @@ mod tests {
         assert_eq!(e.kind(), "number_format_exception");
         let unmapped = hits(json!([{"nope": {"unmapped_type": "long"}}]));
         assert_eq!(unmapped[0], ("0".to_string(), json!([i64::MAX])));
+    }
+
+    /// Under a scored query hits rank by the scores the slice hands over, best first, ties in
+    /// index order; a `global` bucket's documents were not scored by the query and show 1.0.
+    #[test]
+    fn scored_queries_rank_hits_by_score_whatever_the_slicing() {
+        let shard = small_shard();
+        // by (segment in index order, doc): "0" 0.5, "1" 2.0, "2" 1.0, "3" 2.0
+        let score = |segment_ord: u32, doc: u32| {
+            let rank = shard.order.iter().position(|&o| o == segment_ord).unwrap();
+            [[0.5, 2.0], [1.0, 2.0]][rank][doc as usize]
+        };
+        let aggs = json!({
+            "best": {"top_hits": {"size": 3, "_source": false}},
+            "g": {"terms": {"field": "g"}, "aggs": {"t": {"top_hits": {"_source": false}}}},
+            "by_n": {"top_hits": {"size": 1, "_source": false, "sort": [{"n": "asc"}],
+                "track_scores": true}},
+            "all": {"global": {}, "aggs": {"t": {"top_hits": {"size": 1, "_source": false}}}}
+        });
+        let render_with = |slices: &[Vec<(u32, std::ops::Range<u32>)>], rng: &mut Rng| {
+            let result = shard
+                .scored_result(&aggs, slices, rng, 1, Some(&score))
+                .unwrap();
+            Value::Object(render(&aggs, vec![result]).unwrap())
+        };
+        let out = render_with(&shard.one_slice(), &mut Rng::new(1));
+        let hits = |v: &Value| -> Vec<(String, Value)> {
+            v["hits"]["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| (h["_id"].as_str().unwrap().to_string(), h["_score"].clone()))
+                .collect()
+        };
+        let pair = |id: &str, score: f64| (id.to_string(), json!(score));
+        assert_eq!(
+            hits(&out["best"]),
+            [pair("1", 2.0), pair("3", 2.0), pair("2", 1.0)]
+        );
+        assert_eq!(out["best"]["hits"]["max_score"], json!(2.0));
+        let buckets = out["g"]["buckets"].as_array().unwrap();
+        assert_eq!(hits(&buckets[0]["t"]), [pair("2", 1.0), pair("0", 0.5)]);
+        assert_eq!(hits(&buckets[1]["t"]), [pair("1", 2.0), pair("3", 2.0)]);
+        // sorted by a field, with the scores tracked (n: 14, none, -15, [251, 415])
+        assert_eq!(hits(&out["by_n"]), [pair("2", 1.0)]);
+        assert_eq!(out["by_n"]["hits"]["max_score"], json!(2.0));
+        assert_eq!(hits(&out["all"]["t"]), [pair("0", 1.0)]);
+        for round in 0..20 {
+            let mut rng = Rng::new(round);
+            let slices = shard.random_slices(&mut rng);
+            assert_eq!(render_with(&slices, &mut rng), out, "round {round}");
+        }
+    }
+
+    #[test]
+    fn stored_fields_none_drops_id_and_source() {
+        let shard = small_shard();
+        let out = shard
+            .render(
+                &json!({"t": {"top_hits": {"size": 1, "stored_fields": "_none_"}},
+                "u": {"top_hits": {"size": 1, "stored_fields": [], "version": true}},
+                "v": {"top_hits": {"size": 1, "stored_fields": ["_source"]}}}),
+            )
+            .unwrap();
+        assert_eq!(
+            out["t"]["hits"]["hits"][0],
+            json!({"_index": "idx", "_score": 1.0})
+        );
+        assert_eq!(
+            out["u"]["hits"]["hits"][0],
+            json!({"_index": "idx", "_id": "0", "_version": 1, "_score": 1.0})
+        );
+        assert!(out["v"]["hits"]["hits"][0]["_source"].is_object());
+        assert_eq!(
+            parse_err(json!({"stored_fields": ["_none_", "n"]})).reason(),
+            "cannot combine _none_ with other fields"
+        );
+        assert_eq!(parse_err(json!({"stored_fields": ["n"]})).status(), 400);
     }
 
     /// Under a `bool` of filters OpenSearch scores every hit 0.0; an empty bucket has no

@@ -11,6 +11,7 @@ use tessera_common::Result;
 use tessera_mapping::analysis::{self, ANALYZERS};
 use tessera_mapping::{LeafField, LeafKind};
 
+use super::fuzzy_terms::{BlendedFuzzyQuery, Expansion};
 use super::term_level::{edits, exact_query, fuzzy_term, lookup, regex_escape};
 use super::values::{exact, text_of};
 use super::{boosted, constant, match_none, CompileContext};
@@ -85,6 +86,11 @@ fn match_on_field(
             leaf.path
         )));
     }
+    let expansion = Expansion {
+        prefix_length: query.prefix_length,
+        transpositions: query.fuzzy_transpositions,
+        max_expansions: query.max_expansions,
+    };
     let LeafKind::Text { .. } = leaf.kind else {
         // not analyzed: a match is a term query on the whole value
         let value = match exact(ctx, leaf, &query.query) {
@@ -96,8 +102,8 @@ fn match_on_field(
         if let (Some(fuzziness), LeafKind::Keyword { .. }) = (&query.fuzziness, &leaf.kind) {
             let text = text_of(&query.query);
             let distance = edits(fuzziness, &text);
-            return Ok(constant(
-                fuzzy_term(field, &text, distance, query.prefix_length, true),
+            return Ok(boosted(
+                fuzzy_term(ctx, leaf, field, &text, distance, expansion),
                 boost,
             ));
         }
@@ -123,11 +129,7 @@ fn match_on_field(
                         IndexRecordOption::WithFreqs,
                     ))
                 } else {
-                    // fuzzy expansions score like a term in OpenSearch (top terms blended): use a constant
-                    constant(
-                        fuzzy_term(field, text, distance, query.prefix_length, true),
-                        2.2,
-                    )
+                    Box::new(BlendedFuzzyQuery::new(field, text, distance, expansion))
                 }
             }
             None => Box::new(TermQuery::new(
@@ -365,7 +367,7 @@ pub(crate) fn multi_match(ctx: &CompileContext, query: &MultiMatchQuery) -> Resu
                 leaf,
                 field,
                 &text,
-                50,
+                query.max_expansions,
                 query.analyzer.as_deref(),
                 *field_boost,
             ),
@@ -378,6 +380,8 @@ pub(crate) fn multi_match(ctx: &CompileContext, query: &MultiMatchQuery) -> Resu
                     minimum_should_match: query.minimum_should_match.clone(),
                     fuzziness: query.fuzziness.clone(),
                     prefix_length: query.prefix_length,
+                    max_expansions: query.max_expansions,
+                    fuzzy_transpositions: query.fuzzy_transpositions,
                     zero_terms_query: query.zero_terms_query,
                     analyzer: query.analyzer.clone(),
                     lenient,

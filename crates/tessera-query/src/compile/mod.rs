@@ -11,6 +11,8 @@ mod column_set;
 mod covering_range;
 mod field_stats;
 mod full_text;
+mod fuzzy_terms;
+pub use fuzzy_terms::DEFAULT_MAX_EXPANSIONS;
 mod geo;
 mod range_field;
 pub mod sloppy_phrase;
@@ -256,13 +258,17 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
             prefix_length,
             transpositions,
             boost,
+            max_expansions,
         } => term_level::fuzzy(
             ctx,
             field,
             value,
             fuzziness,
-            *prefix_length,
-            *transpositions,
+            fuzzy_terms::Expansion {
+                prefix_length: *prefix_length,
+                transpositions: *transpositions,
+                max_expansions: *max_expansions,
+            },
             *boost,
         ),
         QueryAst::Match(query) => full_text::match_query(ctx, query),
@@ -306,6 +312,7 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
             lat,
             lon,
             distance_meters,
+            ignore_unmapped,
             boost,
         } => {
             let shape = geo::GeoShape::Circle {
@@ -315,7 +322,7 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
                 },
                 meters: *distance_meters,
             };
-            geo_query(ctx, field, shape, *boost)
+            geo_query(ctx, field, shape, *ignore_unmapped, *boost)
         }
         QueryAst::GeoBoundingBox {
             field,
@@ -323,6 +330,7 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
             left,
             bottom,
             right,
+            ignore_unmapped,
             boost,
         } => {
             let shape = geo::GeoShape::Box {
@@ -331,7 +339,7 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
                 bottom: *bottom,
                 right: *right,
             };
-            geo_query(ctx, field, shape, *boost)
+            geo_query(ctx, field, shape, *ignore_unmapped, *boost)
         }
         QueryAst::Boosting {
             positive,
@@ -390,14 +398,20 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
     }
 }
 
+/// A geo query on `path`; an unmapped field fails the shard, as in OpenSearch, unless
+/// `ignore_unmapped` asks it to match nothing.
 fn geo_query(
     ctx: &CompileContext,
     path: &str,
     shape: geo::GeoShape,
+    ignore_unmapped: bool,
     boost: f32,
 ) -> Result<Box<dyn Query>> {
     let Some(leaf) = ctx.table.leaf(path) else {
-        return Ok(match_none());
+        if ignore_unmapped {
+            return Ok(match_none());
+        }
+        return Err(ctx.error(format!("failed to find geo field [{path}]")));
     };
     match &leaf.kind {
         tessera_mapping::LeafKind::GeoPoint { lat: Some(lat), lon: Some(lon) } => {

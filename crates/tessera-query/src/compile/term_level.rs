@@ -6,14 +6,14 @@ use std::ops::Bound;
 
 use serde_json::Value;
 use tantivy::query::{
-    BooleanQuery, ExistsQuery, FuzzyTermQuery, Occur, Query, RangeQuery, RegexQuery, TermQuery,
-    TermSetQuery,
+    BooleanQuery, ExistsQuery, Query, RangeQuery, RegexQuery, TermQuery, TermSetQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::Term;
 use tessera_common::Result;
 use tessera_mapping::{LeafField, LeafKind};
 
+use super::fuzzy_terms::{BlendedFuzzyQuery, Expansion};
 use super::values::{
     bound_f64, date_format_for, exact, integer_bounds, parse_date_bound, scaled_bounds, text_of,
     time_zone, DateBoundContext, Exact,
@@ -536,27 +536,19 @@ pub(crate) fn edits(fuzziness: &Fuzziness, term: &str) -> u8 {
     }
 }
 
-/// A fuzzy term query; the first `prefix_length` characters must match exactly.
+/// A fuzzy term query on a field with the statistics of `leaf`: the shard's
+/// `max_expansions` closest terms, scored with blended statistics as OpenSearch scores them
+/// (see [`super::fuzzy_terms`]); the first `prefix_length` characters must match exactly.
 pub(crate) fn fuzzy_term(
+    ctx: &CompileContext,
+    leaf: &LeafField,
     field: Field,
     text: &str,
     distance: u8,
-    prefix_length: u32,
-    transpositions: bool,
+    expansion: Expansion,
 ) -> Box<dyn Query> {
-    let term = Term::from_field_text(field, text);
-    let fuzzy: Box<dyn Query> = Box::new(FuzzyTermQuery::new(term, distance, transpositions));
-    if prefix_length == 0 || distance == 0 {
-        return fuzzy;
-    }
-    let prefix: String = text.chars().take(prefix_length as usize).collect();
-    match RegexQuery::from_pattern(&format!("{}.*", regex_escape(&prefix)), field) {
-        Ok(regex) => Box::new(BooleanQuery::new(vec![
-            (Occur::Must, fuzzy),
-            (Occur::Must, Box::new(regex) as Box<dyn Query>),
-        ])),
-        Err(_) => fuzzy,
-    }
+    let fuzzy = BlendedFuzzyQuery::new(field, text, distance, expansion);
+    super::full_text::per_field(ctx, leaf, Box::new(fuzzy))
 }
 
 pub(crate) fn fuzzy(
@@ -564,8 +556,7 @@ pub(crate) fn fuzzy(
     path: &str,
     value: &str,
     fuzziness: &Fuzziness,
-    prefix_length: u32,
-    transpositions: bool,
+    expansion: Expansion,
     boost: f32,
 ) -> Result<Box<dyn Query>> {
     let Some((leaf, field)) = string_field(ctx, path, "fuzzy", "keyword and text")? else {
@@ -573,8 +564,8 @@ pub(crate) fn fuzzy(
     };
     let value = keyword_normalized(leaf, value);
     let distance = edits(fuzziness, &value);
-    Ok(constant(
-        fuzzy_term(field, &value, distance, prefix_length, transpositions),
+    Ok(boosted(
+        fuzzy_term(ctx, leaf, field, &value, distance, expansion),
         boost,
     ))
 }

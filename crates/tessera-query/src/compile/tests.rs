@@ -493,3 +493,29 @@ fn terms_query_values_are_limited_by_max_terms_count() {
         format!("failed to create query: {reason}")
     );
 }
+
+#[test]
+fn geo_queries_on_an_unmapped_field_fail_unless_told_to_ignore_it() {
+    let f = fixture(
+        json!({"properties": {"loc": {"type": "geo_point"}}}),
+        &[("1", json!({"loc": {"lat": 1.0, "lon": 1.0}}))],
+    );
+    let distance = |extra: Value| {
+        let mut q = json!({"distance": "10km", "nope": {"lat": 1.0, "lon": 1.0}});
+        q.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({ "geo_distance": q })
+    };
+    let e = f.error(distance(json!({})));
+    assert_eq!(e.kind(), "query_shard_exception");
+    assert_eq!(e.reason(), "failed to find geo field [nope]");
+    assert!(f.ids(distance(json!({"ignore_unmapped": true}))).is_empty());
+    let bbox = json!({"geo_bounding_box": {"nope": {"top_left": {"lat": 2, "lon": 0},
+        "bottom_right": {"lat": 0, "lon": 2}}}});
+    assert_eq!(f.error(bbox).reason(), "failed to find geo field [nope]");
+    assert_eq!(
+        f.ids(json!({"geo_distance": {"distance": "10km", "loc": {"lat": 1.0, "lon": 1.0}}})),
+        ["1"]
+    );
+}

@@ -3,7 +3,9 @@
 use serde_json::Value;
 use tessera_common::{Error, Result};
 
-use super::{as_bool, as_f32, as_string, as_u32, parse_fuzziness, single_field, unknown};
+use super::{
+    as_bool, as_f32, as_string, as_u32, parse_fuzziness, parse_fuzzy_rewrite, single_field, unknown,
+};
 use crate::ast::{Fuzziness, QueryAst};
 
 pub fn parse(body: &Value) -> Result<QueryAst> {
@@ -13,6 +15,9 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
     let mut fuzziness = Fuzziness::Auto { low: 3, high: 6 };
     let mut prefix_length = 0;
     let mut transpositions = true;
+    let mut max_expansions = crate::compile::DEFAULT_MAX_EXPANSIONS;
+    // top_terms_blended_freqs_N: N terms, whatever max_expansions says
+    let mut rewrite_size = None;
     match spec {
         Value::Object(options) => {
             for (key, v) in options {
@@ -22,7 +27,16 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
                     "prefix_length" => prefix_length = as_u32("fuzzy", key, v)?,
                     "transpositions" => transpositions = as_bool("fuzzy", key, v)?,
                     "boost" => boost = as_f32("fuzzy", key, v)?,
-                    "max_expansions" | "rewrite" | "_name" => {}
+                    "max_expansions" => {
+                        max_expansions = as_u32("fuzzy", key, v)?;
+                        if max_expansions == 0 {
+                            return Err(Error::illegal_argument(
+                                "[max_expansions] must be greater than 0",
+                            ));
+                        }
+                    }
+                    "rewrite" => rewrite_size = Some(parse_fuzzy_rewrite("fuzzy", key, v)?),
+                    "_name" => {}
                     _ => return Err(unknown("fuzzy", key)),
                 }
             }
@@ -30,12 +44,14 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
         other => value = Some(as_string("fuzzy", field, other)?),
     }
     let value = value.ok_or_else(|| Error::parsing("[fuzzy] query requires a [value]"))?;
+    let max_expansions = rewrite_size.unwrap_or(max_expansions);
     Ok(QueryAst::Fuzzy {
         field: field.clone(),
         value,
         fuzziness,
         prefix_length,
         transpositions,
+        max_expansions,
         boost,
     })
 }

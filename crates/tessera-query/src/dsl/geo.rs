@@ -4,7 +4,7 @@ use serde_json::Value;
 use tessera_common::{Error, Result};
 use tessera_mapping::geo::{parse_distance, parse_point, GeoPoint};
 
-use super::{as_f32, object};
+use super::{as_bool, as_f32, object};
 use crate::ast::QueryAst;
 
 fn point(query: &str, value: &Value) -> Result<GeoPoint> {
@@ -16,6 +16,7 @@ pub fn parse_distance_query(body: &Value) -> Result<QueryAst> {
     let mut field = None;
     let mut distance = None;
     let mut boost = 1.0;
+    let mut ignore_unmapped = false;
     for (key, value) in object("geo_distance", body)? {
         match key.as_str() {
             "distance" => {
@@ -24,7 +25,8 @@ pub fn parse_distance_query(body: &Value) -> Result<QueryAst> {
                 )
             }
             "boost" => boost = as_f32("geo_distance", key, value)?,
-            "distance_type" | "validation_method" | "ignore_unmapped" | "_name" => {}
+            "ignore_unmapped" => ignore_unmapped = as_bool("geo_distance", key, value)?,
+            "distance_type" | "validation_method" | "_name" => {}
             name => {
                 if field.is_some() {
                     return Err(Error::parsing(format!("[geo_distance] failed to parse field [{name}]: the query supports one field")));
@@ -42,6 +44,7 @@ pub fn parse_distance_query(body: &Value) -> Result<QueryAst> {
         lat: center.lat,
         lon: center.lon,
         distance_meters,
+        ignore_unmapped,
         boost,
     })
 }
@@ -49,10 +52,12 @@ pub fn parse_distance_query(body: &Value) -> Result<QueryAst> {
 pub fn parse_bounding_box(body: &Value) -> Result<QueryAst> {
     let mut found = None;
     let mut boost = 1.0;
+    let mut ignore_unmapped = false;
     for (key, value) in object("geo_bounding_box", body)? {
         match key.as_str() {
             "boost" => boost = as_f32("geo_bounding_box", key, value)?,
-            "type" | "validation_method" | "ignore_unmapped" | "_name" => {}
+            "ignore_unmapped" => ignore_unmapped = as_bool("geo_bounding_box", key, value)?,
+            "type" | "validation_method" | "_name" => {}
             name => {
                 let corners = object("geo_bounding_box", value)?;
                 let (mut top, mut left, mut bottom, mut right) = (None, None, None, None);
@@ -118,6 +123,7 @@ pub fn parse_bounding_box(body: &Value) -> Result<QueryAst> {
         left,
         bottom,
         right,
+        ignore_unmapped,
         boost,
     })
 }
@@ -139,6 +145,7 @@ mod tests {
                 lat: 52.5,
                 lon: 13.4,
                 distance_meters: 100_000.0,
+                ignore_unmapped: false,
                 boost: 1.0
             }
         );
@@ -154,6 +161,7 @@ mod tests {
                 left: 13.0,
                 bottom: 52.0,
                 right: 14.0,
+                ignore_unmapped: false,
                 boost: 1.0
             }
         );

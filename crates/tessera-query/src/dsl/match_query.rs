@@ -4,8 +4,8 @@ use serde_json::Value;
 use tessera_common::Result;
 
 use super::{
-    as_bool, as_f32, as_scalar, as_string, as_u32, parse_fuzziness, parse_minimum_should_match,
-    parse_operator, parse_zero_terms, single_field, unknown,
+    as_bool, as_f32, as_scalar, as_string, as_u32, parse_fuzziness, parse_fuzzy_rewrite,
+    parse_minimum_should_match, parse_operator, parse_zero_terms, single_field, unknown,
 };
 use crate::ast::{MatchQuery, QueryAst};
 
@@ -18,6 +18,8 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
     match spec {
         Value::Object(options) => {
             let mut text = None;
+            // top_terms_blended_freqs_N: N terms, whatever max_expansions says
+            let mut rewrite_size = None;
             for (key, v) in options {
                 match key.as_str() {
                     "query" => text = Some(as_scalar("match", key, v)?),
@@ -31,14 +33,24 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
                     "analyzer" => query.analyzer = Some(as_string("match", key, v)?),
                     "lenient" => query.lenient = as_bool("match", key, v)?,
                     "boost" => query.boost = as_f32("match", key, v)?,
-                    "auto_generate_synonyms_phrase_query"
-                    | "fuzzy_transpositions"
-                    | "max_expansions"
-                    | "fuzzy_rewrite"
-                    | "cutoff_frequency"
-                    | "_name" => {}
+                    "max_expansions" => {
+                        query.max_expansions = as_u32("match", key, v)?;
+                        if query.max_expansions == 0 {
+                            return Err(tessera_common::Error::illegal_argument(
+                                "[max_expansions] must be greater than 0",
+                            ));
+                        }
+                    }
+                    "fuzzy_transpositions" => {
+                        query.fuzzy_transpositions = as_bool("match", key, v)?
+                    }
+                    "fuzzy_rewrite" => rewrite_size = Some(parse_fuzzy_rewrite("match", key, v)?),
+                    "auto_generate_synonyms_phrase_query" | "cutoff_frequency" | "_name" => {}
                     _ => return Err(unknown("match", key)),
                 }
+            }
+            if let Some(n) = rewrite_size {
+                query.max_expansions = n;
             }
             query.query = text.ok_or_else(|| {
                 tessera_common::Error::parsing("No text specified for text query")

@@ -152,6 +152,57 @@ pub(crate) fn single_field<'a>(
     Ok((name, value, boost))
 }
 
+/// A multi-term query's `rewrite` (`fuzzy_rewrite` for fuzzy terms): how Lucene turns its
+/// terms into a query, which decides the scores. Tessera scores as OpenSearch's default does —
+/// a constant for `prefix`, `wildcard` and `regexp`, blended top terms for fuzzy terms — so the
+/// methods that give those are taken, and one that would score otherwise is refused rather
+/// than ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rewrite {
+    /// `constant_score`, `constant_score_boolean`.
+    Constant,
+    /// `top_terms_blended_freqs_N`: the N closest terms.
+    TopTermsBlended(u32),
+}
+
+pub(crate) fn parse_rewrite(query: &str, key: &str, value: &Value) -> Result<Rewrite> {
+    let method = as_string(query, key, value)?;
+    let top = |prefix: &str| {
+        method
+            .strip_prefix(prefix)
+            .map(|n| n.parse::<u32>().ok().filter(|n| *n > 0))
+    };
+    let failed = || Error::illegal_argument(format!("Failed to parse rewrite_method [{method}]"));
+    match method.as_str() {
+        "constant_score" | "constant_score_boolean" => return Ok(Rewrite::Constant),
+        "scoring_boolean" => {}
+        _ => {
+            if let Some(n) = top("top_terms_blended_freqs_") {
+                return n.map(Rewrite::TopTermsBlended).ok_or_else(failed);
+            }
+            match top("top_terms_boost_").or_else(|| top("top_terms_")) {
+                Some(Some(_)) => {}
+                _ => return Err(failed()),
+            }
+        }
+    }
+    Err(Error::not_supported(&format!(
+        "[{key}] [{method}] in the [{query}] query"
+    )))
+}
+
+/// The `rewrite` of a fuzzy term (`fuzzy`'s `rewrite`, the `fuzzy_rewrite` of the full-text
+/// queries): only blended top terms, OpenSearch's default; the number of terms it keeps.
+pub(crate) fn parse_fuzzy_rewrite(query: &str, key: &str, value: &Value) -> Result<u32> {
+    match parse_rewrite(query, key, value)? {
+        Rewrite::TopTermsBlended(n) => Ok(n),
+        Rewrite::Constant => Err(Error::not_supported(&format!(
+            "[{key}] [{}] in the [{query}] query",
+            plain(value)
+        ))),
+    }
+}
+
 pub(crate) fn unknown(query: &str, key: &str) -> Error {
     Error::parsing(format!("[{query}] query does not support [{key}]"))
 }
@@ -373,6 +424,196 @@ pub fn resolve_msm(msm: &MinimumShouldMatch, optional: usize) -> usize {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Every query parameter that is accepted and then ignored (an arm `=> {}` of a query's
+    /// parser), with why ignoring it gives OpenSearch's answer. A parameter that changes
+    /// results must be honoured or refused with a 400, never silently dropped: one added to an
+    /// ignore list without a reason here fails this test.
+    const IGNORED: &[(&str, &str)] = &[
+        (
+            "_name",
+            "names a query for matched_queries: the search request reads the names from its body (tessera-search's named_queries); a name changes no match or score",
+        ),
+        ("auto_generate_synonyms_phrase_query", "only acts on multi-word synonyms, which no Tessera analyzer produces"),
+        ("cutoff_frequency", "no effect in OpenSearch 2.19 either (checked against the reference)"),
+        ("distance_type", "no effect on OpenSearch's geo_distance query either: Lucene's distance query is always haversine"),
+        ("validation_method", "Tessera validates points strictly (the default); a point that IGNORE_MALFORMED or COERCE would take fails with a 400, never silently"),
+        ("type", "geo_bounding_box: an execution hint (memory or indexed) with the same matches; ids: mapping types, ignored by OpenSearch 2.x too"),
+        ("max_determinized_states", "a limit that only decides whether a huge regex fails, not what matches"),
+    ];
+
+    /// The keys of the arms `"a" | "b" => {}` of a parser's source.
+    fn ignored_keys(source: &str) -> Vec<String> {
+        let lines: Vec<&str> = source.lines().collect();
+        let mut keys = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            if !line.contains("=> {}") || line.contains("Some(") || line.contains("None") {
+                continue;
+            }
+            let mut first = i;
+            while first > 0 && lines[first].trim_start().starts_with('|') {
+                first -= 1;
+            }
+            for arm in &lines[first..=i] {
+                let pattern = arm.split("=>").next().unwrap_or_default();
+                keys.extend(pattern.split('"').skip(1).step_by(2).map(String::from));
+            }
+        }
+        keys
+    }
+
+    #[test]
+    fn every_ignored_parameter_is_accounted_for() {
+        let parsers = [
+            ("bool", include_str!("bool_query.rs")),
+            ("compound", include_str!("compound.rs")),
+            ("exists", include_str!("exists.rs")),
+            ("fuzzy", include_str!("fuzzy.rs")),
+            ("geo", include_str!("geo.rs")),
+            ("ids", include_str!("ids.rs")),
+            ("match_all", include_str!("match_all.rs")),
+            ("match_phrase", include_str!("match_phrase.rs")),
+            ("match", include_str!("match_query.rs")),
+            ("multi_match", include_str!("multi_match.rs")),
+            ("prefix", include_str!("prefix.rs")),
+            ("query_string", include_str!("query_string.rs")),
+            ("range", include_str!("range.rs")),
+            ("regexp", include_str!("regexp.rs")),
+            (
+                "simple_query_string",
+                include_str!("simple_query_string.rs"),
+            ),
+            ("term", include_str!("term.rs")),
+            ("terms", include_str!("terms.rs")),
+            ("wildcard", include_str!("wildcard.rs")),
+        ];
+        let mut seen = Vec::new();
+        for (parser, source) in parsers {
+            for key in ignored_keys(source) {
+                assert!(
+                    IGNORED.iter().any(|(known, _)| *known == key),
+                    "[{parser}] ignores [{key}]: honour it, refuse it, or say here why ignoring it is right"
+                );
+                seen.push(key);
+            }
+        }
+        // the list holds nothing that is no longer ignored anywhere
+        for (known, _) in IGNORED {
+            assert!(
+                seen.iter().any(|k| k == known),
+                "[{known}] is no longer ignored"
+            );
+        }
+        // the parameters that used to be ignored and now change the query
+        let changes = |query: Value, with: Value| {
+            let plain = parse_query(&query).unwrap();
+            let mut changed = query.clone();
+            merge(&mut changed, &with);
+            assert_ne!(parse_query(&changed).unwrap(), plain, "{with} in {query}");
+        };
+        fn merge(into: &mut Value, from: &Value) {
+            match (into, from) {
+                (Value::Object(a), Value::Object(b)) => {
+                    for (k, v) in b {
+                        merge(a.entry(k.clone()).or_insert(Value::Null), v);
+                    }
+                }
+                (slot, v) => *slot = v.clone(),
+            }
+        }
+        let fuzzy = json!({"fuzzy": {"t": {"value": "a"}}});
+        changes(
+            fuzzy.clone(),
+            json!({"fuzzy": {"t": {"max_expansions": 3}}}),
+        );
+        changes(
+            fuzzy,
+            json!({"fuzzy": {"t": {"rewrite": "top_terms_blended_freqs_3"}}}),
+        );
+        let m = json!({"match": {"t": {"query": "a", "fuzziness": 1}}});
+        for option in [
+            json!({"max_expansions": 3}),
+            json!({"fuzzy_transpositions": false}),
+            json!({"fuzzy_rewrite": "top_terms_blended_freqs_3"}),
+        ] {
+            changes(m.clone(), json!({"match": {"t": option.clone()}}));
+            changes(
+                json!({"multi_match": {"query": "a", "fuzziness": 1}}),
+                json!({ "multi_match": option }),
+            );
+        }
+        let qs = json!({"query_string": {"query": "a~1 -b"}});
+        for option in [
+            json!({"fuzzy_max_expansions": 3}),
+            json!({"fuzzy_transpositions": false}),
+            json!({"fuzzy_rewrite": "top_terms_blended_freqs_3"}),
+            json!({"escape": true}),
+        ] {
+            changes(qs.clone(), json!({ "query_string": option }));
+        }
+        changes(
+            json!({"simple_query_string": {"query": "a~1"}}),
+            json!({"simple_query_string": {"fuzzy_transpositions": false}}),
+        );
+        let geo = json!({"geo_distance": {"distance": "1km", "loc": [0, 0]}});
+        changes(geo, json!({"geo_distance": {"ignore_unmapped": true}}));
+    }
+
+    #[test]
+    fn rewrite_methods_that_would_score_differently_are_refused() {
+        let rewrite = |v: &str| parse_rewrite("prefix", "rewrite", &json!(v));
+        assert_eq!(rewrite("constant_score").unwrap(), Rewrite::Constant);
+        assert_eq!(
+            rewrite("constant_score_boolean").unwrap(),
+            Rewrite::Constant
+        );
+        assert_eq!(
+            rewrite("top_terms_blended_freqs_7").unwrap(),
+            Rewrite::TopTermsBlended(7)
+        );
+        for scored in ["scoring_boolean", "top_terms_3", "top_terms_boost_3"] {
+            let e = rewrite(scored).unwrap_err();
+            assert_eq!(e.status(), 400, "{scored}");
+            assert!(e.reason().contains("not supported"), "{scored}");
+        }
+        for bogus in ["bogus", "top_terms_x", "top_terms_blended_freqs_0"] {
+            assert_eq!(
+                rewrite(bogus).unwrap_err().reason(),
+                format!("Failed to parse rewrite_method [{bogus}]")
+            );
+        }
+        // each query takes what its own default gives
+        assert!(parse_query(
+            &json!({"prefix": {"k": {"value": "a", "rewrite": "scoring_boolean"}}})
+        )
+        .is_err());
+        assert!(parse_query(
+            &json!({"wildcard": {"k": {"value": "a*", "rewrite": "constant_score"}}})
+        )
+        .is_ok());
+        assert!(
+            parse_query(&json!({"fuzzy": {"k": {"value": "a", "rewrite": "constant_score"}}}))
+                .is_err()
+        );
+        let QueryAst::Fuzzy { max_expansions, .. } = parse_query(
+            &json!({"fuzzy": {"k": {"value": "a", "rewrite": "top_terms_blended_freqs_4", "max_expansions": 9}}}),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(max_expansions, 4);
+        let QueryAst::Match(m) = parse_query(
+            &json!({"match": {"t": {"query": "a", "fuzziness": 1, "fuzzy_rewrite": "top_terms_blended_freqs_3", "fuzzy_transpositions": false}}}),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!((m.max_expansions, m.fuzzy_transpositions), (3, false));
+        assert!(
+            parse_query(&json!({"query_string": {"query": "a*", "rewrite": "top_terms_2"}}))
+                .is_err()
+        );
+    }
 
     #[test]
     fn unknown_and_unsupported_queries() {

@@ -4,7 +4,7 @@ use serde_json::Value;
 use tessera_common::{Error, Result};
 
 use super::{
-    as_bool, as_f32, as_scalar, as_string, as_u32, object, parse_fuzziness,
+    as_bool, as_f32, as_scalar, as_string, as_u32, object, parse_fuzziness, parse_fuzzy_rewrite,
     parse_minimum_should_match, parse_operator, parse_zero_terms, unknown,
 };
 use crate::ast::{
@@ -59,6 +59,8 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
         tie_breaker: None,
         fuzziness: None,
         prefix_length: 0,
+        max_expansions: crate::compile::DEFAULT_MAX_EXPANSIONS,
+        fuzzy_transpositions: true,
         slop: 0,
         analyzer: None,
         zero_terms_query: ZeroTermsQuery::None,
@@ -66,6 +68,8 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
         boost: 1.0,
     };
     let mut text = None;
+    // top_terms_blended_freqs_N: N terms, whatever max_expansions says
+    let mut rewrite_size = None;
     for (key, v) in object("multi_match", body)? {
         match key.as_str() {
             "query" => text = Some(as_scalar("multi_match", key, v)?),
@@ -83,14 +87,22 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
             "zero_terms_query" => query.zero_terms_query = parse_zero_terms(v)?,
             "lenient" => query.lenient = as_bool("multi_match", key, v)?,
             "boost" => query.boost = as_f32("multi_match", key, v)?,
-            "max_expansions"
-            | "fuzzy_transpositions"
-            | "fuzzy_rewrite"
-            | "auto_generate_synonyms_phrase_query"
-            | "cutoff_frequency"
-            | "_name" => {}
+            "max_expansions" => {
+                query.max_expansions = as_u32("multi_match", key, v)?;
+                if query.max_expansions == 0 {
+                    return Err(Error::illegal_argument(
+                        "[max_expansions] must be greater than 0",
+                    ));
+                }
+            }
+            "fuzzy_transpositions" => query.fuzzy_transpositions = as_bool("multi_match", key, v)?,
+            "fuzzy_rewrite" => rewrite_size = Some(parse_fuzzy_rewrite("multi_match", key, v)?),
+            "auto_generate_synonyms_phrase_query" | "cutoff_frequency" | "_name" => {}
             _ => return Err(unknown("multi_match", key)),
         }
+    }
+    if let Some(n) = rewrite_size {
+        query.max_expansions = n;
     }
     query.query = text.ok_or_else(|| Error::parsing("[multi_match] requires query value"))?;
     if query.fuzziness.is_some()

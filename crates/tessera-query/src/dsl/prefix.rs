@@ -3,7 +3,7 @@
 use serde_json::Value;
 use tessera_common::{Error, Result};
 
-use super::{as_bool, as_f32, as_string, single_field, unknown};
+use super::{as_bool, as_f32, as_string, parse_rewrite, plain, single_field, unknown, Rewrite};
 use crate::ast::QueryAst;
 
 /// Shared by `prefix`, `wildcard` and `regexp`: `{"field": "v"}` or `{"field": {"value": …}}`.
@@ -37,7 +37,16 @@ pub(crate) fn parse_pattern(
                     k if value_keys.contains(&k) => value = Some(as_string(query, key, v)?),
                     "boost" => pattern.boost = as_f32(query, key, v)?,
                     "case_insensitive" => pattern.case_insensitive = as_bool(query, key, v)?,
-                    "rewrite" | "_name" => {}
+                    "rewrite" => {
+                        // these queries score a constant, as OpenSearch's default method does
+                        if parse_rewrite(query, key, v)? != Rewrite::Constant {
+                            return Err(Error::not_supported(&format!(
+                                "[rewrite] [{}] in the [{query}] query",
+                                plain(v)
+                            )));
+                        }
+                    }
+                    "_name" => {}
                     k if extra_keys.contains(&k) => pattern.extra.push((key.clone(), v.clone())),
                     _ => return Err(unknown(query, key)),
                 }

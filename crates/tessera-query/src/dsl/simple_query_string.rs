@@ -64,7 +64,10 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
             }
             "analyzer" => q.analyzer = Some(as_string("simple_query_string", key, v)?),
             "boost" => q.boost = as_f32("simple_query_string", key, v)?,
-            "auto_generate_synonyms_phrase_query" | "fuzzy_transpositions" | "_name" => {}
+            "fuzzy_transpositions" => {
+                q.fuzzy_transpositions = as_bool("simple_query_string", key, v)?
+            }
+            "auto_generate_synonyms_phrase_query" | "_name" => {}
             "quote_field_suffix" => {
                 return Err(Error::not_supported(
                     "[simple_query_string] quote_field_suffix",

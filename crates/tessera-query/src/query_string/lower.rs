@@ -300,7 +300,8 @@ impl<'a> Lowerer<'a> {
                     value: self.resolver.normalize(name, text),
                     fuzziness: fuzziness.clone(),
                     prefix_length: self.q.fuzzy_prefix_length,
-                    transpositions: true,
+                    transpositions: self.q.fuzzy_transpositions,
+                    max_expansions: self.q.fuzzy_max_expansions,
                     boost: 1.0,
                 })))
             }
@@ -450,6 +451,8 @@ impl<'a> Lowerer<'a> {
                     tie_breaker: self.q.tie_breaker,
                     fuzziness: None,
                     prefix_length: 0,
+                    max_expansions: crate::compile::DEFAULT_MAX_EXPANSIONS,
+                    fuzzy_transpositions: true,
                     slop: self.q.phrase_slop,
                     analyzer,
                     zero_terms_query: ZeroTermsQuery::None,
@@ -1127,6 +1130,7 @@ mod tests {
             fuzziness,
             prefix_length: 0,
             transpositions: true,
+            max_expansions: 50,
             boost: 1.0,
         }
     }

@@ -435,7 +435,8 @@ impl SimpleLowerer<'_> {
             value: self.resolver.normalize(field, text),
             fuzziness: Fuzziness::Edits(edits),
             prefix_length: self.q.fuzzy_prefix_length,
-            transpositions: true,
+            transpositions: self.q.fuzzy_transpositions,
+            max_expansions: self.q.fuzzy_max_expansions,
             boost,
         }))
     }
@@ -556,6 +557,7 @@ mod tests {
             fuzziness: Fuzziness::Edits(edits),
             prefix_length: 0,
             transpositions: true,
+            max_expansions: 50,
             boost: 1.0,
         }
     }
