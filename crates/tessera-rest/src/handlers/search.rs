@@ -48,6 +48,7 @@ pub async fn search(service: SearchService, request: RestRequest) -> Result<Rest
     let search = service.prepare(source, value.as_ref(), |e| with_position(e, &request.body))?;
     let options = ResponseOptions {
         total_hits_as_int: request.param_bool("rest_total_hits_as_int", false)?,
+        typed_keys: request.param_bool("typed_keys", false)?,
     };
     let response = service.search(&target(&request)?, search, options).await?;
     RestResponse::serialized(200, &response)
