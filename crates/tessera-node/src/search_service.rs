@@ -99,6 +99,20 @@ impl SearchService {
         tessera_search::count(&self.node.pools.search, groups, search).await
     }
 
+    /// `_msearch`'s default `max_concurrent_searches`, as OpenSearch computes it: the data
+    /// nodes times the search pool's size (at most 10 per node, leaving room for other
+    /// searches), at least 1.
+    pub fn default_max_concurrent_searches(&self) -> usize {
+        let data_nodes = self
+            .node
+            .cluster_state()
+            .nodes
+            .values()
+            .filter(|node| node.roles.iter().any(|role| role == "data"))
+            .count();
+        (data_nodes * self.node.pools.search.size().min(10)).max(1)
+    }
+
     /// The shard groups `target` names.
     fn groups(&self, target: &SearchTarget) -> Result<Vec<ShardGroup>> {
         let indices = self.node.resolve(&target.expression, &target.options)?;

@@ -5,7 +5,8 @@ use axum::http::Method;
 use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
-    allocation, bulk, cat, cluster, documents, indices, nodes, recovery, root, search, stats,
+    allocation, bulk, cat, cluster, documents, indices, msearch, nodes, recovery, root, search,
+    stats,
 };
 use crate::router::Route;
 
@@ -540,6 +541,18 @@ pub fn all() -> Vec<Route> {
             pattern: "/{index}/_search",
             params: SEARCH,
             handler: handler!(search: search::search),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_msearch",
+            params: msearch::MSEARCH_PARAMS,
+            handler: handler!(search: msearch::msearch),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/{index}/_msearch",
+            params: msearch::MSEARCH_PARAMS,
+            handler: handler!(search: msearch::msearch),
         },
         Route {
             methods: &[GET, POST],
