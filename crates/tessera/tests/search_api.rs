@@ -445,6 +445,35 @@ fn mget() {
     assert_eq!(resp["docs"][0]["_source"], json!({"k": "k04"}), "{resp}");
 }
 
+#[test]
+fn mget_without_documents_is_a_validation_error() {
+    let node = setup();
+    for body in [json!({"docs": []}), json!({"ids": []}), json!({})] {
+        let error = node
+            .post("/items/_mget", &body)
+            .expect_error(400, "action_request_validation_exception");
+        assert_eq!(
+            error["error"]["reason"], "Validation Failed: 1: no documents to get;",
+            "{body}"
+        );
+    }
+    // `docs` and `ids` add up
+    let resp = node
+        .post(
+            "/items/_mget",
+            &json!({"docs": [{"_id": "1"}], "ids": ["2"]}),
+        )
+        .expect(200)
+        .json();
+    let ids: Vec<&str> = resp["docs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["1", "2"], "{resp}");
+}
+
 /// Each search of a multi search answers as the same `_search` would, in request order; one
 /// that fails (a missing index, a bad preference) is an error item, the others unaffected,
 /// whatever `max_concurrent_searches` allows at once.
