@@ -539,6 +539,20 @@ def test_msearch(client, index_name):
     assert err.value.info["error"]["reason"] == "key [bogus] is not supported in the metadata section"
 
 
+def test_exists_apis_answer_false_for_what_is_missing(client, index_name):
+    create_products(client, index_name)
+    missing = index_name + "-missing"
+    assert client.exists(index=index_name, id="nope") is False
+    assert client.exists(index=missing, id="1") is False
+    assert client.exists_source(index=index_name, id="nope") is False
+    assert client.indices.exists(index=missing) is False
+    assert client.indices.exists_alias(name="compat-py-no-such-alias") is False
+    assert client.indices.exists_alias(index=index_name, name="compat-py-no-such-alias") is False
+    assert client.indices.exists_template(name="compat-py-no-such-template") is False
+    assert client.indices.exists_index_template(name="compat-py-no-such-template") is False
+    assert client.cluster.exists_component_template(name="compat-py-no-such-template") is False
+
+
 def test_count(client, index_name):
     create_products(client, index_name)
     resp = client.count(index=index_name)
