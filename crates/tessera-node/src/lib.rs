@@ -8,6 +8,7 @@ pub mod disk;
 pub mod health;
 pub mod indexing_pressure;
 pub mod node;
+pub mod node_filter;
 pub mod poll;
 pub mod preference;
 pub mod process_stats;

@@ -26,6 +26,18 @@ const STATS_PARAMS: &[&str] = &[
     "include_unloaded_segments",
 ];
 
+/// The URL parameters of `_nodes/stats`.
+const NODES_STATS: &[&str] = &[
+    "level",
+    "timeout",
+    "groups",
+    "types",
+    "completion_fields",
+    "fielddata_fields",
+    "fields",
+    "include_segment_file_sizes",
+];
+
 /// The URL parameters of `_cluster/state`.
 const CLUSTER_STATE: &[&str] = &[
     "local",
@@ -383,47 +395,56 @@ pub fn all() -> Vec<Route> {
         },
         Route {
             methods: &[GET],
+            pattern: "/_nodes/{node_id}",
+            params: &["flat_settings", "timeout"],
+            handler: handler!(nodes::info),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_nodes/{node_id}/{metric}",
+            params: &["flat_settings", "timeout"],
+            handler: handler!(nodes::info),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_nodes/{node_id}/info/{metric}",
+            params: &["flat_settings", "timeout"],
+            handler: handler!(nodes::info),
+        },
+        Route {
+            methods: &[GET],
             pattern: "/_nodes/stats",
-            params: &[
-                "level",
-                "timeout",
-                "groups",
-                "types",
-                "completion_fields",
-                "fielddata_fields",
-                "fields",
-                "include_segment_file_sizes",
-            ],
+            params: NODES_STATS,
+            handler: handler!(nodes::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_nodes/{node_id}/stats",
+            params: NODES_STATS,
             handler: handler!(nodes::stats),
         },
         Route {
             methods: &[GET],
             pattern: "/_nodes/stats/{metric}",
-            params: &[
-                "level",
-                "timeout",
-                "groups",
-                "types",
-                "completion_fields",
-                "fielddata_fields",
-                "fields",
-                "include_segment_file_sizes",
-            ],
+            params: NODES_STATS,
+            handler: handler!(nodes::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_nodes/{node_id}/stats/{metric}",
+            params: NODES_STATS,
             handler: handler!(nodes::stats),
         },
         Route {
             methods: &[GET],
             pattern: "/_nodes/stats/{metric}/{index_metric}",
-            params: &[
-                "level",
-                "timeout",
-                "groups",
-                "types",
-                "completion_fields",
-                "fielddata_fields",
-                "fields",
-                "include_segment_file_sizes",
-            ],
+            params: NODES_STATS,
+            handler: handler!(nodes::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_nodes/{node_id}/stats/{metric}/{index_metric}",
+            params: NODES_STATS,
             handler: handler!(nodes::stats),
         },
         // cat
