@@ -253,7 +253,10 @@ impl Header {
         };
         for (key, value) in &map {
             match key.as_str() {
-                "index" | "indices" => self.indices = Some(index_expression(key, value)?),
+                // an empty list or string is every index, whatever the path names
+                "index" | "indices" => {
+                    self.indices = Some(index_expression(key, value)?).filter(|e| !e.is_empty())
+                }
                 "search_type" | "searchType" => self.search_type = string_value(value),
                 "ccs_minimize_roundtrips" | "ccsMinimizeRoundtrips" => {
                     bool_value(value, None)?;
@@ -511,6 +514,14 @@ mod tests {
             header.search_params(),
             BTreeMap::from([("search_type".to_string(), "query_then_fetch".to_string())])
         );
+        let path_index = Header {
+            indices: Some("logs".to_string()),
+            ..Header::default()
+        };
+        for every_index in [r#"{"index": []}"#, r#"{"index": ""}"#] {
+            let header = path_index.clone().read(every_index.as_bytes()).unwrap();
+            assert_eq!(header.indices, None, "{every_index}");
+        }
         // a scalar or array line sets nothing, as in OpenSearch
         assert_eq!(Header::default().read(b"[]").unwrap(), Header::default());
         assert_eq!(Header::default().read(b"  ").unwrap(), Header::default());
