@@ -132,15 +132,15 @@ fn a_non_manager_node_answers_the_cluster_apis_for_every_node() {
         .find(|(_, n)| n["name"] == format!("node-{asked}"))
         .map(|(id, _)| id.clone())
         .unwrap();
-    assert_eq!(filtered("/_nodes/_local"), [asked_id.clone()]);
-    assert_eq!(filtered("/_nodes/_local/stats/jvm"), [asked_id.clone()]);
+    assert_eq!(filtered("/_nodes/_local"), [asked_id.as_str()]);
+    assert_eq!(filtered("/_nodes/_local/stats/jvm"), [asked_id.as_str()]);
     assert_eq!(
         filtered("/_nodes/_cluster_manager/stats"),
-        [manager_id.clone()]
+        [manager_id.as_str()]
     );
     assert_eq!(
         filtered(&format!("/_nodes/node-{manager}/os")),
-        [manager_id.clone()]
+        [manager_id.as_str()]
     );
     assert_eq!(filtered("/_nodes/_all").len(), 3);
     assert_eq!(filtered("/_nodes/data:true/stats/os").len(), 3);
