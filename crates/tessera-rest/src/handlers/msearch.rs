@@ -162,12 +162,15 @@ fn line_pairs(data: &[u8]) -> Result<Vec<(&[u8], &[u8])>> {
 /// Parses every pair into an [`Item`]; the first error fails the whole request.
 fn parse_items(service: &SearchService, request: &RestRequest, data: &[u8]) -> Result<Vec<Item>> {
     let defaults = Header::defaults(request)?;
+    let total_hits_as_int = request.param_bool("rest_total_hits_as_int", false)?;
     let mut items = Vec::new();
     for (header_line, body_line) in line_pairs(data)? {
         let header = defaults.clone().read(header_line)?;
         let body = body_object(body_line)?;
         let text = String::from_utf8_lossy(body_line).into_owned();
-        let source = service.source(Some(text), header.search_params());
+        let mut params = header.search_params();
+        super::search::check_rest_total_hits(total_hits_as_int, Some(&body), &mut params)?;
+        let source = service.source(Some(text), params);
         let search = service.prepare(source, Some(&body), |e| with_position(e, body_line))?;
         items.push(Item {
             expression: header.indices.unwrap_or_else(|| "_all".to_string()),
