@@ -573,6 +573,46 @@ def test_search_errors(client, index_name):
     assert err.value.info["error"]["root_cause"][0]["reason"].startswith("Result window is too large")
 
 
+def test_msearch(client, index_name):
+    create_products(client, index_name)
+    resp = client.msearch(body=[
+        {"index": index_name},
+        {"query": {"term": {"tag": "slow"}}},
+        {"index": index_name + "-missing"},
+        {"query": {"match_all": {}}},
+        {},
+        {"size": 0, "aggs": {"tags": {"terms": {"field": "tag"}}}},
+    ], index=index_name, typed_keys=True, max_concurrent_searches=2)
+    first, missing, aggs = resp["responses"]
+    assert first["status"] == 200
+    assert hit_ids(first) == ["4"]
+    assert missing["status"] == 404
+    assert missing["error"]["type"] == "index_not_found_exception"
+    assert missing["error"]["reason"] == f"no such index [{index_name}-missing]"
+    assert aggs["status"] == 200 and aggs["hits"]["total"] == {"value": 6, "relation": "eq"}
+    buckets = aggs["aggregations"]["sterms#tags"]["buckets"]
+    assert buckets[0] == {"key": "animal", "doc_count": 4}
+    # a malformed request fails as a whole
+    with pytest.raises(RequestError) as err:
+        client.msearch(body=[{"bogus": 1}, {}])
+    assert err.value.status_code == 400
+    assert err.value.info["error"]["reason"] == "key [bogus] is not supported in the metadata section"
+
+
+def test_exists_apis_answer_false_for_what_is_missing(client, index_name):
+    create_products(client, index_name)
+    missing = index_name + "-missing"
+    assert client.exists(index=index_name, id="nope") is False
+    assert client.exists(index=missing, id="1") is False
+    assert client.exists_source(index=index_name, id="nope") is False
+    assert client.indices.exists(index=missing) is False
+    assert client.indices.exists_alias(name="compat-py-no-such-alias") is False
+    assert client.indices.exists_alias(index=index_name, name="compat-py-no-such-alias") is False
+    assert client.indices.exists_template(name="compat-py-no-such-template") is False
+    assert client.indices.exists_index_template(name="compat-py-no-such-template") is False
+    assert client.cluster.exists_component_template(name="compat-py-no-such-template") is False
+
+
 def test_count(client, index_name):
     create_products(client, index_name)
     resp = client.count(index=index_name)

@@ -65,6 +65,10 @@ pub struct ShardFinish<'a> {
 pub struct RenderContext {
     pub max_buckets: usize,
     buckets: usize,
+    /// `typed_keys=true`: every aggregation's name is prefixed with its result type
+    /// (`sterms#tags`), sub-aggregations included, as clients that parse results by type
+    /// (opensearch-java) ask.
+    pub typed_keys: bool,
 }
 
 /// OpenSearch's default `search.max_buckets`.
@@ -75,7 +79,13 @@ impl RenderContext {
         RenderContext {
             max_buckets,
             buckets: 0,
+            typed_keys: false,
         }
+    }
+
+    /// The same context, with `typed_keys` set as asked.
+    pub fn with_typed_keys(self, typed_keys: bool) -> RenderContext {
+        RenderContext { typed_keys, ..self }
     }
 
     /// Fails, before anything is allocated, when `n` more buckets would pass the budget. `n`
@@ -191,7 +201,12 @@ impl InternalAggregations {
     ) -> Result<Map<String, Value>> {
         let mut out = Map::new();
         for ((name, agg), request) in self.0.into_iter().zip(requests) {
-            out.insert(name, Value::Object(agg.render(request, ctx)?));
+            let key = if ctx.typed_keys {
+                format!("{}#{name}", agg.typed_name(request))
+            } else {
+                name
+            };
+            out.insert(key, Value::Object(agg.render(request, ctx)?));
         }
         Ok(out)
     }
@@ -332,6 +347,20 @@ impl InternalAgg {
         }
     }
 
+    /// The name of this result's type in OpenSearch (`typed_keys`), which for terms and
+    /// significant terms depends on the keys (`sterms`, `lterms`, `dterms`, `sigsterms`,
+    /// `siglterms`) and for percentiles on the method (always t-digest here).
+    pub fn typed_name(&self, request: &AggRequest) -> &'static str {
+        match (self, &request.kind) {
+            (_, AggKind::MultiTerms(_)) => "multi_terms",
+            (InternalAgg::Terms(t), _) => t.value_type.typed_name(),
+            (InternalAgg::SignificantTerms(t), _) => t.typed_name(),
+            (_, AggKind::Percentiles(_)) => "tdigest_percentiles",
+            (_, AggKind::PercentileRanks(_)) => "tdigest_percentile_ranks",
+            (_, kind) => kind.type_name(),
+        }
+    }
+
     fn render(self, request: &AggRequest, ctx: &mut RenderContext) -> Result<Map<String, Value>> {
         let mut out = Map::new();
         if let Some(meta) = &request.meta {
@@ -414,5 +443,58 @@ mod tests {
         // checking counts nothing
         ctx.add_buckets(6).unwrap();
         assert!(ctx.add_buckets(1).is_err());
+    }
+
+    #[test]
+    fn typed_keys_name_each_result_by_its_type_at_every_level() {
+        let requests = crate::request::parse_aggregations(&serde_json::json!({
+            "longs": {"terms": {"field": "n"}},
+            "words": {"terms": {"field": "k"}},
+            "both": {"multi_terms": {"terms": [{"field": "k"}, {"field": "n"}]}},
+            "f": {"filter": {"match_all": {}}, "aggs": {"avg_n": {"avg": {"field": "n"}}}},
+            "p": {"percentiles": {"field": "n"}},
+            "r": {"percentile_ranks": {"field": "n", "values": [1]}},
+            "h": {"date_histogram": {"field": "t", "calendar_interval": "day"}}
+        }))
+        .unwrap();
+        let mut results = InternalAggregations::empty(&requests);
+        // a shard of a long field names its terms `lterms`, even without buckets, and
+        // keeps that type through a reduce with a shard where the field is unmapped
+        for (name, result) in &mut results.0 {
+            if let (true, InternalAgg::Terms(terms)) = (name == "longs", result) {
+                terms.value_type = crate::bucket::terms::TermsValueType::Long;
+            }
+        }
+        let reduced = InternalAggregations::reduce(
+            vec![results, InternalAggregations::empty(&requests)],
+            &requests,
+        )
+        .unwrap();
+        let render = |typed: bool| {
+            reduced
+                .clone()
+                .render(
+                    &requests,
+                    &mut RenderContext::new(100).with_typed_keys(typed),
+                )
+                .unwrap()
+        };
+        let keys: Vec<String> = render(true).keys().cloned().collect();
+        let mut expected = vec![
+            "lterms#longs",
+            "sterms#words",
+            "multi_terms#both",
+            "filter#f",
+            "tdigest_percentiles#p",
+            "tdigest_percentile_ranks#r",
+            "date_histogram#h",
+        ];
+        expected.sort();
+        let mut keys_sorted = keys.clone();
+        keys_sorted.sort();
+        assert_eq!(keys_sorted, expected);
+        assert!(render(true)["filter#f"].get("avg#avg_n").is_some());
+        let plain = render(false);
+        assert!(plain.contains_key("longs") && plain["f"].get("avg_n").is_some());
     }
 }

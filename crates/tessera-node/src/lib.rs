@@ -8,6 +8,7 @@ pub mod disk;
 pub mod health;
 pub mod indexing_pressure;
 pub mod node;
+pub mod node_filter;
 pub mod pinned_search;
 pub mod poll;
 pub mod preference;

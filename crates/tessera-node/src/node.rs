@@ -775,14 +775,40 @@ impl Node {
         report: &str,
         params: Value,
     ) -> Vec<(tessera_cluster::DiscoveryNode, Result<Value>)> {
-        type Answer = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value>> + Send>>;
+        self.fan_out_to(self.report_nodes(), report, params).await
+    }
+
+    /// The nodes a report goes to: those of the cluster state, and this node even when its
+    /// state does not list it yet (a member that just joined still answers for itself).
+    fn report_nodes(&self) -> Vec<tessera_cluster::DiscoveryNode> {
         let state = self.cluster_state();
         let mut nodes: Vec<tessera_cluster::DiscoveryNode> =
             state.nodes.values().cloned().collect();
         if !nodes.iter().any(|n| n.id == self.node_id) {
-            // a member whose state does not list it yet still answers for itself
             nodes.push(self.local_node());
         }
+        nodes
+    }
+
+    /// The nodes a `_nodes/{node_id}` filter names (see [`crate::node_filter`]).
+    pub fn resolve_nodes(&self, expression: &str) -> Result<Vec<tessera_cluster::DiscoveryNode>> {
+        let state = self.cluster_state();
+        crate::node_filter::resolve_nodes(
+            &self.report_nodes(),
+            &self.node_id,
+            state.cluster_manager.as_deref(),
+            expression,
+        )
+    }
+
+    /// [`fan_out`](Self::fan_out) to some of the nodes only.
+    pub async fn fan_out_to(
+        self: &Arc<Self>,
+        nodes: Vec<tessera_cluster::DiscoveryNode>,
+        report: &str,
+        params: Value,
+    ) -> Vec<(tessera_cluster::DiscoveryNode, Result<Value>)> {
+        type Answer = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value>> + Send>>;
         let mut calls: Vec<Answer> = Vec::new();
         for target in &nodes {
             if target.id == self.node_id {

@@ -46,6 +46,49 @@ pub fn process_memory() -> (u64, u64) {
     (resident * 4096, size * 4096)
 }
 
+/// This process's peak resident memory (`VmHWM`, bytes) and its thread count, from
+/// `/proc/self/status`.
+pub fn peak_memory_and_threads() -> (u64, u64) {
+    let Some(status) = read("/proc/self/status") else {
+        return (0, 0);
+    };
+    let value = |key: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (value("VmHWM:") * 1024, value("Threads:"))
+}
+
+/// The files this process maps into memory (tantivy reads segments through `mmap`): how many
+/// mappings, and their bytes, from `/proc/self/maps`.
+pub fn mapped_files() -> (u64, u64) {
+    let Some(maps) = read("/proc/self/maps") else {
+        return (0, 0);
+    };
+    let (mut count, mut bytes) = (0, 0);
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let range = fields.next().unwrap_or("");
+        // address, perms, offset, device, inode, path: a file mapping has an inode and a path
+        let inode = fields.nth(3).unwrap_or("0");
+        let path = fields.next().unwrap_or("");
+        if inode == "0" || !path.starts_with('/') {
+            continue;
+        }
+        if let Some((start, end)) = range.split_once('-') {
+            let start = u64::from_str_radix(start, 16).unwrap_or(0);
+            let end = u64::from_str_radix(end, 16).unwrap_or(0);
+            count += 1;
+            bytes += end.saturating_sub(start);
+        }
+    }
+    (count, bytes)
+}
+
 pub fn open_file_descriptors() -> u64 {
     std::fs::read_dir("/proc/self/fd")
         .map(|d| d.count() as u64)

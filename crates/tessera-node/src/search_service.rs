@@ -78,6 +78,10 @@ impl SearchService {
         search: Search,
         options: ResponseOptions,
     ) -> Result<SearchResponse> {
+        if search.request.pit.is_some() {
+            // a point in time names its own readers (an `_msearch` item may carry one)
+            return self.search_pit(search, options).await;
+        }
         crate::pinned_search::check_not_pinned(&search.request)?;
         self.run(target, search, options).await
     }
@@ -108,6 +112,20 @@ impl SearchService {
             return Ok((0, ShardsSummary::default(), None));
         }
         tessera_search::count(&self.node.pools.search, groups, search).await
+    }
+
+    /// `_msearch`'s default `max_concurrent_searches`, as OpenSearch computes it: the data
+    /// nodes times the search pool's size (at most 10 per node, leaving room for other
+    /// searches), at least 1.
+    pub fn default_max_concurrent_searches(&self) -> usize {
+        let data_nodes = self
+            .node
+            .cluster_state()
+            .nodes
+            .values()
+            .filter(|node| node.roles.iter().any(|role| role == "data"))
+            .count();
+        (data_nodes * self.node.pools.search.size().min(10)).max(1)
     }
 
     /// The shard groups `target` names.

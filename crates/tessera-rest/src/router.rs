@@ -1,6 +1,7 @@
 //! Routing with OpenSearch's rules: the most specific pattern wins (`/_search` beats
-//! `/{index}`); a path no pattern matches is a 400 "no handler found"; a matching path with
-//! another method is a 405 listing the allowed methods.
+//! `/{index}`); a path no pattern matches is a 400 "no handler found" (a HEAD of one, a bare
+//! 404: `server::dispatch`); a matching path with another method is a 405 listing the allowed
+//! methods.
 
 use std::collections::BTreeMap;
 use std::future::Future;

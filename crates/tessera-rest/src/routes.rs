@@ -5,7 +5,8 @@ use axum::http::Method;
 use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
-    allocation, bulk, cat, cluster, documents, indices, nodes, recovery, root, scroll, search,
+    allocation, bulk, cat, cluster, documents, indices, msearch, nodes, recovery, root, scroll,
+    search,
     stats,
 };
 use crate::router::Route;
@@ -24,6 +25,18 @@ const STATS_PARAMS: &[&str] = &[
     "fields",
     "include_segment_file_sizes",
     "include_unloaded_segments",
+];
+
+/// The URL parameters of `_nodes/stats`.
+const NODES_STATS: &[&str] = &[
+    "level",
+    "timeout",
+    "groups",
+    "types",
+    "completion_fields",
+    "fielddata_fields",
+    "fields",
+    "include_segment_file_sizes",
 ];
 
 /// The URL parameters of `_cluster/state`.
@@ -393,47 +406,56 @@ pub fn all() -> Vec<Route> {
         },
         Route {
             methods: &[GET],
+            pattern: "/_nodes/{node_id}",
+            params: &["flat_settings", "timeout"],
+            handler: handler!(nodes::info),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_nodes/{node_id}/{metric}",
+            params: &["flat_settings", "timeout"],
+            handler: handler!(nodes::info),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_nodes/{node_id}/info/{metric}",
+            params: &["flat_settings", "timeout"],
+            handler: handler!(nodes::info),
+        },
+        Route {
+            methods: &[GET],
             pattern: "/_nodes/stats",
-            params: &[
-                "level",
-                "timeout",
-                "groups",
-                "types",
-                "completion_fields",
-                "fielddata_fields",
-                "fields",
-                "include_segment_file_sizes",
-            ],
+            params: NODES_STATS,
+            handler: handler!(nodes::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_nodes/{node_id}/stats",
+            params: NODES_STATS,
             handler: handler!(nodes::stats),
         },
         Route {
             methods: &[GET],
             pattern: "/_nodes/stats/{metric}",
-            params: &[
-                "level",
-                "timeout",
-                "groups",
-                "types",
-                "completion_fields",
-                "fielddata_fields",
-                "fields",
-                "include_segment_file_sizes",
-            ],
+            params: NODES_STATS,
+            handler: handler!(nodes::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_nodes/{node_id}/stats/{metric}",
+            params: NODES_STATS,
             handler: handler!(nodes::stats),
         },
         Route {
             methods: &[GET],
             pattern: "/_nodes/stats/{metric}/{index_metric}",
-            params: &[
-                "level",
-                "timeout",
-                "groups",
-                "types",
-                "completion_fields",
-                "fielddata_fields",
-                "fields",
-                "include_segment_file_sizes",
-            ],
+            params: NODES_STATS,
+            handler: handler!(nodes::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_nodes/{node_id}/stats/{metric}/{index_metric}",
+            params: NODES_STATS,
             handler: handler!(nodes::stats),
         },
         // cat
@@ -599,6 +621,18 @@ pub fn all() -> Vec<Route> {
             pattern: "/_search/point_in_time/_all",
             params: &[],
             handler: handler!(search: scroll::list_pits),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_msearch",
+            params: msearch::MSEARCH_PARAMS,
+            handler: handler!(search: msearch::msearch),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/{index}/_msearch",
+            params: msearch::MSEARCH_PARAMS,
+            handler: handler!(search: msearch::msearch),
         },
         Route {
             methods: &[GET, POST],

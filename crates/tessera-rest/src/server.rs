@@ -1,6 +1,7 @@
 //! The HTTP entry point: one axum fallback handler that applies OpenSearch's HTTP-level rules
-//! (body size limit → 413, Content-Type checks → 406, routing → 400/405), runs the matched
-//! handler, and renders its answer (pretty, filter_path) or its error.
+//! (body size limit → 413, Content-Type checks → 406, routing → 400/405; a HEAD of a path no
+//! route matches → a bare 404, OPTIONS → 200 with `Allow`), runs the matched handler, and
+//! renders its answer (pretty, filter_path) or its error.
 //!
 //! Every answer is OpenSearch-shaped: heads hyper would refuse with an empty body are checked
 //! first by `http_guard` (its rejection arrives here as a private header), and a panic anywhere
@@ -137,6 +138,18 @@ async fn handle(state: State<AppState>, request: Request) -> Response {
     }
 }
 
+/// The answer to `OPTIONS`: 200, no body, `Allow` listing `allowed` when there are any.
+fn options_response(allowed: &[&Method]) -> Response {
+    let mut response = render(RestResponse::text(String::new()), &RenderOptions::default());
+    if !allowed.is_empty() {
+        let names: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
+        if let Ok(value) = header::HeaderValue::from_str(&names.join(",")) {
+            response.headers_mut().insert(header::ALLOW, value);
+        }
+    }
+    response
+}
+
 fn render_error(error: &Error) -> Response {
     render(RestResponse::error(error), &RenderOptions::default())
 }
@@ -250,6 +263,16 @@ async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
     };
     let method = parts.method.clone();
     match matched {
+        // a HEAD asks whether something exists: where Tessera has no such API (aliases,
+        // templates), nothing of the kind exists, and a 404 lets clients' `exists_*` say so
+        // instead of raising on OpenSearch's 400
+        Match::NotFound if method == Method::HEAD => {
+            RestResponse::status_only(404).into_empty_response()
+        }
+        // OPTIONS names the methods the path allows, as OpenSearch answers it (none for a
+        // path no route matches)
+        Match::NotFound if method == Method::OPTIONS => options_response(&[]),
+        Match::WrongMethod(allowed) if method == Method::OPTIONS => options_response(&allowed),
         Match::NotFound => plain_error(
             400,
             &format!("no handler found for uri [{path}] and method [{method}]"),
@@ -395,6 +418,56 @@ mod tests {
             .unwrap()
             .contains("a test panic on the http runtime"));
         assert!(answers[1].starts_with("HTTP/1.1 200"), "{}", answers[1]);
+    }
+
+    #[test]
+    fn unknown_routes_answer_no_handler_found_and_a_head_of_one_a_bare_404() {
+        let methods = ["GET", "POST", "PUT", "DELETE", "PATCH"];
+        let requests: Vec<Vec<u8>> = methods
+            .iter()
+            .chain(&["HEAD"])
+            .map(|method| {
+                format!("{method} /_bogus/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    .into_bytes()
+            })
+            .collect();
+        let answers = exchange(&requests.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        for (method, answer) in methods.iter().zip(&answers) {
+            assert!(answer.starts_with("HTTP/1.1 400"), "{method}: {answer}");
+            assert_eq!(
+                body_of(answer),
+                serde_json::json!({
+                    "error": format!("no handler found for uri [/_bogus/x] and method [{method}]")
+                })
+            );
+        }
+        let head = &answers[methods.len()];
+        assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+        assert_eq!(head.split_once("\r\n\r\n").map(|(_, body)| body), Some(""));
+    }
+
+    #[test]
+    fn options_answers_200_with_the_allowed_methods() {
+        let answers = exchange(&[
+            b"OPTIONS /_test_panic HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            b"OPTIONS /_bogus/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        ]);
+        for answer in &answers {
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+            assert!(answer.ends_with("\r\n\r\n"), "no body: {answer}");
+        }
+        assert!(
+            answers[0]
+                .to_ascii_lowercase()
+                .contains("\r\nallow: get\r\n"),
+            "{}",
+            answers[0]
+        );
+        assert!(
+            !answers[1].to_ascii_lowercase().contains("\r\nallow:"),
+            "{}",
+            answers[1]
+        );
     }
 
     #[test]

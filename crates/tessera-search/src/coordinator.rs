@@ -36,6 +36,8 @@ use crate::sort::render_sort_value;
 pub struct ResponseOptions {
     /// `rest_total_hits_as_int=true`: `hits.total` as a plain number.
     pub total_hits_as_int: bool,
+    /// `typed_keys=true`: aggregation names prefixed with their result type (`sterms#tags`).
+    pub typed_keys: bool,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -122,10 +124,10 @@ impl SearchResponse {
         };
         let aggregations = match &search.aggs {
             None => None,
-            Some(requests) => Some(
-                InternalAggregations::empty(requests)
-                    .render(requests, &mut RenderContext::new(search.max_buckets))?,
-            ),
+            Some(requests) => Some(InternalAggregations::empty(requests).render(
+                requests,
+                &mut RenderContext::new(search.max_buckets).with_typed_keys(options.typed_keys),
+            )?),
         };
         Ok(SearchResponse {
             _scroll_id: None,
@@ -528,11 +530,14 @@ pub async fn search(
         None => None,
         Some(_) => {
             let request = request.clone();
+            let typed_keys = options.typed_keys;
             Some(
                 pool.run(move || {
                     let requests = request.aggs.as_deref().unwrap_or_default();
                     let merged = InternalAggregations::reduce(shard_aggs, requests)?;
-                    merged.render(requests, &mut RenderContext::new(request.max_buckets))
+                    let mut ctx =
+                        RenderContext::new(request.max_buckets).with_typed_keys(typed_keys);
+                    merged.render(requests, &mut ctx)
                 })
                 .await?,
             )
@@ -732,6 +737,7 @@ pub async fn count(
         counted,
         ResponseOptions {
             total_hits_as_int: true,
+            typed_keys: false,
         },
     )
     .await?;

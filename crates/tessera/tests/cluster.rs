@@ -91,6 +91,34 @@ fn a_cluster_spreads_an_index_over_its_nodes_and_answers_as_one_node_does() {
             assert_eq!(got, expected, "search {i} on node {n}: {search}");
         }
     }
+    // the same searches in one `_msearch`, from any node, with a failing one among them
+    let mut ndjson = String::from("{\"index\": \"no-such-index\"}\n{}\n");
+    for search in &searches {
+        ndjson.push_str(&format!("{{}}\n{search}\n"));
+    }
+    for n in 0..3 {
+        let multi = cluster
+            .node(n)
+            .send_raw(
+                "POST",
+                "/items/_msearch",
+                ndjson.as_bytes(),
+                "application/x-ndjson",
+            )
+            .expect(200)
+            .json();
+        let items = multi["responses"].as_array().unwrap();
+        assert_eq!(items[0]["status"], 404, "{multi}");
+        for (i, search) in searches.iter().enumerate() {
+            let mut got = comparable(items[i + 1].clone());
+            assert_eq!(
+                got.as_object_mut().unwrap().remove("status"),
+                Some(json!(200))
+            );
+            let expected = comparable(single.search("items", search));
+            assert_eq!(got, expected, "msearch item {i} on node {n}: {search}");
+        }
+    }
     for n in 0..3 {
         let node = cluster.node(n);
         assert_eq!(node.count("items"), 500);

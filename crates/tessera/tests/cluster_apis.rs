@@ -1,5 +1,6 @@
-//! The cluster APIs answered for the whole cluster from any node: `_cat/nodes`, `_nodes`,
-//! `_nodes/stats`, `_cat/shards`, `_cat/indices`, `_stats`, `_cat/allocation`,
+//! The cluster APIs answered for the whole cluster from any node: `_cat/nodes`, `_nodes` and
+//! `_nodes/stats` (and their node filters), `_cat/shards`, `_cat/indices`, `_stats` (and
+//! `level=shards`), `_cat/allocation`,
 //! `_cat/cluster_manager` and `_cluster/allocation/explain`, asked of a node that is not the
 //! cluster manager, on a 3-node cluster (`common::cluster::Cluster`).
 
@@ -60,6 +61,7 @@ fn a_non_manager_node_answers_the_cluster_apis_for_every_node() {
         )
         .ok();
     write_docs(&cluster, asked, "spread");
+    let primaries = cluster.primaries(asked, "spread");
 
     // _cat/nodes: every node once, the manager alone marked
     let rows = cat(
@@ -115,6 +117,46 @@ fn a_non_manager_node_answers_the_cluster_apis_for_every_node() {
         );
     }
 
+    // node filters: `_local` is the node asked, `_cluster_manager` the manager, a name its
+    // node, a role every node holding it; each asked node sends its own jvm section
+    let filtered = |path: &str| -> Vec<String> {
+        let answer = cluster.node(asked).get(path).ok().json();
+        let nodes = answer["nodes"].as_object().unwrap();
+        assert_eq!(answer["_nodes"]["total"], nodes.len(), "{answer}");
+        nodes.keys().cloned().collect()
+    };
+    let asked_id = state["nodes"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, n)| n["name"] == format!("node-{asked}"))
+        .map(|(id, _)| id.clone())
+        .unwrap();
+    assert_eq!(filtered("/_nodes/_local"), [asked_id.as_str()]);
+    assert_eq!(filtered("/_nodes/_local/stats/jvm"), [asked_id.as_str()]);
+    assert_eq!(
+        filtered("/_nodes/_cluster_manager/stats"),
+        [manager_id.as_str()]
+    );
+    assert_eq!(
+        filtered(&format!("/_nodes/node-{manager}/os")),
+        [manager_id.as_str()]
+    );
+    assert_eq!(filtered("/_nodes/_all").len(), 3);
+    assert_eq!(filtered("/_nodes/data:true/stats/os").len(), 3);
+    assert!(filtered("/_nodes/no-such-node/stats").is_empty());
+    let jvm = cluster.node(asked).get("/_nodes/stats/jvm").ok().json();
+    for node in jvm["nodes"].as_object().unwrap().values() {
+        assert!(
+            node["jvm"]["mem"]["heap_used_in_bytes"].as_u64().unwrap() > 0,
+            "{jvm}"
+        );
+        assert_eq!(
+            node["jvm"]["gc"]["collectors"]["old"]["collection_count"], 0,
+            "{jvm}"
+        );
+    }
+
     // the documents, counted over every node's copies
     let shards = cat(&cluster, asked, "/_cat/shards/spread");
     assert_eq!(shards.len(), 3, "{shards:?}");
@@ -135,6 +177,23 @@ fn a_non_manager_node_answers_the_cluster_apis_for_every_node() {
         index_stats["indices"]["spread"]["total"]["docs"]["count"], DOCS,
         "{index_stats}"
     );
+    // level=shards: each shard's copy from the node holding it, where the routing puts it
+    let by_shard = cluster
+        .node(asked)
+        .get("/spread/_stats/docs?level=shards")
+        .ok()
+        .json();
+    let shards_stats = by_shard["indices"]["spread"]["shards"].as_object().unwrap();
+    assert_eq!(shards_stats.len(), 3, "{by_shard}");
+    let mut on_copies = 0;
+    for (shard, copies) in shards_stats {
+        let copy = &copies.as_array().unwrap()[0];
+        let holder = primaries[shard.parse::<usize>().unwrap()].clone().unwrap();
+        assert_eq!(copy["routing"]["node"], holder.as_str(), "{by_shard}");
+        assert_eq!(copy["routing"]["primary"], true, "{by_shard}");
+        on_copies += copy["docs"]["count"].as_u64().unwrap();
+    }
+    assert_eq!(on_copies, DOCS as u64, "{by_shard}");
     let segments = cat(&cluster, asked, "/_cat/segments/spread");
     let in_segments: u64 = segments.iter().map(|r| number(&r["docs.count"])).sum();
     assert_eq!(in_segments, DOCS as u64, "{segments:?}");
@@ -157,13 +216,7 @@ fn a_non_manager_node_answers_the_cluster_apis_for_every_node() {
     }
 
     // explain: a primary on another node is where the routing puts it
-    let primaries = cluster.primaries(asked, "spread");
-    let asked_id = state["nodes"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .find(|(_, n)| n["name"] == format!("node-{asked}"))
-        .map(|(id, _)| id.clone());
+    let asked_id = Some(asked_id);
     let (elsewhere, holder) = primaries
         .iter()
         .enumerate()

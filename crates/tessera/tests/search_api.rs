@@ -1,5 +1,6 @@
 //! Search and document APIs as a client sees them: sorting, paging (from/size and
-//! search_after), total hits tracking, refresh visibility, bulk item failures, upserts, mget.
+//! search_after), total hits tracking, refresh visibility, bulk item failures, upserts, mget,
+//! msearch.
 
 mod common;
 
@@ -460,4 +461,108 @@ fn mget() {
         .expect(200)
         .json();
     assert_eq!(resp["docs"][0]["_source"], json!({"k": "k04"}), "{resp}");
+}
+
+#[test]
+fn mget_without_documents_is_a_validation_error() {
+    let node = setup();
+    for body in [json!({"docs": []}), json!({"ids": []}), json!({})] {
+        let error = node
+            .post("/items/_mget", &body)
+            .expect_error(400, "action_request_validation_exception");
+        assert_eq!(
+            error["error"]["reason"], "Validation Failed: 1: no documents to get;",
+            "{body}"
+        );
+    }
+    // `docs` and `ids` add up
+    let resp = node
+        .post(
+            "/items/_mget",
+            &json!({"docs": [{"_id": "1"}], "ids": ["2"]}),
+        )
+        .expect(200)
+        .json();
+    let ids: Vec<&str> = resp["docs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["1", "2"], "{resp}");
+}
+
+/// Each search of a multi search answers as the same `_search` would, in request order; one
+/// that fails (a missing index, a bad preference) is an error item, the others unaffected,
+/// whatever `max_concurrent_searches` allows at once.
+#[test]
+fn msearch_answers_each_search_in_order_and_fails_items_alone() {
+    let node = setup();
+    node.refresh("items");
+    let searches = [
+        json!({"query": {"term": {"cat": "fizz"}}, "sort": sort_spec(), "size": 4}),
+        json!({"size": 0, "aggs": {"cats": {"terms": {"field": "cat"}}, "avg_n": {"avg": {"field": "n"}}}}),
+        json!({"query": {"match": {"text": "number"}}, "from": 5, "size": 3, "sort": sort_spec()}),
+    ];
+    let mut ndjson = String::new();
+    for (i, search) in searches.iter().enumerate() {
+        ndjson.push_str("{\"index\": \"items\"}\n");
+        ndjson.push_str(&format!("{search}\n"));
+        if i == 0 {
+            ndjson.push_str("{\"index\": \"no-such-index\"}\n{}\n");
+            ndjson.push_str("{\"index\": \"items\", \"preference\": \"_bogus\"}\n{}\n");
+        }
+    }
+    for max in ["1", "2", "10"] {
+        let resp = node
+            .send_raw(
+                "POST",
+                &format!("/_msearch?max_concurrent_searches={max}&typed_keys=true"),
+                ndjson.as_bytes(),
+                "application/x-ndjson",
+            )
+            .expect(200)
+            .json();
+        let items = resp["responses"].as_array().unwrap();
+        assert_eq!(items.len(), 5, "{resp}");
+        assert!(resp["took"].is_u64(), "{resp}");
+        assert_eq!(items[1]["status"], 404, "{resp}");
+        assert_eq!(items[1]["error"]["type"], "index_not_found_exception");
+        assert_eq!(items[2]["status"], 400, "{resp}");
+        assert_eq!(items[2]["error"]["reason"], "no Preference for [_bogus]");
+        for (item, search) in [&items[0], &items[3], &items[4]].into_iter().zip(&searches) {
+            let mut alone = node
+                .post("/items/_search?typed_keys=true", search)
+                .expect(200)
+                .json();
+            let mut item = item.clone();
+            assert_eq!(item["status"], 200, "{item}");
+            for answer in [&mut alone, &mut item] {
+                let answer = answer.as_object_mut().unwrap();
+                answer.remove("took");
+                answer.remove("status");
+            }
+            assert_eq!(item, alone, "max_concurrent_searches={max}");
+        }
+        assert!(
+            items[3]["aggregations"]["sterms#cats"]["buckets"].is_array(),
+            "typed keys: {resp}"
+        );
+        assert!(
+            items[3]["aggregations"]["avg#avg_n"]["value"].is_number(),
+            "{resp}"
+        );
+    }
+    // what is read before anything runs fails the whole request
+    node.send_raw(
+        "POST",
+        "/_msearch",
+        b"{\"index\": \"items\"}\n{}\n{\"bogus\": 1}\n{}\n",
+        "application/x-ndjson",
+    )
+    .expect_error(400, "illegal_argument_exception");
+    node.send_raw("POST", "/_msearch", b"{}\n{}", "application/x-ndjson")
+        .expect_error(400, "illegal_argument_exception");
+    node.send_raw("POST", "/_msearch", b"", "application/x-ndjson")
+        .expect_error(400, "parse_exception");
 }

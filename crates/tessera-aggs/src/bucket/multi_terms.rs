@@ -710,6 +710,7 @@ impl Collector for MultiTermsCollector {
         }
         Ok(InternalAgg::Terms(crate::bucket::terms::InternalTerms {
             buckets,
+            value_type: crate::bucket::terms::TermsValueType::String,
             format: ValueFormat::Raw,
             formats: self.fields.iter().map(|f| f.spec.format.clone()).collect(),
             doc_count_error_upper_bound: 0,

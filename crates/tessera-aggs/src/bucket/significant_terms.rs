@@ -688,6 +688,20 @@ struct Scored {
 }
 
 impl InternalSignificantTerms {
+    /// The `typed_keys` name: `siglterms` for numeric keys, else `sigsterms` (also for a
+    /// result without buckets, which does not say what its field held).
+    pub fn typed_name(&self) -> &'static str {
+        let numeric = self
+            .buckets
+            .iter()
+            .any(|b| matches!(b.key, TermKey::Long(_) | TermKey::Double(_)));
+        if numeric {
+            "siglterms"
+        } else {
+            "sigsterms"
+        }
+    }
+
     pub fn reduce(
         parts: Vec<InternalSignificantTerms>,
         request: &AggRequest,

@@ -375,9 +375,35 @@ pub struct TermsBucket {
     pub first_seen: u64,
 }
 
+/// What a `terms` aggregation's keys are, as OpenSearch names its result types (`typed_keys`:
+/// `sterms`, `lterms`, `dterms`): known even when there are no buckets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum TermsValueType {
+    /// Keywords, ips, and a field unmapped on the shard.
+    #[default]
+    String,
+    /// Longs, dates and booleans.
+    Long,
+    Double,
+}
+
+impl TermsValueType {
+    /// The `typed_keys` prefix.
+    pub fn typed_name(self) -> &'static str {
+        match self {
+            TermsValueType::String => "sterms",
+            TermsValueType::Long => "lterms",
+            TermsValueType::Double => "dterms",
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct InternalTerms {
     pub buckets: Vec<TermsBucket>,
+    /// The keys' type; a reduce keeps the widest (an unmapped shard's string terms give way
+    /// to numbers, longs to doubles), as OpenSearch's reduce does.
+    pub value_type: TermsValueType,
     pub format: ValueFormat,
     /// The format of each value of a `multi_terms` key (empty for `terms`).
     pub formats: Vec<ValueFormat>,
@@ -397,6 +423,7 @@ fn terms_request(request: &AggRequest) -> Result<&TermsRequest> {
 impl InternalTerms {
     pub fn reduce(parts: Vec<InternalTerms>, request: &AggRequest) -> Result<InternalTerms> {
         let format = ValueFormat::merge(parts.iter().map(|p| &p.format));
+        let value_type = parts.iter().map(|p| p.value_type).max().unwrap_or_default();
         let width = parts.iter().map(|p| p.formats.len()).max().unwrap_or(0);
         let formats = (0..width)
             .map(|i| ValueFormat::merge(parts.iter().filter_map(|p| p.formats.get(i))))
@@ -473,6 +500,7 @@ impl InternalTerms {
         }
         Ok(InternalTerms {
             buckets,
+            value_type,
             format,
             formats,
             doc_count_error_upper_bound: if unknown_error { -1 } else { total_error },
@@ -835,6 +863,7 @@ impl Common {
         }
         Ok(InternalAgg::Terms(InternalTerms {
             buckets,
+            value_type: TermsValueType::String,
             format: self.format.clone(),
             formats: Vec::new(),
             doc_count_error_upper_bound: 0,
@@ -1229,7 +1258,15 @@ impl Collector for NumericTerms {
             &all,
         );
         self.all_keys = all;
-        result
+        let mut result = result?;
+        if let InternalAgg::Terms(terms) = &mut result {
+            terms.value_type = if exact {
+                TermsValueType::Long
+            } else {
+                TermsValueType::Double
+            };
+        }
+        Ok(result)
     }
 }
 

@@ -353,7 +353,13 @@ pub async fn source(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
 
 /// `GET|POST /_mget`, `/{index}/_mget`.
 pub async fn mget(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
-    let body = request.required_json_body()?;
+    let body = request.json_body()?.ok_or_else(|| {
+        Error::new(
+            "parse_exception",
+            400,
+            "request body or source parameter is required",
+        )
+    })?;
     let default_index = request.path_params.get("index").cloned();
     let default_spec = url_source_spec(&request)?.unwrap_or_default();
     let mut wanted: Vec<(Option<String>, String, Option<String>, SourceSpec)> = Vec::new();
@@ -387,15 +393,12 @@ pub async fn mget(node: Arc<Node>, request: RestRequest) -> Result<RestResponse>
             };
             wanted.push((index, id, routing, spec));
         }
-    } else if let Some(ids) = body.get("ids") {
+    }
+    // `docs` and `ids` add up, as in OpenSearch
+    if let Some(ids) = body.get("ids") {
         let Value::Array(ids) = ids else {
             return Err(Error::parsing("[ids] must be an array"));
         };
-        if ids.is_empty() {
-            return Err(Error::action_request_validation(&[
-                "no documents to get".into()
-            ]));
-        }
         for id in ids {
             let id = id
                 .as_str()
@@ -403,7 +406,8 @@ pub async fn mget(node: Arc<Node>, request: RestRequest) -> Result<RestResponse>
                 .unwrap_or_else(|| id.to_string());
             wanted.push((default_index.clone(), id, None, default_spec.clone()));
         }
-    } else {
+    }
+    if wanted.is_empty() {
         return Err(Error::action_request_validation(&[
             "no documents to get".into()
         ]));

@@ -9,6 +9,8 @@ pub mod cat;
 pub mod cluster;
 pub mod documents;
 pub mod indices;
+pub mod jvm_stats;
+pub mod msearch;
 pub mod nodes;
 pub mod recovery;
 pub mod reports;

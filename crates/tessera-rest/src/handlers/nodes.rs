@@ -1,4 +1,5 @@
-//! `_nodes/stats` (with metric filters) and `_nodes` info.
+//! `_nodes/stats` (with metric filters) and `_nodes` info, of the nodes a node filter names
+//! (`_all`, `_local`, ids, names…: `tessera_node::node_filter`).
 
 use std::sync::Arc;
 
@@ -183,6 +184,9 @@ pub(crate) fn node_stats(node: &Node, metrics: &[&str], index_metrics: &[&str]) 
             "mem": {"total_virtual_in_bytes": virtual_size, "resident_in_bytes": resident}
         }));
     }
+    if wants("jvm") {
+        out.insert("jvm".into(), super::jvm_stats::jvm_section(node, now));
+    }
     if wants("indexing_pressure") {
         out.insert("indexing_pressure".into(), node.indexing_pressure.stats());
     }
@@ -266,7 +270,8 @@ pub async fn stats(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
         )));
     }
     let params = json!({"metrics": metrics, "index_metrics": index_metrics});
-    let answers = node.fan_out(reports::NODES_STATS, params).await;
+    let targets = node.resolve_nodes(request.path_param("node_id"))?;
+    let answers = node.fan_out_to(targets, reports::NODES_STATS, params).await;
     Ok(RestResponse::ok(nodes_response(&node, answers)))
 }
 
@@ -298,14 +303,134 @@ pub(crate) fn local_info(node: &Node) -> Value {
         "version": crate::handlers::root::COMPATIBLE_VERSION,
         "build_type": "tessera",
         "roles": local.roles,
+        "attributes": {},
+        "plugins": [],
+        "modules": [],
         "os": {"available_processors": process_stats::cores(), "allocated_processors": process_stats::cores()},
         "http": {"publish_address": local.http_address, "max_content_length_in_bytes": node.config.max_content_length},
         "thread_pool": node.pools.all().iter().map(|p| (p.name().to_string(), json!({"type": "fixed", "size": p.size(), "queue_size": p.stats().queue_size}))).collect::<Map<String, Value>>(),
     })
 }
 
-/// `GET /_nodes`: node info.
-pub async fn info(node: Arc<Node>, _request: RestRequest) -> Result<RestResponse> {
-    let answers = node.fan_out(reports::NODES_INFO, json!({})).await;
+/// The sections `_nodes` info may be asked for (`/_nodes/{node_id}/{metric}`).
+const INFO_METRICS: &[&str] = &[
+    "settings",
+    "os",
+    "process",
+    "jvm",
+    "thread_pool",
+    "transport",
+    "http",
+    "plugins",
+    "ingest",
+    "aggregations",
+    "indices",
+    "search_pipelines",
+];
+
+/// What every info entry shows whichever sections were asked for.
+const INFO_HEADER: &[&str] = &[
+    "name",
+    "transport_address",
+    "host",
+    "ip",
+    "version",
+    "build_type",
+    "build_hash",
+    "roles",
+    "attributes",
+];
+
+/// The node filter and the sections of a `_nodes` info request. A lone path parameter
+/// (`/_nodes/{x}`) holds sections when every name in it is one, else a node filter, as
+/// OpenSearch reads it; unknown section names select nothing.
+fn info_target(request: &RestRequest) -> (String, Option<Vec<String>>) {
+    let split = |text: &str| -> Vec<String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    let node_id = request.path_param("node_id");
+    let sections = match request.path_params.get("metric") {
+        Some(metric) => Some(split(metric)),
+        None => {
+            let names = split(node_id);
+            if !names.is_empty() && names.iter().all(|n| INFO_METRICS.contains(&n.as_str())) {
+                return ("_all".to_string(), Some(names));
+            }
+            None
+        }
+    };
+    let sections = sections.filter(|s| !s.iter().any(|m| m == "_all"));
+    (node_id.to_string(), sections)
+}
+
+/// `GET /_nodes`, `/_nodes/{node_id}`, `/_nodes/{node_id}/{metric}`,
+/// `/_nodes/{node_id}/info/{metric}`: node info.
+pub async fn info(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let (filter, sections) = info_target(&request);
+    let targets = node.resolve_nodes(&filter)?;
+    let mut answers = node
+        .fan_out_to(targets, reports::NODES_INFO, json!({}))
+        .await;
+    if let Some(sections) = sections {
+        for (_, answer) in &mut answers {
+            if let Ok(Value::Object(info)) = answer {
+                info.retain(|key, _| {
+                    INFO_HEADER.contains(&key.as_str()) || sections.iter().any(|s| s == key)
+                });
+            }
+        }
+    }
     Ok(RestResponse::ok(nodes_response(&node, answers)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(node_id: Option<&str>, metric: Option<&str>) -> RestRequest {
+        let mut path_params = std::collections::BTreeMap::new();
+        if let Some(node_id) = node_id {
+            path_params.insert("node_id", node_id.to_string());
+        }
+        if let Some(metric) = metric {
+            path_params.insert("metric", metric.to_string());
+        }
+        RestRequest {
+            method: axum::http::Method::GET,
+            path: "/_nodes".into(),
+            path_params,
+            params: Default::default(),
+            body: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_lone_parameter_is_sections_only_when_every_name_is_one() {
+        let strings = |names: &[&str]| Some(names.iter().map(|n| n.to_string()).collect());
+        assert_eq!(info_target(&request(None, None)), (String::new(), None));
+        assert_eq!(
+            info_target(&request(Some("jvm,os"), None)),
+            ("_all".to_string(), strings(&["jvm", "os"]))
+        );
+        assert_eq!(
+            info_target(&request(Some("_local"), None)),
+            ("_local".to_string(), None)
+        );
+        assert_eq!(
+            info_target(&request(Some("os,node-1"), None)),
+            ("os,node-1".to_string(), None)
+        );
+        assert_eq!(
+            info_target(&request(Some("_local"), Some("http"))),
+            ("_local".to_string(), strings(&["http"]))
+        );
+        assert_eq!(
+            info_target(&request(Some("_all"), Some("_all"))),
+            ("_all".to_string(), None)
+        );
+    }
 }

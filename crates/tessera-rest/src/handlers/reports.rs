@@ -31,7 +31,7 @@ pub const SEGMENTS: &str = "indices/segments";
 /// The disk of this node and what its copies take; for `_cat/allocation`.
 pub const DISK: &str = "fs/allocation";
 /// `_stats` sections of the copies this node holds, by index uuid; params
-/// `{"index_uuids": [...]}`.
+/// `{"index_uuids": [...], "shards": bool}` (with `shards`, each copy's own sections too).
 pub const INDEX_STATS: &str = "indices/stats";
 
 /// The recoveries of the copies this node holds (`RecoveryState`s); params
@@ -169,6 +169,7 @@ async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
         }
         INDEX_STATS => {
             let uuids = uuids(&params);
+            let per_shard = params["shards"].as_bool().unwrap_or(false);
             node.pools
                 .management
                 .run(move || {
@@ -178,13 +179,14 @@ async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
                             let copies = index.shards();
                             let primaries: Vec<_> =
                                 copies.iter().filter(|s| !s.is_replica()).cloned().collect();
-                            out.insert(
-                                uuid,
-                                json!({
-                                    "primaries": super::nodes::shards_stats(&primaries),
-                                    "total": super::nodes::shards_stats(&copies),
-                                }),
-                            );
+                            let mut stats = json!({
+                                "primaries": super::nodes::shards_stats(&primaries),
+                                "total": super::nodes::shards_stats(&copies),
+                            });
+                            if per_shard {
+                                stats["shards"] = copy_stats(&worker.node_id, &copies);
+                            }
+                            out.insert(uuid, stats);
                         }
                     }
                     Ok(Value::Object(out))
@@ -286,6 +288,29 @@ fn replica_lags(node: &Node, uuids: &[String]) -> Vec<Value> {
 
 /// The indices this node has open (in a cluster, every index of the state: its figures count
 /// only the copies held here).
+/// `_stats?level=shards`: each copy's sections with its routing, by shard id (a node holds at
+/// most one copy of a shard).
+fn copy_stats(node_id: &str, copies: &[Arc<tessera_index::shard::Shard>]) -> Value {
+    let mut by_shard = Map::new();
+    for copy in copies {
+        let mut stats = Map::new();
+        stats.insert(
+            "routing".to_string(),
+            json!({
+                "state": "STARTED",
+                "primary": !copy.is_replica(),
+                "node": node_id,
+                "relocating_node": null
+            }),
+        );
+        if let Value::Object(sections) = super::nodes::shards_stats(std::slice::from_ref(copy)) {
+            stats.extend(sections);
+        }
+        by_shard.insert(copy.shard_id.to_string(), json!([stats]));
+    }
+    Value::Object(by_shard)
+}
+
 pub fn local_indices(node: &Node) -> Vec<Arc<IndexService>> {
     node.index_names()
         .iter()

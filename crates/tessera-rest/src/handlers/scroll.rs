@@ -105,6 +105,8 @@ pub async fn scroll(service: SearchService, request: RestRequest) -> Result<Rest
     let keep_alive = scroll.map(|s| keep_alive(&s, "scroll")).transpose()?;
     let options = ResponseOptions {
         total_hits_as_int: request.param_bool("rest_total_hits_as_int", false)?,
+        // a scroll's later pages have no aggregations to name
+        typed_keys: false,
     };
     let response = service.scroll(id, keep_alive, options).await?;
     RestResponse::serialized(200, &response)

@@ -1,10 +1,13 @@
 //! `_search` and `_count`: the body and URL parameters become one search request, which the
 //! coordinator runs over the resolved indices' shards.
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Value};
 use tessera_common::{Error, Result};
 use tessera_node::{SearchService, SearchTarget};
 use tessera_search::coordinator::count_source;
+use tessera_search::request::{parse_track_total_hits, TrackTotalHits};
 use tessera_search::ResponseOptions;
 
 use super::resolve_options;
@@ -41,15 +44,49 @@ pub(crate) fn target(request: &RestRequest) -> Result<SearchTarget> {
     })
 }
 
+/// `rest_total_hits_as_int=true` shows totals as plain numbers, which only exact counts can be
+/// (OpenSearch's `checkRestTotalHits`): a search that says nothing of `track_total_hits` (in
+/// its body or `params`) counts every hit, one that sets a limit is a 400.
+pub(crate) fn check_rest_total_hits(
+    total_hits_as_int: bool,
+    body: Option<&Value>,
+    params: &mut BTreeMap<String, String>,
+) -> Result<()> {
+    if !total_hits_as_int {
+        return Ok(());
+    }
+    let given = match params.get("track_total_hits") {
+        Some(text) => Some(match text.as_str() {
+            "" | "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            other => Value::String(other.to_string()),
+        }),
+        None => body.and_then(|b| b.get("track_total_hits")).cloned(),
+    };
+    let Some(given) = given else {
+        params.insert("track_total_hits".to_string(), "true".to_string());
+        return Ok(());
+    };
+    match parse_track_total_hits(&given)? {
+        TrackTotalHits::UpTo(n) if n != i32::MAX as u64 => Err(Error::illegal_argument(format!(
+            "[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got {n}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// `GET|POST /_search`, `/{index}/_search`; with `scroll=` the first page of a scroll, with
 /// `pit` in the body a search of that point in time.
 pub async fn search(service: SearchService, request: RestRequest) -> Result<RestResponse> {
     let (value, text) = body(&request)?.unzip();
-    let source = service.source(text, request.params.clone());
-    let search = service.prepare(source, value.as_ref(), |e| with_position(e, &request.body))?;
     let options = ResponseOptions {
         total_hits_as_int: request.param_bool("rest_total_hits_as_int", false)?,
+        typed_keys: request.param_bool("typed_keys", false)?,
     };
+    let mut params = request.params.clone();
+    check_rest_total_hits(options.total_hits_as_int, value.as_ref(), &mut params)?;
+    let source = service.source(text, params);
+    let search = service.prepare(source, value.as_ref(), |e| with_position(e, &request.body))?;
     let scroll = request
         .param("scroll")
         .map(|value| super::scroll::keep_alive(value, "scroll"))
@@ -140,3 +177,46 @@ const COUNT_QUERY_PARAMS: &[&str] = &[
     "lenient",
     "analyze_wildcard",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_as_numbers_need_exact_counts() {
+        let check = |as_int: bool, body: Value, url: Option<&str>| {
+            let mut params = BTreeMap::new();
+            if let Some(url) = url {
+                params.insert("track_total_hits".to_string(), url.to_string());
+            }
+            check_rest_total_hits(as_int, Some(&body), &mut params).map(|()| params)
+        };
+        // nothing said: every hit is counted
+        let params = check(true, json!({}), None).unwrap();
+        assert_eq!(params["track_total_hits"], "true");
+        assert!(check(false, json!({}), None).unwrap().is_empty());
+        for (body, url) in [
+            (json!({"track_total_hits": true}), None),
+            (json!({"track_total_hits": false}), None),
+            (json!({"track_total_hits": 2147483647}), None),
+            (json!({"track_total_hits": 10}), Some("true")),
+        ] {
+            let params = check(true, body.clone(), url).unwrap();
+            assert_eq!(
+                params.get("track_total_hits").map(String::as_str),
+                url,
+                "{body}"
+            );
+        }
+        for (body, url, n) in [
+            (json!({"track_total_hits": 100}), None, 100),
+            (json!({}), Some("5"), 5),
+            (json!({"track_total_hits": true}), Some("10000"), 10000),
+        ] {
+            assert_eq!(
+                check(true, body, url).unwrap_err().reason(),
+                format!("[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got {n}")
+            );
+        }
+    }
+}

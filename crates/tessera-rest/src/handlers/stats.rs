@@ -2,8 +2,11 @@
 //! same sections `_nodes/stats` reports under `indices`, per index and for all of them.
 //!
 //! Every node sends the sections of the copies it holds (`reports::INDEX_STATS`), of its
-//! primaries and of all its copies, summed here into `primaries` and `total`.
+//! primaries and of all its copies, summed here into `primaries` and `total`; with
+//! `level=shards` also each copy's own, listed under `indices.<name>.shards`, and with
+//! `level=cluster` only the sums over all indices are shown.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
@@ -71,9 +74,32 @@ fn filtered(stats: Value, sections: &Option<Vec<&'static str>>) -> Value {
     }
 }
 
+/// How much `_stats` details (`level`): the sums for all indices only, per index too
+/// (the default), or per shard copy as well.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Level {
+    Cluster,
+    Indices,
+    Shards,
+}
+
+impl Level {
+    fn parse(request: &RestRequest) -> Result<Level> {
+        match request.param("level") {
+            None | Some("indices") => Ok(Level::Indices),
+            Some("cluster") => Ok(Level::Cluster),
+            Some("shards") => Ok(Level::Shards),
+            Some(other) => Err(Error::illegal_argument(format!(
+                "level parameter must be one of [cluster] or [indices] or [shards] but was [{other}]"
+            ))),
+        }
+    }
+}
+
 /// `GET /_stats`, `/_stats/{metric}`, `/{index}/_stats`, `/{index}/_stats/{metric}`.
 pub async fn stats(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let sections = sections(&request)?;
+    let level = Level::parse(&request)?;
     let expression = request
         .path_params
         .get("index")
@@ -82,16 +108,26 @@ pub async fn stats(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
     let indices = node.resolve(&expression, &resolve_options(&request, true)?)?;
     let uuids: Vec<String> = indices.iter().map(|i| i.metadata().uuid.clone()).collect();
     // every node's sections of the copies it holds, summed by index
-    let answers = node
-        .fan_out(reports::INDEX_STATS, json!({ "index_uuids": uuids }))
-        .await;
+    let params = json!({ "index_uuids": uuids, "shards": level == Level::Shards });
+    let answers = node.fan_out(reports::INDEX_STATS, params).await;
     let mut by_uuid: Map<String, Value> = Map::new();
+    let mut copies = CopiesByIndex::new();
     let mut answered = Vec::new();
     for (target, answer) in answers {
         match answer {
             Ok(Value::Object(stats)) => {
                 answered.push(target.id.clone());
-                for (uuid, stats) in stats {
+                for (uuid, mut stats) in stats {
+                    if let Some(Value::Object(shards)) =
+                        stats.as_object_mut().and_then(|s| s.remove("shards"))
+                    {
+                        let of_index = copies.entry(uuid.clone()).or_default();
+                        for (shard, list) in shards {
+                            let id = shard.parse::<u32>().unwrap_or(u32::MAX);
+                            let list = list.as_array().cloned().unwrap_or_default();
+                            of_index.entry(id).or_default().extend(list);
+                        }
+                    }
                     match by_uuid.get_mut(&uuid) {
                         Some(sum) => add_json(sum, &stats),
                         None => {
@@ -108,9 +144,50 @@ pub async fn stats(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
         }
     }
     let shards = shard_totals(&node, &indices, &answered);
-    Ok(RestResponse::ok(render(
-        &indices, &by_uuid, &sections, shards,
-    )))
+    let mut body = render(&indices, &by_uuid, &sections, shards);
+    match level {
+        Level::Cluster => {
+            if let Some(body) = body.as_object_mut() {
+                body.remove("indices");
+            }
+        }
+        Level::Indices => {}
+        Level::Shards => add_copies(&mut body, &indices, copies, &sections),
+    }
+    Ok(RestResponse::ok(body))
+}
+
+/// Each index's copies' sections, by index uuid and shard id (in shard order).
+type CopiesByIndex = BTreeMap<String, BTreeMap<u32, Vec<Value>>>;
+
+/// `level=shards`: `indices.<name>.shards.<id>` lists the sections of every copy of the shard
+/// (its `routing` first), as OpenSearch shows them.
+fn add_copies(
+    body: &mut Value,
+    indices: &[Arc<IndexService>],
+    mut copies: CopiesByIndex,
+    sections: &Option<Vec<&'static str>>,
+) {
+    for index in indices {
+        let meta = index.metadata();
+        let mut shards = Map::new();
+        for (id, list) in copies.remove(&meta.uuid).unwrap_or_default() {
+            let list: Vec<Value> = list
+                .into_iter()
+                .map(|copy| {
+                    let routing = copy["routing"].clone();
+                    let mut out = Map::new();
+                    out.insert("routing".to_string(), routing);
+                    if let Value::Object(kept) = filtered(copy, sections) {
+                        out.extend(kept.into_iter().filter(|(k, _)| k != "routing"));
+                    }
+                    Value::Object(out)
+                })
+                .collect();
+            shards.insert(id.to_string(), Value::Array(list));
+        }
+        body["indices"][&meta.name]["shards"] = Value::Object(shards);
+    }
 }
 
 /// `_shards` as OpenSearch counts it: every copy in the routing (replicas included), and the
@@ -187,5 +264,29 @@ mod tests {
         let out = filtered(stats.clone(), &Some(vec!["docs", "merges"]));
         assert_eq!(out, json!({"docs": {"count": 1}, "merges": {}}));
         assert_eq!(filtered(stats.clone(), &None), stats);
+    }
+
+    #[test]
+    fn level_is_cluster_indices_or_shards() {
+        let request = |query: &str| RestRequest {
+            method: axum::http::Method::GET,
+            path: "/_stats".into(),
+            path_params: Default::default(),
+            params: crate::request::parse_query_string(Some(query)).unwrap(),
+            body: Default::default(),
+        };
+        assert_eq!(Level::parse(&request("")).unwrap(), Level::Indices);
+        assert_eq!(
+            Level::parse(&request("level=cluster")).unwrap(),
+            Level::Cluster
+        );
+        assert_eq!(
+            Level::parse(&request("level=shards")).unwrap(),
+            Level::Shards
+        );
+        assert_eq!(
+            Level::parse(&request("level=node")).unwrap_err().reason(),
+            "level parameter must be one of [cluster] or [indices] or [shards] but was [node]"
+        );
     }
 }
