@@ -6,8 +6,7 @@ use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
     allocation, bulk, cat, cluster, documents, indices, msearch, nodes, recovery, root, scroll,
-    search,
-    stats,
+    search, stats,
 };
 use crate::router::Route;
 

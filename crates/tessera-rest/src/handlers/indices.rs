@@ -233,15 +233,7 @@ pub async fn put_mapping(node: Arc<Node>, request: RestRequest) -> Result<RestRe
     )?;
     // every index is checked before any changes
     check_blocks(&indices, BlockLevel::MetadataWrite)?;
-    node.pools
-        .management
-        .run(move || {
-            for index in &indices {
-                index.put_mapping(&body)?;
-            }
-            Ok(())
-        })
-        .await?;
+    change_each(&node, indices, move |index| index.put_mapping(&body)).await?;
     Ok(RestResponse::ok(json!({"acknowledged": true})))
 }
 
@@ -328,20 +320,25 @@ pub async fn add_block(node: Arc<Node>, request: RestRequest) -> Result<RestResp
         .iter()
         .map(|index| json!({"name": index.metadata().name, "blocked": true}))
         .collect();
-    node.pools
-        .management
-        .run(move || {
-            for index in &indices {
-                index.update_settings(&update)?;
-            }
-            Ok(())
-        })
-        .await?;
+    change_each(&node, indices, move |index| index.update_settings(&update)).await?;
     Ok(RestResponse::ok(json!({
         "acknowledged": true,
         "shards_acknowledged": true,
         "indices": names,
     })))
+}
+
+/// Runs `change` on each index in turn, on the management pool (a change waits for the
+/// cluster manager in a cluster).
+async fn change_each(
+    node: &Arc<Node>,
+    indices: Vec<Arc<IndexService>>,
+    change: impl Fn(&IndexService) -> Result<()> + Send + 'static,
+) -> Result<()> {
+    node.pools
+        .management
+        .run(move || indices.iter().try_for_each(|index| change(index)))
+        .await
 }
 
 /// Fails with the first index's block at `level` (OpenSearch checks every index before it
@@ -371,15 +368,7 @@ pub async fn put_settings(node: Arc<Node>, request: RestRequest) -> Result<RestR
     if !tessera_index::blocks::only_blocks(&update) {
         check_blocks(&indices, BlockLevel::MetadataWrite)?;
     }
-    node.pools
-        .management
-        .run(move || {
-            for index in &indices {
-                index.update_settings(&update)?;
-            }
-            Ok(())
-        })
-        .await?;
+    change_each(&node, indices, move |index| index.update_settings(&update)).await?;
     Ok(RestResponse::ok(json!({"acknowledged": true})))
 }
 
