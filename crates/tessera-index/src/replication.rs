@@ -72,7 +72,6 @@ use crate::shard::{
     corruption, register_tokenizers, tantivy_err, verify_checksums, Durability, Shard, ShardConfig,
     ShardSnapshot, WriteState,
 };
-use crate::stats::ShardStats;
 use crate::translog::{self, Operation, Translog};
 
 /// Answers `len` bytes at `offset` of a checkpoint's file (see [`Shard::apply_checkpoint`]).
@@ -852,7 +851,7 @@ impl Shard {
             snapshot: RwLock::new(Arc::new(snapshot)),
             async_durability: AtomicBool::new(async_durability),
             translog: Some(translog),
-            stats: ShardStats::default(),
+            stats: Arc::default(),
             primary_term: AtomicU64::new(newest_term),
             replication: Replication::replica(held, held_ops),
             last_write: AtomicU64::new(0),

@@ -310,7 +310,7 @@ pub struct Shard {
     /// The primary's write-ahead log; on a replica, the operations its primary forwarded (see
     /// [`crate::replication`]). Always set today; an `Option` for shards that log nothing.
     pub(crate) translog: Option<Translog>,
-    pub stats: ShardStats,
+    pub stats: Arc<ShardStats>,
     /// The term of the primary this copy follows (or is); set on promotion.
     pub(crate) primary_term: AtomicU64,
     /// Pins of commits being copied by replicas (primary), the checkpoint held (replica).
@@ -561,7 +561,7 @@ impl Shard {
                 Arc::default(),
             ))),
             translog: Some(translog),
-            stats: ShardStats::default(),
+            stats: Arc::default(),
             primary_term: AtomicU64::new(1),
             replication: Replication::primary(),
             last_write: AtomicU64::new(0),

@@ -24,6 +24,15 @@ pub struct ShardStats {
     pub concurrent_query_current: AtomicU64,
     /// Slices of those query phases (for `concurrent_avg_slice_count`).
     pub concurrent_slice_total: AtomicU64,
+    /// Readers scrolls pinned on this shard: released (with how long they were kept), and
+    /// held now.
+    pub scroll_total: AtomicU64,
+    pub scroll_time_nanos: AtomicU64,
+    pub scroll_current: AtomicU64,
+    /// The same for points in time.
+    pub point_in_time_total: AtomicU64,
+    pub point_in_time_time_nanos: AtomicU64,
+    pub point_in_time_current: AtomicU64,
 }
 
 fn add(counter: &AtomicU64, time: &AtomicU64, elapsed: Duration) {
@@ -64,6 +73,33 @@ impl ShardStats {
         );
         self.concurrent_slice_total
             .fetch_add(slices, Ordering::Relaxed);
+    }
+
+    /// A scroll (or, with `pit`, a point in time) pinned a reader of this shard.
+    pub fn pinned(&self, pit: bool) {
+        let current = match pit {
+            false => &self.scroll_current,
+            true => &self.point_in_time_current,
+        };
+        current.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A reader [`pinned`](Self::pinned) was released after `kept`.
+    pub fn released(&self, pit: bool, kept: Duration) {
+        let (total, time, current) = match pit {
+            false => (
+                &self.scroll_total,
+                &self.scroll_time_nanos,
+                &self.scroll_current,
+            ),
+            true => (
+                &self.point_in_time_total,
+                &self.point_in_time_time_nanos,
+                &self.point_in_time_current,
+            ),
+        };
+        current.fetch_sub(1, Ordering::Relaxed);
+        add(total, time, kept);
     }
 
     pub fn record_fetch(&self, elapsed: Duration) {

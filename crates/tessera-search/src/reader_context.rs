@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tessera_common::{Error, Result};
+use tessera_index::stats::ShardStats;
 use tessera_index::ShardSnapshot;
 
 use crate::messages::ReaderContextId;
@@ -59,6 +60,40 @@ pub struct PinnedReader {
     /// The point in time this reader belongs to, and the shard's position in it: what a
     /// node needs to list its PITs (`GET /_search/point_in_time/_all`).
     pub pit: Option<(PitGroup, u32)>,
+    /// The shard's counters: a reader counts as held from its pinning until it is dropped
+    /// (freed, expired, or its index gone), as OpenSearch counts scroll contexts.
+    pub stats: Option<Arc<ShardStats>>,
+    /// Set once the registry took it (a reader refused by the limit was never held).
+    held: Option<Instant>,
+}
+
+impl PinnedReader {
+    pub fn new(
+        index: &str,
+        index_uuid: &str,
+        shard_id: u32,
+        snapshot: Arc<ShardSnapshot>,
+        kind: PinKind,
+    ) -> PinnedReader {
+        PinnedReader {
+            index: index.to_string(),
+            index_uuid: index_uuid.to_string(),
+            shard_id,
+            snapshot,
+            kind,
+            pit: None,
+            stats: None,
+            held: None,
+        }
+    }
+}
+
+impl Drop for PinnedReader {
+    fn drop(&mut self) {
+        if let (Some(stats), Some(since)) = (&self.stats, self.held) {
+            stats.released(self.kind == PinKind::PointInTime, since.elapsed());
+        }
+    }
 }
 
 /// A point in time as its readers know it: its id's readers are found again by `uuid`.
@@ -150,6 +185,11 @@ impl ReaderContexts {
             return Err(too_many_pinned(kind, max_open));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut reader = reader;
+        reader.held = Some(Instant::now());
+        if let Some(stats) = &reader.stats {
+            stats.pinned(kind == PinKind::PointInTime);
+        }
         pinned.insert(
             id,
             Pinned {
@@ -311,14 +351,38 @@ mod tests {
 
     fn pinned_reader(kind: PinKind) -> PinnedReader {
         let context = context();
-        PinnedReader {
-            index: "i".into(),
-            index_uuid: context.index_uuid,
-            shard_id: 0,
-            snapshot: context.snapshot,
-            kind,
-            pit: None,
-        }
+        PinnedReader::new("i", &context.index_uuid, 0, context.snapshot, kind)
+    }
+
+    #[test]
+    fn a_held_reader_counts_until_it_is_dropped() {
+        let contexts = ReaderContexts::new(DEFAULT_KEEP_ALIVE);
+        let stats = Arc::new(ShardStats::default());
+        let counted = |kind| {
+            let mut reader = pinned_reader(kind);
+            reader.stats = Some(stats.clone());
+            reader
+        };
+        let scroll = contexts
+            .pin(counted(PinKind::Scroll), DEFAULT_KEEP_ALIVE, 1)
+            .unwrap();
+        // refused by the limit: never held, never counted
+        assert!(contexts
+            .pin(counted(PinKind::Scroll), DEFAULT_KEEP_ALIVE, 1)
+            .is_err());
+        let pit = contexts
+            .pin(counted(PinKind::PointInTime), DEFAULT_KEEP_ALIVE, 1)
+            .unwrap();
+        let get = |c: &AtomicU64| ShardStats::get(c);
+        assert_eq!(get(&stats.scroll_current), 1);
+        assert_eq!(get(&stats.point_in_time_current), 1);
+        assert!(contexts.free(scroll));
+        assert_eq!(
+            (get(&stats.scroll_current), get(&stats.scroll_total)),
+            (0, 1)
+        );
+        assert!(contexts.free(pit));
+        assert_eq!(get(&stats.point_in_time_total), 1);
     }
 
     #[test]

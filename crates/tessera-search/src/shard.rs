@@ -202,14 +202,15 @@ impl LocalShard {
             }) => {
                 let snapshot = self.snapshot()?;
                 let meta = self.index.metadata();
-                let reader = PinnedReader {
-                    index: meta.name.clone(),
-                    index_uuid: meta.uuid.clone(),
-                    shard_id: self.shard_id,
-                    snapshot: snapshot.clone(),
-                    kind: *kind,
-                    pit: pit.clone().map(|group| (group, request.shard_index)),
-                };
+                let mut reader = PinnedReader::new(
+                    &meta.name,
+                    &meta.uuid,
+                    self.shard_id,
+                    snapshot.clone(),
+                    *kind,
+                );
+                reader.pit = pit.clone().map(|group| (group, request.shard_index));
+                reader.stats = Some(self.index.shard(self.shard_id)?.stats.clone());
                 let keep_alive = Duration::from_millis(*keep_alive_millis);
                 let id = contexts.pin(reader, keep_alive, *max_open)?;
                 Ok((snapshot, Some(id)))

@@ -234,6 +234,11 @@ fn keep_alives_expire_and_are_bounded_and_scrolls_are_limited() {
     );
     let cleared = node.delete("/_search/scroll/_all").expect(200).json();
     assert_eq!(cleared["num_freed"], 3, "{cleared}");
+    // the readers count as scrolls that ended: the expired one, the refused scroll's none
+    let stats = node.get("/docs/_stats/search").expect(200).json();
+    let search = &stats["_all"]["total"]["search"];
+    assert_eq!(search["scroll_current"], 0, "{stats}");
+    assert_eq!(search["scroll_total"], 6, "{stats}");
     node.put(
         "/_cluster/settings",
         &json!({"transient": {"search.max_open_scroll_context": null}}),

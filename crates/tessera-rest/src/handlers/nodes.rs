@@ -10,7 +10,6 @@ use tessera_index::stats::ShardStats;
 use tessera_index::IndexService;
 use tessera_node::process_stats;
 use tessera_node::Node;
-use tessera_search::reader_context::PinKind;
 
 use super::reports::{self, host_of, nodes_header};
 use crate::request::RestRequest;
@@ -64,7 +63,7 @@ pub(crate) fn shards_stats(shards: &[Arc<tessera_index::shard::Shard>]) -> Value
     let mut deleted = 0u64;
     let mut store = 0u64;
     let mut segments = 0u64;
-    let mut totals = [0u64; 17];
+    let mut totals = [0u64; 23];
     {
         for shard in shards {
             let (d, del) = shard.doc_counts();
@@ -91,6 +90,12 @@ pub(crate) fn shards_stats(shards: &[Arc<tessera_index::shard::Shard>]) -> Value
                 &s.concurrent_query_time_nanos,
                 &s.concurrent_query_current,
                 &s.concurrent_slice_total,
+                &s.scroll_total,
+                &s.scroll_time_nanos,
+                &s.scroll_current,
+                &s.point_in_time_total,
+                &s.point_in_time_time_nanos,
+                &s.point_in_time_current,
             ];
             for (total, value) in totals.iter_mut().zip(values) {
                 *total += ShardStats::get(value);
@@ -113,7 +118,8 @@ pub(crate) fn shards_stats(shards: &[Arc<tessera_index::shard::Shard>]) -> Value
             "concurrent_query_current": totals[15],
             "concurrent_avg_slice_count": if totals[13] == 0 { 0.0 } else { totals[16] as f64 / totals[13] as f64 },
             "fetch_total": totals[7], "fetch_time_in_millis": millis(totals[8]), "fetch_current": 0,
-            "scroll_total": 0, "scroll_time_in_millis": 0, "scroll_current": 0,
+            "scroll_total": totals[17], "scroll_time_in_millis": millis(totals[18]), "scroll_current": totals[19],
+            "point_in_time_total": totals[20], "point_in_time_time_in_millis": millis(totals[21]), "point_in_time_current": totals[22],
             "suggest_total": 0, "suggest_time_in_millis": 0, "suggest_current": 0
         },
         "refresh": {"total": totals[9], "total_time_in_millis": millis(totals[10]), "external_total": totals[9], "external_total_time_in_millis": millis(totals[10]), "listeners": 0},
@@ -130,10 +136,7 @@ fn indices_section(node: &Node) -> Value {
         .collect();
     let mut stats = indices_stats(&indices);
     // reader contexts waiting for a fetch phase, and the readers scrolls and PITs pinned
-    let contexts = &node.shard_services.contexts;
-    stats["search"]["open_contexts"] = json!(contexts.open_count());
-    stats["search"]["scroll_current"] = json!(contexts.pinned_count(PinKind::Scroll));
-    stats["search"]["point_in_time_current"] = json!(contexts.pinned_count(PinKind::PointInTime));
+    stats["search"]["open_contexts"] = json!(node.shard_services.contexts.open_count());
     stats
 }
 
