@@ -20,6 +20,7 @@ use crate::metric::percentiles::{PercentilesKind, PercentilesRequest};
 use crate::metric::stats::{MetricRequest, StatsKind};
 use crate::metric::top_hits::TopHitsRequest;
 use crate::metric::weighted_avg::WeightedAvgRequest;
+use tessera_common::error::json_token as token;
 
 /// One named aggregation with its sub-aggregations.
 #[derive(Clone, Debug, PartialEq)]
@@ -175,17 +176,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "sum_bucket",
     "variable_width_histogram",
 ];
-
-fn token(value: &Value) -> &'static str {
-    match value {
-        Value::Object(_) => "START_OBJECT",
-        Value::Array(_) => "START_ARRAY",
-        Value::String(_) => "VALUE_STRING",
-        Value::Number(_) => "VALUE_NUMBER",
-        Value::Bool(_) => "VALUE_BOOLEAN",
-        Value::Null => "VALUE_NULL",
-    }
-}
 
 /// Parses the value of `aggs` (or `aggregations`): an object of named aggregations.
 pub fn parse_aggregations(value: &Value) -> Result<Vec<AggRequest>> {

@@ -441,6 +441,18 @@ impl From<std::io::Error> for Error {
     }
 }
 
+/// The JSON token OpenSearch's parse errors name for a value (`found [START_ARRAY]`).
+pub fn json_token(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Object(_) => "START_OBJECT",
+        serde_json::Value::Array(_) => "START_ARRAY",
+        serde_json::Value::String(_) => "VALUE_STRING",
+        serde_json::Value::Number(_) => "VALUE_NUMBER",
+        serde_json::Value::Bool(_) => "VALUE_BOOLEAN",
+        serde_json::Value::Null => "VALUE_NULL",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@ use tessera_query::{parse_query, QueryAst};
 
 use crate::sort::{parse_sort, SortField};
 pub use crate::source_fields::DocValueField;
+use tessera_common::error::json_token as token;
 
 /// `track_total_hits`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,17 +170,6 @@ impl Default for SearchRequest {
             slice: None,
             named_queries: Vec::new(),
         }
-    }
-}
-
-fn token(value: &Value) -> &'static str {
-    match value {
-        Value::Object(_) => "START_OBJECT",
-        Value::Array(_) => "START_ARRAY",
-        Value::String(_) => "VALUE_STRING",
-        Value::Number(_) => "VALUE_NUMBER",
-        Value::Bool(_) => "VALUE_BOOLEAN",
-        Value::Null => "VALUE_NULL",
     }
 }
 

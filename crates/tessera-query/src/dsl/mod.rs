@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use tessera_common::{Error, Result};
 
 use crate::ast::{Fuzziness, MinimumShouldMatch, Operator, QueryAst, ZeroTermsQuery};
+pub(crate) use tessera_common::error::json_token as token;
 
 mod bool_query;
 mod compound;
@@ -265,17 +266,6 @@ pub(crate) fn as_scalar(query: &str, key: &str, value: &Value) -> Result<Value> 
             "[{query}] unknown token [{}] after [{key}]",
             token(other)
         ))),
-    }
-}
-
-pub(crate) fn token(value: &Value) -> &'static str {
-    match value {
-        Value::Object(_) => "START_OBJECT",
-        Value::Array(_) => "START_ARRAY",
-        Value::Null => "VALUE_NULL",
-        Value::Bool(_) => "VALUE_BOOLEAN",
-        Value::Number(_) => "VALUE_NUMBER",
-        Value::String(_) => "VALUE_STRING",
     }
 }
 
