@@ -16,9 +16,7 @@ use serde_json::{json, Value};
 use tessera_common::{Error, Result};
 use tessera_search::coordinator::Readers;
 use tessera_search::messages::ReaderContextId;
-use tessera_search::pinned::{
-    continuation, read_total, render_total, PinnedShard, PitId, ScrollId,
-};
+use tessera_search::pinned::{continuation, read_total, PinnedShard, PitId, ScrollId};
 use tessera_search::reader_context::{PinKind, PitGroup};
 use tessera_search::sort::SortField;
 use tessera_search::{ResponseOptions, Search, SearchRequest, SearchResponse, ShardGroup};
@@ -116,7 +114,7 @@ impl SearchService {
         // the pages after the first do not count: the first one's total stands
         response.hits.total = scroll
             .total
-            .map(|total| render_total(total, options.total_hits_as_int));
+            .map(|(value, gte)| options.render_total(value, gte));
         if keep_alive.is_some() {
             response._scroll_id = Some(
                 ScrollId {

@@ -40,6 +40,18 @@ pub struct ResponseOptions {
     pub typed_keys: bool,
 }
 
+impl ResponseOptions {
+    /// `hits.total`: `{"value", "relation"}` (`gte` for a lower bound), or the plain number
+    /// with `rest_total_hits_as_int`.
+    pub fn render_total(self, value: u64, gte: bool) -> Value {
+        if self.total_hits_as_int {
+            json!(value)
+        } else {
+            json!({"value": value, "relation": if gte { "gte" } else { "eq" }})
+        }
+    }
+}
+
 #[derive(Debug, Default, Serialize)]
 pub struct ShardsSummary {
     pub total: usize,
@@ -119,8 +131,7 @@ impl SearchResponse {
     pub fn empty(search: &SearchRequest, options: ResponseOptions) -> Result<SearchResponse> {
         let total = match search.track_total_hits {
             TrackTotalHits::Disabled => None,
-            _ if options.total_hits_as_int => Some(json!(0)),
-            _ => Some(json!({"value": 0, "relation": "eq"})),
+            _ => Some(options.render_total(0, false)),
         };
         let aggregations = match &search.aggs {
             None => None,
@@ -633,11 +644,7 @@ pub async fn search(
             } else {
                 (reduced.total, reduced.total_is_lower_bound)
             };
-            Some(if options.total_hits_as_int {
-                json!(value)
-            } else {
-                json!({"value": value, "relation": if gte { "gte" } else { "eq" }})
-            })
+            Some(options.render_total(value, gte))
         }
     };
     // OpenSearch reports max_score only for the default (score) order or with track_scores

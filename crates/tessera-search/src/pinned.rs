@@ -126,8 +126,8 @@ pub fn continuation(source: &SearchSource) -> SearchSource {
     }
 }
 
-/// A total as a search response renders it: `{"value", "relation"}`, or a number with
-/// `rest_total_hits_as_int`; read back as (value, whether it is a lower bound).
+/// A total as a search response renders it (`ResponseOptions::render_total`), read back as
+/// (value, whether it is a lower bound).
 pub fn read_total(total: &serde_json::Value) -> Option<(u64, bool)> {
     match total {
         serde_json::Value::Number(n) => Some((n.as_u64()?, false)),
@@ -136,15 +136,6 @@ pub fn read_total(total: &serde_json::Value) -> Option<(u64, bool)> {
             map.get("relation").and_then(|r| r.as_str()) == Some("gte"),
         )),
         _ => None,
-    }
-}
-
-/// [`read_total`]'s inverse.
-pub fn render_total((value, gte): (u64, bool), as_int: bool) -> serde_json::Value {
-    if as_int {
-        value.into()
-    } else {
-        serde_json::json!({"value": value, "relation": if gte { "gte" } else { "eq" }})
     }
 }
 
@@ -219,7 +210,14 @@ mod tests {
             ((10000, true), false),
             ((3, false), true),
         ] {
-            assert_eq!(read_total(&render_total(total, as_int)), Some(total));
+            let options = crate::ResponseOptions {
+                total_hits_as_int: as_int,
+                ..Default::default()
+            };
+            assert_eq!(
+                read_total(&options.render_total(total.0, total.1)),
+                Some(total)
+            );
         }
     }
 
