@@ -36,7 +36,7 @@ use crate::messages::{
 };
 use crate::reader_context::{PinnedReader, ReaderContext, ReaderContexts};
 use crate::request::SearchRequest;
-use crate::scroll_slice::{shard_slice, IdSliceQuery, ShardSlice, SliceSpec};
+use crate::scroll_slice::{shard_slice, IdSliceQuery, ShardSlice};
 use crate::search_load::{SearchLoad, WorkMeter};
 use crate::slice::plan_slices;
 use crate::sort_keys::{sort_value_for, validate_sort};
@@ -344,11 +344,10 @@ pub fn plan_shard_slices(
 /// slice adds nothing to scores).
 fn slice_query(
     query: Box<dyn Query>,
-    spec: SliceSpec,
-    request: &Prepared,
+    slice: ShardSlice,
     table: &tessera_mapping::FieldTable,
 ) -> Box<dyn Query> {
-    match shard_slice(spec, request.shard_index, request.total_shards) {
+    match slice {
         ShardSlice::All => query,
         ShardSlice::Nothing => Box::new(tantivy::query::EmptyQuery),
         ShardSlice::Ids { part, parts } => {
@@ -465,9 +464,12 @@ impl LocalShard {
             clauses: Default::default(),
         };
         let mut query = compile(&search.query, &ctx)?;
-        if let Some(spec) = search.slice {
-            query = slice_query(query, spec, request, table);
-        }
+        // what this shard reads of one slice of a sliced scroll or PIT
+        let slice = search
+            .slice
+            .map(|spec| shard_slice(spec, request.shard_index, request.total_shards))
+            .unwrap_or(ShardSlice::All);
+        query = slice_query(query, slice, table);
         // with aggregations, the post_filter only limits hits: it gets a weight of its own
         let mut separate_post_filter = None;
         if let Some(post_filter) = &search.post_filter {
@@ -550,10 +552,7 @@ impl LocalShard {
         // plan's decision (`collect_plan`), per segment part
         // a slice of a sliced scroll is a query of its own: the query's column shortcuts
         // (which count every match of the query) do not apply
-        let sliced = search.slice.is_some_and(|spec| {
-            shard_slice(spec, request.shard_index, request.total_shards) != ShardSlice::All
-        });
-        let filter = match sliced {
+        let filter = match slice != ShardSlice::All {
             true => Ok(None),
             false => tessera_query::compile::column_filter(&search.query, &ctx),
         };

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tessera_common::error::json_token;
 use tessera_common::{Error, Result};
 use tessera_node::SearchService;
 use tessera_search::ResponseOptions;
@@ -33,8 +34,10 @@ fn validation(what: &str) -> Error {
 }
 
 /// The ids a request names: the `scroll_id` path parameter (comma-separated), overridden by
-/// the body's `scroll_id` (a string or a list), or a body that is the id itself.
-fn scroll_ids(request: &RestRequest) -> Result<Vec<String>> {
+/// the body's `scroll_id` (a string or a list), or a body that is the id itself; and its
+/// keep-alive: the `scroll` parameter, overridden by the body's.
+fn scroll_request(request: &RestRequest) -> Result<(Vec<String>, Option<String>)> {
+    let mut scroll = request.param("scroll").map(String::from);
     let mut ids: Vec<String> = request
         .path_params
         .get("scroll_id")
@@ -57,7 +60,9 @@ fn scroll_ids(request: &RestRequest) -> Result<Vec<String>> {
                                 })
                                 .collect::<Result<_>>()?;
                         }
-                        ("scroll", _) => {}
+                        ("scroll", value) => {
+                            scroll = Some(value.as_str().map_or(value.to_string(), String::from));
+                        }
                         (other, _) => {
                             return Err(Error::illegal_argument(format!(
                                 "Unknown parameter [{other}] in request body or parameter is of the wrong type[{}] ",
@@ -71,37 +76,16 @@ fn scroll_ids(request: &RestRequest) -> Result<Vec<String>> {
             _ => ids = vec![String::from_utf8_lossy(&request.body).trim().to_string()],
         }
     }
-    Ok(ids.into_iter().filter(|id| !id.is_empty()).collect())
-}
-
-fn json_token(value: &Value) -> &'static str {
-    match value {
-        Value::String(_) => "VALUE_STRING",
-        Value::Number(_) => "VALUE_NUMBER",
-        Value::Bool(_) => "VALUE_BOOLEAN",
-        Value::Array(_) => "START_ARRAY",
-        Value::Object(_) => "START_OBJECT",
-        Value::Null => "VALUE_NULL",
-    }
+    let ids = ids.into_iter().filter(|id| !id.is_empty()).collect();
+    Ok((ids, scroll))
 }
 
 /// `GET|POST /_search/scroll[/{scroll_id}]`.
 pub async fn scroll(service: SearchService, request: RestRequest) -> Result<RestResponse> {
-    let ids = scroll_ids(&request)?;
+    let (ids, scroll) = scroll_request(&request)?;
     let Some(id) = ids.first() else {
         return Err(validation("scrollId is missing"));
     };
-    let mut scroll = request.param("scroll").map(String::from);
-    if let Ok(Some(Value::Object(body))) = request.json_body() {
-        if let Some(value) = body.get("scroll") {
-            scroll = Some(
-                value
-                    .as_str()
-                    .map(String::from)
-                    .unwrap_or(value.to_string()),
-            );
-        }
-    }
     let keep_alive = scroll.map(|s| keep_alive(&s, "scroll")).transpose()?;
     let options = ResponseOptions {
         total_hits_as_int: request.param_bool("rest_total_hits_as_int", false)?,
@@ -114,7 +98,7 @@ pub async fn scroll(service: SearchService, request: RestRequest) -> Result<Rest
 
 /// `DELETE /_search/scroll[/{scroll_id}]`, `_all` for every scroll.
 pub async fn clear_scroll(service: SearchService, request: RestRequest) -> Result<RestResponse> {
-    let ids = scroll_ids(&request)?;
+    let (ids, _) = scroll_request(&request)?;
     if ids.is_empty() {
         return Err(validation("no scroll ids specified"));
     }
