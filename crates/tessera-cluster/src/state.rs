@@ -446,6 +446,8 @@ pub(crate) mod tests {
             settings_version: 2,
             number_of_shards: shards,
             routing_shards: 1024,
+            aliases: Default::default(),
+            aliases_version: 1,
         })
     }
 

@@ -16,6 +16,7 @@ use tessera_common::settings::Settings;
 use tessera_common::{Error, Result};
 use tessera_mapping::{parse_json_document, FieldMapping, FieldTable, Json, Mapping, ParseOutcome};
 
+use crate::aliases::{aliases_json, parse_aliases, Aliases};
 use crate::blocks::BlockLevel;
 use crate::index_settings::{self, default_routing_shards, VERSION_CREATED};
 use crate::shard::{
@@ -42,9 +43,32 @@ pub struct IndexMetadata {
     pub settings_version: u64,
     pub number_of_shards: u32,
     pub routing_shards: u32,
+    pub aliases: Aliases,
+    /// Bumped by every change of the aliases (OpenSearch's `aliases_version`).
+    pub aliases_version: u64,
 }
 
 impl IndexMetadata {
+    /// What orders two copies of the same index's metadata: the higher is the later.
+    pub fn versions(&self) -> (u64, u64, u64) {
+        (
+            self.mapping_version,
+            self.settings_version,
+            self.aliases_version,
+        )
+    }
+
+    /// This metadata with `aliases` (the next aliases version); `None` when they are the same.
+    pub fn with_aliases(&self, aliases: Aliases) -> Option<IndexMetadata> {
+        if aliases == self.aliases {
+            return None;
+        }
+        let mut next = self.clone();
+        next.aliases = aliases;
+        next.aliases_version += 1;
+        Some(next)
+    }
+
     pub fn setting(&self, key: &str) -> &str {
         index_settings::value(&self.settings, key)
     }
@@ -157,10 +181,13 @@ impl IndexMetadata {
             "settings_version": self.settings_version,
             "number_of_shards": self.number_of_shards,
             "routing_shards": self.routing_shards,
+            "aliases": aliases_json(&self.aliases),
+            "aliases_version": self.aliases_version,
         })
     }
 
-    /// Reads the persisted form; `settings_version`, which older files lack, defaults to 1.
+    /// Reads the persisted form; `settings_version` and `aliases_version`, which older files
+    /// lack, default to 1.
     pub fn from_json(value: &Value) -> Result<IndexMetadata> {
         let bad = |what: &str| {
             Error::internal(
@@ -195,6 +222,11 @@ impl IndexMetadata {
             routing_shards: value["routing_shards"]
                 .as_u64()
                 .ok_or_else(|| bad("routing_shards"))? as u32,
+            aliases: parse_aliases(&value["aliases"])?,
+            aliases_version: match &value["aliases_version"] {
+                Value::Null => 1,
+                v => v.as_u64().ok_or_else(|| bad("aliases_version"))?,
+            },
         })
     }
 }
@@ -239,6 +271,13 @@ impl DocWrite {
                 routing.as_deref()
             }
             DocWrite::Update(u) => u.routing.as_deref(),
+        }
+    }
+
+    pub fn set_routing(&mut self, next: Option<String>) {
+        match self {
+            DocWrite::Index { routing, .. } | DocWrite::Delete { routing, .. } => *routing = next,
+            DocWrite::Update(u) => u.routing = next,
         }
     }
 }
@@ -461,6 +500,16 @@ impl IndexService {
         resources: &NodeResources,
     ) -> Result<IndexService> {
         let metadata = Self::new_metadata(name, uuid, settings, mapping)?;
+        Self::create_from(path, metadata, resources)
+    }
+
+    /// Creates a new index under `path` (which must not exist yet) from its metadata (made by
+    /// [`IndexService::new_metadata`]).
+    pub fn create_from(
+        path: &Path,
+        metadata: IndexMetadata,
+        resources: &NodeResources,
+    ) -> Result<IndexService> {
         std::fs::create_dir_all(path).map_err(|e| {
             Error::internal(format!("create index directory {}", path.display()), e)
         })?;
@@ -531,6 +580,8 @@ impl IndexService {
             settings_version: 1,
             number_of_shards,
             routing_shards,
+            aliases: Aliases::new(),
+            aliases_version: 1,
         })
     }
 
@@ -732,8 +783,7 @@ impl IndexService {
             Some(sink) => sink(current, &next)?.unwrap_or(next),
             None => next,
         };
-        let newer = (decided.mapping_version, decided.settings_version)
-            > (current.mapping_version, current.settings_version);
+        let newer = decided.versions() > current.versions();
         Ok(newer.then_some(decided))
     }
 
@@ -926,6 +976,20 @@ impl IndexService {
             crate::blocks::check(&current, BlockLevel::MetadataWrite)?;
         }
         let Some(next) = current.with_settings(update) else {
+            return Ok(());
+        };
+        let Some(next) = self.sink(&current, next)? else {
+            return Ok(());
+        };
+        self.install(next)
+    }
+
+    /// Replaces the index's aliases (a single node's `_aliases`: a cluster's manager decides
+    /// them for every index at once, and each node installs them with the metadata).
+    pub fn update_aliases(&self, aliases: Aliases) -> Result<()> {
+        let _guard = self.mapping_lock.lock().unwrap();
+        let current = self.metadata();
+        let Some(next) = current.with_aliases(aliases) else {
             return Ok(());
         };
         let Some(next) = self.sink(&current, next)? else {
@@ -1400,7 +1464,7 @@ pub fn render_index(meta: &IndexMetadata, flat: bool) -> Value {
         settings.to_nested_json()
     };
     let mut body = Map::new();
-    body.insert("aliases".into(), json!({}));
+    body.insert("aliases".into(), aliases_json(&meta.aliases));
     body.insert("mappings".into(), meta.mapping.to_json());
     body.insert("settings".into(), settings_json);
     Value::Object(body)

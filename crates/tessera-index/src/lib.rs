@@ -1,6 +1,7 @@
 //! One shard on disk (tantivy index, translog, versions, refresh/flush/merge, searcher
 //! snapshots) and the index service that owns an index's shards, settings and mapping.
 
+pub mod aliases;
 pub mod blocks;
 pub mod index_queue;
 pub mod index_service;

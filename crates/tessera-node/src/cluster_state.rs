@@ -9,7 +9,7 @@
 //!
 //! A data directory written before the store existed opens unchanged: indices found only on
 //! disk are imported. When the store and an index's `_state.json` disagree (a crash between
-//! the two writes), the copy with the higher `(mapping_version, settings_version)` wins, the
+//! the two writes), the copy with the higher `(mapping_version, settings_version, aliases_version)` wins, the
 //! store's on a tie; an index whose uuid differs from the store's is the one on disk (its data
 //! is there), and a stored index with no directory is dropped from the store.
 
@@ -59,11 +59,6 @@ fn metadata_bytes(meta: &IndexMetadata) -> Vec<u8> {
 
 fn parse_metadata(bytes: &[u8]) -> Result<IndexMetadata> {
     tessera_cluster::state::metadata_from_json(bytes)
-}
-
-/// The order of two copies of one index's metadata.
-fn metadata_order(meta: &IndexMetadata) -> (u64, u64) {
-    (meta.mapping_version, meta.settings_version)
 }
 
 /// The state of each primary, from the node's shard slots, with why a failed one failed (in
@@ -365,12 +360,12 @@ fn import_index(store: &dyn MetaStore, service: &IndexService) -> Result<Arc<Ind
     let stored = parse_metadata(&kv.value)?;
     let store_wins = stored.uuid == disk.uuid
         && stored.number_of_shards == disk.number_of_shards
-        && metadata_order(&stored) >= metadata_order(&disk);
+        && stored.versions() >= disk.versions();
     if store_wins {
         if stored.to_json() != disk.to_json() {
             eprintln!(
-                "[{}] the metadata store's copy (mapping version {}, settings version {}) replaces _state.json's ({}, {})",
-                disk.name, stored.mapping_version, stored.settings_version, disk.mapping_version, disk.settings_version
+                "[{}] the metadata store's copy (mapping, settings and aliases versions {:?}) replaces _state.json's ({:?})",
+                disk.name, stored.versions(), disk.versions()
             );
             service.apply_metadata(stored)?;
         }

@@ -1,6 +1,7 @@
 //! The node and its cluster-level state: indices registry, index name resolution, cluster
 //! settings, health, background refresh, thread pools and process statistics; the write service.
 
+pub mod aliases;
 pub mod cluster_settings;
 pub mod cluster_state;
 pub mod coordination;

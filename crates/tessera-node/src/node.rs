@@ -18,10 +18,11 @@ use tessera_common::breaker::{CircuitBreakerService, RequestBreaker};
 use tessera_common::settings::Settings;
 use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
+use tessera_index::aliases::{AliasMetadata, Aliases};
 use tessera_index::index_service::ShardSlot;
 use tessera_index::shard::{shard_not_active, SEARCH_IDLE_AFTER_MILLIS};
 use tessera_index::translog::write_atomic;
-use tessera_index::{IndexService, NodeResources};
+use tessera_index::{IndexMetadata, IndexService, NodeResources};
 use tessera_mapping::Mapping;
 use tessera_search::concurrent::{ConcurrencySettings, SliceExecutor};
 use tessera_search::reader_context::DEFAULT_KEEP_ALIVE;
@@ -30,6 +31,7 @@ use tessera_search::{
     UnavailableShard,
 };
 
+use crate::aliases::{AliasTable, IndexScope, IndexView};
 use crate::cluster_settings::ClusterSettings;
 use crate::cluster_state::ClusterService;
 use crate::coordination::Coordination;
@@ -37,7 +39,7 @@ use crate::health::{Health, HealthWait, IndexHealth, PrimaryState, ReplicaCounts
 use crate::indexing_pressure::IndexingPressure;
 use crate::preference::{self, Preference};
 use crate::process_stats::{cores, CpuSampler};
-use crate::resolve::{resolve_names, validate_index_name, ResolveOptions};
+use crate::resolve::{resolve_names, select, validate_index_name, ResolveOptions};
 use crate::search_service::SearchService;
 use crate::write::WriteService;
 use tessera_cluster::adaptive_selection::TrackedShard;
@@ -882,11 +884,22 @@ impl Node {
         settings: Settings,
         mapping: Mapping,
     ) -> Result<Arc<IndexService>> {
+        self.create_index_with(name, settings, mapping, Aliases::new())
+    }
+
+    /// Creates an index with aliases.
+    pub fn create_index_with(
+        &self,
+        name: &str,
+        settings: Settings,
+        mapping: Mapping,
+        aliases: Aliases,
+    ) -> Result<Arc<IndexService>> {
         validate_index_name(name)?;
         let cluster = match &self.cluster {
             ClusterMode::Member(coordination) => {
                 return coordination
-                    .create_index(self, name, settings, mapping)
+                    .create_index(self, name, settings, mapping, &aliases)
                     .map(|(index, _)| index)
             }
             ClusterMode::Single(cluster) => cluster,
@@ -898,16 +911,15 @@ impl Node {
                 &existing.metadata().uuid,
             ));
         }
+        crate::aliases::check_new_index(name, &aliases, &self.index_view())?;
         let uuid = tessera_common::ids::random_uuid();
         let path = indices_dir(&self.config.data_path).join(&uuid);
-        let service = match IndexService::create(
-            &path,
-            name,
-            &uuid,
-            settings,
-            mapping,
-            &self.config.resources,
-        ) {
+        let created =
+            IndexService::new_metadata(name, &uuid, settings, mapping).and_then(|mut meta| {
+                meta.aliases = aliases;
+                IndexService::create_from(&path, meta, &self.config.resources)
+            });
+        let service = match created {
             Ok(service) => Arc::new(service),
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&path);
@@ -981,18 +993,32 @@ impl Node {
                 "Wildcard expressions or all indices are not allowed",
             ));
         }
+        let aliases = self.alias_table();
+        if let Some(alias) = expression.split(',').find(|part| aliases.contains(part)) {
+            return Err(Error::illegal_argument(format!(
+                "The provided expression [{alias}] matches an alias, specify the corresponding concrete indices instead."
+            )));
+        }
         let names = resolve_names(expression, &self.index_names(), options)?;
+        self.delete_names(&names)
+    }
+
+    /// Deletes these indices (those already gone are skipped).
+    fn delete_names(&self, names: &[String]) -> Result<()> {
+        if names.is_empty() {
+            return Ok(());
+        }
         let cluster = match &self.cluster {
-            ClusterMode::Member(coordination) => return coordination.delete_indices(&names),
+            ClusterMode::Member(coordination) => return coordination.delete_indices(names),
             ClusterMode::Single(cluster) => cluster,
         };
         let _guard = self.create_lock.lock().unwrap();
         for name in names {
-            if self.index(&name).is_none() {
+            if self.index(name).is_none() {
                 continue;
             }
-            cluster.index_deleted(&name)?;
-            let removed = self.indices.write().unwrap().remove(&name);
+            cluster.index_deleted(name)?;
+            let removed = self.indices.write().unwrap().remove(name);
             if let Some(index) = removed {
                 index.close_for_delete();
                 let path = index.path().to_path_buf();
@@ -1008,41 +1034,138 @@ impl Node {
         SearchService::new(self.clone())
     }
 
-    /// The indices an expression names.
+    /// The indices an expression names (an alias names its indices).
     pub fn resolve(
         &self,
         expression: &str,
         options: &ResolveOptions,
     ) -> Result<Vec<Arc<IndexService>>> {
-        let names = resolve_names(expression, &self.index_names(), options)?;
-        let indices = self.indices.read().unwrap();
-        Ok(names
-            .iter()
-            .filter_map(|n| indices.get(n).cloned())
+        Ok(self
+            .resolve_search(expression, options, None)?
+            .into_iter()
+            .map(|(index, _)| index)
             .collect())
+    }
+
+    /// The indices a search of `expression` reads, each with how (the filter and routing of
+    /// the aliases it was reached through, and the request's `routing`).
+    pub fn resolve_search(
+        &self,
+        expression: &str,
+        options: &ResolveOptions,
+        routing: Option<&str>,
+    ) -> Result<Vec<(Arc<IndexService>, IndexScope)>> {
+        let aliases = self.alias_table();
+        let selection = select(expression, &self.index_names(), &aliases.names(), options)?;
+        let indices = self.indices.read().unwrap();
+        Ok(selection
+            .indices
+            .iter()
+            .filter_map(|name| {
+                let index = indices.get(name)?.clone();
+                let through = selection
+                    .through
+                    .get(name)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                Some((index, aliases.scope(name, through, routing)))
+            })
+            .collect())
+    }
+
+    /// Every index's metadata by name.
+    pub fn index_view(&self) -> IndexView {
+        self.indices
+            .read()
+            .unwrap()
+            .iter()
+            .map(|(name, index)| (name.clone(), index.metadata()))
+            .collect()
+    }
+
+    /// The aliases of the node's indices.
+    pub fn alias_table(&self) -> AliasTable {
+        let metadata: Vec<Arc<IndexMetadata>> = self
+            .indices
+            .read()
+            .unwrap()
+            .values()
+            .map(|index| index.metadata())
+            .collect();
+        AliasTable::of(metadata.iter().map(|meta| meta.as_ref()))
+    }
+
+    /// Where a write to `name` goes when `name` is an alias: its write index, with the alias's
+    /// definition there (its index routing applies to the write: see
+    /// [`crate::aliases::index_routing`]). `None` when `name` is no alias.
+    pub fn write_target(&self, name: &str) -> Result<Option<(Arc<IndexService>, AliasMetadata)>> {
+        let aliases = self.alias_table();
+        let Some((index, definition)) = aliases.write_index(name)? else {
+            return Ok(None);
+        };
+        let index = self
+            .index(index)
+            .ok_or_else(|| Error::index_not_found(index))?;
+        Ok(Some((index, definition.clone())))
+    }
+
+    /// The index a single-document read of `name` reads, and with which routing: `name`
+    /// itself, or the only index of the alias `name` with the alias's index routing; `None`
+    /// when there is neither.
+    pub fn read_target(
+        &self,
+        name: &str,
+        routing: Option<&str>,
+    ) -> Result<Option<(Arc<IndexService>, Option<String>)>> {
+        if let Some(index) = self.index(name) {
+            return Ok(Some((index, routing.map(String::from))));
+        }
+        let aliases = self.alias_table();
+        let Some((index, definition)) = aliases.single_index(name)? else {
+            return Ok(None);
+        };
+        let routing = crate::aliases::index_routing(name, definition, routing)?;
+        Ok(self.index(index).map(|index| (index, routing)))
+    }
+
+    /// Whether `name` is an index or an alias.
+    pub fn index_or_alias_exists(&self, name: &str) -> bool {
+        self.index(name).is_some() || self.alias_table().contains(name)
+    }
+
+    /// `POST /_aliases` with `body`'s actions, as one change (a cluster's manager decides it).
+    pub fn update_aliases(&self, body: &Value) -> Result<()> {
+        let actions = crate::aliases::parse_actions(body)?;
+        if let ClusterMode::Member(coordination) = &self.cluster {
+            return coordination.update_aliases(body);
+        }
+        let change = {
+            let _guard = self.create_lock.lock().unwrap();
+            let change = crate::aliases::apply_actions(&actions, &self.index_view())?;
+            for meta in change.changed.iter() {
+                if let Some(index) = self.index(&meta.name) {
+                    index.update_aliases(meta.aliases.clone())?;
+                }
+            }
+            change
+        };
+        self.delete_names(&change.removed)
     }
 
     /// The shards of `indices` to search, in request order, each with its started copies (the
     /// first is asked first, the others when it fails); only those `routing` selects when given.
     pub fn shard_groups(
         &self,
-        indices: &[Arc<IndexService>],
-        routing: Option<&str>,
+        indices: &[(Arc<IndexService>, IndexScope)],
         preference: &Preference,
     ) -> Vec<ShardGroup> {
-        let values: Option<Vec<&str>> = routing.map(|r| {
-            r.split(',')
-                .map(str::trim)
-                .filter(|r| !r.is_empty())
-                .collect()
-        });
         let state = self
             .coordination()
             .map(|coordination| (coordination.clone(), coordination.holder.current()));
         let adaptive = preference.is_default() && self.adaptive_selection();
         let mut groups = Vec::new();
-        for index in indices {
-            let shards: Vec<u32> = match &values {
+        for (index, scope) in indices {
+            let shards: Vec<u32> = match &scope.routing {
                 None => (0..index.metadata().number_of_shards).collect(),
                 Some(values) => {
                     let mut ids: Vec<u32> = values
@@ -1058,6 +1181,7 @@ impl Node {
             for shard in shards.into_iter().filter(|&id| preference.selects(id)) {
                 groups.push(ShardGroup {
                     copies: self.shard_copies(index, shard, &state, preference, turn, adaptive),
+                    alias_filter: scope.filter.as_ref().map(Value::to_string),
                 });
             }
         }
@@ -1803,8 +1927,9 @@ mod tests {
         assert_eq!(node.index_names(), ["logs-1", "logs-2"]);
         assert_eq!(
             node.shard_groups(
-                &node.resolve("logs-*", &ResolveOptions::default()).unwrap(),
-                None,
+                &node
+                    .resolve_search("logs-*", &ResolveOptions::default(), None)
+                    .unwrap(),
                 &Preference::none(),
             )
             .len(),

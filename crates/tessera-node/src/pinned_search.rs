@@ -276,7 +276,10 @@ impl SearchService {
         }
         let groups = shards
             .iter()
-            .map(|shard| ShardGroup::single(self.node.pinned_copy(shard)))
+            .map(|shard| ShardGroup {
+                copies: vec![self.node.pinned_copy(shard)],
+                alias_filter: shard.alias_filter.clone(),
+            })
             .collect();
         tessera_search::search(&self.node.pools.search, groups, search, options).await
     }
@@ -417,6 +420,7 @@ pub fn pits_here(node: &Node) -> Value {
                         index_uuid: reader.index_uuid.clone(),
                         shard_id: reader.shard_id,
                         context: id,
+                        alias_filter: None,
                     },
                 };
                 serde_json::to_value(listed).ok()

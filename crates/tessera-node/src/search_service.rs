@@ -130,15 +130,17 @@ impl SearchService {
 
     /// The shard groups `target` names.
     fn groups(&self, target: &SearchTarget) -> Result<Vec<ShardGroup>> {
-        let indices = self.node.resolve(&target.expression, &target.options)?;
-        for index in &indices {
+        let indices = self.node.resolve_search(
+            &target.expression,
+            &target.options,
+            target.routing.as_deref(),
+        )?;
+        for (index, _) in &indices {
             tessera_index::blocks::check(
                 &index.metadata(),
                 tessera_index::blocks::BlockLevel::Read,
             )?;
         }
-        Ok(self
-            .node
-            .shard_groups(&indices, target.routing.as_deref(), &target.preference))
+        Ok(self.node.shard_groups(&indices, &target.preference))
     }
 }

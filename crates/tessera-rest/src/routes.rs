@@ -5,8 +5,8 @@ use axum::http::Method;
 use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
-    allocation, bulk, cat, cluster, documents, indices, msearch, nodes, recovery, root, scroll,
-    search, stats,
+    aliases, allocation, bulk, cat, cluster, documents, indices, msearch, nodes, recovery, root,
+    scroll, search, stats,
 };
 use crate::router::Route;
 
@@ -466,6 +466,18 @@ pub fn all() -> Vec<Route> {
         },
         Route {
             methods: &[GET],
+            pattern: "/_cat/aliases",
+            params: CAT_PARAMS,
+            handler: handler!(aliases::cat),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/aliases/{name}",
+            params: CAT_PARAMS,
+            handler: handler!(aliases::cat),
+        },
+        Route {
+            methods: &[GET],
             pattern: "/_cat/indices",
             params: CAT_PARAMS,
             handler: handler!(cat::indices),
@@ -808,6 +820,96 @@ pub fn all() -> Vec<Route> {
             pattern: "/{index}/_settings",
             params: INDEX_WRITE,
             handler: handler!(indices::put_settings),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_aliases",
+            params: &TIMEOUTS,
+            handler: handler!(aliases::update),
+        },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/{index}/_alias/{name}",
+            params: &TIMEOUTS,
+            handler: handler!(aliases::put),
+        },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/{index}/_aliases/{name}",
+            params: &TIMEOUTS,
+            handler: handler!(aliases::put),
+        },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/_alias/{name}",
+            params: &TIMEOUTS,
+            handler: handler!(aliases::put),
+        },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/_aliases/{name}",
+            params: &TIMEOUTS,
+            handler: handler!(aliases::put),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/{index}/_alias/{name}",
+            params: &TIMEOUTS,
+            handler: handler!(aliases::delete),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/{index}/_aliases/{name}",
+            params: &TIMEOUTS,
+            handler: handler!(aliases::delete),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_alias",
+            params: INDEX_READ,
+            handler: handler!(aliases::get),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_aliases",
+            params: INDEX_READ,
+            handler: handler!(aliases::get),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_alias/{name}",
+            params: INDEX_READ,
+            handler: handler!(aliases::get),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/{index}/_alias",
+            params: INDEX_READ,
+            handler: handler!(aliases::get),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/{index}/_alias/{name}",
+            params: INDEX_READ,
+            handler: handler!(aliases::get),
+        },
+        Route {
+            methods: &[HEAD],
+            pattern: "/_alias/{name}",
+            params: INDEX_READ,
+            handler: handler!(aliases::exists),
+        },
+        Route {
+            methods: &[HEAD],
+            pattern: "/{index}/_alias",
+            params: INDEX_READ,
+            handler: handler!(aliases::exists),
+        },
+        Route {
+            methods: &[HEAD],
+            pattern: "/{index}/_alias/{name}",
+            params: INDEX_READ,
+            handler: handler!(aliases::exists),
         },
         Route {
             methods: &[PUT],

@@ -216,12 +216,23 @@ fn node_json(node_id: &str) -> Value {
 #[derive(Clone)]
 pub struct ShardGroup {
     pub copies: Vec<Arc<dyn ShardSearcher>>,
+    /// The filter of the aliases the shard's index was reached through (JSON), which every
+    /// copy applies on top of the query (OpenSearch's alias filter).
+    pub alias_filter: Option<String>,
 }
 
 impl ShardGroup {
     /// A shard with one copy.
     pub fn single(copy: Arc<dyn ShardSearcher>) -> ShardGroup {
-        ShardGroup { copies: vec![copy] }
+        ShardGroup::of(vec![copy])
+    }
+
+    /// A shard with these copies, read whole.
+    pub fn of(copies: Vec<Arc<dyn ShardSearcher>>) -> ShardGroup {
+        ShardGroup {
+            copies,
+            alias_filter: None,
+        }
     }
 
     /// The copy named in reports when the shard is skipped or fails.
@@ -361,6 +372,7 @@ impl Phases<'_> {
             cancelled: Some(self.cancel.clone()),
             coordinator: None,
             reader: self.search.readers.for_shard(shard_index),
+            alias_filter: self.groups[shard_index].alias_filter.clone(),
         }
     }
 
@@ -502,7 +514,8 @@ pub async fn search(
             contexts.0.insert(a.shard_index, (a.copy.clone(), id));
         }
         if let Some(id) = a.result.pinned {
-            pinned_readers.insert(a.shard_index, pinned_shard(&a.copy, id));
+            let filter = groups[a.shard_index].alias_filter.clone();
+            pinned_readers.insert(a.shard_index, pinned_shard(&a.copy, id, filter));
         }
     }
     if answered.is_empty() {
@@ -689,13 +702,18 @@ pub async fn search(
     })
 }
 
-fn pinned_shard(copy: &Arc<dyn ShardSearcher>, context: ReaderContextId) -> PinnedShard {
+fn pinned_shard(
+    copy: &Arc<dyn ShardSearcher>,
+    context: ReaderContextId,
+    alias_filter: Option<String>,
+) -> PinnedShard {
     PinnedShard {
         node_id: copy.node_id(),
         index: copy.index_name(),
         index_uuid: copy.index_uuid(),
         shard_id: copy.shard_id(),
         context,
+        alias_filter,
     }
 }
 

@@ -118,6 +118,9 @@ pub struct ShardSearchRequest {
     /// The reader to run on: the shard's current one (none), or a pinned one (a scroll, a
     /// point in time).
     pub reader: Option<ReaderUse>,
+    /// The filter (JSON) of the aliases the index was reached through: the shard searches
+    /// `query AND filter` (see [`crate::coordinator::ShardGroup::alias_filter`]).
+    pub alias_filter: Option<String>,
 }
 
 /// Which pinned reader a query runs on (see [`crate::reader_context`]).
@@ -259,6 +262,7 @@ mod tests {
             cancelled: Some(Arc::new(AtomicBool::new(false))),
             coordinator: None,
             reader: None,
+            alias_filter: None,
         };
         let round: ShardSearchRequest = decode(&encode(&request).unwrap()).unwrap();
         assert_eq!(round.source, request.source);

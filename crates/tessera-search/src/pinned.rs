@@ -26,6 +26,8 @@ pub struct PinnedShard {
     pub index_uuid: String,
     pub shard_id: u32,
     pub context: ReaderContextId,
+    /// The alias filter the search applied on this shard, applied again on each page.
+    pub alias_filter: Option<String>,
 }
 
 /// What a search on pinned readers leaves for the next request: the readers of the shards
@@ -153,6 +155,7 @@ mod tests {
                 session: 7,
                 id: 40 + n as u64,
             },
+            alias_filter: None,
         }
     }
 

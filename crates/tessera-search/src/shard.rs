@@ -25,6 +25,7 @@ use crate::query_phase::{PhaseOutcome, QueryPhase};
 use tessera_common::{Error, Result};
 use tessera_index::shard::SEARCH_IDLE_AFTER_MILLIS;
 use tessera_index::{IndexService, ShardSnapshot};
+use tessera_query::ast::QueryAst;
 use tessera_query::compile::ColumnFilter;
 use tessera_query::{compile, CompileContext};
 
@@ -166,7 +167,7 @@ impl LocalShard {
                 ),
             ));
         }
-        let search = match request.parsed {
+        let mut search = match request.parsed {
             Some(parsed) => parsed,
             None => {
                 let mut search = request.source.parse()?;
@@ -174,6 +175,9 @@ impl LocalShard {
                 Arc::new(search)
             }
         };
+        if let Some(filter) = &request.alias_filter {
+            search = Arc::new(with_alias_filter(&search, filter)?);
+        }
         Ok(Prepared {
             search,
             shard_index: request.shard_index,
@@ -399,6 +403,24 @@ fn search_after_key(
         }
     }
     Ok(Some(key))
+}
+
+/// `search` with its query limited to what an alias filter (JSON) matches: the filter
+/// scores nothing, so scores stay those of the query.
+fn with_alias_filter(search: &SearchRequest, filter: &str) -> Result<SearchRequest> {
+    let filter: serde_json::Value =
+        serde_json::from_str(filter).map_err(|e| Error::internal("read an alias filter", e))?;
+    let filter = tessera_query::dsl::parse_query(&filter)?;
+    let mut limited = search.clone();
+    limited.query = QueryAst::Bool(tessera_query::ast::BoolQuery {
+        must: vec![search.query.clone()],
+        should: Vec::new(),
+        filter: vec![filter],
+        must_not: Vec::new(),
+        minimum_should_match: None,
+        boost: 1.0,
+    });
+    Ok(limited)
 }
 
 /// The number of slices a query phase ran (0 when it failed).

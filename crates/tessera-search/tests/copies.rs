@@ -120,6 +120,7 @@ fn a_failing_copy_hands_its_shard_to_the_next() {
                 if i == 1 {
                     ShardGroup {
                         copies: vec![broken.clone() as Arc<dyn ShardSearcher>, copy.clone()],
+                        alias_filter: None,
                     }
                 } else {
                     ShardGroup::single(copy.clone())
@@ -140,6 +141,7 @@ fn a_failure_of_the_request_itself_is_not_retried() {
     let broken = failing(&copies[0], Error::parsing("bad query"));
     let groups = vec![ShardGroup {
         copies: vec![broken.clone() as Arc<dyn ShardSearcher>, copies[0].clone()],
+        alias_filter: None,
     }];
     let answer = engine.search_groups(groups, &json!({"size": 1}), mode_none());
     assert_eq!(broken.calls.load(Ordering::Relaxed), 1);

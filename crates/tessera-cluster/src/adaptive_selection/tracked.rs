@@ -189,6 +189,7 @@ mod tests {
             cancelled: None,
             coordinator: None,
             reader: None,
+            alias_filter: None,
         }
     }
 

@@ -323,6 +323,7 @@ mod tests {
             cancelled: None,
             coordinator: None,
             reader: None,
+            alias_filter: None,
         }
     }
 

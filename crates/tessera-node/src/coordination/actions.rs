@@ -17,7 +17,9 @@ use tessera_index::IndexService;
 use tessera_search::messages::{decode, encode};
 use tessera_search::ShardSearcher;
 
-use super::manager::{ClusterSettingsUpdate, CreateIndex, MetadataUpdate, ShardReport};
+use super::manager::{
+    AliasesUpdate, ClusterSettingsUpdate, CreateIndex, MetadataUpdate, ShardReport,
+};
 use super::Coordination;
 use crate::node::Node;
 use crate::read::{get_here, GetRequest, GET_DOC};
@@ -30,6 +32,8 @@ pub const CREATE_INDEX: &str = "indices:admin/create";
 pub const DELETE_INDICES: &str = "indices:admin/delete";
 /// A mapping or settings update, decided by the cluster manager.
 pub const UPDATE_METADATA: &str = "indices:admin/metadata/update";
+/// `POST /_aliases` (and the other alias APIs), decided by the cluster manager.
+pub const UPDATE_ALIASES: &str = "indices:admin/aliases";
 /// Answers once this node applied a cluster state revision (the acknowledgement of a change).
 pub const STATE_APPLIED: &str = "internal:cluster/state/applied[n]";
 /// `PUT _cluster/settings`, decided by the cluster manager.
@@ -202,6 +206,12 @@ pub(crate) fn bind_transport(
         &node,
         UPDATE_METADATA,
         |_, c, r: MetadataUpdate| c.manager.update_metadata(&r),
+    );
+    on_management(
+        &mut handlers,
+        &node,
+        UPDATE_ALIASES,
+        |_, c, r: AliasesUpdate| c.manager.update_aliases(&r),
     );
     on_management(
         &mut handlers,

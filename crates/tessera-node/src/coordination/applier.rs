@@ -141,8 +141,7 @@ fn reconcile(node: &Arc<Node>, coordination: &Arc<Coordination>, state: &Cluster
         let service = match node.index(name) {
             Some(service) if service.metadata().uuid == meta.uuid => {
                 let current = service.metadata();
-                let newer = (meta.mapping_version, meta.settings_version)
-                    > (current.mapping_version, current.settings_version);
+                let newer = meta.versions() > current.versions();
                 // an update of this node's own holds the mapping lock while the manager decides
                 // it: it installs what the manager decided, and the next round catches up
                 if newer {

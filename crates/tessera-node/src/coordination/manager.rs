@@ -35,6 +35,14 @@ pub struct CreateIndex {
     pub settings: String,
     /// The mapping's JSON.
     pub mapping: String,
+    /// The aliases' JSON (`{name: definition}`).
+    pub aliases: String,
+}
+
+/// `POST /_aliases`: the actions' JSON (`{"actions": [...]}`), decided as one change.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AliasesUpdate {
+    pub actions: String,
 }
 
 /// A change of an index's metadata asked for by any node.
@@ -199,7 +207,9 @@ impl Manager {
         let settings = Settings::from_json(&parse_json(&request.settings, "settings")?)?;
         let mapping = Mapping::parse(&parse_json(&request.mapping, "mapping")?)?;
         let uuid = tessera_common::ids::random_uuid();
-        let meta = IndexService::new_metadata(&request.name, &uuid, settings, mapping)?;
+        let mut meta = IndexService::new_metadata(&request.name, &uuid, settings, mapping)?;
+        meta.aliases =
+            tessera_index::aliases::parse_aliases(&parse_json(&request.aliases, "aliases")?)?;
         let name = request.name.clone();
         let result = self.commit(|state| {
             if let Some(existing) = state.index(&name) {
@@ -208,6 +218,7 @@ impl Manager {
                     &existing.metadata.uuid,
                 ));
             }
+            crate::aliases::check_new_index(&name, &meta.aliases, &index_view(state))?;
             let routing = allocation::new_index_with(
                 state,
                 meta.number_of_shards,
@@ -288,6 +299,29 @@ impl Manager {
         Ok(MetadataDecided {
             revision,
             metadata: metadata.to_json().to_string(),
+        })
+    }
+
+    /// Applies `_aliases` actions to the indices they name, in one transaction: every index
+    /// whose aliases change, and those `remove_index` deletes.
+    pub fn update_aliases(&self, update: &AliasesUpdate) -> Result<Revision> {
+        let actions = crate::aliases::parse_actions(&parse_json(&update.actions, "actions")?)?;
+        self.commit(|state| {
+            let change = crate::aliases::apply_actions(&actions, &index_view(state))?;
+            let mut ops: Vec<TxnOp> = change
+                .changed
+                .iter()
+                .map(|meta| metadata_op(meta, Expect::Any))
+                .collect();
+            for name in &change.removed {
+                for key in [index_key(name), routing_key(name)] {
+                    ops.push(TxnOp::Delete {
+                        key,
+                        expect: Expect::Any,
+                    });
+                }
+            }
+            Ok(ops)
         })
     }
 
@@ -382,6 +416,15 @@ impl Manager {
             )
         })
     }
+}
+
+/// The indices' metadata by name, as alias decisions read them.
+fn index_view(state: &ClusterState) -> crate::aliases::IndexView {
+    state
+        .indices
+        .iter()
+        .map(|(name, index)| (name.clone(), index.metadata.clone()))
+        .collect()
 }
 
 fn catching_up(revision: Revision) -> Error {

@@ -33,6 +33,7 @@ use tessera_cluster::{
 };
 use tessera_common::settings::Settings;
 use tessera_common::{Error, Result};
+use tessera_index::aliases::{aliases_json, Aliases};
 use tessera_index::index_service::ShardSlot;
 use tessera_index::{IndexMetadata, IndexService};
 use tessera_mapping::Mapping;
@@ -659,11 +660,13 @@ impl Coordination {
         name: &str,
         settings: Settings,
         mapping: Mapping,
+        aliases: &Aliases,
     ) -> Result<(Arc<IndexService>, bool)> {
         let request = CreateIndex {
             name: name.to_string(),
             settings: settings.to_flat_json().to_string(),
             mapping: mapping.to_json().to_string(),
+            aliases: aliases_json(aliases).to_string(),
         };
         let revision: Revision =
             match self.to_manager(actions::CREATE_INDEX, &request, Manager::create_index) {
@@ -713,6 +716,19 @@ impl Coordination {
         let names = names.to_vec();
         let revision: Revision =
             self.to_manager(actions::DELETE_INDICES, &names, |m, n| m.delete_indices(n))?;
+        self.wait_for_revision(revision)?;
+        self.wait_acknowledged(revision);
+        Ok(())
+    }
+
+    /// `POST /_aliases`: the manager decides the actions; returns once this node applied
+    /// them.
+    pub fn update_aliases(&self, actions: &serde_json::Value) -> Result<()> {
+        let update = manager::AliasesUpdate {
+            actions: actions.to_string(),
+        };
+        let revision: Revision =
+            self.to_manager(actions::UPDATE_ALIASES, &update, Manager::update_aliases)?;
         self.wait_for_revision(revision)?;
         self.wait_acknowledged(revision);
         Ok(())

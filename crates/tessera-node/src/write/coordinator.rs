@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use tessera_cluster::DiscoveryNode;
 use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
+use tessera_index::aliases::AliasMetadata;
 use tessera_index::{Conditions, DocWrite, IndexService, WriteOutcome};
 
 use super::operation::{
@@ -38,7 +39,6 @@ impl ShardGroup {
     /// writes never regrow.
     fn new(
         index: &IndexService,
-        name: &str,
         shard_id: u32,
         options: WriteOptions,
         remaining: usize,
@@ -48,11 +48,13 @@ impl ShardGroup {
         } else {
             0
         };
+        let meta = index.metadata();
         ShardGroup {
             positions: Vec::with_capacity(capacity),
             request: ShardWriteRequest {
-                index: name.to_string(),
-                index_uuid: index.metadata().uuid.clone(),
+                // the index's own name: the operations may have named it through an alias
+                index: meta.name.clone(),
+                index_uuid: meta.uuid.clone(),
                 shard_id,
                 refresh: options.refresh,
                 active_shards: options.active_shards,
@@ -86,15 +88,27 @@ impl ShardGroup {
     }
 }
 
-/// The index an operation goes to, created if it is missing and allowed.
-fn index_for(node: &Node, operation: &Operation) -> Result<Arc<IndexService>> {
-    match &operation.write {
+/// The index an operation goes to: the index it names, or the write index of the alias it
+/// names (with the alias's definition, whose routing applies), created if it is missing and
+/// allowed.
+fn index_for(
+    node: &Node,
+    operation: &Operation,
+) -> Result<(Arc<IndexService>, Option<AliasMetadata>)> {
+    if let Some(index) = node.index(&operation.index) {
+        return Ok((index, None));
+    }
+    if let Some((index, alias)) = node.write_target(&operation.index)? {
+        return Ok((index, Some(alias)));
+    }
+    let index = match &operation.write {
         // a delete never creates an index
         DocWrite::Delete { .. } => node
             .index(&operation.index)
-            .ok_or_else(|| missing_index(&operation.index)),
-        _ => node.index_or_create(&operation.index),
-    }
+            .ok_or_else(|| missing_index(&operation.index))?,
+        _ => node.index_or_create(&operation.index)?,
+    };
+    Ok((index, None))
 }
 
 /// Routes every operation to its shard (murmur3 of `routing`, or of the id; a missing id
@@ -109,16 +123,18 @@ pub(super) fn group_by_shard(
 ) -> Vec<ShardGroup> {
     // keyed by (index, shard); the index key is the service's address (unique while held)
     let mut groups: BTreeMap<(usize, u32), (Arc<IndexService>, ShardGroup)> = BTreeMap::new();
-    let mut last: Option<(String, Arc<IndexService>)> = None;
+    let mut last: Option<(String, Arc<IndexService>, Option<AliasMetadata>)> = None;
     let count = operations.len();
-    for (position, operation) in operations.into_iter().enumerate() {
+    for (position, mut operation) in operations.into_iter().enumerate() {
         let remaining = count - position;
-        let index = match &last {
-            Some((name, index)) if *name == operation.index => index.clone(),
+        let (index, alias) = match &last {
+            Some((name, index, alias)) if *name == operation.index => {
+                (index.clone(), alias.clone())
+            }
             _ => match index_for(node, &operation) {
-                Ok(index) => {
-                    last = Some((operation.index.clone(), index.clone()));
-                    index
+                Ok((index, alias)) => {
+                    last = Some((operation.index.clone(), index.clone(), alias.clone()));
+                    (index, alias)
                 }
                 Err(e) => {
                     results[position] = Some(Err(e));
@@ -126,7 +142,17 @@ pub(super) fn group_by_shard(
                 }
             },
         };
-        let Operation { index: name, write } = operation;
+        if let Some(alias) = &alias {
+            match crate::aliases::index_routing(&operation.index, alias, operation.write.routing())
+            {
+                Ok(routing) => operation.write.set_routing(routing),
+                Err(e) => {
+                    results[position] = Some(Err(e));
+                    continue;
+                }
+            }
+        }
+        let write = operation.write;
         let (shard, write) = match write.id() {
             Some(id) => (index.shard_for(id, write.routing()), write),
             // generated ids spread over shards like OpenSearch's: by a hash of the id we make
@@ -158,7 +184,7 @@ pub(super) fn group_by_shard(
         groups
             .entry(key)
             .or_insert_with(|| {
-                let group = ShardGroup::new(&index, &name, shard, options, remaining);
+                let group = ShardGroup::new(&index, shard, options, remaining);
                 (index.clone(), group)
             })
             .1

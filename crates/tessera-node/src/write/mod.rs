@@ -49,7 +49,8 @@ impl WriteService {
 
     /// Whether the index `name` exists (document APIs check it before their parameters).
     pub fn index_exists(&self, name: &str) -> bool {
-        self.node().is_ok_and(|node| node.index(name).is_some())
+        self.node()
+            .is_ok_and(|node| node.index_or_alias_exists(name))
     }
 
     /// Runs operations (any indices, any shards) and returns their results in order; each

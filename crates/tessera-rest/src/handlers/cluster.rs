@@ -410,15 +410,15 @@ fn render_metadata(state: &ClusterState, indices: &[&IndexState], flat: bool) ->
                 .map(|t| (t.shard.to_string(), json!(t.in_sync)))
                 .collect();
             let body = json!({
-                "version": meta.mapping_version + meta.settings_version - 1,
+                "version": meta.mapping_version + meta.settings_version + meta.aliases_version - 2,
                 "mapping_version": meta.mapping_version,
                 "settings_version": meta.settings_version,
-                "aliases_version": 1,
+                "aliases_version": meta.aliases_version,
                 "routing_num_shards": meta.routing_shards,
                 "state": "open",
                 "settings": settings,
                 "mappings": mappings,
-                "aliases": [],
+                "aliases": meta.aliases.keys().collect::<Vec<_>>(),
                 "primary_terms": terms,
                 "in_sync_allocations": in_sync,
                 "rollover_info": {},

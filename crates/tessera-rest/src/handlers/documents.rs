@@ -246,15 +246,15 @@ async fn load(
     id: &str,
     options: ReadOptions,
 ) -> Result<(Arc<IndexService>, Option<StoredDoc>)> {
-    let index = node
-        .index(index_name)
+    let (index, routing) = node
+        .read_target(index_name, options.routing.as_deref())?
         .ok_or_else(|| missing_index(index_name))?;
     let meta = index.metadata();
     let request = GetRequest {
         index: meta.name.clone(),
         index_uuid: meta.uuid.clone(),
         id: id.to_string(),
-        routing: options.routing,
+        routing,
         realtime: options.realtime,
         refresh: options.refresh,
     };
@@ -419,9 +419,10 @@ pub async fn mget(node: Arc<Node>, request: RestRequest) -> Result<RestResponse>
                 "index is missing for doc 0".into(),
             ]));
         };
-        match node.index(&index_name) {
-            None => docs.push(json!({"_index": index_name, "_id": id, "error": missing_index(&index_name).to_json()})),
-            Some(index) => {
+        match node.read_target(&index_name, routing.as_deref()) {
+            Err(e) => docs.push(json!({"_index": index_name, "_id": id, "error": e.to_json()})),
+            Ok(None) => docs.push(json!({"_index": index_name, "_id": id, "error": missing_index(&index_name).to_json()})),
+            Ok(Some((index, routing))) => {
                 let meta = index.metadata();
                 let read = GetRequest {
                     index: meta.name.clone(),

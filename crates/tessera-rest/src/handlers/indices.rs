@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use tessera_common::settings::Settings;
 use tessera_common::{Error, Result};
+use tessera_index::aliases::Aliases;
 use tessera_index::blocks::BlockLevel;
 use tessera_index::index_service::render_index;
 use tessera_index::IndexService;
@@ -32,6 +33,7 @@ pub async fn create(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
     };
     let mut settings = Settings::new();
     let mut mapping = Mapping::default();
+    let mut aliases = Aliases::new();
     for (key, value) in &body {
         match key.as_str() {
             "settings" => settings = Settings::from_json(value)?.with_prefix("index."),
@@ -52,11 +54,7 @@ pub async fn create(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
                     }
                 })?
             }
-            "aliases" => {
-                if value.as_object().is_some_and(|a| !a.is_empty()) {
-                    return Err(Error::not_supported("[aliases]"));
-                }
-            }
+            "aliases" => aliases = tessera_index::aliases::parse_aliases(value)?,
             other => {
                 return Err(Error::new(
                     "parse_exception",
@@ -95,7 +93,7 @@ pub async fn create(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
     let index = node
         .pools
         .management
-        .run(move || created.create_index(&name, settings, mapping))
+        .run(move || created.create_index_with(&name, settings, mapping, aliases))
         .await?;
     let shards_acknowledged = wait_for_active_copies(&node, &index, wanted, timeout).await;
     Ok(RestResponse::ok(json!({

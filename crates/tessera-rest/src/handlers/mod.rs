@@ -3,6 +3,7 @@
 //! (`bulk`, and index, create, update, delete in `documents`) call the node's write service
 //! instead (`tessera_node::write`), which chooses its pool itself.
 
+pub mod aliases;
 pub mod allocation;
 pub mod bulk;
 pub mod cat;
