@@ -619,3 +619,63 @@ def test_count(client, index_name):
     assert resp == {"count": 6, "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0}}
     assert client.count(index=index_name, body={"query": {"term": {"tag": "animal"}}})["count"] == 4
     assert client.count(index=index_name, q="tag:fast")["count"] == 2
+
+
+def test_aliases(client, index_name):
+    """The alias calls of opensearch-py: put, exists, get, update_aliases, delete; a search and a
+    scan through a filtered alias; a write through an alias lands in its write index."""
+    alias, filtered = index_name + "-alias", index_name + "-even"
+    client.indices.create(index=index_name, body={"settings": {"number_of_shards": 2},
+                                                  "aliases": {filtered: {"filter": {"term": {"even": True}}}}})
+    helpers.bulk(client, ({"_index": index_name, "_id": str(i), "n": i, "even": i % 2 == 0} for i in range(60)),
+                 refresh=True)
+    assert client.indices.exists_alias(name=alias) is False
+    assert client.indices.put_alias(index=index_name, name=alias) == {"acknowledged": True}
+    assert client.indices.exists_alias(name=alias) is True
+    assert client.indices.exists_alias(index=index_name, name=alias) is True
+    assert client.indices.get_alias(name=alias) == {index_name: {"aliases": {alias: {}}}}
+    assert client.count(index=alias)["count"] == 60
+    assert client.count(index=filtered)["count"] == 30
+    scanned = sorted(int(h["_id"]) for h in helpers.scan(client, index=filtered, size=7, scroll="1m"))
+    assert scanned == list(range(0, 60, 2))
+    written = client.index(index=alias, id="w", body={"n": -1, "even": True}, refresh=True)
+    assert written["_index"] == index_name
+    assert client.get(index=filtered, id="w")["_source"]["n"] == -1
+    client.indices.update_aliases(body={"actions": [{"remove": {"index": index_name, "alias": alias}}]})
+    assert client.indices.exists_alias(name=alias) is False
+    with pytest.raises(NotFoundError):
+        client.indices.delete_alias(index=index_name, name=alias)
+    client.indices.delete_alias(index=index_name, name=filtered)
+    assert client.indices.get_alias(index=index_name) == {index_name: {"aliases": {}}}
+
+
+def test_templates(client, index_name):
+    """Index, component and legacy templates through opensearch-py, applied to a new index."""
+    component, template, legacy = index_name + "-ct", index_name + "-t", index_name + "-lg"
+    try:
+        client.cluster.put_component_template(name=component, body={
+            "template": {"mappings": {"properties": {"tag": {"type": "keyword"}}}}})
+        assert client.cluster.exists_component_template(name=component) is True
+        client.indices.put_index_template(name=template, body={
+            "index_patterns": [index_name + "-*"], "priority": 50, "composed_of": [component],
+            "template": {"settings": {"number_of_shards": 2}, "aliases": {index_name + "-all": {}}}})
+        assert client.indices.exists_index_template(name=template) is True
+        got = client.indices.get_index_template(name=template)["index_templates"][0]
+        assert got["index_template"]["composed_of"] == [component]
+        client.indices.put_template(name=legacy, body={"index_patterns": [index_name + "-*"], "order": 3,
+                                                         "settings": {"number_of_shards": 3}})
+        assert legacy in client.indices.get_template(name=legacy)
+        # the composable template wins over the legacy one
+        client.index(index=index_name + "-a", id="1", body={"tag": "x"}, refresh=True)
+        created = client.indices.get(index=index_name + "-a")[index_name + "-a"]
+        assert created["settings"]["index"]["number_of_shards"] == "2"
+        assert created["mappings"]["properties"]["tag"] == {"type": "keyword"}
+        assert client.count(index=index_name + "-all")["count"] == 1
+        simulated = client.indices.simulate_index_template(name=index_name + "-b")
+        assert simulated["template"]["settings"]["index"]["number_of_shards"] == "2"
+    finally:
+        client.indices.delete(index=index_name + "-*", ignore=[404])
+        client.indices.delete_index_template(name=template, ignore=[404])
+        client.cluster.delete_component_template(name=component, ignore=[404])
+        client.indices.delete_template(name=legacy, ignore=[404])
+    assert client.indices.exists_index_template(name=template) is False

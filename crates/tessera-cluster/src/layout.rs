@@ -4,7 +4,8 @@
 //! `nodes/<id>` (a node, bound to its lease:
 //! it vanishes when the node dies), `cluster_manager/…` (the election's candidates, the lowest
 //! create revision leading), `indices/<name>` (an index's metadata, as its `_state.json`) and
-//! `routing/<name>` (its [`IndexRouting`] tied to its uuid). An index's two keys are written in
+//! `routing/<name>` (its [`IndexRouting`] tied to its uuid), `custom/<kind>/<name>` (a custom
+//! metadata document: an index template, …). An index's two keys are written in
 //! one transaction, so a state built at any revision sees both or neither.
 //!
 //! [`StateFold`] holds the keys a node has seen (a listing, then its watch's events) and builds
@@ -28,6 +29,12 @@ pub const NODES: &str = "nodes/";
 pub const ELECTION: &str = "cluster_manager";
 /// The cluster settings (`PUT _cluster/settings`), persistent and transient.
 pub const SETTINGS_KEY: &str = "settings";
+/// Custom metadata documents: `custom/<kind>/<name>` (see [`ClusterState::custom`]).
+pub const CUSTOM: &str = "custom/";
+
+pub fn custom_key(key: &str) -> String {
+    format!("{CUSTOM}{key}")
+}
 
 pub fn index_key(name: &str) -> String {
     format!("{INDICES}{name}")
@@ -181,6 +188,16 @@ impl StateFold {
                     );
                 }
                 None => eprintln!("the index [{name}] has no routing in the metadata store"),
+            }
+        }
+        for (key, kv) in self.under(CUSTOM) {
+            match serde_json::from_slice::<serde_json::Value>(&kv.value) {
+                Ok(doc) => {
+                    state
+                        .custom
+                        .insert(key.to_string(), crate::state::JsonDoc(Arc::new(doc)));
+                }
+                Err(e) => eprintln!("cannot read [{key}] in the metadata store: {e}"),
             }
         }
         for (key, revision, metadata) in parsed_now {

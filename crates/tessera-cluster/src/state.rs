@@ -304,6 +304,30 @@ pub struct ClusterState {
     pub cluster_manager: Option<String>,
     pub nodes: BTreeMap<String, DiscoveryNode>,
     pub indices: BTreeMap<String, IndexState>,
+    /// Cluster-wide metadata documents other than indices (index templates, component
+    /// templates, …), by key (`index_template/<name>`, …): JSON, each read by the module that
+    /// owns its kind.
+    pub custom: BTreeMap<String, JsonDoc>,
+}
+
+/// A JSON document of the cluster state; JSON text on the wire (postcard cannot carry a
+/// `serde_json::Value`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct JsonDoc(pub Arc<serde_json::Value>);
+
+impl Serialize for JsonDoc {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for JsonDoc {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        serde_json::from_str(&text)
+            .map(|value| JsonDoc(Arc::new(value)))
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 impl ClusterState {
@@ -317,7 +341,19 @@ impl ClusterState {
             cluster_manager: None,
             nodes: BTreeMap::new(),
             indices: BTreeMap::new(),
+            custom: BTreeMap::new(),
         }
+    }
+
+    /// The custom documents whose keys start with `prefix`, by the rest of their key.
+    pub fn custom_under<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a serde_json::Value)> {
+        self.custom
+            .range(prefix.to_string()..)
+            .take_while(move |(key, _)| key.starts_with(prefix))
+            .map(move |(key, doc)| (&key[prefix.len()..], doc.0.as_ref()))
     }
 
     /// A builder of the next state, starting from this one.
@@ -412,6 +448,21 @@ impl ClusterStateBuilder {
 
     pub fn remove_index(mut self, name: &str) -> Self {
         self.next.indices.remove(name);
+        self
+    }
+
+    /// Sets (`Some`) or removes (`None`) a custom document.
+    pub fn put_custom(mut self, key: &str, doc: Option<serde_json::Value>) -> Self {
+        match doc {
+            Some(doc) => {
+                self.next
+                    .custom
+                    .insert(key.to_string(), JsonDoc(Arc::new(doc)));
+            }
+            None => {
+                self.next.custom.remove(key);
+            }
+        }
         self
     }
 

@@ -318,7 +318,6 @@ async fn a_copy_on_an_unreachable_node_fails_over_to_the_next() {
                 node.remote(s, &node.address, &client),
             ],
             alias_filter: None,
-            alias_filter: None,
         })
         .collect();
     let started = Instant::now();

@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tessera_cluster::layout::{
-    index_key, node_key, routing_key, StoredRouting, CLUSTER_KEY, ELECTION, INDICES, ROUTING,
+    custom_key, index_key, node_key, routing_key, StoredRouting, CLUSTER_KEY, CUSTOM, ELECTION,
+    INDICES, ROUTING,
 };
-use tessera_cluster::meta_store::LeaderKey;
+use tessera_cluster::meta_store::{LeaderKey, TxnOp};
 use tessera_cluster::{
     ClusterState, ClusterStateHolder, DiscoveryNode, Expect, FileMetaStore, IndexRouting,
     IndexState, LeaseId, MetaError, MetaStore, Revision, ShardState,
@@ -134,6 +135,13 @@ impl ClusterService {
             .cluster_manager(Some(local.id.clone()));
         for index in states.into_values() {
             state = state.put_index(index);
+        }
+        for kv in store.list(CUSTOM)?.kvs {
+            let key = &kv.key[CUSTOM.len()..];
+            match serde_json::from_slice(&kv.value) {
+                Ok(doc) => state = state.put_custom(key, Some(doc)),
+                Err(e) => eprintln!("cannot read [{key}] in the metadata store: {e}"),
+            }
         }
         let revision = store.list(INDICES)?.revision;
         let state = state.version(revision.max(1)).build();
@@ -257,6 +265,34 @@ impl ClusterService {
                 metadata: meta,
                 routing,
             })
+        })
+    }
+
+    /// Writes (`Some`) or deletes (`None`) custom documents (templates, …), then publishes
+    /// them.
+    pub fn custom_changed(&self, docs: Vec<(String, Option<serde_json::Value>)>) -> Result<()> {
+        let _write = self.write.lock().unwrap();
+        let ops: Vec<TxnOp> = docs
+            .iter()
+            .map(|(key, doc)| match doc {
+                Some(doc) => TxnOp::Put {
+                    key: custom_key(key),
+                    expect: Expect::Any,
+                    value: doc.to_string().into_bytes(),
+                    lease: 0,
+                },
+                None => TxnOp::Delete {
+                    key: custom_key(key),
+                    expect: Expect::Any,
+                },
+            })
+            .collect();
+        let revision = self.store.commit(None, &ops)?;
+        self.publish(revision, |current| {
+            docs.into_iter()
+                .fold(current.builder(), |builder, (key, doc)| {
+                    builder.put_custom(&key, doc)
+                })
         })
     }
 

@@ -18,6 +18,7 @@ pub mod promoting;
 pub mod read;
 pub mod resolve;
 pub mod search_service;
+pub mod templates;
 pub mod write;
 
 pub use indexing_pressure::{IndexingPermit, IndexingPressure};

@@ -887,7 +887,8 @@ impl Node {
         self.create_index_with(name, settings, mapping, Aliases::new())
     }
 
-    /// Creates an index with aliases.
+    /// Creates an index with aliases, under what the templates that match its name give it
+    /// (the request's settings, mappings and aliases on top).
     pub fn create_index_with(
         &self,
         name: &str,
@@ -896,6 +897,11 @@ impl Node {
         aliases: Aliases,
     ) -> Result<Arc<IndexService>> {
         validate_index_name(name)?;
+        let (settings, mapping, aliases) =
+            match crate::templates::for_new_index(name, &self.cluster_state()) {
+                Some(templates) => templates.under(settings, mapping, aliases)?,
+                None => (settings, mapping, aliases),
+            };
         let cluster = match &self.cluster {
             ClusterMode::Member(coordination) => {
                 return coordination
@@ -1131,6 +1137,17 @@ impl Node {
     /// Whether `name` is an index or an alias.
     pub fn index_or_alias_exists(&self, name: &str) -> bool {
         self.index(name).is_some() || self.alias_table().contains(name)
+    }
+
+    /// Puts or deletes templates (a cluster's manager decides it).
+    pub fn update_templates(&self, change: crate::templates::TemplateChange) -> Result<()> {
+        let cluster = match &self.cluster {
+            ClusterMode::Member(coordination) => return coordination.update_templates(change),
+            ClusterMode::Single(cluster) => cluster,
+        };
+        let _guard = self.create_lock.lock().unwrap();
+        let docs = change.decide(&cluster.state())?;
+        cluster.custom_changed(docs)
     }
 
     /// `POST /_aliases` with `body`'s actions, as one change (a cluster's manager decides it).

@@ -6,7 +6,7 @@ use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
     aliases, allocation, bulk, cat, cluster, documents, indices, msearch, nodes, recovery, root,
-    scroll, search, stats,
+    scroll, search, stats, templates,
 };
 use crate::router::Route;
 
@@ -820,6 +820,135 @@ pub fn all() -> Vec<Route> {
             pattern: "/{index}/_settings",
             params: INDEX_WRITE,
             handler: handler!(indices::put_settings),
+        },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/_index_template/{name}",
+            params: &[
+                "create",
+                "cause",
+                "order",
+                TIMEOUTS[0],
+                TIMEOUTS[1],
+                TIMEOUTS[2],
+            ],
+            handler: handler!(templates::put),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/_index_template/{name}",
+            params: &TIMEOUTS,
+            handler: handler!(templates::delete),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_index_template",
+            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
+            handler: handler!(templates::get),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_index_template/{name}",
+            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
+            handler: handler!(templates::get),
+        },
+        Route {
+            methods: &[HEAD],
+            pattern: "/_index_template/{name}",
+            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
+            handler: handler!(templates::exists),
+        },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/_component_template/{name}",
+            params: &[
+                "create",
+                "cause",
+                "order",
+                TIMEOUTS[0],
+                TIMEOUTS[1],
+                TIMEOUTS[2],
+            ],
+            handler: handler!(templates::put),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/_component_template/{name}",
+            params: &TIMEOUTS,
+            handler: handler!(templates::delete),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_component_template",
+            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
+            handler: handler!(templates::get),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_component_template/{name}",
+            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
+            handler: handler!(templates::get),
+        },
+        Route {
+            methods: &[HEAD],
+            pattern: "/_component_template/{name}",
+            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
+            handler: handler!(templates::exists),
+        },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/_template/{name}",
+            params: &[
+                "create",
+                "cause",
+                "order",
+                TIMEOUTS[0],
+                TIMEOUTS[1],
+                TIMEOUTS[2],
+            ],
+            handler: handler!(templates::put),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/_template/{name}",
+            params: &TIMEOUTS,
+            handler: handler!(templates::delete),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_template",
+            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
+            handler: handler!(templates::get),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_template/{name}",
+            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
+            handler: handler!(templates::get),
+        },
+        Route {
+            methods: &[HEAD],
+            pattern: "/_template/{name}",
+            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
+            handler: handler!(templates::exists),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_index_template/_simulate_index/{name}",
+            params: &TIMEOUTS,
+            handler: handler!(templates::simulate_index),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/templates",
+            params: CAT_PARAMS,
+            handler: handler!(templates::cat),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/templates/{name}",
+            params: CAT_PARAMS,
+            handler: handler!(templates::cat),
         },
         Route {
             methods: &[POST],

@@ -376,9 +376,33 @@ fn metadata_and_versions_survive_kill_9() {
     .expect(200);
     node.put("/recreated/_doc/new", &json!({"new": "yes"}))
         .expect(201);
+    // aliases: one from the create body, two from an `_aliases` change, one of them removed
+    node.put("/aliased", &json!({"aliases": {"first": {}}}))
+        .expect(200);
+    node.post(
+        "/_aliases",
+        &json!({"actions": [
+            {"add": {"index": "aliased", "alias": "even", "filter": {"term": {"even": true}}}},
+            {"add": {"indices": ["aliased", "meta"], "alias": "both", "is_write_index": false}},
+            {"remove": {"index": "aliased", "alias": "first"}}
+        ]}),
+    )
+    .expect(200);
 
     node.kill_9();
     node.start_again();
+
+    let aliases = node.get("/_alias").expect(200).json();
+    assert_eq!(
+        aliases["aliased"]["aliases"],
+        json!({"both": {"is_write_index": false}, "even": {"filter": {"term": {"even": true}}}}),
+        "{aliases}"
+    );
+    assert_eq!(
+        aliases["meta"]["aliases"],
+        json!({"both": {"is_write_index": false}}),
+        "{aliases}"
+    );
 
     let mapping = node.get("/meta/_mapping").expect(200).json();
     let properties = &mapping["meta"]["mappings"]["properties"];

@@ -18,7 +18,7 @@ use tessera_search::messages::{decode, encode};
 use tessera_search::ShardSearcher;
 
 use super::manager::{
-    AliasesUpdate, ClusterSettingsUpdate, CreateIndex, MetadataUpdate, ShardReport,
+    AliasesUpdate, ClusterSettingsUpdate, CreateIndex, MetadataUpdate, ShardReport, TemplatesUpdate,
 };
 use super::Coordination;
 use crate::node::Node;
@@ -34,6 +34,8 @@ pub const DELETE_INDICES: &str = "indices:admin/delete";
 pub const UPDATE_METADATA: &str = "indices:admin/metadata/update";
 /// `POST /_aliases` (and the other alias APIs), decided by the cluster manager.
 pub const UPDATE_ALIASES: &str = "indices:admin/aliases";
+/// `PUT|DELETE` of an index, component or legacy template, decided by the cluster manager.
+pub const UPDATE_TEMPLATES: &str = "indices:admin/template/update";
 /// Answers once this node applied a cluster state revision (the acknowledgement of a change).
 pub const STATE_APPLIED: &str = "internal:cluster/state/applied[n]";
 /// `PUT _cluster/settings`, decided by the cluster manager.
@@ -206,6 +208,12 @@ pub(crate) fn bind_transport(
         &node,
         UPDATE_METADATA,
         |_, c, r: MetadataUpdate| c.manager.update_metadata(&r),
+    );
+    on_management(
+        &mut handlers,
+        &node,
+        UPDATE_TEMPLATES,
+        |_, c, r: TemplatesUpdate| c.manager.update_templates(&r),
     );
     on_management(
         &mut handlers,

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tessera_cluster::allocation::AllocationEnable;
-use tessera_cluster::layout::{index_key, routing_key, StoredRouting, CLUSTER_KEY, SETTINGS_KEY};
+use tessera_cluster::layout::{
+    custom_key, index_key, routing_key, StoredRouting, CLUSTER_KEY, SETTINGS_KEY,
+};
 use tessera_cluster::meta_store::TxnOp;
 use tessera_cluster::{allocation, ClusterState, ClusterStateHolder, Expect, MetaError, MetaStore};
 use tessera_cluster::{IndexRouting, Revision};
@@ -37,6 +39,12 @@ pub struct CreateIndex {
     pub mapping: String,
     /// The aliases' JSON (`{name: definition}`).
     pub aliases: String,
+}
+
+/// A change of the templates (`crate::templates::TemplateChange`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TemplatesUpdate {
+    pub change: crate::templates::TemplateChange,
 }
 
 /// `POST /_aliases`: the actions' JSON (`{"actions": [...]}`), decided as one change.
@@ -322,6 +330,24 @@ impl Manager {
                 }
             }
             Ok(ops)
+        })
+    }
+
+    /// Puts or deletes templates: custom documents of the state.
+    pub fn update_templates(&self, update: &TemplatesUpdate) -> Result<Revision> {
+        self.commit(|state| {
+            Ok(update
+                .change
+                .decide(state)?
+                .into_iter()
+                .map(|(key, doc)| match doc {
+                    Some(doc) => put(custom_key(&key), Expect::Any, doc.to_string().into_bytes()),
+                    None => TxnOp::Delete {
+                        key: custom_key(&key),
+                        expect: Expect::Any,
+                    },
+                })
+                .collect())
         })
     }
 

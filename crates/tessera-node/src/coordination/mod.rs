@@ -721,6 +721,19 @@ impl Coordination {
         Ok(())
     }
 
+    /// A template change: the manager decides it; returns once this node applied it.
+    pub fn update_templates(&self, change: crate::templates::TemplateChange) -> Result<()> {
+        let update = manager::TemplatesUpdate { change };
+        let revision: Revision = self.to_manager(
+            actions::UPDATE_TEMPLATES,
+            &update,
+            Manager::update_templates,
+        )?;
+        self.wait_for_revision(revision)?;
+        self.wait_acknowledged(revision);
+        Ok(())
+    }
+
     /// `POST /_aliases`: the manager decides the actions; returns once this node applied
     /// them.
     pub fn update_aliases(&self, actions: &serde_json::Value) -> Result<()> {

@@ -19,6 +19,7 @@ pub mod root;
 pub mod scroll;
 pub mod search;
 pub mod stats;
+pub mod templates;
 
 use tessera_common::{Error, Result};
 use tessera_node::ResolveOptions;
