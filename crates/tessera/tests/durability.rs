@@ -388,10 +388,22 @@ fn metadata_and_versions_survive_kill_9() {
         ]}),
     )
     .expect(200);
+    node.put(
+        "/_index_template/kept",
+        &json!({"index_patterns": ["kept-*"], "template": {"settings": {"number_of_shards": 3}}}),
+    )
+    .expect(200);
 
     node.kill_9();
     node.start_again();
 
+    // the template is still there, and still applies
+    node.put("/kept-1", &json!({})).expect(200);
+    let kept = node.get("/kept-1/_settings").expect(200).json();
+    assert_eq!(
+        kept["kept-1"]["settings"]["index"]["number_of_shards"], "3",
+        "{kept}"
+    );
     let aliases = node.get("/_alias").expect(200).json();
     assert_eq!(
         aliases["aliased"]["aliases"],
