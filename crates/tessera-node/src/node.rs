@@ -39,7 +39,7 @@ use crate::health::{Health, HealthWait, IndexHealth, PrimaryState, ReplicaCounts
 use crate::indexing_pressure::IndexingPressure;
 use crate::preference::{self, Preference};
 use crate::process_stats::{cores, CpuSampler};
-use crate::resolve::{resolve_names, select, validate_index_name, ResolveOptions};
+use crate::resolve::{resolve_names, select, validate_index_name, AliasNames, ResolveOptions};
 use crate::search_service::SearchService;
 use crate::write::WriteService;
 use tessera_cluster::adaptive_selection::TrackedShard;
@@ -897,11 +897,28 @@ impl Node {
         aliases: Aliases,
     ) -> Result<Arc<IndexService>> {
         validate_index_name(name)?;
-        let (settings, mapping, aliases) =
-            match crate::templates::for_new_index(name, &self.cluster_state()) {
-                Some(templates) => templates.under(settings, mapping, aliases)?,
-                None => (settings, mapping, aliases),
-            };
+        let state = self.cluster_state();
+        if let Some(template) = crate::data_streams::template_for(name, &state) {
+            return Err(Error::illegal_argument(format!(
+                "cannot create index with name [{name}], because it matches with template [{template}] that creates data streams only, use create data stream api instead"
+            )));
+        }
+        let (settings, mapping, aliases) = match crate::templates::for_new_index(name, &state) {
+            Some(templates) => templates.under(settings, mapping, aliases)?,
+            None => (settings, mapping, aliases),
+        };
+        self.create_index_exact(name, settings, mapping, aliases)
+    }
+
+    /// Creates an index with exactly these settings, mapping and aliases (no template).
+    pub(crate) fn create_index_exact(
+        &self,
+        name: &str,
+        settings: Settings,
+        mapping: Mapping,
+        aliases: Aliases,
+    ) -> Result<Arc<IndexService>> {
+        validate_index_name(name)?;
         let cluster = match &self.cluster {
             ClusterMode::Member(coordination) => {
                 return coordination
@@ -968,7 +985,7 @@ impl Node {
         }
     }
 
-    fn auto_create_allowed(&self, name: &str) -> bool {
+    pub(crate) fn auto_create_allowed(&self, name: &str) -> bool {
         let setting = self.cluster_settings.get("action.auto_create_index");
         match setting.as_str() {
             "true" => true,
@@ -1006,11 +1023,16 @@ impl Node {
             )));
         }
         let names = resolve_names(expression, &self.index_names(), options)?;
-        self.delete_names(&names)
+        let forget = self.backing_indices_deleted(&names)?;
+        self.delete_names(&names)?;
+        for change in forget {
+            self.update_custom(crate::custom::CustomChange::DataStreams(change))?;
+        }
+        Ok(())
     }
 
     /// Deletes these indices (those already gone are skipped).
-    fn delete_names(&self, names: &[String]) -> Result<()> {
+    pub(crate) fn delete_names(&self, names: &[String]) -> Result<()> {
         if names.is_empty() {
             return Ok(());
         }
@@ -1062,7 +1084,8 @@ impl Node {
         routing: Option<&str>,
     ) -> Result<Vec<(Arc<IndexService>, IndexScope)>> {
         let aliases = self.alias_table();
-        let selection = select(expression, &self.index_names(), &aliases.names(), options)?;
+        let names = self.expression_names(&aliases);
+        let selection = select(expression, &self.index_names(), &names, options)?;
         let indices = self.indices.read().unwrap();
         Ok(selection
             .indices
@@ -1077,6 +1100,17 @@ impl Node {
                 Some((index, aliases.scope(name, through, routing)))
             })
             .collect())
+    }
+
+    /// The names an index expression may use besides indices: aliases and data streams,
+    /// each with its indices.
+    fn expression_names(&self, aliases: &AliasTable) -> AliasNames {
+        let mut names = aliases.names();
+        for (name, stream) in crate::data_streams::streams(&self.cluster_state()) {
+            let indices = stream.indices.into_iter().map(|b| b.index_name).collect();
+            names.insert(name, indices);
+        }
+        names
     }
 
     /// Every index's metadata by name.
@@ -1101,18 +1135,26 @@ impl Node {
         AliasTable::of(metadata.iter().map(|meta| meta.as_ref()))
     }
 
-    /// Where a write to `name` goes when `name` is an alias: its write index, with the alias's
-    /// definition there (its index routing applies to the write: see
-    /// [`crate::aliases::index_routing`]). `None` when `name` is no alias.
-    pub fn write_target(&self, name: &str) -> Result<Option<(Arc<IndexService>, AliasMetadata)>> {
+    /// Where a write to `name` goes when `name` is an alias (its write index, with the
+    /// alias's definition there, whose index routing applies: see
+    /// [`crate::aliases::index_routing`]) or a data stream (its write index). `None` when
+    /// `name` is neither.
+    pub fn write_target(&self, name: &str) -> Result<Option<(Arc<IndexService>, Redirect)>> {
         let aliases = self.alias_table();
-        let Some((index, definition)) = aliases.write_index(name)? else {
+        if let Some((index, definition)) = aliases.write_index(name)? {
+            let index = self
+                .index(index)
+                .ok_or_else(|| Error::index_not_found(index))?;
+            return Ok(Some((index, Redirect::Alias(definition.clone()))));
+        }
+        let Some(stream) = crate::data_streams::get(&self.cluster_state(), name) else {
             return Ok(None);
         };
-        let index = self
-            .index(index)
-            .ok_or_else(|| Error::index_not_found(index))?;
-        Ok(Some((index, definition.clone())))
+        let index = stream
+            .write_index()
+            .and_then(|backing| self.index(&backing.index_name))
+            .ok_or_else(|| Error::index_not_found(name))?;
+        Ok(Some((index, Redirect::DataStream)))
     }
 
     /// The index a single-document read of `name` reads, and with which routing: `name`
@@ -1139,10 +1181,11 @@ impl Node {
         self.index(name).is_some() || self.alias_table().contains(name)
     }
 
-    /// Puts or deletes templates (a cluster's manager decides it).
-    pub fn update_templates(&self, change: crate::templates::TemplateChange) -> Result<()> {
+    /// Puts or deletes custom documents: templates, data streams (a cluster's manager
+    /// decides it).
+    pub fn update_custom(&self, change: crate::custom::CustomChange) -> Result<()> {
         let cluster = match &self.cluster {
-            ClusterMode::Member(coordination) => return coordination.update_templates(change),
+            ClusterMode::Member(coordination) => return coordination.update_custom(change),
             ClusterMode::Single(cluster) => cluster,
         };
         let _guard = self.create_lock.lock().unwrap();
@@ -1804,6 +1847,16 @@ impl Node {
             }
         }
     }
+}
+
+/// Where a write addressed to something other than an index goes (see
+/// [`Node::write_target`]).
+#[derive(Clone, Debug)]
+pub enum Redirect {
+    /// Through an alias, with its definition on the write index.
+    Alias(AliasMetadata),
+    /// To a data stream's write index.
+    DataStream,
 }
 
 /// Makes the index's mapping and settings updates go through the cluster state's store.

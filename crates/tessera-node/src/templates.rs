@@ -250,11 +250,24 @@ fn parse_index_template(name: &str, body: &str) -> Result<Value> {
             "data_stream",
         ],
     )?;
-    if body.contains_key("data_stream") {
-        return Err(Error::illegal_argument(
-            "[data_stream] templates are not supported yet: data streams are not built",
-        ));
-    }
+    let data_stream = match body.get("data_stream") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(spec)) => {
+            check_keys(spec, "data_stream", &["timestamp_field"])?;
+            let field = spec
+                .get("timestamp_field")
+                .and_then(|f| f["name"].as_str())
+                .unwrap_or(crate::data_streams::TIMESTAMP_FIELD);
+            if field != crate::data_streams::TIMESTAMP_FIELD {
+                return Err(Error::illegal_argument(format!(
+                    "[timestamp_field] [{field}] is not supported: data streams use [{}]",
+                    crate::data_streams::TIMESTAMP_FIELD
+                )));
+            }
+            Some(json!({"timestamp_field": {"name": field}}))
+        }
+        Some(_) => return Err(parse_error("[data_stream] must be an object".into())),
+    };
     let patterns = patterns_of(body.get("index_patterns").unwrap_or(&Value::Null))?;
     let template = body.get("template").cloned().unwrap_or(Value::Null);
     if let Value::Object(t) = &template {
@@ -289,6 +302,9 @@ fn parse_index_template(name: &str, body: &str) -> Result<Value> {
     }
     if let Some(meta) = body.get("_meta") {
         stored.insert("_meta".into(), meta.clone());
+    }
+    if let Some(data_stream) = data_stream {
+        stored.insert("data_stream".into(), data_stream);
     }
     Ok(Value::Object(stored))
 }
@@ -519,7 +535,7 @@ fn check_components_unused(components: &[String], state: &ClusterState) -> Resul
 
 /// The composable template a new index named `name` takes (the highest priority among those
 /// that match), with its name.
-fn matching_index_template<'a>(
+pub(crate) fn matching_index_template<'a>(
     name: &str,
     state: &'a ClusterState,
 ) -> Option<(&'a str, &'a Value)> {
@@ -660,8 +676,13 @@ fn render_index_template(stored: &Value) -> Value {
             Parts::from_stored(&stored["template"]).rendered(false),
         );
     }
-    out.insert("composed_of".into(), stored["composed_of"].clone());
-    for key in ["priority", "version", "_meta"] {
+    if stored["composed_of"]
+        .as_array()
+        .is_some_and(|components| !components.is_empty())
+    {
+        out.insert("composed_of".into(), stored["composed_of"].clone());
+    }
+    for key in ["priority", "version", "_meta", "data_stream"] {
         if !stored[key].is_null() {
             out.insert(key.into(), stored[key].clone());
         }

@@ -5,8 +5,8 @@ use axum::http::Method;
 use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
-    aliases, allocation, bulk, cat, cluster, documents, indices, msearch, nodes, recovery, root,
-    scroll, search, stats, templates,
+    aliases, allocation, bulk, cat, cluster, data_streams, documents, indices, msearch, nodes,
+    recovery, root, scroll, search, stats, templates,
 };
 use crate::router::Route;
 
@@ -949,6 +949,66 @@ pub fn all() -> Vec<Route> {
             pattern: "/_cat/templates/{name}",
             params: CAT_PARAMS,
             handler: handler!(templates::cat),
+        },
+        Route {
+            methods: &[PUT],
+            pattern: "/_data_stream/{name}",
+            params: &TIMEOUTS,
+            handler: handler!(data_streams::create),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/_data_stream/{name}",
+            params: &TIMEOUTS,
+            handler: handler!(data_streams::delete),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_data_stream",
+            params: &TIMEOUTS,
+            handler: handler!(data_streams::get),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_data_stream/{name}",
+            params: &TIMEOUTS,
+            handler: handler!(data_streams::get),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_data_stream/_stats",
+            params: &TIMEOUTS,
+            handler: handler!(data_streams::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_data_stream/{name}/_stats",
+            params: &TIMEOUTS,
+            handler: handler!(data_streams::stats),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/{index}/_rollover",
+            params: &[
+                "dry_run",
+                "wait_for_active_shards",
+                TIMEOUTS[0],
+                TIMEOUTS[1],
+                TIMEOUTS[2],
+            ],
+            handler: handler!(data_streams::rollover),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/{index}/_rollover/{new_index}",
+            params: &[
+                "dry_run",
+                "wait_for_active_shards",
+                TIMEOUTS[0],
+                TIMEOUTS[1],
+                TIMEOUTS[2],
+            ],
+            handler: handler!(data_streams::rollover),
         },
         Route {
             methods: &[POST],

@@ -18,7 +18,7 @@ use tessera_search::messages::{decode, encode};
 use tessera_search::ShardSearcher;
 
 use super::manager::{
-    AliasesUpdate, ClusterSettingsUpdate, CreateIndex, MetadataUpdate, ShardReport, TemplatesUpdate,
+    AliasesUpdate, ClusterSettingsUpdate, CreateIndex, CustomUpdate, MetadataUpdate, ShardReport,
 };
 use super::Coordination;
 use crate::node::Node;
@@ -34,8 +34,8 @@ pub const DELETE_INDICES: &str = "indices:admin/delete";
 pub const UPDATE_METADATA: &str = "indices:admin/metadata/update";
 /// `POST /_aliases` (and the other alias APIs), decided by the cluster manager.
 pub const UPDATE_ALIASES: &str = "indices:admin/aliases";
-/// `PUT|DELETE` of an index, component or legacy template, decided by the cluster manager.
-pub const UPDATE_TEMPLATES: &str = "indices:admin/template/update";
+/// A change of custom documents (templates, data streams), decided by the cluster manager.
+pub const UPDATE_CUSTOM: &str = "cluster:admin/metadata/custom/update";
 /// Answers once this node applied a cluster state revision (the acknowledgement of a change).
 pub const STATE_APPLIED: &str = "internal:cluster/state/applied[n]";
 /// `PUT _cluster/settings`, decided by the cluster manager.
@@ -212,8 +212,8 @@ pub(crate) fn bind_transport(
     on_management(
         &mut handlers,
         &node,
-        UPDATE_TEMPLATES,
-        |_, c, r: TemplatesUpdate| c.manager.update_templates(&r),
+        UPDATE_CUSTOM,
+        |_, c, r: CustomUpdate| c.manager.update_custom(&r),
     );
     on_management(
         &mut handlers,

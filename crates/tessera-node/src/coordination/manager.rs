@@ -41,10 +41,10 @@ pub struct CreateIndex {
     pub aliases: String,
 }
 
-/// A change of the templates (`crate::templates::TemplateChange`).
+/// A change of custom documents (templates, data streams: `crate::custom::CustomChange`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct TemplatesUpdate {
-    pub change: crate::templates::TemplateChange,
+pub struct CustomUpdate {
+    pub change: crate::custom::CustomChange,
 }
 
 /// `POST /_aliases`: the actions' JSON (`{"actions": [...]}`), decided as one change.
@@ -333,8 +333,8 @@ impl Manager {
         })
     }
 
-    /// Puts or deletes templates: custom documents of the state.
-    pub fn update_templates(&self, update: &TemplatesUpdate) -> Result<Revision> {
+    /// Puts or deletes custom documents of the state (templates, data streams).
+    pub fn update_custom(&self, update: &CustomUpdate) -> Result<Revision> {
         self.commit(|state| {
             Ok(update
                 .change

@@ -721,14 +721,12 @@ impl Coordination {
         Ok(())
     }
 
-    /// A template change: the manager decides it; returns once this node applied it.
-    pub fn update_templates(&self, change: crate::templates::TemplateChange) -> Result<()> {
-        let update = manager::TemplatesUpdate { change };
-        let revision: Revision = self.to_manager(
-            actions::UPDATE_TEMPLATES,
-            &update,
-            Manager::update_templates,
-        )?;
+    /// A change of custom documents: the manager decides it; returns once this node applied
+    /// it.
+    pub fn update_custom(&self, change: crate::custom::CustomChange) -> Result<()> {
+        let update = manager::CustomUpdate { change };
+        let revision: Revision =
+            self.to_manager(actions::UPDATE_CUSTOM, &update, Manager::update_custom)?;
         self.wait_for_revision(revision)?;
         self.wait_acknowledged(revision);
         Ok(())

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use tessera_cluster::DiscoveryNode;
 use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
-use tessera_index::aliases::AliasMetadata;
 use tessera_index::{Conditions, DocWrite, IndexService, WriteOutcome};
 
 use super::operation::{
@@ -25,7 +24,7 @@ use super::operation::{
 };
 use super::primary::{self, ShardWriteRequest, ShardWriteResponse};
 use crate::coordination::actions::WRITE_SHARDS;
-use crate::node::{Node, PrimaryTarget};
+use crate::node::{Node, PrimaryTarget, Redirect};
 
 /// The operations of a request bound for one shard, with their positions in the request.
 pub(super) struct ShardGroup {
@@ -88,27 +87,45 @@ impl ShardGroup {
     }
 }
 
-/// The index an operation goes to: the index it names, or the write index of the alias it
-/// names (with the alias's definition, whose routing applies), created if it is missing and
-/// allowed.
-fn index_for(
-    node: &Node,
-    operation: &Operation,
-) -> Result<(Arc<IndexService>, Option<AliasMetadata>)> {
+/// The index an operation goes to: the index it names, or the write index of the alias or
+/// data stream it names (with how the write is redirected), created if it is missing and
+/// allowed (a name that a data stream template matches makes a data stream).
+fn index_for(node: &Node, operation: &Operation) -> Result<(Arc<IndexService>, Option<Redirect>)> {
     if let Some(index) = node.index(&operation.index) {
         return Ok((index, None));
     }
-    if let Some((index, alias)) = node.write_target(&operation.index)? {
-        return Ok((index, Some(alias)));
+    if let Some((index, redirect)) = node.write_target(&operation.index)? {
+        return Ok((index, Some(redirect)));
     }
-    let index = match &operation.write {
+    if let DocWrite::Delete { .. } = &operation.write {
         // a delete never creates an index
-        DocWrite::Delete { .. } => node
-            .index(&operation.index)
-            .ok_or_else(|| missing_index(&operation.index))?,
-        _ => node.index_or_create(&operation.index)?,
-    };
-    Ok((index, None))
+        return Err(missing_index(&operation.index));
+    }
+    if node.auto_create_data_stream(&operation.index)? {
+        if let Some((index, redirect)) = node.write_target(&operation.index)? {
+            return Ok((index, Some(redirect)));
+        }
+    }
+    Ok((node.index_or_create(&operation.index)?, None))
+}
+
+/// Applies what a redirect asks of an operation: an alias's index routing; a data stream's
+/// rules (creates only, with a timestamp).
+fn redirected(operation: &mut Operation, redirect: &Redirect) -> Result<()> {
+    match redirect {
+        Redirect::Alias(alias) => {
+            let routing =
+                crate::aliases::index_routing(&operation.index, alias, operation.write.routing())?;
+            operation.write.set_routing(routing);
+            Ok(())
+        }
+        Redirect::DataStream => match &operation.write {
+            DocWrite::Index {
+                source, conditions, ..
+            } if conditions.create_only => crate::data_streams::check_timestamp(source),
+            _ => Err(crate::data_streams::create_only()),
+        },
+    }
 }
 
 /// Routes every operation to its shard (murmur3 of `routing`, or of the id; a missing id
@@ -123,18 +140,18 @@ pub(super) fn group_by_shard(
 ) -> Vec<ShardGroup> {
     // keyed by (index, shard); the index key is the service's address (unique while held)
     let mut groups: BTreeMap<(usize, u32), (Arc<IndexService>, ShardGroup)> = BTreeMap::new();
-    let mut last: Option<(String, Arc<IndexService>, Option<AliasMetadata>)> = None;
+    let mut last: Option<(String, Arc<IndexService>, Option<Redirect>)> = None;
     let count = operations.len();
     for (position, mut operation) in operations.into_iter().enumerate() {
         let remaining = count - position;
-        let (index, alias) = match &last {
-            Some((name, index, alias)) if *name == operation.index => {
-                (index.clone(), alias.clone())
+        let (index, redirect) = match &last {
+            Some((name, index, redirect)) if *name == operation.index => {
+                (index.clone(), redirect.clone())
             }
             _ => match index_for(node, &operation) {
-                Ok((index, alias)) => {
-                    last = Some((operation.index.clone(), index.clone(), alias.clone()));
-                    (index, alias)
+                Ok((index, redirect)) => {
+                    last = Some((operation.index.clone(), index.clone(), redirect.clone()));
+                    (index, redirect)
                 }
                 Err(e) => {
                     results[position] = Some(Err(e));
@@ -142,14 +159,10 @@ pub(super) fn group_by_shard(
                 }
             },
         };
-        if let Some(alias) = &alias {
-            match crate::aliases::index_routing(&operation.index, alias, operation.write.routing())
-            {
-                Ok(routing) => operation.write.set_routing(routing),
-                Err(e) => {
-                    results[position] = Some(Err(e));
-                    continue;
-                }
+        if let Some(redirect) = &redirect {
+            if let Err(e) = redirected(&mut operation, redirect) {
+                results[position] = Some(Err(e));
+                continue;
             }
         }
         let write = operation.write;

@@ -105,6 +105,9 @@ pub async fn index(service: Arc<WriteService>, request: RestRequest) -> Result<R
             "request body is required",
         ));
     }
+    // without an id the write is a create (OpenSearch's default op_type then), which is what
+    // a data stream takes
+    let create_only = create_only || id.is_none();
     let write = DocWrite::Index {
         id,
         auto_generated_id: false,

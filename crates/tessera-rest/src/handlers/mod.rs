@@ -8,6 +8,7 @@ pub mod allocation;
 pub mod bulk;
 pub mod cat;
 pub mod cluster;
+pub mod data_streams;
 pub mod documents;
 pub mod indices;
 pub mod jvm_stats;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tessera_common::Result;
+use tessera_node::custom::CustomChange;
 use tessera_node::templates::{self, TemplateChange, TemplateKind};
 use tessera_node::Node;
 
@@ -27,7 +28,7 @@ async fn change(node: Arc<Node>, change: TemplateChange) -> Result<RestResponse>
     let updating = node.clone();
     node.pools
         .management
-        .run(move || updating.update_templates(change))
+        .run(move || updating.update_custom(CustomChange::Templates(change)))
         .await?;
     Ok(RestResponse::ok(json!({"acknowledged": true})))
 }
