@@ -6,7 +6,7 @@ use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
     aliases, allocation, bulk, cat, cluster, data_streams, documents, indices, msearch, nodes,
-    recovery, root, scroll, search, stats, templates,
+    recovery, resolve, root, scroll, search, segments, stats, templates,
 };
 use crate::router::Route;
 
@@ -949,6 +949,78 @@ pub fn all() -> Vec<Route> {
             pattern: "/_cat/templates/{name}",
             params: CAT_PARAMS,
             handler: handler!(templates::cat),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_resolve/index/{name}",
+            params: &["expand_wildcards"],
+            handler: handler!(resolve::resolve_index),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_segments",
+            params: INDEX_READ,
+            handler: handler!(segments::segments),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/{index}/_segments",
+            params: INDEX_READ,
+            handler: handler!(segments::segments),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_cache/clear",
+            params: &[
+                "ignore_unavailable",
+                "allow_no_indices",
+                "expand_wildcards",
+                "fielddata",
+                "query",
+                "request",
+                "fields",
+                "file",
+            ],
+            handler: handler!(indices::clear_cache),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/{index}/_cache/clear",
+            params: &[
+                "ignore_unavailable",
+                "allow_no_indices",
+                "expand_wildcards",
+                "fielddata",
+                "query",
+                "request",
+                "fields",
+                "file",
+            ],
+            handler: handler!(indices::clear_cache),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/plugins",
+            params: CAT_PARAMS,
+            handler: handler!(cat::plugins),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/nodeattrs",
+            params: CAT_PARAMS,
+            handler: handler!(cat::nodeattrs),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/fielddata",
+            params: CAT_PARAMS,
+            handler: handler!(cat::fielddata),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/fielddata/{fields}",
+            params: CAT_PARAMS,
+            handler: handler!(cat::fielddata),
         },
         Route {
             methods: &[PUT],

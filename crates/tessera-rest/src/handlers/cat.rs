@@ -864,6 +864,52 @@ pub async fn cluster_manager(node: Arc<Node>, request: RestRequest) -> Result<Re
     render(&request, CLUSTER_MANAGER, vec![row])
 }
 
+static PLUGINS: &[Column] = &[
+    col("id", "", "unique node id", false, false),
+    col("name", "n", "node name", false, true),
+    col("component", "c", "component", false, true),
+    col("version", "v", "component version", false, true),
+    col("description", "d", "plugin details", false, false),
+];
+
+/// `_cat/plugins`: Tessera has no plugins (what OpenSearch ships as modules is built in), so
+/// no node lists one.
+pub async fn plugins(_node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    render(&request, PLUGINS, Vec::new())
+}
+
+static NODEATTRS: &[Column] = &[
+    col("node", "name", "node name", false, true),
+    col("id", "id,nodeId", "unique node id", false, false),
+    col("pid", "p", "process id", false, false),
+    col("host", "h", "host name", false, true),
+    col("ip", "i", "ip address", false, true),
+    col("port", "po", "bound transport port", false, false),
+    col("attr", "attr.name", "attribute description", false, true),
+    col("value", "attr.value", "attribute value", false, true),
+];
+
+/// `_cat/nodeattrs`: Tessera nodes carry no custom attributes (`node.attr.*`), so there is no
+/// row.
+pub async fn nodeattrs(_node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    render(&request, NODEATTRS, Vec::new())
+}
+
+static FIELDDATA: &[Column] = &[
+    col("id", "", "node id", false, true),
+    col("host", "h", "host name", false, true),
+    col("ip", "", "ip address", false, true),
+    col("node", "n", "node name", false, true),
+    col("field", "f", "field name", false, true),
+    col("size", "s", "field data usage", true, true),
+];
+
+/// `_cat/fielddata`: Tessera reads sort and aggregation values from columns on disk and never
+/// loads fielddata on the heap, so no field has any.
+pub async fn fielddata(_node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    render(&request, FIELDDATA, Vec::new())
+}
+
 static THREAD_POOL: &[Column] = &[
     col("node_name", "nn", "node name", false, true),
     col("node_id", "id", "persistent node id", false, false),

@@ -436,6 +436,17 @@ pub async fn refresh(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
     Ok(broadcast_response(summary, failures))
 }
 
+/// `POST [/{index}]/_cache/clear`: Tessera keeps no query, request or fielddata cache (a
+/// search reads the segments' own columns and postings), so there is nothing to clear; the
+/// answer names the copies, as OpenSearch's does.
+pub async fn clear_cache(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let indices = node.resolve(
+        index_expression(&request),
+        &resolve_options(&request, true)?,
+    )?;
+    Ok(broadcast_response(shards_summary(&indices), Vec::new()))
+}
+
 pub async fn flush(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let indices = node.resolve(
         index_expression(&request),

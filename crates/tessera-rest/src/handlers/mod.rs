@@ -16,9 +16,11 @@ pub mod msearch;
 pub mod nodes;
 pub mod recovery;
 pub mod reports;
+pub mod resolve;
 pub mod root;
 pub mod scroll;
 pub mod search;
+pub mod segments;
 pub mod stats;
 pub mod templates;
 

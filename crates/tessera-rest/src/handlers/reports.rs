@@ -28,6 +28,9 @@ pub const CAT_NODES: &str = "cat/nodes";
 pub const THREAD_POOLS: &str = "cat/thread_pool";
 /// The segments of the copies this node holds; params `{"index_uuids": [...]}`.
 pub const SEGMENTS: &str = "indices/segments";
+/// Each started copy this node holds of some indices, with its segments (a copy with none is
+/// listed too); for `_segments`.
+pub const COPY_SEGMENTS: &str = "indices/segments/copies";
 /// The disk of this node and what its copies take; for `_cat/allocation`.
 pub const DISK: &str = "fs/allocation";
 /// `_stats` sections of the copies this node holds, by index uuid; params
@@ -147,6 +150,37 @@ async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
                         }
                     }
                     Ok(Value::Array(rows))
+                })
+                .await
+        }
+        COPY_SEGMENTS => {
+            let uuids = uuids(&params);
+            node.pools
+                .management
+                .run(move || {
+                    let mut copies = Vec::new();
+                    for uuid in uuids {
+                        let Some(index) = worker.index_by_uuid(&uuid) else {
+                            continue;
+                        };
+                        for shard in index.shards() {
+                            let segments: Vec<Value> = shard
+                                .segments()?
+                                .into_iter()
+                                .map(|s| {
+                                    json!({"name": s.name, "generation": s.generation, "docs": s.docs,
+                                           "deleted": s.deleted, "size": s.size_in_bytes})
+                                })
+                                .collect();
+                            copies.push(json!({
+                                "index_uuid": uuid,
+                                "shard": shard.shard_id,
+                                "primary": !shard.is_replica(),
+                                "segments": segments,
+                            }));
+                        }
+                    }
+                    Ok(Value::Array(copies))
                 })
                 .await
         }
