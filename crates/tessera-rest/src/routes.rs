@@ -5,8 +5,8 @@ use axum::http::Method;
 use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
-    aliases, allocation, bulk, cat, cluster, data_streams, documents, indices, msearch, nodes,
-    recovery, resolve, root, scroll, search, segments, stats, templates,
+    aliases, allocation, bulk, cat, cluster, cluster_stats, data_streams, documents, indices,
+    msearch, nodes, recovery, resolve, root, scroll, search, segments, stats, templates,
 };
 use crate::router::Route;
 
@@ -949,6 +949,12 @@ pub fn all() -> Vec<Route> {
             pattern: "/_cat/templates/{name}",
             params: CAT_PARAMS,
             handler: handler!(templates::cat),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cluster/stats",
+            params: &["timeout", "flat_settings"],
+            handler: handler!(cluster_stats::cluster_stats),
         },
         Route {
             methods: &[GET],

@@ -8,6 +8,7 @@ pub mod allocation;
 pub mod bulk;
 pub mod cat;
 pub mod cluster;
+pub mod cluster_stats;
 pub mod data_streams;
 pub mod documents;
 pub mod indices;
