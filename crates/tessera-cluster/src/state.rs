@@ -499,6 +499,7 @@ pub(crate) mod tests {
             routing_shards: 1024,
             aliases: Default::default(),
             aliases_version: 1,
+            closed: false,
         })
     }
 

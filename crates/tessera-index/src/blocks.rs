@@ -51,8 +51,19 @@ const BLOCKS: [(&str, u32, &str, u16, &[BlockLevel]); 5] = [
     ),
 ];
 
-/// The error for an operation at `level` on the index, when a block set on it refuses it.
+/// OpenSearch's answer to a read or a write of a closed index.
+pub fn index_closed(meta: &IndexMetadata) -> Error {
+    Error::new("index_closed_exception", 400, "closed")
+        .with_meta("index", meta.name.clone())
+        .with_meta("index_uuid", meta.uuid.clone())
+}
+
+/// The error for an operation at `level` on the index, when a block set on it refuses it (a
+/// closed index refuses reads and writes).
 pub fn blocked(meta: &IndexMetadata, level: BlockLevel) -> Option<Error> {
+    if meta.closed && matches!(level, Read | Write) {
+        return Some(index_closed(meta));
+    }
     let set: Vec<_> = BLOCKS
         .iter()
         .filter(|(setting, _, _, _, levels)| {

@@ -46,6 +46,8 @@ pub struct IndexMetadata {
     pub aliases: Aliases,
     /// Bumped by every change of the aliases (OpenSearch's `aliases_version`).
     pub aliases_version: u64,
+    /// Closed (`POST /{index}/_close`): it refuses reads and writes until it is opened.
+    pub closed: bool,
 }
 
 impl IndexMetadata {
@@ -56,6 +58,23 @@ impl IndexMetadata {
             self.settings_version,
             self.aliases_version,
         )
+    }
+
+    /// This metadata opened or closed (the next settings version: closing also sets
+    /// `index.verified_before_close`, as OpenSearch does); `None` when it already is.
+    pub fn with_closed(&self, closed: bool) -> Option<IndexMetadata> {
+        if closed == self.closed {
+            return None;
+        }
+        let mut next = self.clone();
+        next.closed = closed;
+        if closed {
+            next.settings.set("index.verified_before_close", "true");
+        } else {
+            next.settings.remove("index.verified_before_close");
+        }
+        next.settings_version += 1;
+        Some(next)
     }
 
     /// This metadata with `aliases` (the next aliases version); `None` when they are the same.
@@ -183,6 +202,7 @@ impl IndexMetadata {
             "routing_shards": self.routing_shards,
             "aliases": aliases_json(&self.aliases),
             "aliases_version": self.aliases_version,
+            "state": if self.closed { "close" } else { "open" },
         })
     }
 
@@ -227,6 +247,7 @@ impl IndexMetadata {
                 Value::Null => 1,
                 v => v.as_u64().ok_or_else(|| bad("aliases_version"))?,
             },
+            closed: value["state"] == "close",
         })
     }
 }
@@ -582,6 +603,7 @@ impl IndexService {
             routing_shards,
             aliases: Aliases::new(),
             aliases_version: 1,
+            closed: false,
         })
     }
 
@@ -982,6 +1004,21 @@ impl IndexService {
             return Ok(());
         };
         self.install(next)
+    }
+
+    /// Opens or closes the index (its metadata: a closed index refuses reads and writes).
+    /// Returns whether it changed.
+    pub fn set_closed(&self, closed: bool) -> Result<bool> {
+        let _guard = self.mapping_lock.lock().unwrap();
+        let current = self.metadata();
+        let Some(next) = current.with_closed(closed) else {
+            return Ok(false);
+        };
+        let Some(next) = self.sink(&current, next)? else {
+            return Ok(false);
+        };
+        self.install(next)?;
+        Ok(true)
     }
 
     /// Replaces the index's aliases (a single node's `_aliases`: a cluster's manager decides

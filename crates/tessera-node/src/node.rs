@@ -1181,6 +1181,33 @@ impl Node {
         self.index(name).is_some() || self.alias_table().contains(name)
     }
 
+    /// `POST /{index}/_close` (`closed`) or `_open`: the indices the expression names; the
+    /// names of those whose state changed.
+    pub fn set_closed(
+        &self,
+        expression: &str,
+        options: &ResolveOptions,
+        closed: bool,
+    ) -> Result<Vec<String>> {
+        if closed
+            && self
+                .cluster_settings
+                .get_bool("action.destructive_requires_name")
+            && (expression == "_all" || expression.contains('*'))
+        {
+            return Err(Error::illegal_argument(
+                "Wildcard expressions or all indices are not allowed",
+            ));
+        }
+        let mut changed = Vec::new();
+        for index in self.resolve(expression, options)? {
+            if index.set_closed(closed)? {
+                changed.push(index.name());
+            }
+        }
+        Ok(changed)
+    }
+
     /// Puts or deletes custom documents: templates, data streams (a cluster's manager
     /// decides it).
     pub fn update_custom(&self, change: crate::custom::CustomChange) -> Result<()> {

@@ -130,11 +130,19 @@ impl SearchService {
 
     /// The shard groups `target` names.
     fn groups(&self, target: &SearchTarget) -> Result<Vec<ShardGroup>> {
-        let indices = self.node.resolve_search(
+        let mut indices = self.node.resolve_search(
             &target.expression,
             &target.options,
             target.routing.as_deref(),
         )?;
+        // a closed index is left out of what a wildcard (or `ignore_unavailable`) selects; named
+        // itself, it refuses the search
+        let named: Vec<&str> = target.expression.split(',').map(str::trim).collect();
+        indices.retain(|(index, _)| {
+            let meta = index.metadata();
+            !meta.closed
+                || (named.contains(&meta.name.as_str()) && !target.options.ignore_unavailable)
+        });
         for (index, _) in &indices {
             tessera_index::blocks::check(
                 &index.metadata(),

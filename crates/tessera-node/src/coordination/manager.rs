@@ -67,6 +67,8 @@ pub enum MetadataChange {
     Mapping(String),
     /// A settings update (flat JSON; `null` resets a key).
     Settings(String),
+    /// Closes (`true`) or opens the index.
+    Closed(bool),
 }
 
 /// `PUT _cluster/settings` as the manager gets it (flat JSON, validated by the node that took
@@ -289,6 +291,7 @@ impl Manager {
                     let update = Settings::from_json(&parse_json(json, "settings")?)?;
                     current.with_settings(&update)
                 }
+                MetadataChange::Closed(closed) => current.with_closed(*closed),
             };
             let Some(next) = next else {
                 decided = Some((**current).clone());

@@ -774,6 +774,8 @@ impl Coordination {
     ) -> Result<Option<IndexMetadata>> {
         let change = if next.mapping_version != current.mapping_version {
             MetadataChange::Mapping(next.mapping.to_json().to_string())
+        } else if next.closed != current.closed {
+            MetadataChange::Closed(next.closed)
         } else {
             MetadataChange::Settings(settings_delta(&current.settings, &next.settings))
         };

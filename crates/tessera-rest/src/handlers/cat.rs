@@ -148,15 +148,23 @@ pub async fn indices(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
                         primary_store += copy.store_bytes;
                     }
                 }
+                // a closed index shows no document counts, as OpenSearch's
+                let count = |n: u64| {
+                    if meta.closed {
+                        Cell::Null
+                    } else {
+                        Cell::from(n)
+                    }
+                };
                 rows.push(vec![
                     Cell::from(health.status.as_str()),
-                    Cell::from("open"),
+                    Cell::from(if meta.closed { "close" } else { "open" }),
                     Cell::from(meta.name.clone()),
                     Cell::from(meta.uuid.clone()),
                     Cell::from(meta.number_of_shards),
                     Cell::from(meta.number_of_replicas()),
-                    Cell::from(docs),
-                    Cell::from(deleted),
+                    count(docs),
+                    count(deleted),
                     Cell::from(meta.creation_date),
                     Cell::from(
                         tessera_date::DateFormat::default_format()

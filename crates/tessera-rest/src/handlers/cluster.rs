@@ -415,7 +415,7 @@ fn render_metadata(state: &ClusterState, indices: &[&IndexState], flat: bool) ->
                 "settings_version": meta.settings_version,
                 "aliases_version": meta.aliases_version,
                 "routing_num_shards": meta.routing_shards,
-                "state": "open",
+                "state": if meta.closed { "close" } else { "open" },
                 "settings": settings,
                 "mappings": mappings,
                 "aliases": meta.aliases.keys().collect::<Vec<_>>(),

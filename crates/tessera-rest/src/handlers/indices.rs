@@ -436,6 +436,41 @@ pub async fn refresh(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
     Ok(broadcast_response(summary, failures))
 }
 
+/// `POST /{index}/_close`: `indices` names those that were open (and are closed now).
+pub async fn close(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let expression = index_expression(&request).to_string();
+    let options = resolve_options(&request, true)?;
+    let closing = node.clone();
+    let closed = node
+        .pools
+        .management
+        .run(move || closing.set_closed(&expression, &options, true))
+        .await?;
+    let indices: Map<String, Value> = closed
+        .iter()
+        .map(|name| (name.clone(), json!({"closed": true})))
+        .collect();
+    Ok(RestResponse::ok(json!({
+        "acknowledged": true,
+        "shards_acknowledged": !closed.is_empty(),
+        "indices": indices,
+    })))
+}
+
+/// `POST /{index}/_open`.
+pub async fn open(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let expression = index_expression(&request).to_string();
+    let options = resolve_options(&request, true)?;
+    let opening = node.clone();
+    node.pools
+        .management
+        .run(move || opening.set_closed(&expression, &options, false))
+        .await?;
+    Ok(RestResponse::ok(
+        json!({"acknowledged": true, "shards_acknowledged": true}),
+    ))
+}
+
 /// `POST [/{index}]/_cache/clear`: Tessera keeps no query, request or fielddata cache (a
 /// search reads the segments' own columns and postings), so there is nothing to clear; the
 /// answer names the copies, as OpenSearch's does.
