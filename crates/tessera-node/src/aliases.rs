@@ -384,6 +384,7 @@ pub fn check_new_index(name: &str, aliases: &Aliases, indices: &IndexView) -> Re
 }
 
 /// The aliases of a node's indices, for resolving requests.
+#[derive(Default)]
 pub struct AliasTable {
     /// Each alias with its indices and their definitions of it.
     by_alias: BTreeMap<String, Vec<(String, AliasMetadata)>>,

@@ -1083,6 +1083,11 @@ impl Node {
         options: &ResolveOptions,
         routing: Option<&str>,
     ) -> Result<Vec<(Arc<IndexService>, IndexScope)>> {
+        // the usual case, one index named itself, needs no alias or stream
+        if let Some(index) = self.index(expression.trim()) {
+            let scope = AliasTable::default().scope(expression.trim(), &[], routing);
+            return Ok(vec![(index, scope)]);
+        }
         let aliases = self.alias_table();
         let names = self.expression_names(&aliases);
         let selection = select(expression, &self.index_names(), &names, options)?;
