@@ -1,6 +1,8 @@
 //! The node and its cluster-level state: indices registry, index name resolution, cluster
 //! settings, health, background refresh, thread pools and process statistics; the write service.
 
+pub mod bulk_by_scroll;
+pub mod by_query;
 pub mod cluster_settings;
 pub mod cluster_state;
 pub mod coordination;
@@ -15,8 +17,10 @@ pub mod preference;
 pub mod process_stats;
 pub mod promoting;
 pub mod read;
+pub mod reindex;
 pub mod resolve;
 pub mod search_service;
+pub mod tasks;
 pub mod write;
 
 pub use indexing_pressure::{IndexingPermit, IndexingPressure};

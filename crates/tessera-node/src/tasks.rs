@@ -1,0 +1,496 @@
+//! The node's task manager: the long-running requests it coordinates (`_reindex`,
+//! `_delete_by_query`, `_update_by_query`) registered under OpenSearch's task ids
+//! (`<node id>:<number>`), so that `_tasks` can list them, report their progress, cancel them
+//! and, for those started with `wait_for_completion=false`, give back their result.
+//!
+//! OpenSearch stores finished results in its `.tasks` index; Tessera keeps the last
+//! [`KEPT_RESULTS`] in memory on the node that ran them, in the shape `GET _tasks/{id}` renders.
+//! A task lives on the node that coordinates it, so the cluster-wide calls ask every node
+//! (`Node::fan_out` runs [`LIST`], [`GET`] and [`CANCEL`], answered here by [`run_report`]).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tessera_common::{Error, Result};
+
+use crate::Node;
+
+/// The node report listing this node's running tasks; params `{"actions": [...], "detailed"}`.
+pub const LIST: &str = "tasks/list";
+/// The node report that answers one task of this node; params `{"id": n}`.
+pub const GET: &str = "tasks/get";
+/// The node report that cancels this node's tasks; params `{"id": n}` or `{"actions": [...]}`.
+pub const CANCEL: &str = "tasks/cancel";
+
+/// How many finished results a node keeps (the oldest go first).
+pub const KEPT_RESULTS: usize = 1000;
+
+/// A task id as OpenSearch writes it: `<node id>:<number>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskId {
+    pub node: String,
+    pub id: u64,
+}
+
+impl TaskId {
+    /// Parses `node:id`, with OpenSearch's error for anything else.
+    pub fn parse(text: &str) -> Result<TaskId> {
+        let malformed = || Error::illegal_argument(format!("malformed task id {text}"));
+        let (node, id) = text.split_once(':').ok_or_else(malformed)?;
+        if node.is_empty() {
+            return Err(malformed());
+        }
+        let id = id.parse::<u64>().map_err(|_| malformed())?;
+        Ok(TaskId {
+            node: node.to_string(),
+            id,
+        })
+    }
+
+    pub fn render(&self) -> String {
+        format!("{}:{}", self.node, self.id)
+    }
+
+    /// OpenSearch's 404 for a task that is neither running nor kept.
+    pub fn not_found(&self) -> Error {
+        Error::new(
+            "resource_not_found_exception",
+            404,
+            format!(
+                "task [{}] isn't running and hasn't stored its results",
+                self.render()
+            ),
+        )
+    }
+}
+
+/// One running task.
+pub struct Task {
+    pub id: u64,
+    pub action: &'static str,
+    pub description: String,
+    pub cancellable: bool,
+    start_millis: i64,
+    started: Instant,
+    /// When the task was cancelled (epoch millis); 0 while it is not.
+    cancelled_at: AtomicI64,
+    /// The progress `_tasks` shows (`status`), updated by the task as it goes.
+    status: Mutex<Value>,
+}
+
+impl Task {
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled_at.load(Ordering::Relaxed) != 0
+    }
+
+    fn cancel(&self) {
+        let now = tessera_common::time::now_millis().max(1);
+        let _ = self
+            .cancelled_at
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    pub fn set_status(&self, status: Value) {
+        *self.status.lock().unwrap() = status;
+    }
+
+    /// The task as `_tasks` renders it; `detailed` adds its description and status.
+    pub fn info(&self, node_id: &str, detailed: bool) -> Value {
+        let mut info = json!({
+            "node": node_id,
+            "id": self.id,
+            "type": "transport",
+            "action": self.action,
+        });
+        if detailed {
+            info["status"] = self.status.lock().unwrap().clone();
+            info["description"] = Value::String(self.description.clone());
+        }
+        info["start_time_in_millis"] = json!(self.start_millis);
+        info["running_time_in_nanos"] = json!(self.started.elapsed().as_nanos() as u64);
+        info["cancellable"] = json!(self.cancellable);
+        info["cancelled"] = json!(self.is_cancelled());
+        info["headers"] = json!({});
+        let cancelled_at = self.cancelled_at.load(Ordering::Relaxed);
+        if cancelled_at != 0 {
+            info["cancellation_time_millis"] = json!(cancelled_at);
+        }
+        info
+    }
+}
+
+/// A finished task's `GET _tasks/{id}` answer.
+struct Finished {
+    id: u64,
+    answer: Value,
+}
+
+/// The registry of one node's tasks.
+pub struct TaskManager {
+    node_id: String,
+    next: AtomicU64,
+    running: Mutex<BTreeMap<u64, Arc<Task>>>,
+    finished: Mutex<VecDeque<Finished>>,
+}
+
+impl TaskManager {
+    pub fn new(node_id: String) -> Arc<TaskManager> {
+        Arc::new(TaskManager {
+            node_id,
+            next: AtomicU64::new(1),
+            running: Mutex::new(BTreeMap::new()),
+            finished: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    /// Registers a running task; it is unregistered when the guard is dropped (or finished).
+    pub fn register(
+        self: &Arc<Self>,
+        action: &'static str,
+        description: String,
+        cancellable: bool,
+    ) -> TaskGuard {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let task = Arc::new(Task {
+            id,
+            action,
+            description,
+            cancellable,
+            start_millis: tessera_common::time::now_millis(),
+            started: Instant::now(),
+            cancelled_at: AtomicI64::new(0),
+            status: Mutex::new(json!({})),
+        });
+        self.running.lock().unwrap().insert(id, task.clone());
+        TaskGuard {
+            manager: Arc::downgrade(self),
+            task,
+            done: false,
+        }
+    }
+
+    pub fn task_id(&self, id: u64) -> TaskId {
+        TaskId {
+            node: self.node_id.clone(),
+            id,
+        }
+    }
+
+    /// The running tasks whose action matches one of `actions` (all with none).
+    pub fn list(&self, actions: &[String], detailed: bool) -> Vec<Value> {
+        self.matching(actions)
+            .iter()
+            .map(|task| task.info(&self.node_id, detailed))
+            .collect()
+    }
+
+    fn matching(&self, actions: &[String]) -> Vec<Arc<Task>> {
+        self.running
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|task| action_matches(actions, task.action))
+            .cloned()
+            .collect()
+    }
+
+    /// `GET _tasks/{id}` on this node: running (`completed: false`) or a kept result.
+    pub fn get(&self, id: u64) -> Result<Value> {
+        if let Some(task) = self.running.lock().unwrap().get(&id) {
+            return Ok(json!({
+                "completed": false,
+                "task": task.info(&self.node_id, true),
+            }));
+        }
+        let finished = self.finished.lock().unwrap();
+        finished
+            .iter()
+            .find(|f| f.id == id)
+            .map(|f| f.answer.clone())
+            .ok_or_else(|| self.task_id(id).not_found())
+    }
+
+    /// Cancels one task; its info, or OpenSearch's errors for a task that is not running or
+    /// cannot be cancelled.
+    pub fn cancel(&self, id: u64) -> Result<Value> {
+        let task = self.running.lock().unwrap().get(&id).cloned();
+        let Some(task) = task else {
+            return Err(Error::new(
+                "resource_not_found_exception",
+                404,
+                format!("task [{}] is not found", self.task_id(id).render()),
+            ));
+        };
+        if !task.cancellable {
+            return Err(Error::illegal_argument(format!(
+                "task [{}] doesn't support cancellation",
+                self.task_id(id).render()
+            )));
+        }
+        task.cancel();
+        Ok(task.info(&self.node_id, false))
+    }
+
+    /// Cancels every cancellable running task matching `actions`; their infos.
+    pub fn cancel_matching(&self, actions: &[String]) -> Vec<Value> {
+        self.matching(actions)
+            .into_iter()
+            .filter(|task| task.cancellable)
+            .map(|task| {
+                task.cancel();
+                task.info(&self.node_id, false)
+            })
+            .collect()
+    }
+
+    fn keep(&self, id: u64, answer: Value) {
+        let mut finished = self.finished.lock().unwrap();
+        if finished.len() >= KEPT_RESULTS {
+            finished.pop_front();
+        }
+        finished.push_back(Finished { id, answer });
+    }
+}
+
+/// `actions=` as OpenSearch matches it: any of the comma-separated `*` patterns.
+pub fn action_matches(actions: &[String], action: &str) -> bool {
+    actions.is_empty()
+        || actions
+            .iter()
+            .any(|pattern| tessera_mapping::dynamic::simple_match(pattern, action))
+}
+
+/// A registered task; dropping it unregisters the task (a request whose client left).
+pub struct TaskGuard {
+    manager: Weak<TaskManager>,
+    task: Arc<Task>,
+    done: bool,
+}
+
+impl TaskGuard {
+    pub fn task(&self) -> &Arc<Task> {
+        &self.task
+    }
+
+    pub fn id(&self) -> u64 {
+        self.task.id
+    }
+
+    /// Unregisters the task; with `keep`, its result (`response` or `error`) stays for
+    /// `GET _tasks/{id}`, as OpenSearch stores a result when the request did not wait for it.
+    pub fn finish(mut self, result: &Result<Value>, keep: bool) {
+        self.done = true;
+        let Some(manager) = self.manager.upgrade() else {
+            return;
+        };
+        manager.running.lock().unwrap().remove(&self.task.id);
+        if keep {
+            let mut answer = json!({
+                "completed": true,
+                "task": self.task.info(&manager.node_id, true),
+            });
+            match result {
+                Ok(response) => answer["response"] = response.clone(),
+                Err(e) => answer["error"] = e.to_json(),
+            }
+            manager.keep(self.task.id, answer);
+        }
+    }
+}
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            if let Some(manager) = self.manager.upgrade() {
+                manager.running.lock().unwrap().remove(&self.task.id);
+            }
+        }
+    }
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Answers the task reports ([`LIST`], [`GET`], [`CANCEL`]) for this node.
+pub fn run_report(node: &Node, report: &str, params: &Value) -> Result<Value> {
+    let tasks = &node.tasks;
+    match report {
+        LIST => Ok(Value::Array(tasks.list(
+            &strings(&params["actions"]),
+            params["detailed"].as_bool().unwrap_or(false),
+        ))),
+        GET => tasks.get(params["id"].as_u64().unwrap_or(0)),
+        CANCEL => match params["id"].as_u64() {
+            Some(id) => tasks.cancel(id).map(|info| Value::Array(vec![info])),
+            None => Ok(Value::Array(
+                tasks.cancel_matching(&strings(&params["actions"])),
+            )),
+        },
+        other => Err(Error::illegal_argument(format!(
+            "unknown node report [{other}]"
+        ))),
+    }
+}
+
+/// The node a task id names, from the cluster state; OpenSearch's 404 when it is not part of
+/// the cluster.
+fn task_node(node: &Arc<Node>, id: &TaskId) -> Result<tessera_cluster::DiscoveryNode> {
+    if id.node == node.node_id {
+        return Ok(node.local_node());
+    }
+    node.cluster_state()
+        .nodes
+        .get(&id.node)
+        .cloned()
+        .ok_or_else(|| {
+            Error::new(
+                "resource_not_found_exception",
+                404,
+                format!(
+                    "task [{}] belongs to the node [{}] which isn't part of the cluster and there is no record of the task",
+                    id.render(),
+                    id.node
+                ),
+            )
+            .caused_by(id.not_found())
+        })
+}
+
+/// Runs a task report on the node that holds task `id`.
+async fn on_task_node(node: &Arc<Node>, id: &TaskId, report: &str) -> Result<Value> {
+    let target = task_node(node, id)?;
+    node.fan_out_to(vec![target], report, json!({"id": id.id}))
+        .await
+        .pop()
+        .map(|(_, answer)| answer)
+        .unwrap_or_else(|| Err(id.not_found()))
+}
+
+/// `GET _tasks/{id}`; with `wait`, waits up to that long for the task to complete
+/// (OpenSearch's `timeout_exception` past it).
+pub async fn get(node: &Arc<Node>, id: &TaskId, wait: Option<Duration>) -> Result<Value> {
+    let deadline = wait.map(|wait| Instant::now() + wait);
+    loop {
+        let answer = on_task_node(node, id, GET).await?;
+        let Some(deadline) = deadline else {
+            return Ok(answer);
+        };
+        if answer["completed"].as_bool() == Some(true) {
+            return Ok(answer);
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::new(
+                "timeout_exception",
+                408,
+                format!("Timed out waiting for completion of task [{}]", id.render()),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `POST _tasks/{id}/_cancel`: the cancelled task's info, by node.
+pub async fn cancel_one(
+    node: &Arc<Node>,
+    id: &TaskId,
+) -> Result<Vec<(tessera_cluster::DiscoveryNode, Result<Value>)>> {
+    let target = task_node(node, id)?;
+    Ok(node
+        .fan_out_to(vec![target], CANCEL, json!({"id": id.id}))
+        .await)
+}
+
+/// Lists (`LIST`) or cancels (`CANCEL`) the matching tasks of every node: each node's answer.
+pub async fn on_every_node(
+    node: &Arc<Node>,
+    report: &str,
+    actions: &[String],
+    detailed: bool,
+) -> Vec<(tessera_cluster::DiscoveryNode, Result<Value>)> {
+    node.fan_out(report, json!({"actions": actions, "detailed": detailed}))
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ids_parse_as_opensearch_writes_them() {
+        let id = TaskId::parse("abc:12").unwrap();
+        assert_eq!(id.node, "abc");
+        assert_eq!(id.id, 12);
+        assert_eq!(id.render(), "abc:12");
+        for bad in ["foo", ":1", "a:b", "a:"] {
+            let e = TaskId::parse(bad).unwrap_err();
+            assert_eq!(e.kind(), "illegal_argument_exception");
+            assert_eq!(e.reason(), format!("malformed task id {bad}"));
+        }
+    }
+
+    #[test]
+    fn tasks_are_listed_while_running_and_kept_when_asked() {
+        let manager = TaskManager::new("n1".into());
+        let kept = manager.register("indices:data/write/reindex", "reindex".into(), true);
+        let dropped = manager.register("indices:data/write/delete/byquery", "dbq".into(), true);
+        assert_eq!(manager.list(&[], false).len(), 2);
+        let only = manager.list(&["*reindex".to_string()], true);
+        assert_eq!(only.len(), 1);
+        assert_eq!(only[0]["description"], "reindex");
+        let (kept_id, dropped_id) = (kept.id(), dropped.id());
+        assert_eq!(manager.get(kept_id).unwrap()["completed"], false);
+        kept.finish(&Ok(json!({"total": 3})), true);
+        drop(dropped);
+        assert!(manager.list(&[], false).is_empty());
+        let answer = manager.get(kept_id).unwrap();
+        assert_eq!(answer["completed"], true);
+        assert_eq!(answer["response"]["total"], 3);
+        assert_eq!(answer["task"]["id"], kept_id);
+        let e = manager.get(dropped_id).unwrap_err();
+        assert_eq!(e.status(), 404);
+        assert_eq!(
+            e.reason(),
+            format!("task [n1:{dropped_id}] isn't running and hasn't stored its results")
+        );
+    }
+
+    #[test]
+    fn cancelling_marks_matching_cancellable_tasks() {
+        let manager = TaskManager::new("n1".into());
+        let a = manager.register("indices:data/write/update/byquery", String::new(), true);
+        let b = manager.register("indices:data/write/reindex", String::new(), true);
+        let cancelled = manager.cancel_matching(&["*byquery".to_string()]);
+        assert_eq!(cancelled.len(), 1);
+        assert!(a.task().is_cancelled());
+        assert!(!b.task().is_cancelled());
+        assert!(manager.cancel(b.id()).is_ok());
+        assert!(b.task().is_cancelled());
+        assert_eq!(manager.cancel(999).unwrap_err().status(), 404);
+    }
+
+    #[test]
+    fn only_the_latest_results_are_kept() {
+        let manager = TaskManager::new("n1".into());
+        let first = manager.register("a", String::new(), false);
+        let first_id = first.id();
+        first.finish(&Ok(json!({})), true);
+        for _ in 0..KEPT_RESULTS {
+            manager
+                .register("a", String::new(), false)
+                .finish(&Ok(json!({})), true);
+        }
+        assert!(manager.get(first_id).is_err());
+        assert_eq!(manager.finished.lock().unwrap().len(), KEPT_RESULTS);
+    }
+}
