@@ -5,8 +5,8 @@ use axum::http::Method;
 use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
-    allocation, bulk, cat, cluster, documents, indices, msearch, nodes, recovery, root, scroll,
-    search, stats,
+    allocation, bulk, by_query, cat, cluster, documents, indices, msearch, nodes, recovery, root,
+    scroll, search, stats, tasks,
 };
 use crate::router::Route;
 
@@ -644,6 +644,49 @@ pub fn all() -> Vec<Route> {
             pattern: "/{index}/_count",
             params: COUNT,
             handler: handler!(search: search::count),
+        },
+        // rewriting data, and the tasks that do it
+        Route {
+            methods: &[POST],
+            pattern: "/{index}/_delete_by_query",
+            params: by_query::BY_QUERY_PARAMS,
+            handler: handler!(by_query::delete_by_query),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/{index}/_update_by_query",
+            params: by_query::BY_QUERY_PARAMS,
+            handler: handler!(by_query::update_by_query),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_reindex",
+            params: by_query::REINDEX_PARAMS,
+            handler: handler!(by_query::reindex),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_tasks",
+            params: tasks::LIST_PARAMS,
+            handler: handler!(tasks::list),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_tasks/{task_id}",
+            params: tasks::GET_PARAMS,
+            handler: handler!(tasks::get),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_tasks/_cancel",
+            params: tasks::CANCEL_PARAMS,
+            handler: handler!(tasks::cancel),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_tasks/{task_id}/_cancel",
+            params: tasks::CANCEL_PARAMS,
+            handler: handler!(tasks::cancel),
         },
         // documents
         Route {

@@ -5,6 +5,7 @@
 
 pub mod allocation;
 pub mod bulk;
+pub mod by_query;
 pub mod cat;
 pub mod cluster;
 pub mod documents;
@@ -18,6 +19,7 @@ pub mod root;
 pub mod scroll;
 pub mod search;
 pub mod stats;
+pub mod tasks;
 
 use tessera_common::{Error, Result};
 use tessera_node::ResolveOptions;
