@@ -411,15 +411,36 @@ pub async fn cancel_one(
         .await)
 }
 
-/// Lists (`LIST`) or cancels (`CANCEL`) the matching tasks of every node: each node's answer.
+/// Lists (`LIST`) or cancels (`CANCEL`) the matching tasks of every node, or of the nodes
+/// a `nodes` filter names: each node's answer.
 pub async fn on_every_node(
     node: &Arc<Node>,
     report: &str,
     actions: &[String],
     detailed: bool,
-) -> Vec<(tessera_cluster::DiscoveryNode, Result<Value>)> {
-    node.fan_out(report, json!({"actions": actions, "detailed": detailed}))
-        .await
+    nodes: Option<&str>,
+) -> Result<Vec<(tessera_cluster::DiscoveryNode, Result<Value>)>> {
+    let params = json!({"actions": actions, "detailed": detailed});
+    Ok(match nodes {
+        None => node.fan_out(report, params).await,
+        Some(expression) => {
+            let targets = node.resolve_nodes(expression)?;
+            node.fan_out_to(targets, report, params).await
+        }
+    })
+}
+
+/// Waits until none of `ids` (`node:id`) runs any longer, up to `wait`.
+pub async fn wait_until_done(node: &Arc<Node>, ids: &[TaskId], wait: Duration) -> Result<()> {
+    for id in ids {
+        match get(node, id, Some(wait)).await {
+            // a result kept, or none (a task whose client waited keeps none): it is done
+            Ok(_) => {}
+            Err(e) if e.status() == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -128,11 +128,31 @@ fn render(answers: Vec<(DiscoveryNode, Result<Value>)>, group: GroupBy) -> Value
     Value::Object(out)
 }
 
+/// `parent_task_id`: Tessera's tasks have no parents, so a filter on one (other than `-1`,
+/// OpenSearch's "none") matches nothing; a malformed one is OpenSearch's error.
+fn parent_filter_excludes_all(request: &RestRequest) -> Result<bool> {
+    match request.param("parent_task_id") {
+        None | Some("-1") | Some("") => Ok(false),
+        Some(id) => TaskId::parse(id).map(|_| true),
+    }
+}
+
 /// `GET /_tasks`.
 pub async fn list(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let group = group_by(&request)?;
     let detailed = request.param_bool("detailed", false)?;
-    let answers = tasks::on_every_node(&node, tasks::LIST, &actions(&request), detailed).await;
+    let answers = if parent_filter_excludes_all(&request)? {
+        Vec::new()
+    } else {
+        tasks::on_every_node(
+            &node,
+            tasks::LIST,
+            &actions(&request),
+            detailed,
+            request.param("nodes"),
+        )
+        .await?
+    };
     Ok(RestResponse::ok(render(answers, group)))
 }
 
@@ -156,21 +176,40 @@ pub async fn cancel(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
     let group = group_by(&request)?;
     let answers = match request.path_params.get("task_id") {
         Some(id) => tasks::cancel_one(&node, &TaskId::parse(id)?).await?,
-        None => tasks::on_every_node(&node, tasks::CANCEL, &actions(&request), false).await,
+        None if parent_filter_excludes_all(&request)? => Vec::new(),
+        None => {
+            tasks::on_every_node(
+                &node,
+                tasks::CANCEL,
+                &actions(&request),
+                false,
+                request.param("nodes"),
+            )
+            .await?
+        }
     };
+    if request.param_bool("wait_for_completion", false)? {
+        let cancelled: Vec<TaskId> = answers
+            .iter()
+            .filter_map(|(_, answer)| answer.as_ref().ok()?.as_array().cloned())
+            .flatten()
+            .filter_map(|task| {
+                Some(TaskId {
+                    node: task["node"].as_str()?.to_string(),
+                    id: task["id"].as_u64()?,
+                })
+            })
+            .collect();
+        let wait = request
+            .param_time("timeout")?
+            .unwrap_or(std::time::Duration::from_secs(30));
+        tasks::wait_until_done(&node, &cancelled, wait).await?;
+    }
     Ok(RestResponse::ok(render(answers, group)))
 }
 
 /// The URL parameters of `GET /_tasks`.
-pub const LIST_PARAMS: &[&str] = &[
-    "actions",
-    "detailed",
-    "group_by",
-    "nodes",
-    "parent_task_id",
-    "wait_for_completion",
-    "timeout",
-];
+pub const LIST_PARAMS: &[&str] = &["actions", "detailed", "group_by", "nodes", "parent_task_id"];
 /// The URL parameters of `GET /_tasks/{task_id}`.
 pub const GET_PARAMS: &[&str] = &["wait_for_completion", "timeout"];
 /// The URL parameters of the cancel calls.
@@ -179,6 +218,7 @@ pub const CANCEL_PARAMS: &[&str] = &[
     "nodes",
     "parent_task_id",
     "wait_for_completion",
+    "timeout",
     "group_by",
 ];
 
