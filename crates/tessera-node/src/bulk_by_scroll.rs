@@ -534,10 +534,17 @@ async fn run_slice(
         if hits.is_empty() {
             break Ok(());
         }
-        remaining -= hits.len() as u64;
         let batch_started = Instant::now();
+        let conflicts_before = progress.version_conflicts;
         write_batch(node, request, &hits, progress, failures).await;
         progress.batches += 1;
+        // with conflicts=proceed, max_docs counts the documents written, as in OpenSearch: a
+        // conflict leaves room for another document
+        let skipped = match request.options.conflicts {
+            Conflicts::Proceed => progress.version_conflicts - conflicts_before,
+            Conflicts::Abort => 0,
+        };
+        remaining -= hits.len() as u64 - skipped;
         task.set_status(status(progress));
         if let Some(rps) = request.options.requests_per_second {
             throttle(task, batch_started, hits.len(), rps, progress).await;
