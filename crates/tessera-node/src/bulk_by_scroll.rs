@@ -176,8 +176,9 @@ pub enum Started {
     Task(crate::tasks::TaskId),
 }
 
-/// Runs `request` as a task of this node: to the end when `wait_for_completion`, else in the
-/// background, keeping its result for `GET _tasks/{id}`.
+/// Runs `request` as a task of this node, in the background: with `wait_for_completion` the
+/// answer waits for its end (a client that leaves does not stop it, as in OpenSearch), else it
+/// is the task's id, and the task keeps its result for `GET _tasks/{id}`.
 pub async fn execute(
     node: &Arc<Node>,
     request: BulkByScroll,
@@ -187,18 +188,24 @@ pub async fn execute(
     let guard = node
         .tasks
         .register(request.kind.action(), request.description.clone(), true);
-    if wait_for_completion {
-        let result = run(node, request, guard.task()).await;
-        guard.finish(&Ok(Value::Null), false);
-        return result.map(Started::Done);
-    }
     let id = node.tasks.task_id(guard.id());
     let node = node.clone();
-    tokio::spawn(async move {
+    let running = tokio::spawn(async move {
         let result = run(&node, request, guard.task()).await;
-        guard.finish(&result.map(|outcome| outcome.stored()), true);
+        let keep = !wait_for_completion;
+        guard.finish(
+            &result.as_ref().map(Outcome::stored).map_err(Clone::clone),
+            keep,
+        );
+        result
     });
-    Ok(Started::Task(id))
+    if !wait_for_completion {
+        return Ok(Started::Task(id));
+    }
+    running
+        .await
+        .map_err(|e| Error::internal("run a bulk-by-scroll task", e))?
+        .map(Started::Done)
 }
 
 /// The counters of a slice, or of the whole request.
