@@ -728,6 +728,120 @@ mod tests {
         assert_eq!(outcome(Kind::Reindex).status(), 200);
     }
 
+    /// A node with `docs` (2 shards) holding `{"n": i}` for i in 0..10, refreshed.
+    fn node_with_docs(dir: &std::path::Path) -> Arc<Node> {
+        use crate::write::tests::{block_on, create, index_op, start};
+        let node = start(dir);
+        create(&node, "docs", 2);
+        let operations = (0..10)
+            .map(|i| index_op("docs", Some(&i.to_string()), None, json!({"n": i})))
+            .collect();
+        let results = block_on(
+            node.write_service()
+                .execute(operations, crate::write::Refresh::Immediate),
+        );
+        assert!(results.iter().all(|r| r.is_ok()));
+        node
+    }
+
+    fn target() -> SearchTarget {
+        SearchTarget {
+            expression: "docs".into(),
+            options: crate::ResolveOptions::default(),
+            routing: None,
+            preference: crate::preference::Preference::none(),
+        }
+    }
+
+    fn done(started: Result<Started>) -> Outcome {
+        match started.ok().unwrap() {
+            Started::Done(outcome) => outcome,
+            Started::Task(_) => panic!("the request did not wait"),
+        }
+    }
+
+    #[test]
+    fn a_delete_by_query_deletes_what_it_matches_in_batches_and_slices() {
+        use crate::write::tests::block_on;
+        let dir = tempfile::tempdir().unwrap();
+        let node = node_with_docs(dir.path());
+        let options = Options {
+            batch_size: 2,
+            refresh: true,
+            ..Options::default()
+        };
+        let query = json!({"query": {"range": {"n": {"gte": 5}}}});
+        let request = crate::by_query::delete_by_query(
+            target(),
+            query.as_object().unwrap().clone(),
+            BTreeMap::new(),
+            options.clone(),
+            vec!["docs".into()],
+        )
+        .ok()
+        .unwrap();
+        let outcome = done(block_on(execute(&node, request, true)));
+        let response = outcome.response();
+        assert_eq!(response["total"], 5, "{response}");
+        assert_eq!(response["deleted"], 5, "{response}");
+        assert!(response["batches"].as_u64().unwrap() >= 3, "{response}");
+        // sliced by shard, max_docs shared between the slices
+        let request = crate::by_query::delete_by_query(
+            target(),
+            json!({"query": {"match_all": {}}})
+                .as_object()
+                .unwrap()
+                .clone(),
+            BTreeMap::new(),
+            Options {
+                slices: Slices::Auto,
+                max_docs: Some(4),
+                ..options
+            },
+            vec!["docs".into()],
+        )
+        .ok()
+        .unwrap();
+        let outcome = done(block_on(execute(&node, request, true)));
+        let response = outcome.response();
+        assert_eq!(
+            response["slices"].as_array().unwrap().len(),
+            2,
+            "{response}"
+        );
+        assert_eq!(response["deleted"], 4, "{response}");
+        // what is left
+        let index = node.index("docs").unwrap();
+        let left: u64 = index.shards().iter().map(|s| s.doc_counts().0).sum();
+        assert_eq!(left, 1);
+    }
+
+    #[test]
+    fn a_task_that_did_not_wait_keeps_its_result() {
+        use crate::write::tests::block_on;
+        let dir = tempfile::tempdir().unwrap();
+        let node = node_with_docs(dir.path());
+        let request = crate::by_query::update_by_query(
+            target(),
+            Map::new(),
+            BTreeMap::new(),
+            Options::default(),
+            vec!["docs".into()],
+        )
+        .ok()
+        .unwrap();
+        let answer = block_on(async {
+            let Ok(Started::Task(id)) = execute(&node, request, false).await else {
+                panic!("no task");
+            };
+            crate::tasks::get(&node, &id, Some(Duration::from_secs(30))).await
+        })
+        .unwrap();
+        assert_eq!(answer["completed"], true, "{answer}");
+        assert_eq!(answer["response"]["updated"], 10, "{answer}");
+        assert_eq!(answer["task"]["action"], Kind::UpdateByQuery.action());
+    }
+
     #[test]
     fn the_worst_failure_is_the_status() {
         let outcome = Outcome {

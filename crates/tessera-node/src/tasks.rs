@@ -367,14 +367,22 @@ fn task_node(node: &Arc<Node>, id: &TaskId) -> Result<tessera_cluster::Discovery
         })
 }
 
-/// Runs a task report on the node that holds task `id`.
-async fn on_task_node(node: &Arc<Node>, id: &TaskId, report: &str) -> Result<Value> {
+/// Runs a task report on the node that holds task `id` (here directly when it is this one).
+async fn on_task_node(
+    node: &Arc<Node>,
+    id: &TaskId,
+    report: &str,
+) -> Result<(tessera_cluster::DiscoveryNode, Result<Value>)> {
     let target = task_node(node, id)?;
-    node.fan_out_to(vec![target], report, json!({"id": id.id}))
+    let params = json!({"id": id.id});
+    if target.id == node.node_id {
+        let answer = run_report(node, report, &params);
+        return Ok((target, answer));
+    }
+    node.fan_out_to(vec![target], report, params)
         .await
         .pop()
-        .map(|(_, answer)| answer)
-        .unwrap_or_else(|| Err(id.not_found()))
+        .ok_or_else(|| id.not_found())
 }
 
 /// `GET _tasks/{id}`; with `wait`, waits up to that long for the task to complete
@@ -382,7 +390,7 @@ async fn on_task_node(node: &Arc<Node>, id: &TaskId, report: &str) -> Result<Val
 pub async fn get(node: &Arc<Node>, id: &TaskId, wait: Option<Duration>) -> Result<Value> {
     let deadline = wait.map(|wait| Instant::now() + wait);
     loop {
-        let answer = on_task_node(node, id, GET).await?;
+        let answer = on_task_node(node, id, GET).await?.1?;
         let Some(deadline) = deadline else {
             return Ok(answer);
         };
@@ -405,10 +413,7 @@ pub async fn cancel_one(
     node: &Arc<Node>,
     id: &TaskId,
 ) -> Result<Vec<(tessera_cluster::DiscoveryNode, Result<Value>)>> {
-    let target = task_node(node, id)?;
-    Ok(node
-        .fan_out_to(vec![target], CANCEL, json!({"id": id.id}))
-        .await)
+    Ok(vec![on_task_node(node, id, CANCEL).await?])
 }
 
 /// Lists (`LIST`) or cancels (`CANCEL`) the matching tasks of every node, or of the nodes
