@@ -97,18 +97,23 @@ impl Slices {
 
 /// `requests_per_second`: `-1` (or unset) is no limit; anything else must be positive.
 pub fn parse_requests_per_second(text: &str) -> Result<Option<f64>> {
+    let invalid = || {
+        Error::illegal_argument(
+            "[requests_per_second] must be a float greater than 0. Use -1 to disable throttling.",
+        )
+    };
     let value: f64 = text.parse().map_err(|_| {
-        Error::illegal_argument(format!(
-            "[requests_per_second] must be a float greater than 0. Use -1 to disable throttling. Found [{text}]"
+        invalid().caused_by(Error::new(
+            "number_format_exception",
+            400,
+            format!("For input string: \"{text}\""),
         ))
     })?;
     if value == -1.0 {
         return Ok(None);
     }
     if value <= 0.0 || !value.is_finite() {
-        return Err(Error::illegal_argument(format!(
-            "[requests_per_second] must be a float greater than 0. Use -1 to disable throttling. Found [{text}]"
-        )));
+        return Err(invalid());
     }
     Ok(Some(value))
 }

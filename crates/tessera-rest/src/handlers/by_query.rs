@@ -39,11 +39,19 @@ fn options(request: &RestRequest) -> Result<Options> {
         options.max_docs = Some(parse_max_docs(&json!(max_docs))?);
     }
     if let Some(size) = request.param("scroll_size") {
-        options.batch_size = size.parse::<u64>().ok().filter(|s| *s > 0).ok_or_else(|| {
-            Error::illegal_argument(format!(
-                "[scroll_size] must be a positive number, found [{size}]"
-            ))
-        })?;
+        options.batch_size = match size.parse::<i64>() {
+            Ok(0) => {
+                return Err(Error::action_request_validation(&[
+                    "[size] cannot be [0] in a scroll context".to_string(),
+                ]))
+            }
+            Ok(n) if n > 0 => n as u64,
+            _ => {
+                return Err(Error::illegal_argument(format!(
+                    "[scroll_size] must be a positive number, found [{size}]"
+                )))
+            }
+        };
     }
     if let Some(slices) = request.param("slices") {
         options.slices = Slices::parse(slices)?;
