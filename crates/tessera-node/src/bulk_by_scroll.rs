@@ -193,6 +193,9 @@ pub async fn execute(
     let guard = node
         .tasks
         .register(request.kind.action(), request.description.clone(), true);
+    guard
+        .task()
+        .set_requests_per_second(request.options.requests_per_second);
     let id = node.tasks.task_id(guard.id());
     let node = node.clone();
     let running = tokio::spawn(async move {
@@ -471,7 +474,7 @@ pub async fn run(node: &Arc<Node>, request: BulkByScroll, task: &Task) -> Result
         slices: done,
         sliced,
         failures,
-        requests_per_second: request.options.requests_per_second,
+        requests_per_second: task.requests_per_second(),
     })
 }
 
@@ -532,7 +535,7 @@ async fn run_slice(
             done,
             progress,
             slice.is_some(),
-            request.options.requests_per_second,
+            task.requests_per_second(),
         )
     };
     task.set_status(status(progress));
@@ -558,9 +561,7 @@ async fn run_slice(
         };
         remaining -= hits.len() as u64 - skipped;
         task.set_status(status(progress));
-        if let Some(rps) = request.options.requests_per_second {
-            throttle(task, batch_started, hits.len(), rps, progress).await;
-        }
+        throttle(task, batch_started, hits.len(), progress).await;
         task.set_status(status(progress));
         if !failures.is_empty() || remaining == 0 {
             break Ok(());
@@ -665,12 +666,16 @@ fn failure(index: &str, id: Option<&str>, error: &Error) -> Value {
     })
 }
 
-/// Waits until a batch of `count` writes has taken `count / rps` seconds, watching for a
-/// cancellation meanwhile.
-async fn throttle(task: &Task, started: Instant, count: usize, rps: f64, progress: &mut Progress) {
-    let wanted = Duration::from_secs_f64(count as f64 / rps);
+/// Waits until a batch of `count` writes has taken `count / rps` seconds (the task's current
+/// `requests_per_second`), watching for a cancellation meanwhile.
+async fn throttle(task: &Task, started: Instant, count: usize, progress: &mut Progress) {
     let waiting_since = Instant::now();
-    while started.elapsed() < wanted && !task.is_cancelled() {
+    // the rate is read again while waiting: a rethrottle applies at once
+    while let Some(rps) = task.requests_per_second() {
+        let wanted = Duration::from_secs_f64(count as f64 / rps);
+        if started.elapsed() >= wanted || task.is_cancelled() {
+            break;
+        }
         let left = wanted.saturating_sub(started.elapsed());
         tokio::time::sleep(left.min(Duration::from_millis(50))).await;
     }

@@ -24,6 +24,9 @@ pub const LIST: &str = "tasks/list";
 pub const GET: &str = "tasks/get";
 /// The node report that cancels this node's tasks; params `{"id": n}` or `{"actions": [...]}`.
 pub const CANCEL: &str = "tasks/cancel";
+/// The node report that changes a task's `requests_per_second`; params `{"id": n,
+/// "requests_per_second": x}` (`-1`: no limit).
+pub const RETHROTTLE: &str = "tasks/rethrottle";
 
 /// How many finished results a node keeps (the oldest go first).
 pub const KEPT_RESULTS: usize = 1000;
@@ -75,6 +78,8 @@ pub struct Task {
     pub cancellable: bool,
     start_millis: i64,
     started: Instant,
+    /// `requests_per_second` as f64 bits; [`UNLIMITED`] for none.
+    requests_per_second: AtomicU64,
     /// When the task was cancelled (epoch millis); 0 while it is not.
     cancelled_at: AtomicI64,
     /// The progress `_tasks` shows (`status`), updated by the task as it goes.
@@ -91,6 +96,17 @@ impl Task {
         let _ = self
             .cancelled_at
             .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// The rate the task throttles itself to (documents a second); `None`: unlimited.
+    pub fn requests_per_second(&self) -> Option<f64> {
+        let bits = self.requests_per_second.load(Ordering::Relaxed);
+        (bits != UNLIMITED).then(|| f64::from_bits(bits))
+    }
+
+    pub fn set_requests_per_second(&self, rate: Option<f64>) {
+        let bits = rate.map_or(UNLIMITED, f64::to_bits);
+        self.requests_per_second.store(bits, Ordering::Relaxed);
     }
 
     pub fn set_status(&self, status: Value) {
@@ -121,6 +137,9 @@ impl Task {
         info
     }
 }
+
+/// No `requests_per_second` limit (never the bits of a positive rate).
+const UNLIMITED: u64 = u64::MAX;
 
 /// A finished task's `GET _tasks/{id}` answer.
 struct Finished {
@@ -161,6 +180,7 @@ impl TaskManager {
             cancellable,
             start_millis: tessera_common::time::now_millis(),
             started: Instant::now(),
+            requests_per_second: AtomicU64::new(UNLIMITED),
             cancelled_at: AtomicI64::new(0),
             status: Mutex::new(json!({})),
         });
@@ -232,6 +252,25 @@ impl TaskManager {
         }
         task.cancel();
         Ok(task.info(&self.node_id, false))
+    }
+
+    /// Changes the rate of a running task; its info with the status showing the new rate.
+    pub fn rethrottle(&self, id: u64, rate: Option<f64>) -> Result<Value> {
+        let task = self.running.lock().unwrap().get(&id).cloned();
+        let task = task.ok_or_else(|| {
+            Error::new(
+                "resource_not_found_exception",
+                404,
+                format!("task [{}] is missing", self.task_id(id).render()),
+            )
+        })?;
+        task.set_requests_per_second(rate);
+        let mut status = task.status.lock().unwrap();
+        if let Some(map) = status.as_object_mut() {
+            map.insert("requests_per_second".into(), json!(rate.unwrap_or(-1.0)));
+        }
+        drop(status);
+        Ok(task.info(&self.node_id, true))
     }
 
     /// Cancels every cancellable running task matching `actions`; their infos.
@@ -337,6 +376,12 @@ pub fn run_report(node: &Node, report: &str, params: &Value) -> Result<Value> {
                 tasks.cancel_matching(&strings(&params["actions"])),
             )),
         },
+        RETHROTTLE => {
+            let rate = params["requests_per_second"].as_f64().filter(|r| *r > 0.0);
+            tasks
+                .rethrottle(params["id"].as_u64().unwrap_or(0), rate)
+                .map(|info| Value::Array(vec![info]))
+        }
         other => Err(Error::illegal_argument(format!(
             "unknown node report [{other}]"
         ))),
@@ -406,6 +451,39 @@ pub async fn get(node: &Arc<Node>, id: &TaskId, wait: Option<Duration>) -> Resul
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// `POST /_reindex/{id}/_rethrottle` (and by query): the task's info with its new rate, by
+/// node.
+pub async fn rethrottle(
+    node: &Arc<Node>,
+    id: &TaskId,
+    rate: Option<f64>,
+) -> Result<Vec<(tessera_cluster::DiscoveryNode, Result<Value>)>> {
+    let Ok(target) = task_node(node, id) else {
+        // OpenSearch answers a node it does not know among the node failures
+        let unknown = tessera_cluster::DiscoveryNode {
+            id: id.node.clone(),
+            name: String::new(),
+            ephemeral_id: String::new(),
+            transport_address: String::new(),
+            http_address: String::new(),
+            roles: Vec::new(),
+        };
+        let error = Error::new(
+            "no_such_node_exception",
+            404,
+            format!("No such node [{}]", id.node),
+        )
+        .with_meta("node_id", id.node.clone());
+        return Ok(vec![(unknown, Err(error))]);
+    };
+    let params = json!({"id": id.id, "requests_per_second": rate.unwrap_or(-1.0)});
+    if target.id == node.node_id {
+        let answer = run_report(node, RETHROTTLE, &params);
+        return Ok(vec![(target, answer)]);
+    }
+    Ok(node.fan_out_to(vec![target], RETHROTTLE, params).await)
 }
 
 /// `POST _tasks/{id}/_cancel`: the cancelled task's info, by node.
@@ -503,6 +581,20 @@ mod tests {
         assert!(manager.cancel(b.id()).is_ok());
         assert!(b.task().is_cancelled());
         assert_eq!(manager.cancel(999).unwrap_err().status(), 404);
+    }
+
+    #[test]
+    fn a_rethrottle_changes_the_rate_and_the_status() {
+        let manager = TaskManager::new("n1".into());
+        let task = manager.register("indices:data/write/reindex", String::new(), true);
+        assert_eq!(task.task().requests_per_second(), None);
+        task.task().set_status(json!({"requests_per_second": -1.0}));
+        let info = manager.rethrottle(task.id(), Some(2.5)).unwrap();
+        assert_eq!(info["status"]["requests_per_second"], 2.5);
+        assert_eq!(task.task().requests_per_second(), Some(2.5));
+        manager.rethrottle(task.id(), None).unwrap();
+        assert_eq!(task.task().requests_per_second(), None);
+        assert_eq!(manager.rethrottle(99, None).unwrap_err().status(), 404);
     }
 
     #[test]

@@ -665,6 +665,24 @@ pub fn all() -> Vec<Route> {
             handler: handler!(by_query::reindex),
         },
         Route {
+            methods: &[POST],
+            pattern: "/_reindex/{task_id}/_rethrottle",
+            params: tasks::RETHROTTLE_PARAMS,
+            handler: handler!(tasks::rethrottle),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_update_by_query/{task_id}/_rethrottle",
+            params: tasks::RETHROTTLE_PARAMS,
+            handler: handler!(tasks::rethrottle),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_delete_by_query/{task_id}/_rethrottle",
+            params: tasks::RETHROTTLE_PARAMS,
+            handler: handler!(tasks::rethrottle),
+        },
+        Route {
             methods: &[GET],
             pattern: "/_tasks",
             params: tasks::LIST_PARAMS,

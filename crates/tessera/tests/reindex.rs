@@ -116,6 +116,41 @@ fn a_task_is_followed_and_cancelled_between_batches() {
 }
 
 #[test]
+fn a_rethrottle_applies_to_the_running_task_at_once() {
+    let node = Node::start();
+    node.put(
+        "/docs",
+        &json!({"settings": {"number_of_shards": 1, "number_of_replicas": 0}}),
+    )
+    .ok();
+    write_docs(&node, "docs", 20);
+    // one document a second: twenty seconds, unless rethrottled
+    let started = node
+        .post(
+            "/docs/_delete_by_query?wait_for_completion=false&scroll_size=1&requests_per_second=1",
+            &json!({"query": {"match_all": {}}}),
+        )
+        .expect(200)
+        .json();
+    let id = started["task"].as_str().unwrap().to_string();
+    let (node_id, _) = id.split_once(':').unwrap();
+    let since = Instant::now();
+    let answer = node
+        .post_empty(&format!(
+            "/_delete_by_query/{id}/_rethrottle?requests_per_second=-1"
+        ))
+        .ok()
+        .json();
+    assert_eq!(
+        answer["nodes"][node_id]["tasks"][&id]["status"]["requests_per_second"], -1.0,
+        "{answer}"
+    );
+    let done = wait_for_task(&node, &id);
+    assert_eq!(done["response"]["deleted"], 20, "{done}");
+    assert!(since.elapsed() < Duration::from_secs(10), "{done}");
+}
+
+#[test]
 fn a_document_changed_after_it_was_read_is_a_version_conflict() {
     let node = Node::start();
     node.put(

@@ -208,10 +208,24 @@ pub async fn cancel(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
     Ok(RestResponse::ok(render(answers, group)))
 }
 
+/// `POST /_reindex/{task_id}/_rethrottle` (and `_update_by_query`, `_delete_by_query`):
+/// `requests_per_second` (required; `-1` lifts the limit) applies to the running task at once.
+pub async fn rethrottle(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let rate = request
+        .param("requests_per_second")
+        .ok_or_else(|| Error::illegal_argument("requests_per_second is a required parameter"))?;
+    let rate = tessera_node::bulk_by_scroll::parse_requests_per_second(rate)?;
+    let id = TaskId::parse(request.path_param("task_id"))?;
+    let answers = tasks::rethrottle(&node, &id, rate).await?;
+    Ok(RestResponse::ok(render(answers, group_by(&request)?)))
+}
+
 /// The URL parameters of `GET /_tasks`.
 pub const LIST_PARAMS: &[&str] = &["actions", "detailed", "group_by", "nodes", "parent_task_id"];
 /// The URL parameters of `GET /_tasks/{task_id}`.
 pub const GET_PARAMS: &[&str] = &["wait_for_completion", "timeout"];
+/// The URL parameters of the rethrottle calls.
+pub const RETHROTTLE_PARAMS: &[&str] = &["requests_per_second", "group_by"];
 /// The URL parameters of the cancel calls.
 pub const CANCEL_PARAMS: &[&str] = &[
     "actions",
