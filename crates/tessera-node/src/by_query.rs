@@ -45,7 +45,28 @@ fn take_request_keys(
     if let Some(max_docs) = body.remove("max_docs") {
         options.max_docs = Some(parse_max_docs(&max_docs)?);
     }
+    // the search's `size` is the batch size, as in OpenSearch
+    if let Some(size) = body.remove("size") {
+        options.batch_size = parse_batch_size(&size)?;
+    }
     Ok(())
+}
+
+/// A batch size (`size` of a by-query body, `scroll_size`): positive, and `0` is OpenSearch's
+/// validation error of a scroll.
+pub fn parse_batch_size(value: &Value) -> Result<u64> {
+    let number = value
+        .as_i64()
+        .or_else(|| value.as_str().and_then(|s| s.parse().ok()));
+    match number {
+        Some(0) => Err(Error::action_request_validation(&[
+            "[size] cannot be [0] in a scroll context".to_string(),
+        ])),
+        Some(n) if n > 0 => Ok(n as u64),
+        _ => Err(Error::illegal_argument(format!(
+            "[size] must be a positive number, found [{value}]"
+        ))),
+    }
 }
 
 /// `max_docs` as OpenSearch checks it.
@@ -206,6 +227,21 @@ mod tests {
         .unwrap();
         assert_eq!(request.options.conflicts, Conflicts::Proceed);
         assert_eq!(request.options.max_docs, Some(3));
+        let sized = update_by_query(
+            target(),
+            body(json!({"size": 2})),
+            BTreeMap::new(),
+            Options::default(),
+            vec![],
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(sized.options.batch_size, 2);
+        assert!(sized.search.is_empty());
+        assert_eq!(
+            parse_batch_size(&json!(0)).unwrap_err().reason(),
+            "Validation Failed: 1: [size] cannot be [0] in a scroll context;"
+        );
         assert_eq!(request.search.keys().collect::<Vec<_>>(), ["query"]);
         assert_eq!(request.description, "delete-by-query [i]");
         let e = parse_max_docs(&json!(-1)).unwrap_err();

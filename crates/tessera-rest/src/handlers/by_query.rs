@@ -39,19 +39,11 @@ fn options(request: &RestRequest) -> Result<Options> {
         options.max_docs = Some(parse_max_docs(&json!(max_docs))?);
     }
     if let Some(size) = request.param("scroll_size") {
-        options.batch_size = match size.parse::<i64>() {
-            Ok(0) => {
-                return Err(Error::action_request_validation(&[
-                    "[size] cannot be [0] in a scroll context".to_string(),
-                ]))
-            }
-            Ok(n) if n > 0 => n as u64,
-            _ => {
-                return Err(Error::illegal_argument(format!(
-                    "[scroll_size] must be a positive number, found [{size}]"
-                )))
-            }
-        };
+        options.batch_size = by_query::parse_batch_size(&json!(size))?;
+    }
+    // the legacy `size` parameter of a by-query request is `max_docs`
+    if let (None, Some(size)) = (options.max_docs, request.param("size")) {
+        options.max_docs = Some(parse_max_docs(&json!(size))?);
     }
     if let Some(slices) = request.param("slices") {
         options.slices = Slices::parse(slices)?;
@@ -143,6 +135,7 @@ pub async fn reindex(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
 pub const BY_QUERY_PARAMS: &[&str] = &[
     "conflicts",
     "max_docs",
+    "size",
     "refresh",
     "scroll_size",
     "slices",
