@@ -1,12 +1,14 @@
 //! The node's task manager: the long-running requests it coordinates (`_reindex`,
 //! `_delete_by_query`, `_update_by_query`) registered under OpenSearch's task ids
-//! (`<node id>:<number>`), so that `_tasks` can list them, report their progress, cancel them
-//! and, for those started with `wait_for_completion=false`, give back their result.
+//! (`<node id>:<number>`), so that `_tasks` can list them, report their progress, cancel or
+//! rethrottle them and, for those started with `wait_for_completion=false`, give back their
+//! result.
 //!
 //! OpenSearch stores finished results in its `.tasks` index; Tessera keeps the last
-//! [`KEPT_RESULTS`] in memory on the node that ran them, in the shape `GET _tasks/{id}` renders.
-//! A task lives on the node that coordinates it, so the cluster-wide calls ask every node
-//! (`Node::fan_out` runs [`LIST`], [`GET`] and [`CANCEL`], answered here by [`run_report`]).
+//! [`KEPT_RESULTS`] (at most [`KEPT_BYTES`]) in memory on the node that ran them, in the shape
+//! `GET _tasks/{id}` renders. A task lives on the node that coordinates it, so the cluster-wide
+//! calls ask other nodes (`Node::fan_out` runs [`LIST`], [`GET`], [`CANCEL`] and
+//! [`RETHROTTLE`], answered there by [`run_report`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -30,6 +32,9 @@ pub const RETHROTTLE: &str = "tasks/rethrottle";
 
 /// How many finished results a node keeps (the oldest go first).
 pub const KEPT_RESULTS: usize = 1000;
+/// How many bytes of finished results (as JSON text) a node keeps at most: a result lists its
+/// failures, up to a batch of them each.
+pub const KEPT_BYTES: usize = 16 << 20;
 
 /// A task id as OpenSearch writes it: `<node id>:<number>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -145,6 +150,8 @@ const UNLIMITED: u64 = u64::MAX;
 struct Finished {
     id: u64,
     answer: Value,
+    /// The answer's size as JSON text.
+    bytes: usize,
 }
 
 /// The registry of one node's tasks.
@@ -286,11 +293,16 @@ impl TaskManager {
     }
 
     fn keep(&self, id: u64, answer: Value) {
+        let bytes = answer.to_string().len();
         let mut finished = self.finished.lock().unwrap();
-        if finished.len() >= KEPT_RESULTS {
-            finished.pop_front();
+        let mut kept: usize = finished.iter().map(|f| f.bytes).sum();
+        while finished.len() >= KEPT_RESULTS || (kept + bytes > KEPT_BYTES && !finished.is_empty())
+        {
+            if let Some(oldest) = finished.pop_front() {
+                kept -= oldest.bytes;
+            }
         }
-        finished.push_back(Finished { id, answer });
+        finished.push_back(Finished { id, answer, bytes });
     }
 }
 
@@ -610,5 +622,15 @@ mod tests {
         }
         assert!(manager.get(first_id).is_err());
         assert_eq!(manager.finished.lock().unwrap().len(), KEPT_RESULTS);
+        // and at most KEPT_BYTES of them
+        let big = json!({"failures": "x".repeat(KEPT_BYTES / 3)});
+        for _ in 0..3 {
+            manager
+                .register("a", String::new(), false)
+                .finish(&Ok(big.clone()), true);
+        }
+        let finished = manager.finished.lock().unwrap();
+        assert_eq!(finished.len(), 2);
+        assert!(finished.iter().map(|f| f.bytes).sum::<usize>() <= KEPT_BYTES);
     }
 }
