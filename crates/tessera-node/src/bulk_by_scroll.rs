@@ -540,6 +540,10 @@ async fn run_slice(
     };
     task.set_status(status(progress));
     let result = loop {
+        if task.is_cancelled() {
+            progress.canceled = true;
+            break Ok(());
+        }
         if let Some(search_failures) = search_failures(&page) {
             failures.extend(search_failures);
             break Ok(());
