@@ -679,3 +679,56 @@ def test_templates(client, index_name):
         client.cluster.delete_component_template(name=component, ignore=[404])
         client.indices.delete_template(name=legacy, ignore=[404])
     assert client.indices.exists_index_template(name=template) is False
+# ----------------------------------------------------------------------------------------- rewriting data
+
+
+def test_reindex_delete_by_query_update_by_query(client, index_name):
+    create_products(client, index_name)
+    dest = index_name + "-copy"
+    try:
+        resp = client.reindex(body={"source": {"index": index_name, "query": {"term": {"tag": "animal"}}},
+                                    "dest": {"index": dest}}, refresh=True)
+        assert (resp["total"], resp["created"], resp["updated"], resp["failures"]) == (4, 4, 0, [])
+        assert client.count(index=dest)["count"] == 4
+        # op_type create: every document is there already
+        with pytest.raises(ConflictError) as err:
+            client.reindex(body={"source": {"index": index_name}, "dest": {"index": dest, "op_type": "create"}})
+        assert err.value.info["version_conflicts"] == 4
+        assert err.value.info["created"] == 2
+        resp = client.reindex(body={"conflicts": "proceed", "source": {"index": index_name},
+                                    "dest": {"index": dest, "op_type": "create"}})
+        assert (resp["version_conflicts"], resp["created"]) == (6, 0)
+
+        resp = client.update_by_query(index=index_name, body={"query": {"term": {"tag": "fast"}}}, refresh=True)
+        assert (resp["total"], resp["updated"], resp["version_conflicts"]) == (2, 2, 0)
+        assert "created" not in resp
+        assert client.get(index=index_name, id="1")["_version"] == 2
+
+        client.indices.refresh(index=dest)
+        resp = client.delete_by_query(index=dest, body={"query": {"range": {"price": {"gte": 40}}}}, refresh=True)
+        assert (resp["total"], resp["deleted"], resp["batches"]) == (3, 3, 1)
+        assert "updated" not in resp
+        assert client.count(index=dest)["count"] == 3
+        with pytest.raises(RequestError) as err:
+            client.delete_by_query(index=dest, body={})
+        assert err.value.info["error"]["reason"] == "Validation Failed: 1: query is missing;"
+    finally:
+        client.indices.delete(index=dest, ignore_unavailable=True)
+
+
+def test_tasks_get_of_a_request_that_did_not_wait(client, index_name):
+    create_products(client, index_name)
+    started = client.delete_by_query(index=index_name, body={"query": {"term": {"tag": "slow"}}},
+                                     wait_for_completion=False, refresh=True)
+    task = client.tasks.get(task_id=started["task"], wait_for_completion=True, timeout="30s", request_timeout=60)
+    assert task["completed"] is True
+    assert task["task"]["action"] == "indices:data/write/delete/byquery"
+    assert task["response"]["deleted"] == 1
+    assert client.count(index=index_name)["count"] == 5
+    listed = client.tasks.list(actions="*byquery", group_by="none")
+    assert listed == {"tasks": []}
+    with pytest.raises(NotFoundError) as err:
+        client.tasks.get(task_id="nonode:1")
+    assert err.value.error == "resource_not_found_exception"
+    with pytest.raises(RequestError):
+        client.tasks.get(task_id="malformed")

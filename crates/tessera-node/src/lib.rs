@@ -2,6 +2,8 @@
 //! settings, health, background refresh, thread pools and process statistics; the write service.
 
 pub mod aliases;
+pub mod bulk_by_scroll;
+pub mod by_query;
 pub mod cluster_settings;
 pub mod cluster_state;
 pub mod coordination;
@@ -18,9 +20,11 @@ pub mod preference;
 pub mod process_stats;
 pub mod promoting;
 pub mod read;
+pub mod reindex;
 pub mod resolve;
 pub mod rollover;
 pub mod search_service;
+pub mod tasks;
 pub mod templates;
 pub mod write;
 

@@ -204,6 +204,8 @@ pub struct Node {
     pub response_collector: Arc<tessera_cluster::adaptive_selection::ResponseCollector>,
     /// This node, for what must outlive a call (a search waiting for a promoted primary).
     me: Weak<Node>,
+    /// The long-running requests this node coordinates (`_tasks`).
+    pub tasks: Arc<crate::tasks::TaskManager>,
 }
 
 /// A node-local report by name, with JSON parameters, answered in JSON: the REST layer
@@ -449,7 +451,6 @@ impl Node {
             });
             Node {
                 config,
-                node_id,
                 started_millis: tessera_common::time::now_millis(),
                 pools,
                 slice_executor,
@@ -467,6 +468,8 @@ impl Node {
                 search_rotation: AtomicUsize::new(0),
                 response_collector: Arc::default(),
                 me: node.clone(),
+                tasks: crate::tasks::TaskManager::new(node_id.clone()),
+                node_id,
             }
         });
         if let ClusterMode::Member(coordination) = &node.cluster {

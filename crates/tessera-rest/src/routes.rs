@@ -5,8 +5,9 @@ use axum::http::Method;
 use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
-    aliases, allocation, bulk, cat, cluster, cluster_stats, data_streams, documents, indices,
-    msearch, nodes, recovery, resolve, root, scroll, search, segments, stats, templates,
+    aliases, allocation, bulk, by_query, cat, cluster, cluster_stats, data_streams, documents,
+    indices, msearch, nodes, recovery, resolve, root, scroll, search, segments, stats, tasks,
+    templates,
 };
 use crate::router::Route;
 
@@ -656,6 +657,67 @@ pub fn all() -> Vec<Route> {
             pattern: "/{index}/_count",
             params: COUNT,
             handler: handler!(search: search::count),
+        },
+        // rewriting data, and the tasks that do it
+        Route {
+            methods: &[POST],
+            pattern: "/{index}/_delete_by_query",
+            params: by_query::BY_QUERY_PARAMS,
+            handler: handler!(by_query::delete_by_query),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/{index}/_update_by_query",
+            params: by_query::BY_QUERY_PARAMS,
+            handler: handler!(by_query::update_by_query),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_reindex",
+            params: by_query::REINDEX_PARAMS,
+            handler: handler!(by_query::reindex),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_reindex/{task_id}/_rethrottle",
+            params: tasks::RETHROTTLE_PARAMS,
+            handler: handler!(tasks::rethrottle),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_update_by_query/{task_id}/_rethrottle",
+            params: tasks::RETHROTTLE_PARAMS,
+            handler: handler!(tasks::rethrottle),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_delete_by_query/{task_id}/_rethrottle",
+            params: tasks::RETHROTTLE_PARAMS,
+            handler: handler!(tasks::rethrottle),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_tasks",
+            params: tasks::LIST_PARAMS,
+            handler: handler!(tasks::list),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_tasks/{task_id}",
+            params: tasks::GET_PARAMS,
+            handler: handler!(tasks::get),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_tasks/_cancel",
+            params: tasks::CANCEL_PARAMS,
+            handler: handler!(tasks::cancel),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_tasks/{task_id}/_cancel",
+            params: tasks::CANCEL_PARAMS,
+            handler: handler!(tasks::cancel),
         },
         // documents
         Route {

@@ -6,6 +6,7 @@
 pub mod aliases;
 pub mod allocation;
 pub mod bulk;
+pub mod by_query;
 pub mod cat;
 pub mod cluster;
 pub mod cluster_stats;
@@ -23,6 +24,7 @@ pub mod scroll;
 pub mod search;
 pub mod segments;
 pub mod stats;
+pub mod tasks;
 pub mod templates;
 
 use tessera_common::{Error, Result};

@@ -245,6 +245,12 @@ async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
             tessera_node::pinned_search::free_here(&node, &params)
         }
         tessera_node::pinned_search::LIST_PITS => Ok(tessera_node::pinned_search::pits_here(&node)),
+        tessera_node::tasks::LIST
+        | tessera_node::tasks::GET
+        | tessera_node::tasks::CANCEL
+        | tessera_node::tasks::RETHROTTLE => {
+            tessera_node::tasks::run_report(&node, report, &params)
+        }
         other => Err(Error::illegal_argument(format!(
             "unknown node report [{other}]"
         ))),

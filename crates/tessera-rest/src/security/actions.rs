@@ -75,6 +75,10 @@ pub fn classify(method: &Method, path: &str) -> Action {
         "_bulk" => action("indices:data/write/bulk", false),
         "_delete_by_query" => action("indices:data/write/delete/byquery", false),
         "_update_by_query" => action("indices:data/write/update/byquery", false),
+        "_reindex" => action("indices:data/write/reindex", false),
+        "_tasks" if reading && segments.len() > at + 1 => action("cluster:monitor/task/get", true),
+        "_tasks" if reading => action("cluster:monitor/tasks/lists", true),
+        "_tasks" => action("cluster:admin/tasks/cancel", false),
         "_refresh" => action("indices:admin/refresh", false),
         "_flush" => action("indices:admin/flush", false),
         "_forcemerge" => action("indices:admin/forcemerge", false),
@@ -224,6 +228,20 @@ mod tests {
             false,
         );
         check(Method::POST, "/_bulk", "indices:data/write/bulk", false);
+        check(
+            Method::POST,
+            "/_reindex",
+            "indices:data/write/reindex",
+            false,
+        );
+        check(Method::GET, "/_tasks", "cluster:monitor/tasks/lists", true);
+        check(Method::GET, "/_tasks/n:1", "cluster:monitor/task/get", true);
+        check(
+            Method::POST,
+            "/_tasks/_cancel",
+            "cluster:admin/tasks/cancel",
+            false,
+        );
         check(Method::GET, "/a", "indices:admin/get", true);
         check(Method::GET, "/_all", "indices:admin/get", true);
         check(Method::DELETE, "/_all", "indices:admin/delete", false);
