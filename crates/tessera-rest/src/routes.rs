@@ -1096,6 +1096,23 @@ pub fn all() -> Vec<Route> {
         },
         Route {
             methods: &[GET],
+            pattern: "/_cat/tasks",
+            params: &[
+                "format",
+                "h",
+                "help",
+                "s",
+                "v",
+                "time",
+                "actions",
+                "detailed",
+                "nodes",
+                "parent_task_id",
+            ],
+            handler: handler!(cat::tasks),
+        },
+        Route {
+            methods: &[GET],
             pattern: "/_cat/plugins",
             params: CAT_PARAMS,
             handler: handler!(cat::plugins),

@@ -918,6 +918,81 @@ pub async fn fielddata(_node: Arc<Node>, request: RestRequest) -> Result<RestRes
     render(&request, FIELDDATA, Vec::new())
 }
 
+static TASKS: &[Column] = &[
+    col(
+        "id",
+        "id,task_id",
+        "id of the task with the node",
+        false,
+        false,
+    ),
+    col("action", "ac", "task action", false, true),
+    col("task_id", "ti", "unique task id", false, true),
+    col("parent_task_id", "pti", "parent task id", false, true),
+    col("type", "ty", "task type", false, true),
+    col("start_time", "start", "start time in ms", false, true),
+    col(
+        "timestamp",
+        "ts,hms,hhmmss",
+        "start time in HH:MM:SS",
+        false,
+        true,
+    ),
+    col("running_time_ns", "time", "running time ns", false, false),
+    col("running_time", "time", "running time", false, true),
+    col("node_id", "ni", "unique node id", false, false),
+    col("ip", "i", "ip address", false, true),
+    col("port", "po", "bound transport port", false, false),
+    col("node", "n", "node name", false, true),
+    col("description", "desc", "task action", false, false),
+];
+
+/// `_cat/tasks`: the tasks every node runs now (`actions` filters them, `detailed` adds
+/// their descriptions), one row each.
+pub async fn tasks(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let actions: Vec<String> = request
+        .param("actions")
+        .map(|a| a.split(',').map(String::from).collect())
+        .unwrap_or_default();
+    let answers = tessera_node::tasks::on_every_node(
+        &node,
+        tessera_node::tasks::LIST,
+        &actions,
+        request.param_bool("detailed", false)?,
+        request.param("nodes"),
+    )
+    .await?;
+    let mut rows = Vec::new();
+    for (target, answer) in answers {
+        let Ok(serde_json::Value::Array(tasks)) = answer else {
+            continue;
+        };
+        let ip = host_of(&target.transport_address).to_string();
+        for task in tasks {
+            let start = task["start_time_in_millis"].as_i64().unwrap_or(0);
+            let nanos = task["running_time_in_nanos"].as_u64().unwrap_or(0);
+            let id = format!("{}:{}", target.id, task["id"]);
+            rows.push(vec![
+                Cell::from(task["id"].to_string()),
+                Cell::from(task["action"].as_str().unwrap_or_default()),
+                Cell::from(id),
+                Cell::from("-"),
+                Cell::from(task["type"].as_str().unwrap_or("transport")),
+                Cell::from(start.to_string()),
+                Cell::from(clock(start).1),
+                Cell::from(nanos),
+                Cell::from(format!("{:.1}ms", nanos as f64 / 1e6)),
+                Cell::from(target.id.clone()),
+                Cell::from(ip.clone()),
+                port_of(&target.transport_address).map_or(Cell::Null, Cell::from),
+                Cell::from(target.name.clone()),
+                Cell::from(task["description"].as_str().unwrap_or_default()),
+            ]);
+        }
+    }
+    render(&request, TASKS, rows)
+}
+
 static THREAD_POOL: &[Column] = &[
     col("node_name", "nn", "node name", false, true),
     col("node_id", "id", "persistent node id", false, false),
