@@ -234,6 +234,19 @@ fn check_keys(object: &Map<String, Value>, what: &str, known: &[&str]) -> Result
     }
 }
 
+/// The `template` of an index or component template: settings, mappings and aliases.
+fn template_part(name: &str, template: &Value) -> Result<Parts> {
+    if let Value::Object(t) = template {
+        check_keys(t, "template", &["settings", "mappings", "aliases"])?;
+    }
+    Parts::parse(
+        name,
+        &template["settings"],
+        &template["mappings"],
+        &template["aliases"],
+    )
+}
+
 /// A composable index template, validated, in its stored form.
 fn parse_index_template(name: &str, body: &str) -> Result<Value> {
     let body = object_body(body)?;
@@ -270,15 +283,7 @@ fn parse_index_template(name: &str, body: &str) -> Result<Value> {
     };
     let patterns = patterns_of(body.get("index_patterns").unwrap_or(&Value::Null))?;
     let template = body.get("template").cloned().unwrap_or(Value::Null);
-    if let Value::Object(t) = &template {
-        check_keys(t, "template", &["settings", "mappings", "aliases"])?;
-    }
-    let parts = Parts::parse(
-        name,
-        &template["settings"],
-        &template["mappings"],
-        &template["aliases"],
-    )?;
+    let parts = template_part(name, &template)?;
     let composed_of: Vec<String> = match body.get("composed_of") {
         None | Some(Value::Null) => Vec::new(),
         Some(value) => patterns_of(value)?,
@@ -319,15 +324,7 @@ fn parse_component_template(name: &str, body: &str) -> Result<Value> {
     let Some(template) = body.get("template") else {
         return Err(Error::illegal_argument("Required [template]"));
     };
-    if let Value::Object(t) = template {
-        check_keys(t, "template", &["settings", "mappings", "aliases"])?;
-    }
-    let parts = Parts::parse(
-        name,
-        &template["settings"],
-        &template["mappings"],
-        &template["aliases"],
-    )?;
+    let parts = template_part(name, template)?;
     let mut stored = Map::new();
     stored.insert("template".into(), parts.stored());
     if let Some(version) = optional_number(&Value::Object(body.clone()), "version")? {

@@ -266,8 +266,57 @@ const HEALTH: &[&str] = &[
 ];
 
 /// All routes.
+/// The parameters of a template read.
+const TEMPLATE_READ: &[&str] = &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]];
+
+/// The five routes of a template family (`/_index_template`, `/_component_template`,
+/// `/_template`): put, delete, get all, get and head by name.
+macro_rules! template_routes {
+    ($base:literal) => {
+        [
+            Route {
+                methods: &[PUT, POST],
+                pattern: concat!($base, "/{name}"),
+                params: &[
+                    "create",
+                    "cause",
+                    "order",
+                    TIMEOUTS[0],
+                    TIMEOUTS[1],
+                    TIMEOUTS[2],
+                ],
+                handler: handler!(templates::put),
+            },
+            Route {
+                methods: &[DELETE],
+                pattern: concat!($base, "/{name}"),
+                params: &TIMEOUTS,
+                handler: handler!(templates::delete),
+            },
+            Route {
+                methods: &[GET],
+                pattern: $base,
+                params: TEMPLATE_READ,
+                handler: handler!(templates::get),
+            },
+            Route {
+                methods: &[GET],
+                pattern: concat!($base, "/{name}"),
+                params: TEMPLATE_READ,
+                handler: handler!(templates::get),
+            },
+            Route {
+                methods: &[HEAD],
+                pattern: concat!($base, "/{name}"),
+                params: TEMPLATE_READ,
+                handler: handler!(templates::exists),
+            },
+        ]
+    };
+}
+
 pub fn all() -> Vec<Route> {
-    vec![
+    let mut routes = vec![
         Route {
             methods: &[GET, HEAD],
             pattern: "/",
@@ -884,117 +933,6 @@ pub fn all() -> Vec<Route> {
             handler: handler!(indices::put_settings),
         },
         Route {
-            methods: &[PUT, POST],
-            pattern: "/_index_template/{name}",
-            params: &[
-                "create",
-                "cause",
-                "order",
-                TIMEOUTS[0],
-                TIMEOUTS[1],
-                TIMEOUTS[2],
-            ],
-            handler: handler!(templates::put),
-        },
-        Route {
-            methods: &[DELETE],
-            pattern: "/_index_template/{name}",
-            params: &TIMEOUTS,
-            handler: handler!(templates::delete),
-        },
-        Route {
-            methods: &[GET],
-            pattern: "/_index_template",
-            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
-            handler: handler!(templates::get),
-        },
-        Route {
-            methods: &[GET],
-            pattern: "/_index_template/{name}",
-            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
-            handler: handler!(templates::get),
-        },
-        Route {
-            methods: &[HEAD],
-            pattern: "/_index_template/{name}",
-            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
-            handler: handler!(templates::exists),
-        },
-        Route {
-            methods: &[PUT, POST],
-            pattern: "/_component_template/{name}",
-            params: &[
-                "create",
-                "cause",
-                "order",
-                TIMEOUTS[0],
-                TIMEOUTS[1],
-                TIMEOUTS[2],
-            ],
-            handler: handler!(templates::put),
-        },
-        Route {
-            methods: &[DELETE],
-            pattern: "/_component_template/{name}",
-            params: &TIMEOUTS,
-            handler: handler!(templates::delete),
-        },
-        Route {
-            methods: &[GET],
-            pattern: "/_component_template",
-            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
-            handler: handler!(templates::get),
-        },
-        Route {
-            methods: &[GET],
-            pattern: "/_component_template/{name}",
-            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
-            handler: handler!(templates::get),
-        },
-        Route {
-            methods: &[HEAD],
-            pattern: "/_component_template/{name}",
-            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
-            handler: handler!(templates::exists),
-        },
-        Route {
-            methods: &[PUT, POST],
-            pattern: "/_template/{name}",
-            params: &[
-                "create",
-                "cause",
-                "order",
-                TIMEOUTS[0],
-                TIMEOUTS[1],
-                TIMEOUTS[2],
-            ],
-            handler: handler!(templates::put),
-        },
-        Route {
-            methods: &[DELETE],
-            pattern: "/_template/{name}",
-            params: &TIMEOUTS,
-            handler: handler!(templates::delete),
-        },
-        Route {
-            methods: &[GET],
-            pattern: "/_template",
-            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
-            handler: handler!(templates::get),
-        },
-        Route {
-            methods: &[GET],
-            pattern: "/_template/{name}",
-            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
-            handler: handler!(templates::get),
-        },
-        Route {
-            methods: &[HEAD],
-            pattern: "/_template/{name}",
-            params: &["local", "flat_settings", TIMEOUTS[1], TIMEOUTS[2]],
-            handler: handler!(templates::exists),
-        },
-        Route {
             methods: &[POST],
             pattern: "/_index_template/_simulate_index/{name}",
             params: &TIMEOUTS,
@@ -1327,5 +1265,9 @@ pub fn all() -> Vec<Route> {
             params: BROADCAST,
             handler: handler!(indices::force_merge),
         },
-    ]
+    ];
+    routes.extend(template_routes!("/_index_template"));
+    routes.extend(template_routes!("/_component_template"));
+    routes.extend(template_routes!("/_template"));
+    routes
 }

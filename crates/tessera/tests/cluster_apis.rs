@@ -277,7 +277,13 @@ fn nodes_report_the_nodes_left_after_one_is_killed() {
     assert!(info["nodes"].get(&victim_id).is_none(), "{info}");
     let rows = cat(&cluster, asked, "/_cat/nodes");
     assert_eq!(rows.len(), 2, "{rows:?}");
-    // its primary waits for it: an UNASSIGNED row, and an explanation of why
+    // its primary waits for it: an UNASSIGNED row (once the manager has rerouted, a change
+    // after the one that counted the node out), and an explanation of why
+    eventually("the manager to unassign the lost primary", || {
+        cat(&cluster, asked, "/_cat/allocation")
+            .iter()
+            .any(|r| r["node"] == "UNASSIGNED")
+    });
     let allocation = cat(&cluster, asked, "/_cat/allocation");
     let unassigned: Vec<&Value> = allocation
         .iter()
