@@ -304,6 +304,10 @@ pub struct ClusterState {
     pub cluster_manager: Option<String>,
     pub nodes: BTreeMap<String, DiscoveryNode>,
     pub indices: BTreeMap<String, IndexState>,
+    /// The ingest pipelines: id → definition (the JSON text `PUT _ingest/pipeline/{id}` was
+    /// given, validated by the node that took it; nodes compile it when they use it).
+    #[serde(default)]
+    pub pipelines: BTreeMap<String, String>,
 }
 
 impl ClusterState {
@@ -317,6 +321,7 @@ impl ClusterState {
             cluster_manager: None,
             nodes: BTreeMap::new(),
             indices: BTreeMap::new(),
+            pipelines: BTreeMap::new(),
         }
     }
 
@@ -412,6 +417,17 @@ impl ClusterStateBuilder {
 
     pub fn remove_index(mut self, name: &str) -> Self {
         self.next.indices.remove(name);
+        self
+    }
+
+    /// Stores an ingest pipeline's definition (JSON text).
+    pub fn put_pipeline(mut self, id: &str, definition: String) -> Self {
+        self.next.pipelines.insert(id.to_string(), definition);
+        self
+    }
+
+    pub fn remove_pipeline(mut self, id: &str) -> Self {
+        self.next.pipelines.remove(id);
         self
     }
 
