@@ -17,7 +17,9 @@ use tessera_index::IndexService;
 use tessera_search::messages::{decode, encode};
 use tessera_search::ShardSearcher;
 
-use super::manager::{ClusterSettingsUpdate, CreateIndex, MetadataUpdate, ShardReport};
+use super::manager::{
+    ClusterSettingsUpdate, CreateIndex, MetadataUpdate, PutPipeline, ShardReport,
+};
 use super::Coordination;
 use crate::node::Node;
 use crate::read::{get_here, GetRequest, GET_DOC};
@@ -34,6 +36,10 @@ pub const UPDATE_METADATA: &str = "indices:admin/metadata/update";
 pub const STATE_APPLIED: &str = "internal:cluster/state/applied[n]";
 /// `PUT _cluster/settings`, decided by the cluster manager.
 pub const UPDATE_CLUSTER_SETTINGS: &str = "cluster:admin/settings/update";
+/// `PUT _ingest/pipeline/{id}`, decided by the cluster manager.
+pub const PUT_PIPELINE: &str = "cluster:admin/ingest/pipeline/put";
+/// `DELETE _ingest/pipeline/{id}`, decided by the cluster manager.
+pub const DELETE_PIPELINES: &str = "cluster:admin/ingest/pipeline/delete";
 /// A node's news about its copy of a shard, to the cluster manager.
 pub const SHARD_REPORT: &str = "internal:cluster/shard/report";
 /// The shard groups of a request whose primaries one node holds, in one call (each group
@@ -214,6 +220,18 @@ pub(crate) fn bind_transport(
         &node,
         UPDATE_CLUSTER_SETTINGS,
         |_, c, r: ClusterSettingsUpdate| c.manager.update_cluster_settings(&r),
+    );
+    on_management(
+        &mut handlers,
+        &node,
+        PUT_PIPELINE,
+        |_, c, r: PutPipeline| c.manager.put_pipeline(&r),
+    );
+    on_management(
+        &mut handlers,
+        &node,
+        DELETE_PIPELINES,
+        |_, c, ids: Vec<String>| c.manager.delete_pipelines(&ids),
     );
     on_management(&mut handlers, &node, BROADCAST, |n, _, r: Broadcast| {
         broadcast_here(n, &r)
