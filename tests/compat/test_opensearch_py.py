@@ -619,3 +619,41 @@ def test_count(client, index_name):
     assert resp == {"count": 6, "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0}}
     assert client.count(index=index_name, body={"query": {"term": {"tag": "animal"}}})["count"] == 4
     assert client.count(index=index_name, q="tag:fast")["count"] == 2
+
+
+# ----------------------------------------------------------------------------------------- ingest
+
+
+def test_ingest_pipelines(client, index_name):
+    pipeline = index_name + "-pipeline"
+    client.ingest.delete_pipeline(id=pipeline, ignore=[404])
+    try:
+        body = {"description": "tidy", "processors": [
+            {"set": {"field": "greeting", "value": "hi {{name}}"}},
+            {"grok": {"field": "line", "patterns": ["%{IP:client} %{WORD:verb} %{NUMBER:bytes:int}"]}},
+            {"remove": {"field": "line"}}]}
+        assert client.ingest.put_pipeline(id=pipeline, body=body) == {"acknowledged": True}
+        assert client.ingest.get_pipeline(id=pipeline) == {pipeline: body}
+        client.indices.create(index=index_name, body={"settings": ONE_SHARD})
+        resp = client.index(index=index_name, id="1", body={"name": "ann", "line": "10.0.0.1 GET 512"},
+                            pipeline=pipeline, refresh=True)
+        assert resp["result"] == "created"
+        source = client.get(index=index_name, id="1")["_source"]
+        assert source == {"name": "ann", "greeting": "hi ann", "client": "10.0.0.1", "verb": "GET", "bytes": 512}
+        ok, errors = helpers.bulk(
+            client, [{"_index": index_name, "_id": "2", "_source": {"name": "bob", "line": "::1 PUT 7"}}],
+            pipeline=pipeline, refresh=True)
+        assert ok == 1 and errors == []
+        assert client.get(index=index_name, id="2")["_source"]["client"] == "::1"
+        simulated = client.ingest.simulate(id=pipeline, body={"docs": [{"_source": {"name": "c", "line": "1.2.3.4 X 1"}}]})
+        assert simulated["docs"][0]["doc"]["_source"]["greeting"] == "hi c"
+        with pytest.raises(RequestError) as err:
+            client.index(index=index_name, id="3", body={"a": 1}, pipeline=pipeline + "-nope")
+        assert err.value.info["error"]["reason"] == f"pipeline with id [{pipeline}-nope] does not exist"
+        with pytest.raises(RequestError) as err:
+            client.ingest.put_pipeline(id=pipeline + "-bad", body={"processors": [{"nope": {}}]})
+        assert err.value.info["error"]["type"] == "parse_exception"
+    finally:
+        client.ingest.delete_pipeline(id=pipeline, ignore=[404])
+    with pytest.raises(NotFoundError):
+        client.ingest.get_pipeline(id=pipeline)

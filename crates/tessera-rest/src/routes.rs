@@ -5,8 +5,8 @@ use axum::http::Method;
 use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
-    allocation, bulk, cat, cluster, documents, indices, msearch, nodes, recovery, root, scroll,
-    search, stats,
+    allocation, bulk, cat, cluster, documents, indices, ingest, msearch, nodes, recovery, root,
+    scroll, search, stats,
 };
 use crate::router::Route;
 
@@ -333,6 +333,49 @@ pub fn all() -> Vec<Route> {
                 "timeout",
             ],
             handler: handler!(cluster::put_settings),
+        },
+        // ingest pipelines
+        Route {
+            methods: &[PUT],
+            pattern: "/_ingest/pipeline/{id}",
+            params: &["master_timeout", "cluster_manager_timeout", "timeout"],
+            handler: handler!(ingest::put),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_ingest/pipeline/{id}",
+            params: &["master_timeout", "cluster_manager_timeout"],
+            handler: handler!(ingest::get),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_ingest/pipeline",
+            params: &["master_timeout", "cluster_manager_timeout"],
+            handler: handler!(ingest::get),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/_ingest/pipeline/{id}",
+            params: &["master_timeout", "cluster_manager_timeout", "timeout"],
+            handler: handler!(ingest::delete),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_ingest/pipeline/_simulate",
+            params: &["verbose"],
+            handler: handler!(ingest::simulate),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_ingest/pipeline/{id}/_simulate",
+            params: &["verbose"],
+            handler: handler!(ingest::simulate),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_ingest/processor/grok",
+            params: &["s", "ecs_compatibility"],
+            handler: handler!(ingest::grok_patterns),
         },
         // index statistics
         Route {

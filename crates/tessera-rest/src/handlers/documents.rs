@@ -8,6 +8,7 @@ use tessera_common::ids::index_id_problems;
 use tessera_common::{Error, Result};
 use tessera_index::{Conditions, DocWrite, IndexService, StoredDoc};
 use tessera_mapping::SourceFilter;
+use tessera_node::ingest::Ingested;
 use tessera_node::read::{get_document, GetRequest};
 use tessera_node::write::{missing_index, Operation};
 use tessera_node::{Node, WriteService};
@@ -105,6 +106,9 @@ pub async fn index(service: Arc<WriteService>, request: RestRequest) -> Result<R
             "request body is required",
         ));
     }
+    // a document without an id is a create, as OpenSearch makes it (the version of a dropped
+    // one says so)
+    let create = create_only || id.is_none();
     let write = DocWrite::Index {
         id,
         auto_generated_id: false,
@@ -116,7 +120,19 @@ pub async fn index(service: Arc<WriteService>, request: RestRequest) -> Result<R
         conditions: conditions(&request, create_only)?,
     };
     let index_name = request.path_param("index").to_string();
-    write_one(service, &request, write, index_name).await
+    let operation = Operation {
+        index: index_name,
+        write,
+    };
+    let requested = request.param("pipeline").map(String::from);
+    match service.ingest(operation, requested).await? {
+        Ingested::Write(Operation { index, write }) => {
+            write_one(service, &request, write, index).await
+        }
+        Ingested::Dropped { index, id, .. } => Ok(RestResponse::ok(Value::Object(
+            super::bulk::dropped_json(&index, id.as_deref(), create),
+        ))),
+    }
 }
 
 /// `DELETE /{index}/_doc/{id}`.

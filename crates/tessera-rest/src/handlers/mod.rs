@@ -9,6 +9,7 @@ pub mod cat;
 pub mod cluster;
 pub mod documents;
 pub mod indices;
+pub mod ingest;
 pub mod jvm_stats;
 pub mod msearch;
 pub mod nodes;
