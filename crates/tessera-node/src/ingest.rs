@@ -6,7 +6,9 @@
 //! node before the write. The processors themselves are `tessera_ingest`'s.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -22,10 +24,48 @@ use crate::write::Operation;
 /// `_none`: no pipeline (a request's or an index setting's).
 pub const NONE: &str = "_none";
 
-/// The compiled pipelines, by id, each with the definition it was compiled from.
+/// The compiled pipelines, by id, each with the definition it was compiled from, and what
+/// this node ran through them (`_nodes/stats`' `ingest`).
 #[derive(Default)]
 pub struct PipelineCache {
     compiled: Mutex<HashMap<String, (String, Arc<Pipeline>)>>,
+    total: Counters,
+    by_pipeline: Mutex<BTreeMap<String, Arc<Counters>>>,
+}
+
+/// Documents run through pipelines: OpenSearch's `count`, `time_in_millis`, `current`,
+/// `failed`.
+#[derive(Default)]
+pub struct Counters {
+    count: AtomicU64,
+    nanos: AtomicU64,
+    current: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl Counters {
+    fn start(&self) {
+        self.current.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn end(&self, started: Instant, failed: bool) {
+        self.current.fetch_sub(1, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.nanos
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        if failed {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn render(&self) -> Value {
+        serde_json::json!({
+            "count": self.count.load(Ordering::Relaxed),
+            "time_in_millis": self.nanos.load(Ordering::Relaxed) / 1_000_000,
+            "current": self.current.load(Ordering::Relaxed),
+            "failed": self.failed.load(Ordering::Relaxed),
+        })
+    }
 }
 
 impl PipelineCache {
@@ -44,6 +84,28 @@ impl PipelineCache {
         compiled.retain(|id, _| state.pipelines.contains_key(id));
         compiled.insert(id.to_string(), (definition.clone(), pipeline.clone()));
         Ok(Some(pipeline))
+    }
+
+    fn counters(&self, id: &str) -> Arc<Counters> {
+        self.by_pipeline
+            .lock()
+            .unwrap()
+            .entry(id.to_string())
+            .or_default()
+            .clone()
+    }
+
+    /// `_nodes/stats`' `ingest` section: documents through pipelines on this node, in all
+    /// and per pipeline (those that ran here since it started).
+    pub fn stats(&self) -> Value {
+        let pipelines: Map<String, Value> = self
+            .by_pipeline
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(id, counters)| (id.clone(), counters.render()))
+            .collect();
+        serde_json::json!({ "total": self.total.render(), "pipelines": pipelines })
     }
 }
 
@@ -160,6 +222,11 @@ impl Node {
             .collect()
     }
 
+    /// `_nodes/stats`' `ingest` section for this node.
+    pub fn ingest_stats(&self) -> Value {
+        self.pipelines.stats()
+    }
+
     /// The stored pipeline `id`, compiled.
     pub fn pipeline(&self, id: &str) -> Result<Option<Arc<Pipeline>>> {
         self.pipelines.get(&self.cluster_state(), id)
@@ -219,6 +286,21 @@ impl Node {
             results,
             took_millis: ran.then(|| started.elapsed().as_millis() as u64),
         }
+    }
+
+    /// Whether any pipeline applies to `operation` (what [`Node::ingest`] would run), cheaply:
+    /// a write none applies to need not go to a pool for it.
+    pub fn ingest_applies(&self, operation: &Operation, requested: Option<&str>) -> bool {
+        if !matches!(operation.write, DocWrite::Index { .. }) {
+            return false;
+        }
+        let pipelines = self.index_pipelines(&operation.index);
+        pipelines.last.is_some()
+            || match requested {
+                Some(NONE) => false,
+                Some(_) => true,
+                None => pipelines.default.is_some(),
+            }
     }
 
     /// `index.default_pipeline` and `index.final_pipeline` of the index `name` (none for an
@@ -283,12 +365,27 @@ impl Node {
             .format_millis(tessera_common::time::now_millis(), None);
         let mut doc =
             IngestDocument::new(source, &index, id.as_deref(), routing.as_deref(), timestamp);
+        let started = Instant::now();
+        self.pipelines.total.start();
         for pipeline in pipelines {
-            match pipeline.execute(doc, lookup)? {
-                Outcome::Indexed(next) => doc = next,
-                Outcome::Dropped => return Ok(Ingested::Dropped { index, id, create }),
+            let counters = self.pipelines.counters(&pipeline.id);
+            let pipeline_started = Instant::now();
+            counters.start();
+            let outcome = pipeline.execute(doc, lookup);
+            counters.end(pipeline_started, outcome.is_err());
+            match outcome {
+                Ok(Outcome::Indexed(next)) => doc = next,
+                Ok(Outcome::Dropped) => {
+                    self.pipelines.total.end(started, false);
+                    return Ok(Ingested::Dropped { index, id, create });
+                }
+                Err(e) => {
+                    self.pipelines.total.end(started, true);
+                    return Err(e);
+                }
             }
         }
+        self.pipelines.total.end(started, false);
         let next_index = doc.metadata("_index").unwrap_or(index);
         let next_id = doc.metadata("_id");
         let next_routing = doc.metadata("_routing");
@@ -391,6 +488,10 @@ mod tests {
             node.ingest(op, Some("nope")).unwrap_err().reason(),
             "pipeline with id [nope] does not exist"
         );
+        let stats = node.ingest_stats();
+        assert_eq!(stats["total"]["count"], 2, "{stats}");
+        assert_eq!(stats["pipelines"]["route"]["count"], 1, "{stats}");
+        assert_eq!(stats["pipelines"]["drop"]["count"], 1, "{stats}");
         // `_none` skips the request's pipeline, not the final one
         let op = index_op("logs", Some("1"), None, json!({}));
         let Ingested::Write(op) = node.ingest(op, Some(NONE)).unwrap() else {

@@ -61,6 +61,9 @@ impl WriteService {
         requested: Option<String>,
     ) -> Result<crate::ingest::Ingested> {
         let node = self.node()?;
+        if !node.ingest_applies(&operation, requested.as_deref()) {
+            return Ok(crate::ingest::Ingested::Write(operation));
+        }
         self.pool
             .run(move || node.ingest(operation, requested.as_deref()))
             .await
