@@ -279,7 +279,7 @@ impl Node {
                 }
                 ran = true;
                 let lookup = lookup.get_or_insert_with(|| self.pipeline_lookup());
-                self.run_pipelines(operation, first.iter().chain(last.iter()), lookup)
+                self.run_pipelines(operation, first, last, lookup)
             })
             .collect();
         IngestBatch {
@@ -322,14 +322,17 @@ impl Node {
         }
     }
 
-    fn run_pipelines<'i>(
+    /// Runs the request's (or default) pipeline `first`, then the index's final pipeline
+    /// `last`, which may not change the target index (OpenSearch refuses that too).
+    fn run_pipelines(
         &self,
         operation: Operation,
-        ids: impl Iterator<Item = &'i String>,
+        first: Option<String>,
+        last: Option<String>,
         lookup: &StateLookup<'_>,
     ) -> Result<Ingested> {
         let mut pipelines = Vec::new();
-        for id in ids {
+        for id in first.iter().chain(last.iter()) {
             let pipeline = self
                 .pipelines
                 .get(&lookup.state, id)?
@@ -367,13 +370,25 @@ impl Node {
             IngestDocument::new(source, &index, id.as_deref(), routing.as_deref(), timestamp);
         let started = Instant::now();
         self.pipelines.total.start();
-        for pipeline in pipelines {
+        let final_at = last.as_ref().map(|_| pipelines.len() - 1);
+        for (at, pipeline) in pipelines.into_iter().enumerate() {
+            let index_before = doc.metadata("_index");
             let counters = self.pipelines.counters(&pipeline.id);
             let pipeline_started = Instant::now();
             counters.start();
             let outcome = pipeline.execute(doc, lookup);
             counters.end(pipeline_started, outcome.is_err());
             match outcome {
+                Ok(Outcome::Indexed(next))
+                    if Some(at) == final_at && next.metadata("_index") != index_before =>
+                {
+                    self.pipelines.total.end(started, true);
+                    return Err(Error::illegal_state(format!(
+                        "final pipeline [{}] can't change the target index",
+                        pipeline.id
+                    ))
+                    .with_status(400));
+                }
                 Ok(Outcome::Indexed(next)) => doc = next,
                 Ok(Outcome::Dropped) => {
                     self.pipelines.total.end(started, false);
@@ -492,6 +507,22 @@ mod tests {
         assert_eq!(stats["total"]["count"], 2, "{stats}");
         assert_eq!(stats["pipelines"]["route"]["count"], 1, "{stats}");
         assert_eq!(stats["pipelines"]["drop"]["count"], 1, "{stats}");
+        // a final pipeline may not move the document
+        let update = Settings::from_json(&json!({"index.final_pipeline": "route"})).unwrap();
+        node.index("logs")
+            .unwrap()
+            .update_settings(&update)
+            .unwrap();
+        let op = index_op("logs", Some("1"), None, json!({"n": 1, "s": "x"}));
+        assert_eq!(
+            node.ingest(op, None).unwrap_err().reason(),
+            "final pipeline [route] can't change the target index"
+        );
+        let update = Settings::from_json(&json!({"index.final_pipeline": "final"})).unwrap();
+        node.index("logs")
+            .unwrap()
+            .update_settings(&update)
+            .unwrap();
         // `_none` skips the request's pipeline, not the final one
         let op = index_op("logs", Some("1"), None, json!({}));
         let Ingested::Write(op) = node.ingest(op, Some(NONE)).unwrap() else {

@@ -33,16 +33,12 @@ pub async fn put(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> 
     Ok(RestResponse::ok(json!({"acknowledged": true})))
 }
 
-/// `GET _ingest/pipeline[/{id}]`: the pipelines an id or pattern names; none: `{}` with 404
-/// (an empty cluster's `GET _ingest/pipeline` is a 200).
+/// `GET _ingest/pipeline[/{id}]`: the pipelines an id or pattern names (all without one);
+/// none: `{}` with 404, as in OpenSearch.
 pub async fn get(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let id = request.path_params.get("id").cloned();
     let found = node.pipeline_definitions(id.as_deref());
-    let status = if found.is_empty() && id.is_some() {
-        404
-    } else {
-        200
-    };
+    let status = if found.is_empty() { 404 } else { 200 };
     let body: Map<String, Value> = found.into_iter().collect();
     Ok(RestResponse::json(status, Value::Object(body)))
 }
