@@ -356,15 +356,10 @@ impl IngestDocument {
     }
 
     /// `append`: adds `values` to the list at `path` (a single value becomes a list first; a
-    /// missing field is set to the values, a single one as itself).
+    /// missing field becomes the list of the values).
     pub fn append(&mut self, path: &str, values: Vec<Value>, allow_duplicates: bool) -> Result<()> {
         if !self.has(path) {
-            let value = if values.len() == 1 {
-                values.into_iter().next().expect("one value")
-            } else {
-                Value::Array(values)
-            };
-            return self.set(path, value);
+            return self.set(path, Value::Array(values));
         }
         let current = self.get_mut(path)?;
         let list = match current {
@@ -453,7 +448,7 @@ mod tests {
         d.append("a", vec![json!(2), json!(1)], false).unwrap();
         assert_eq!(d.get("a").unwrap(), &json!([1, 2]));
         d.append("b", vec![json!("x")], true).unwrap();
-        assert_eq!(d.get("b").unwrap(), &json!("x"));
+        assert_eq!(d.get("b").unwrap(), &json!(["x"]));
     }
 
     #[test]

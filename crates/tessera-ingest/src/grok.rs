@@ -351,8 +351,7 @@ impl Grok {
                 Some(Conversion::Float) => text
                     .parse::<f32>()
                     .ok()
-                    .and_then(|f| serde_json::Number::from_f64(f as f64))
-                    .map(Value::Number)
+                    .and_then(crate::processor::convert::float32_value)
                     .unwrap_or_else(|| Value::String(text.to_string())),
                 Some(Conversion::Double) => text
                     .parse::<f64>()

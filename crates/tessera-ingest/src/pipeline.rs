@@ -124,6 +124,16 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// Stops recording (a processor whose inner runs a trace leaves out); hand the result to
+    /// [`Exec::resume_trace`].
+    pub(crate) fn suspend_trace(&mut self) -> Option<Vec<TraceEntry>> {
+        self.trace.take()
+    }
+
+    pub(crate) fn resume_trace(&mut self, trace: Option<Vec<TraceEntry>>) {
+        self.trace = trace;
+    }
+
     /// The entries recorded.
     pub fn take_trace(&mut self) -> Vec<TraceEntry> {
         self.trace.take().unwrap_or_default()

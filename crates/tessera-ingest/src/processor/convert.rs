@@ -114,6 +114,11 @@ fn parse_float(text: &str) -> Option<f64> {
     valid.then(|| trimmed.parse::<f64>().ok()).flatten()
 }
 
+/// A Java `float` as JSON: its shortest decimal form (`1.1`, not `1.100000023841858`).
+pub fn float32_value(f: f32) -> Option<Value> {
+    f.to_string().parse::<f64>().ok().and_then(float_value)
+}
+
 fn float_value(f: f64) -> Option<Value> {
     Number::from_f64(f).map(Value::Number)
 }
@@ -137,8 +142,7 @@ fn convert(kind: Type, value: &Value) -> Result<Value> {
             .map(Value::from)
             .ok_or_else(|| fail(Some(number_format(&text)))),
         Type::Float => parse_float(&text)
-            .map(|f| f as f32 as f64)
-            .and_then(float_value)
+            .and_then(|f| float32_value(f as f32))
             .ok_or_else(|| fail(Some(number_format(&text)))),
         Type::Double => parse_float(&text)
             .and_then(float_value)
@@ -227,6 +231,7 @@ mod tests {
         );
         assert_eq!(convert("long", json!("7")).unwrap(), json!(7));
         assert_eq!(convert("float", json!("1")).unwrap(), json!(1.0));
+        assert_eq!(convert("float", json!("1.1")).unwrap(), json!(1.1));
         assert_eq!(convert("double", json!("2.5")).unwrap(), json!(2.5));
         assert_eq!(convert("boolean", json!("TRUE")).unwrap(), json!(true));
         assert_eq!(convert("string", json!(1.0)).unwrap(), json!("1.0"));

@@ -38,7 +38,10 @@ impl Processor for Set {
             return Ok(Flow::Continue);
         }
         let value = self.value.render(doc);
-        if self.ignore_empty_value && (value.is_null() || value.as_str() == Some("")) {
+        // as in OpenSearch, a template rendering nothing is empty; a literal "" is a value
+        let empty = value.is_null()
+            || (matches!(self.value, ValueSource::Template(_)) && value.as_str() == Some(""));
+        if self.ignore_empty_value && empty {
             return Ok(Flow::Continue);
         }
         doc.set(&field, value)?;
@@ -71,6 +74,11 @@ impl Processor for Remove {
     fn execute(&self, doc: &mut IngestDocument, _: &mut Exec<'_>) -> Outcome {
         for field in &self.fields {
             let field = field.render(doc);
+            if field == "_index" {
+                return Err(
+                    Error::illegal_argument("cannot remove metadata field [_index]").into(),
+                );
+            }
             if !doc.has(&field) {
                 if self.ignore_missing {
                     continue;

@@ -80,6 +80,8 @@ impl Processor for Foreach {
         let previous = doc.ingest.get("_value").cloned();
         let mut out = Vec::with_capacity(items.len());
         let mut outcome = Ok(Flow::Continue);
+        // a verbose simulation shows the foreach, not its runs of the inner processor
+        let trace = exec.suspend_trace();
         for item in items {
             doc.ingest.insert("_value".into(), item);
             match self.processor.run(doc, exec) {
@@ -92,10 +94,10 @@ impl Processor for Foreach {
                 }
             }
         }
-        match previous {
-            Some(value) => doc.ingest.insert("_value".into(), value),
-            None => doc.ingest.shift_remove("_value"),
-        };
+        exec.resume_trace(trace);
+        // OpenSearch leaves `_ingest._value` null afterwards
+        doc.ingest
+            .insert("_value".into(), previous.unwrap_or(Value::Null));
         if outcome.as_ref().is_ok_and(|flow| *flow == Flow::Continue) {
             doc.set(&self.field, Value::Array(out))?;
         }

@@ -290,6 +290,7 @@ pub fn run_on_failure(
     doc: &mut IngestDocument,
     exec: &mut Exec<'_>,
 ) -> Outcome {
+    // a processor without a tag has a null tag, as OpenSearch shows it
     let fields = [
         (
             "on_failure_message",
@@ -297,22 +298,14 @@ pub fn run_on_failure(
         ),
         ("on_failure_processor_type", failure.kind.clone()),
         ("on_failure_processor_tag", failure.tag.clone()),
-        (
-            "on_failure_pipeline",
-            exec.current_pipeline().map(String::from),
-        ),
     ];
     let saved: Vec<(&str, Option<Value>)> = fields
         .iter()
         .map(|(key, _)| (*key, doc.ingest.get(*key).cloned()))
         .collect();
     for (key, value) in &fields {
-        match value {
-            Some(value) => doc
-                .ingest
-                .insert(key.to_string(), Value::String(value.clone())),
-            None => doc.ingest.shift_remove(*key),
-        };
+        let value = value.clone().map_or(Value::Null, Value::String);
+        doc.ingest.insert(key.to_string(), value);
     }
     let outcome = run_list(handlers, doc, exec);
     for (key, value) in saved {
