@@ -40,6 +40,11 @@ pub struct Config {
 impl Config {
     pub fn new(kind: &str, map: Map<String, Value>) -> Config {
         let tag = map.get("tag").and_then(Value::as_str).map(String::from);
+        Config::with_tag(kind, map, tag)
+    }
+
+    /// The options of a processor whose `tag` was taken out already.
+    pub fn with_tag(kind: &str, map: Map<String, Value>, tag: Option<String>) -> Config {
         Config {
             kind: kind.to_string(),
             tag,
@@ -135,13 +140,15 @@ impl Config {
     }
 
     /// A string or a list of strings (`remove`'s `field`).
-    pub fn required_string_or_strings(&mut self, key: &str) -> Result<Vec<String>> {
-        match self.required(key)? {
-            Value::Array(items) => items
+    pub fn optional_string_or_strings(&mut self, key: &str) -> Result<Option<Vec<String>>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Array(items)) => items
                 .into_iter()
                 .map(|item| self.as_string(key, item))
-                .collect(),
-            other => Ok(vec![self.as_string(key, other)?]),
+                .collect::<Result<Vec<_>>>()
+                .map(Some),
+            Some(other) => Ok(Some(vec![self.as_string(key, other)?])),
         }
     }
 

@@ -220,7 +220,7 @@ impl Pipeline {
                 let parsed = processor::parse_list(&list, "on_failure")?;
                 if parsed.is_empty() {
                     return Err(parse_error(
-                        format!("pipeline [{id}] cannot have an empty on-failure option defined"),
+                        format!("pipeline [{id}] cannot have an empty on_failure option defined"),
                         None,
                     ));
                 }

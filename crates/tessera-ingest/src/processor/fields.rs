@@ -49,22 +49,30 @@ impl Processor for Set {
     }
 }
 
-/// `remove`: one field or several.
+/// `remove`: one field or several, or (`exclude_field`) every source field but those.
 #[derive(Debug)]
 pub struct Remove {
     fields: Vec<Template>,
+    /// The top-level source fields to keep; `None`: remove `fields`.
+    keep: Option<Vec<String>>,
     ignore_missing: bool,
 }
 
 impl Remove {
     pub fn parse(config: &mut Config) -> tessera_common::Result<Remove> {
-        let fields = config.required_string_or_strings("field")?;
+        let fields = config.optional_string_or_strings("field")?;
+        let keep = config.optional_string_or_strings("exclude_field")?;
+        if fields.is_some() == keep.is_some() {
+            return Err(config.error("field", "either field or exclude_field must be set"));
+        }
         let fields = fields
+            .unwrap_or_default()
             .iter()
             .map(|f| config.compile("field", f))
             .collect::<tessera_common::Result<_>>()?;
         Ok(Remove {
             fields,
+            keep,
             ignore_missing: config.bool("ignore_missing", false)?,
         })
     }
@@ -72,6 +80,12 @@ impl Remove {
 
 impl Processor for Remove {
     fn execute(&self, doc: &mut IngestDocument, _: &mut Exec<'_>) -> Outcome {
+        if let Some(keep) = &self.keep {
+            doc.ctx.retain(|key, _| {
+                crate::document::METADATA.contains(&key.as_str()) || keep.contains(key)
+            });
+            return Ok(Flow::Continue);
+        }
         for field in &self.fields {
             let field = field.render(doc);
             if field == "_index" {
@@ -210,6 +224,17 @@ mod tests {
             json!({})
         )
         .is_ok());
+        let out = run(
+            json!({"remove": {"exclude_field": ["b", "c.d"]}}),
+            json!({"a": 1, "b": 2, "c": {"d": 1}}),
+        )
+        .unwrap();
+        assert_eq!(out, json!({"b": 2}));
+        let e = parse_error(json!({"remove": {}}));
+        assert_eq!(
+            e.reason(),
+            "[field] either field or exclude_field must be set"
+        );
         let out = run(
             json!({"rename": {"field": "a", "target_field": "b.c"}}),
             json!({"a": 1}),

@@ -51,7 +51,7 @@ impl Foreach {
         let field = config.required_string("field")?;
         let ignore_missing = config.bool("ignore_missing", false)?;
         let processor = match config.required("processor")? {
-            Value::Object(map) if map.len() == 1 => super::parse_entry(&Value::Object(map))?,
+            Value::Object(map) if map.len() == 1 => super::parse_single(&Value::Object(map))?,
             _ => return Err(config.error("processor", "Must specify exactly one processor type")),
         };
         Ok(Foreach {

@@ -119,25 +119,66 @@ const UNSUPPORTED: [&str; 22] = [
     "convert_case",
 ];
 
-/// Parses one entry of a `processors` list: `{"<type>": {options}}`.
-pub fn parse_entry(entry: &Value) -> Result<Configured> {
-    let Some(object) = entry.as_object().filter(|o| o.len() == 1) else {
+/// Parses one entry of a `processors` list: `{"<type>": {options}}` (an entry naming several
+/// types is several processors, in order, as OpenSearch reads it).
+pub fn parse_entry(entry: &Value) -> Result<Vec<Configured>> {
+    let Some(object) = entry.as_object() else {
         return Err(Error::new(
             "parse_exception",
             400,
-            "processor definitions must be objects with exactly one key, the processor type",
+            format!(
+                "property isn't a map, but of type [{}]",
+                crate::document::java_type(entry)
+            ),
         ));
     };
-    let (kind, config) = object.iter().next().expect("one key");
-    match config {
-        Value::Object(map) => parse(kind, map.clone()),
-        other => Err(property_error(
-            kind,
-            None,
-            None,
-            &format!(
-                "processor [{kind}] configuration must be an object, but was [{}]",
-                crate::document::java_type(other)
+    object
+        .iter()
+        .map(|(kind, config)| match config {
+            Value::Object(map) => parse(kind, map.clone()),
+            other => Err(property_error(
+                kind,
+                None,
+                None,
+                &format!(
+                    "property isn't a map, but of type [{}]",
+                    crate::document::java_type(other)
+                ),
+            )),
+        })
+        .collect()
+}
+
+/// Parses one processor entry that must name exactly one type (`foreach`'s `processor`).
+pub fn parse_single(entry: &Value) -> Result<Configured> {
+    let mut parsed = parse_entry(entry)?;
+    match parsed.len() {
+        1 => Ok(parsed.remove(0)),
+        _ => Err(Error::new(
+            "parse_exception",
+            400,
+            "[processor] Must specify exactly one processor type",
+        )
+        .with_meta("processor_type", "foreach")
+        .with_meta("property_name", "processor")),
+    }
+}
+
+/// A `parse_exception` about an option every processor has: OpenSearch names no processor.
+fn common_error(property: &str, reason: String) -> Error {
+    Error::new("parse_exception", 400, format!("[{property}] {reason}"))
+        .with_meta("property_name", property)
+}
+
+fn common_string(map: &mut Map<String, Value>, key: &str) -> Result<Option<String>> {
+    match map.shift_remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(common_error(
+            key,
+            format!(
+                "property isn't a string, but of type [{}]",
+                crate::document::java_type(&other)
             ),
         )),
     }
@@ -156,21 +197,38 @@ pub fn parse_list(entries: &Value, property: &str) -> Result<Vec<Configured>> {
         )
         .with_meta("property_name", property));
     };
-    entries.iter().map(parse_entry).collect()
+    let mut out = Vec::new();
+    for entry in entries {
+        out.extend(parse_entry(entry)?);
+    }
+    Ok(out)
 }
 
 /// Parses a processor of type `kind` from its options.
-pub fn parse(kind: &str, map: Map<String, Value>) -> Result<Configured> {
-    let mut config = Config::new(kind, map);
-    let tag = config.optional_string("tag")?;
-    let description = config.optional_string("description")?;
+pub fn parse(kind: &str, mut map: Map<String, Value>) -> Result<Configured> {
+    let tag = common_string(&mut map, "tag")?;
+    let description = common_string(&mut map, "description")?;
+    let ignore_failure = match map.shift_remove("ignore_failure") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => b,
+        Some(Value::String(s)) if s == "true" || s == "false" => s == "true",
+        Some(other) => {
+            return Err(common_error(
+                "ignore_failure",
+                format!(
+                    "property isn't a boolean, but of type [{}]",
+                    crate::document::java_type(&other)
+                ),
+            ))
+        }
+    };
+    let mut config = Config::with_tag(kind, map, tag.clone());
     if config.take("if").is_some() {
         return Err(config.error(
             "if",
             "conditional processors are not supported by Tessera: it has no scripting",
         ));
     }
-    let ignore_failure = config.bool("ignore_failure", false)?;
     let on_failure = match config.take("on_failure") {
         Some(list) => {
             let parsed = parse_list(&list, "on_failure")?;
@@ -343,7 +401,7 @@ pub(crate) mod tests {
 
     /// Runs one processor configured by `config` (`{"type": {...}}`) on `source`.
     pub(crate) fn run(config: Value, source: Value) -> std::result::Result<Value, Error> {
-        let processor = parse_entry(&config)?;
+        let processor = parse_single(&config)?;
         let Value::Object(map) = source else { panic!() };
         let mut doc = IngestDocument::new(map, "i", Some("1"), None, "ts".into());
         let lookup = NoPipelines;
@@ -357,6 +415,21 @@ pub(crate) mod tests {
 
     pub(crate) fn parse_error(config: Value) -> Error {
         parse_entry(&config).unwrap_err()
+    }
+
+    #[test]
+    fn an_entry_naming_several_types_is_several_processors() {
+        let parsed =
+            parse_entry(&json!({"set": {"field": "a", "value": 1}, "remove": {"field": "b"}}))
+                .unwrap();
+        let kinds: Vec<&str> = parsed.iter().map(|p| p.kind.as_str()).collect();
+        assert_eq!(kinds, ["set", "remove"]);
+        let e = parse_error(json!({"set": {"field": "a", "value": 1, "tag": 5}}));
+        assert_eq!(e.meta("processor_type"), None);
+        assert_eq!(
+            e.reason(),
+            "[tag] property isn't a string, but of type [java.lang.Integer]"
+        );
     }
 
     #[test]
