@@ -133,9 +133,14 @@ pub fn missing_pipeline(id: &str) -> Error {
     Error::illegal_argument(format!("pipeline with id [{id}] does not exist"))
 }
 
-/// The ids of `state`'s pipelines that `pattern` names (`*` wildcards, comma-separated).
-pub fn matching_ids(state: &ClusterState, pattern: &str) -> Vec<String> {
-    let patterns: Vec<&str> = pattern.split(',').map(str::trim).collect();
+/// The ids of `state`'s pipelines that `pattern` names (`*` wildcards; a comma-separated
+/// list too when `list`: GET takes one, DELETE a single id or pattern, as in OpenSearch).
+pub fn matching_ids(state: &ClusterState, pattern: &str, list: bool) -> Vec<String> {
+    let patterns: Vec<&str> = if list {
+        pattern.split(',').map(str::trim).collect()
+    } else {
+        vec![pattern]
+    };
     state
         .pipelines
         .keys()
@@ -193,7 +198,7 @@ impl Node {
 
     /// `DELETE _ingest/pipeline/{id}` (wildcards allowed): 404 when nothing matches.
     pub fn delete_pipelines(&self, pattern: &str) -> Result<()> {
-        let ids = matching_ids(&self.cluster_state(), pattern);
+        let ids = matching_ids(&self.cluster_state(), pattern, false);
         if ids.is_empty() {
             return Err(Error::new(
                 "resource_not_found_exception",
@@ -211,7 +216,7 @@ impl Node {
     pub fn pipeline_definitions(&self, pattern: Option<&str>) -> BTreeMap<String, Value> {
         let state = self.cluster_state();
         let ids = match pattern {
-            Some(pattern) => matching_ids(&state, pattern),
+            Some(pattern) => matching_ids(&state, pattern, true),
             None => state.pipelines.keys().cloned().collect(),
         };
         ids.into_iter()
@@ -351,16 +356,16 @@ impl Node {
             unreachable!("checked above");
         };
         let create = conditions.create_only;
+        // OpenSearch's error for a document its pipeline cannot read as a map
+        let unreadable = || Error::new("parse_exception", 400, "Failed to parse content to map");
         let source: Map<String, Value> = match serde_json::from_slice(&source) {
             Ok(Value::Object(map)) => map,
-            Ok(_) => {
-                return Err(Error::parsing(
-                    "the document to run through an ingest pipeline must be a JSON object",
-                ))
-            }
+            Ok(_) => return Err(unreadable()),
             Err(e) => {
-                return Err(Error::parsing(format!(
-                    "failed to parse the document for its ingest pipeline: {e}"
+                return Err(unreadable().caused_by(Error::new(
+                    "json_parse_exception",
+                    400,
+                    e.to_string(),
                 )))
             }
         };
@@ -403,6 +408,13 @@ impl Node {
         self.pipelines.total.end(started, false);
         let next_index = doc.metadata("_index").unwrap_or(index);
         let next_id = doc.metadata("_id");
+        if let Some(problem) = next_id.as_deref().and_then(|id| {
+            tessera_common::ids::index_id_problems(id)
+                .into_iter()
+                .next()
+        }) {
+            return Err(Error::illegal_argument(problem));
+        }
         let next_routing = doc.metadata("_routing");
         let (source, _) = doc.into_parts();
         let bytes = serde_json::to_vec(&Value::Object(source))
@@ -443,6 +455,10 @@ mod tests {
             .put_pipeline("bad", &json!({"processors": [{"nope": {}}]}))
             .unwrap_err();
         assert_eq!(e.status(), 400);
+        assert!(
+            node.delete_pipelines("p1,p2").is_err(),
+            "a single id or pattern"
+        );
         node.delete_pipelines("p2").unwrap();
         assert_eq!(
             node.delete_pipelines("p2").unwrap_err().kind(),
