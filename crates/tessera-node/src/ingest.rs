@@ -270,9 +270,13 @@ impl Node {
                 if !matches!(operation.write, DocWrite::Index { .. }) {
                     return Ok(Ingested::Write(operation));
                 }
-                let defaults = settings
-                    .entry(operation.index.clone())
-                    .or_insert_with(|| self.index_pipelines(&operation.index));
+                // looked up before inserting: a bulk's items mostly share a few indices, and
+                // the name is cloned once per index rather than per item
+                if !settings.contains_key(&operation.index) {
+                    let pipelines = self.index_pipelines(&operation.index);
+                    settings.insert(operation.index.clone(), pipelines);
+                }
+                let defaults = &settings[&operation.index];
                 let first = match requested.as_deref() {
                     Some(NONE) => None,
                     Some(id) => Some(id.to_string()),
