@@ -340,14 +340,13 @@ impl Node {
         last: Option<String>,
         lookup: &StateLookup<'_>,
     ) -> Result<Ingested> {
-        let mut pipelines = Vec::new();
-        for id in first.iter().chain(last.iter()) {
-            let pipeline = self
-                .pipelines
+        let resolve = |id: &str| {
+            self.pipelines
                 .get(&lookup.state, id)?
-                .ok_or_else(|| missing_pipeline(id))?;
-            pipelines.push(pipeline);
-        }
+                .ok_or_else(|| missing_pipeline(id))
+        };
+        let first = first.as_deref().map(resolve).transpose()?;
+        let mut last = last.as_deref().map(resolve).transpose()?;
         let Operation { index, write } = operation;
         let DocWrite::Index {
             id,
@@ -379,34 +378,57 @@ impl Node {
             IngestDocument::new(source, &index, id.as_deref(), routing.as_deref(), timestamp);
         let started = Instant::now();
         self.pipelines.total.start();
-        let final_at = last.as_ref().map(|_| pipelines.len() - 1);
-        for (at, pipeline) in pipelines.into_iter().enumerate() {
-            let index_before = doc.metadata("_index");
+        let run = |pipeline: &Pipeline, doc: IngestDocument| {
             let counters = self.pipelines.counters(&pipeline.id);
             let pipeline_started = Instant::now();
             counters.start();
             let outcome = pipeline.execute(doc, lookup);
             counters.end(pipeline_started, outcome.is_err());
-            match outcome {
-                Ok(Outcome::Indexed(next))
-                    if Some(at) == final_at && next.metadata("_index") != index_before =>
-                {
-                    self.pipelines.total.end(started, true);
-                    return Err(Error::illegal_state(format!(
-                        "final pipeline [{}] can't change the target index",
-                        pipeline.id
-                    ))
-                    .with_status(400));
+            outcome
+        };
+        let failed = |e: Error| {
+            self.pipelines.total.end(started, true);
+            Err(e)
+        };
+        if let Some(pipeline) = first {
+            match run(&pipeline, doc) {
+                Ok(Outcome::Indexed(next)) => doc = next,
+                Ok(Outcome::Dropped) => {
+                    self.pipelines.total.end(started, false);
+                    return Ok(Ingested::Dropped { index, id, create });
+                }
+                Err(e) => return failed(e),
+            }
+            // the document moved to another index: the final pipeline is that index's, as in
+            // OpenSearch
+            if let Some(moved) = doc.metadata("_index").filter(|name| *name != index) {
+                last = match self.index_pipelines(&moved).last {
+                    Some(id) => match resolve(&id) {
+                        Ok(pipeline) => Some(pipeline),
+                        Err(e) => return failed(e),
+                    },
+                    None => None,
+                };
+            }
+        }
+        if let Some(pipeline) = last {
+            let index_before = doc.metadata("_index");
+            match run(&pipeline, doc) {
+                Ok(Outcome::Indexed(next)) if next.metadata("_index") != index_before => {
+                    return failed(
+                        Error::illegal_state(format!(
+                            "final pipeline [{}] can't change the target index",
+                            pipeline.id
+                        ))
+                        .with_status(400),
+                    );
                 }
                 Ok(Outcome::Indexed(next)) => doc = next,
                 Ok(Outcome::Dropped) => {
                     self.pipelines.total.end(started, false);
                     return Ok(Ingested::Dropped { index, id, create });
                 }
-                Err(e) => {
-                    self.pipelines.total.end(started, true);
-                    return Err(e);
-                }
+                Err(e) => return failed(e),
             }
         }
         self.pipelines.total.end(started, false);
@@ -509,7 +531,8 @@ mod tests {
             panic!()
         };
         let source: Value = serde_json::from_slice(source).unwrap();
-        assert_eq!(source, json!({"n": 7, "s": "X", "final": true}));
+        // `logs`' final pipeline does not run: the document left for `other`, which has none
+        assert_eq!(source, json!({"n": 7, "s": "X"}));
         let written = block_on(node.write_service().execute_one(op, Refresh::None)).unwrap();
         assert_eq!(&*written.index, "other");
 
@@ -543,6 +566,36 @@ mod tests {
             .unwrap()
             .update_settings(&update)
             .unwrap();
+        // a pipeline that moves the document hands it to the new index's final pipeline
+        create(&node, "elsewhere", 1);
+        node.put_pipeline(
+            "mark",
+            &json!({"processors": [{"set": {"field": "marked", "value": true}}]}),
+        )
+        .unwrap();
+        node.put_pipeline(
+            "away",
+            &json!({"processors": [{"set": {"field": "_index", "value": "elsewhere"}}]}),
+        )
+        .unwrap();
+        let update = Settings::from_json(&json!({"index.final_pipeline": "mark"})).unwrap();
+        node.index("elsewhere")
+            .unwrap()
+            .update_settings(&update)
+            .unwrap();
+        let op = index_op("logs", Some("1"), None, json!({}));
+        let Ingested::Write(op) = node.ingest(op, Some("away")).unwrap() else {
+            panic!()
+        };
+        assert_eq!(op.index, "elsewhere");
+        let DocWrite::Index { source, .. } = &op.write else {
+            panic!()
+        };
+        assert_eq!(
+            serde_json::from_slice::<Value>(source).unwrap(),
+            json!({"marked": true}),
+            "the new index's final pipeline, not the old one's"
+        );
         // `_none` skips the request's pipeline, not the final one
         let op = index_op("logs", Some("1"), None, json!({}));
         let Ingested::Write(op) = node.ingest(op, Some(NONE)).unwrap() else {
