@@ -425,6 +425,31 @@ mod tests {
     }
 
     #[test]
+    fn verbose_shows_a_pipeline_processor_before_what_it_runs() {
+        let mut pipelines = HashMap::new();
+        let inner = Pipeline::parse(
+            "inner",
+            &json!({"processors": [{"set": {"field": "x", "value": 1}}]}),
+        )
+        .unwrap();
+        pipelines.insert("inner".to_string(), Arc::new(inner));
+        let outer = Pipeline::parse(
+            "_simulate_pipeline",
+            &json!({"processors": [{"pipeline": {"name": "inner"}}]}),
+        )
+        .unwrap();
+        let trace = outer.execute_verbose(doc(json!({})), &Lookup(pipelines));
+        let rendered: Vec<Value> = trace.iter().map(render_trace_entry).collect();
+        assert_eq!(
+            rendered[0],
+            json!({"processor_type": "pipeline", "status": "success"})
+        );
+        assert_eq!(rendered[1]["processor_type"], "set");
+        assert_eq!(rendered[1]["doc"]["_ingest"]["pipeline"], "inner");
+        assert_eq!(rendered.len(), 2);
+    }
+
+    #[test]
     fn verbose_traces_each_processor() {
         let p = Pipeline::parse(
             "_simulate_pipeline",

@@ -288,8 +288,15 @@ pub fn parse(kind: &str, mut map: Map<String, Value>) -> Result<Configured> {
 impl Configured {
     /// Runs the processor with its `ignore_failure` and `on_failure`.
     pub fn run(&self, doc: &mut IngestDocument, exec: &mut Exec<'_>) -> Outcome {
+        // a verbose simulation shows a `pipeline` processor before the processors it runs,
+        // without a document, as OpenSearch does
+        let nested = self.kind == "pipeline";
+        if nested {
+            exec.record(|| TraceEntry::new(self, TraceStatus::Success, None, None));
+        }
         let outcome = self.inner.execute(doc, exec);
         match outcome {
+            Ok(_) if nested => outcome,
             Ok(flow) => {
                 let status = match flow {
                     Flow::Continue => TraceStatus::Success,
