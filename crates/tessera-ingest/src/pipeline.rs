@@ -124,6 +124,18 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// How many entries were recorded (0 when not verbose).
+    pub(crate) fn trace_len(&self) -> usize {
+        self.trace.as_ref().map_or(0, Vec::len)
+    }
+
+    /// Records `entry` before those recorded since the trace had `at` entries.
+    pub(crate) fn insert_trace(&mut self, at: usize, entry: TraceEntry) {
+        if let Some(trace) = self.trace.as_mut() {
+            trace.insert(at.min(trace.len()), entry);
+        }
+    }
+
     /// Stops recording (a processor whose inner runs a trace leaves out); hand the result to
     /// [`Exec::resume_trace`].
     pub(crate) fn suspend_trace(&mut self) -> Option<Vec<TraceEntry>> {
@@ -156,7 +168,10 @@ impl<'a> Exec<'a> {
             ))
             .into());
         };
-        pipeline.run(doc, self)
+        pipeline.run(doc, self).map_err(|mut failure| {
+            failure.pipeline.get_or_insert_with(|| id.to_string());
+            failure
+        })
     }
 }
 
@@ -412,6 +427,21 @@ mod tests {
             panic!()
         };
         assert_eq!(Value::Object(out.source()), json!({"x": 1}));
+        // a failure inside a nested pipeline names it to the handlers
+        let failing = Pipeline::parse(
+            "outer",
+            &json!({"processors": [{"pipeline": {"name": "zz-missing"}}],
+                    "on_failure": [{"set": {"field": "p", "value": "{{_ingest.on_failure_pipeline}}"}}]}),
+        )
+        .unwrap();
+        let Outcome::Indexed(out) = failing.execute(doc(json!({})), &lookup).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            Value::Object(out.source()),
+            json!({"p": ""}),
+            "its own processor failed"
+        );
         let a = lookup.pipeline("a").unwrap();
         let e = a.execute(doc(json!({})), &lookup).unwrap_err();
         assert_eq!(e.reason(), "Cycle detected for pipeline: a");

@@ -40,6 +40,9 @@ pub struct Failure {
     pub error: Error,
     pub kind: Option<String>,
     pub tag: Option<String>,
+    /// The pipeline a `pipeline` processor ran that the failure happened in (OpenSearch's
+    /// `_ingest.on_failure_pipeline`); `None` for a failure of the pipeline's own processors.
+    pub pipeline: Option<String>,
 }
 
 impl From<Error> for Failure {
@@ -48,6 +51,7 @@ impl From<Error> for Failure {
             error,
             kind: None,
             tag: None,
+            pipeline: None,
         }
     }
 }
@@ -288,13 +292,19 @@ pub fn parse(kind: &str, mut map: Map<String, Value>) -> Result<Configured> {
 impl Configured {
     /// Runs the processor with its `ignore_failure` and `on_failure`.
     pub fn run(&self, doc: &mut IngestDocument, exec: &mut Exec<'_>) -> Outcome {
-        // a verbose simulation shows a `pipeline` processor before the processors it runs,
-        // without a document, as OpenSearch does
+        // a verbose simulation shows a `pipeline` processor that ran its pipeline before the
+        // processors it ran, without a document (their failure is theirs); one that could not
+        // run it (missing, a cycle) as its own error, as OpenSearch does
         let nested = self.kind == "pipeline";
-        if nested {
-            exec.record(|| TraceEntry::new(self, TraceStatus::Success, None, None));
-        }
+        let trace_at = exec.trace_len();
         let outcome = self.inner.execute(doc, exec);
+        let ran_nested = nested && outcome.as_ref().map_or_else(|f| f.kind.is_some(), |_| true);
+        if ran_nested {
+            exec.insert_trace(
+                trace_at,
+                TraceEntry::new(self, TraceStatus::Success, None, None),
+            );
+        }
         match outcome {
             Ok(_) if nested => outcome,
             Ok(flow) => {
@@ -321,9 +331,11 @@ impl Configured {
                     });
                     return Ok(Flow::Continue);
                 }
-                exec.record(|| {
-                    TraceEntry::new(self, TraceStatus::Error, None, Some(&failure.error))
-                });
+                if !ran_nested {
+                    exec.record(|| {
+                        TraceEntry::new(self, TraceStatus::Error, None, Some(&failure.error))
+                    });
+                }
                 if self.on_failure.is_empty() {
                     return Err(failure);
                 }
@@ -363,14 +375,21 @@ pub fn run_on_failure(
         ),
         ("on_failure_processor_type", failure.kind.clone()),
         ("on_failure_processor_tag", failure.tag.clone()),
+        ("on_failure_pipeline", failure.pipeline.clone()),
     ];
     let saved: Vec<(&str, Option<Value>)> = fields
         .iter()
         .map(|(key, _)| (*key, doc.ingest.get(*key).cloned()))
         .collect();
     for (key, value) in &fields {
-        let value = value.clone().map_or(Value::Null, Value::String);
-        doc.ingest.insert(key.to_string(), value);
+        match value {
+            Some(value) => doc
+                .ingest
+                .insert(key.to_string(), Value::String(value.clone())),
+            // only a failure inside a nested pipeline names one
+            None if *key == "on_failure_pipeline" => doc.ingest.shift_remove(*key),
+            None => doc.ingest.insert(key.to_string(), Value::Null),
+        };
     }
     let outcome = run_list(handlers, doc, exec);
     for (key, value) in saved {
