@@ -321,14 +321,16 @@ impl Configured {
                     failure.tag = self.tag.clone();
                 }
                 if self.ignore_failure {
-                    exec.record(|| {
-                        TraceEntry::new(
-                            self,
-                            TraceStatus::ErrorIgnored,
-                            Some(doc),
-                            Some(&failure.error),
-                        )
-                    });
+                    if !ran_nested {
+                        exec.record(|| {
+                            TraceEntry::new(
+                                self,
+                                TraceStatus::ErrorIgnored,
+                                Some(doc),
+                                Some(&failure.error),
+                            )
+                        });
+                    }
                     return Ok(Flow::Continue);
                 }
                 if !ran_nested {
