@@ -261,6 +261,16 @@ impl Pipeline {
         })
     }
 
+    /// Its processors as `_nodes/stats` lists them (the top-level ones, in order).
+    pub fn processor_stats(&self) -> Value {
+        Value::Array(
+            self.processors
+                .iter()
+                .map(Configured::render_stats)
+                .collect(),
+        )
+    }
+
     /// Runs the pipeline on `doc` inside `exec` (the outermost pipeline or a nested one).
     pub fn run(&self, doc: &mut IngestDocument, exec: &mut Exec<'_>) -> processor::Outcome {
         exec.stack.push(self.id.clone());
@@ -477,6 +487,22 @@ mod tests {
         assert_eq!(rendered[1]["processor_type"], "set");
         assert_eq!(rendered[1]["doc"]["_ingest"]["pipeline"], "inner");
         assert_eq!(rendered.len(), 2);
+    }
+
+    #[test]
+    fn processors_count_what_they_ran() {
+        let p = Pipeline::parse(
+            "p",
+            &json!({"processors": [
+                {"set": {"field": "a", "value": 1, "tag": "T1"}},
+                {"pipeline": {"name": "zz", "ignore_failure": true}}]}),
+        )
+        .unwrap();
+        p.execute(doc(json!({})), &NoPipelines).unwrap();
+        let stats = p.processor_stats();
+        assert_eq!(stats[0]["set:T1"]["stats"]["count"], 1);
+        assert_eq!(stats[1]["pipeline:zz"]["type"], "pipeline");
+        assert_eq!(stats[1]["pipeline:zz"]["stats"]["failed"], 1);
     }
 
     #[test]

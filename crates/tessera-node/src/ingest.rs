@@ -96,14 +96,25 @@ impl PipelineCache {
     }
 
     /// `_nodes/stats`' `ingest` section: documents through pipelines on this node, in all
-    /// and per pipeline (those that ran here since it started).
-    pub fn stats(&self) -> Value {
+    /// and per pipeline of `state` (those that ran here since the node started).
+    pub fn stats(&self, state: &ClusterState) -> Value {
+        let compiled = self.compiled.lock().unwrap();
         let pipelines: Map<String, Value> = self
             .by_pipeline
             .lock()
             .unwrap()
             .iter()
-            .map(|(id, counters)| (id.clone(), counters.render()))
+            .filter(|(id, _)| state.pipelines.contains_key(*id))
+            .map(|(id, counters)| {
+                let mut rendered = counters.render();
+                // the processors of the current definition (a new definition starts at 0)
+                if let Some((text, pipeline)) = compiled.get(id) {
+                    if state.pipelines.get(id) == Some(text) {
+                        rendered["processors"] = pipeline.processor_stats();
+                    }
+                }
+                (id.clone(), rendered)
+            })
             .collect();
         serde_json::json!({ "total": self.total.render(), "pipelines": pipelines })
     }
@@ -229,7 +240,7 @@ impl Node {
 
     /// `_nodes/stats`' `ingest` section for this node.
     pub fn ingest_stats(&self) -> Value {
-        self.pipelines.stats()
+        self.pipelines.stats(&self.cluster_state())
     }
 
     /// The stored pipeline `id`, compiled.
@@ -550,6 +561,10 @@ mod tests {
         assert_eq!(stats["total"]["count"], 2, "{stats}");
         assert_eq!(stats["pipelines"]["route"]["count"], 1, "{stats}");
         assert_eq!(stats["pipelines"]["drop"]["count"], 1, "{stats}");
+        assert_eq!(
+            stats["pipelines"]["drop"]["processors"][0]["drop"]["stats"]["count"], 1,
+            "{stats}"
+        );
         // a final pipeline may not move the document
         let update = Settings::from_json(&json!({"index.final_pipeline": "route"})).unwrap();
         node.index("logs")

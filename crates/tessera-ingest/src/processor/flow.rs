@@ -108,17 +108,25 @@ impl Processor for Foreach {
 #[derive(Debug)]
 pub struct PipelineProcessor {
     name: Template,
+    /// The name as configured, which labels the processor's stats.
+    raw_name: String,
 }
 
 impl PipelineProcessor {
     pub fn parse(config: &mut Config) -> Result<PipelineProcessor> {
+        let raw_name = config.required_string("name")?;
         Ok(PipelineProcessor {
-            name: config.template("name")?,
+            name: config.compile("name", &raw_name)?,
+            raw_name,
         })
     }
 }
 
 impl Processor for PipelineProcessor {
+    fn label(&self) -> Option<&str> {
+        Some(&self.raw_name)
+    }
+
     fn execute(&self, doc: &mut IngestDocument, exec: &mut Exec<'_>) -> Outcome {
         let name = self.name.render(doc);
         exec.run_nested(&name, doc)

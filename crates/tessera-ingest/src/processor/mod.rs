@@ -17,6 +17,8 @@ pub mod json;
 pub mod strings;
 
 use std::fmt::Debug;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use serde_json::{Map, Value};
 use tessera_common::{Error, Result};
@@ -61,6 +63,32 @@ pub type Outcome = std::result::Result<Flow, Failure>;
 /// One processor type's work on a document.
 pub trait Processor: Send + Sync + Debug {
     fn execute(&self, doc: &mut IngestDocument, exec: &mut Exec<'_>) -> Outcome;
+
+    /// What names an untagged processor in `_nodes/stats` after its type (`pipeline:<name>`).
+    fn label(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// What one processor ran (`_nodes/stats`' per-processor `stats`): documents, time, in
+/// progress, failed (ignored failures included, as OpenSearch counts them).
+#[derive(Debug, Default)]
+pub struct ProcessorStats {
+    count: AtomicU64,
+    nanos: AtomicU64,
+    current: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl ProcessorStats {
+    pub fn render(&self) -> Value {
+        serde_json::json!({
+            "count": self.count.load(Ordering::Relaxed),
+            "time_in_millis": self.nanos.load(Ordering::Relaxed) / 1_000_000,
+            "current": self.current.load(Ordering::Relaxed),
+            "failed": self.failed.load(Ordering::Relaxed),
+        })
+    }
 }
 
 /// A processor with the options every type has.
@@ -72,6 +100,7 @@ pub struct Configured {
     pub ignore_failure: bool,
     pub on_failure: Vec<Configured>,
     pub inner: Box<dyn Processor>,
+    pub stats: ProcessorStats,
 }
 
 /// The processor types Tessera runs.
@@ -286,10 +315,20 @@ pub fn parse(kind: &str, mut map: Map<String, Value>) -> Result<Configured> {
         ignore_failure,
         on_failure,
         inner,
+        stats: ProcessorStats::default(),
     })
 }
 
 impl Configured {
+    /// The processor as `_nodes/stats` lists it: `{"<type>[:<tag>]": {"type", "stats"}}`.
+    pub fn render_stats(&self) -> Value {
+        let name = match self.tag.as_deref().or(self.inner.label()) {
+            Some(suffix) => format!("{}:{suffix}", self.kind),
+            None => self.kind.clone(),
+        };
+        serde_json::json!({ name: {"type": self.kind, "stats": self.stats.render()} })
+    }
+
     /// Runs the processor with its `ignore_failure` and `on_failure`.
     pub fn run(&self, doc: &mut IngestDocument, exec: &mut Exec<'_>) -> Outcome {
         // a verbose simulation shows a `pipeline` processor that ran its pipeline before the
@@ -297,7 +336,17 @@ impl Configured {
         // run it (missing, a cycle) as its own error, as OpenSearch does
         let nested = self.kind == "pipeline";
         let trace_at = exec.trace_len();
+        let started = Instant::now();
+        self.stats.current.fetch_add(1, Ordering::Relaxed);
         let outcome = self.inner.execute(doc, exec);
+        self.stats.current.fetch_sub(1, Ordering::Relaxed);
+        self.stats.count.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .nanos
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        if outcome.is_err() {
+            self.stats.failed.fetch_add(1, Ordering::Relaxed);
+        }
         let ran_nested = nested && outcome.as_ref().map_or_else(|f| f.kind.is_some(), |_| true);
         if ran_nested {
             exec.insert_trace(
