@@ -732,3 +732,39 @@ def test_tasks_get_of_a_request_that_did_not_wait(client, index_name):
     assert err.value.error == "resource_not_found_exception"
     with pytest.raises(RequestError):
         client.tasks.get(task_id="malformed")
+# ----------------------------------------------------------------------------------------- ingest
+
+
+def test_ingest_pipelines(client, index_name):
+    pipeline = index_name + "-pipeline"
+    client.ingest.delete_pipeline(id=pipeline, ignore=[404])
+    try:
+        body = {"description": "tidy", "processors": [
+            {"set": {"field": "greeting", "value": "hi {{name}}"}},
+            {"grok": {"field": "line", "patterns": ["%{IP:client} %{WORD:verb} %{NUMBER:bytes:int}"]}},
+            {"remove": {"field": "line"}}]}
+        assert client.ingest.put_pipeline(id=pipeline, body=body) == {"acknowledged": True}
+        assert client.ingest.get_pipeline(id=pipeline) == {pipeline: body}
+        client.indices.create(index=index_name, body={"settings": ONE_SHARD})
+        resp = client.index(index=index_name, id="1", body={"name": "ann", "line": "10.0.0.1 GET 512"},
+                            pipeline=pipeline, refresh=True)
+        assert resp["result"] == "created"
+        source = client.get(index=index_name, id="1")["_source"]
+        assert source == {"name": "ann", "greeting": "hi ann", "client": "10.0.0.1", "verb": "GET", "bytes": 512}
+        ok, errors = helpers.bulk(
+            client, [{"_index": index_name, "_id": "2", "_source": {"name": "bob", "line": "::1 PUT 7"}}],
+            pipeline=pipeline, refresh=True)
+        assert ok == 1 and errors == []
+        assert client.get(index=index_name, id="2")["_source"]["client"] == "::1"
+        simulated = client.ingest.simulate(id=pipeline, body={"docs": [{"_source": {"name": "c", "line": "1.2.3.4 X 1"}}]})
+        assert simulated["docs"][0]["doc"]["_source"]["greeting"] == "hi c"
+        with pytest.raises(RequestError) as err:
+            client.index(index=index_name, id="3", body={"a": 1}, pipeline=pipeline + "-nope")
+        assert err.value.info["error"]["reason"] == f"pipeline with id [{pipeline}-nope] does not exist"
+        with pytest.raises(RequestError) as err:
+            client.ingest.put_pipeline(id=pipeline + "-bad", body={"processors": [{"nope": {}}]})
+        assert err.value.info["error"]["type"] == "parse_exception"
+    finally:
+        client.ingest.delete_pipeline(id=pipeline, ignore=[404])
+    with pytest.raises(NotFoundError):
+        client.ingest.get_pipeline(id=pipeline)

@@ -4,9 +4,10 @@
 //! `nodes/<id>` (a node, bound to its lease:
 //! it vanishes when the node dies), `cluster_manager/…` (the election's candidates, the lowest
 //! create revision leading), `indices/<name>` (an index's metadata, as its `_state.json`) and
-//! `routing/<name>` (its [`IndexRouting`] tied to its uuid), `custom/<kind>/<name>` (a custom
-//! metadata document: an index template, …). An index's two keys are written in
-//! one transaction, so a state built at any revision sees both or neither.
+//! `routing/<name>` (its [`IndexRouting`] tied to its uuid), `ingest/<id>` (an ingest
+//! pipeline's definition, JSON) and `custom/<kind>/<name>` (a custom metadata document: an index
+//! template, a data stream, …). An index's two keys are written in one transaction, so a state
+//! built at any revision sees both or neither.
 //!
 //! [`StateFold`] holds the keys a node has seen (a listing, then its watch's events) and builds
 //! the [`ClusterState`] at the revision of the last event: every node builds the same state
@@ -34,6 +35,13 @@ pub const CUSTOM: &str = "custom/";
 
 pub fn custom_key(key: &str) -> String {
     format!("{CUSTOM}{key}")
+}
+
+/// Ingest pipelines, one key each.
+pub const INGEST: &str = "ingest/";
+
+pub fn pipeline_key(id: &str) -> String {
+    format!("{INGEST}{id}")
 }
 
 pub fn index_key(name: &str) -> String {
@@ -200,6 +208,16 @@ impl StateFold {
                 Err(e) => eprintln!("cannot read [{key}] in the metadata store: {e}"),
             }
         }
+        for (id, kv) in self.under(INGEST) {
+            match std::str::from_utf8(&kv.value) {
+                Ok(definition) => {
+                    state
+                        .pipelines
+                        .insert(id.to_string(), definition.to_string());
+                }
+                Err(_) => eprintln!("cannot read the pipeline [{id}] in the metadata store"),
+            }
+        }
         for (key, revision, metadata) in parsed_now {
             self.parsed.insert(key, (revision, metadata));
         }
@@ -255,6 +273,7 @@ mod tests {
                     6,
                 ),
                 kv(&routing_key("logs"), stored.to_bytes(), 6),
+                kv(&pipeline_key("p1"), br#"{"processors":[]}"#.to_vec(), 6),
                 // metadata without routing: not an index yet
                 kv(
                     &index_key("half"),
@@ -272,6 +291,7 @@ mod tests {
         assert_eq!(state.nodes.len(), 2);
         assert_eq!(state.indices.len(), 1);
         assert_eq!(state.index("logs").unwrap().routing, routing);
+        assert_eq!(state.pipelines["p1"], r#"{"processors":[]}"#);
 
         // metadata is parsed once per change of its key
         let again = fold.build();

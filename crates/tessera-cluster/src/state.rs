@@ -304,6 +304,10 @@ pub struct ClusterState {
     pub cluster_manager: Option<String>,
     pub nodes: BTreeMap<String, DiscoveryNode>,
     pub indices: BTreeMap<String, IndexState>,
+    /// The ingest pipelines: id → definition (the JSON text `PUT _ingest/pipeline/{id}` was
+    /// given, validated by the node that took it; nodes compile it when they use it).
+    #[serde(default)]
+    pub pipelines: BTreeMap<String, String>,
     /// Cluster-wide metadata documents other than indices (index templates, component
     /// templates, …), by key (`index_template/<name>`, …): JSON, each read by the module that
     /// owns its kind.
@@ -342,6 +346,7 @@ impl ClusterState {
             nodes: BTreeMap::new(),
             indices: BTreeMap::new(),
             custom: BTreeMap::new(),
+            pipelines: BTreeMap::new(),
         }
     }
 
@@ -463,6 +468,17 @@ impl ClusterStateBuilder {
                 self.next.custom.remove(key);
             }
         }
+        self
+    }
+
+    /// Stores an ingest pipeline's definition (JSON text).
+    pub fn put_pipeline(mut self, id: &str, definition: String) -> Self {
+        self.next.pipelines.insert(id.to_string(), definition);
+        self
+    }
+
+    pub fn remove_pipeline(mut self, id: &str) -> Self {
+        self.next.pipelines.remove(id);
         self
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Settings that only tune OpenSearch internals (caches, codecs, merge scheduling) are accepted
 //! and stored so that existing index templates and workloads work unchanged; settings whose
-//! feature Tessera lacks (index sorting, ingest pipelines, routing partitions) are rejected with
+//! feature Tessera lacks (index sorting, routing partitions) are rejected with
 //! a clear error instead of being silently ignored.
 //!
 //! Settings that only tune Lucene internals — `index.codec` (stored-fields compression),
@@ -505,13 +505,6 @@ pub fn validate(settings: &Settings, updating: bool, target: &str) -> Result<()>
                 ))
             }
             None => {}
-        }
-    }
-    for key in ["index.default_pipeline", "index.final_pipeline"] {
-        if let Some(value) = settings.get_str(key) {
-            if value != "_none" {
-                return Err(Error::not_supported(&format!("[{key}] (ingest pipelines)")));
-            }
         }
     }
     Ok(())

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tessera_cluster::layout::{
-    custom_key, index_key, node_key, routing_key, StoredRouting, CLUSTER_KEY, CUSTOM, ELECTION,
-    INDICES, ROUTING,
+    custom_key, index_key, node_key, pipeline_key, routing_key, StoredRouting, CLUSTER_KEY, CUSTOM,
+    ELECTION, INDICES, INGEST, ROUTING,
 };
 use tessera_cluster::meta_store::{LeaderKey, TxnOp};
 use tessera_cluster::{
@@ -143,6 +143,15 @@ impl ClusterService {
                 Err(e) => eprintln!("cannot read [{key}] in the metadata store: {e}"),
             }
         }
+        for kv in store.list(INGEST)?.kvs {
+            match String::from_utf8(kv.value) {
+                Ok(definition) => state = state.put_pipeline(&kv.key[INGEST.len()..], definition),
+                Err(_) => eprintln!(
+                    "cannot read the pipeline [{}] in the metadata store",
+                    kv.key
+                ),
+            }
+        }
         let revision = store.list(INDICES)?.revision;
         let state = state.version(revision.max(1)).build();
         Ok(ClusterService {
@@ -233,6 +242,31 @@ impl ClusterService {
             0
         });
         self.publish(revision, |current| current.builder().remove_index(name))
+    }
+
+    /// `PUT _ingest/pipeline/{id}`: the definition (JSON text, validated) to the store, then
+    /// into the state.
+    pub fn put_pipeline(&self, id: &str, definition: String) -> Result<()> {
+        let _write = self.write.lock().unwrap();
+        let revision =
+            self.store
+                .compare_and_set(&pipeline_key(id), Expect::Any, definition.as_bytes(), 0)?;
+        self.publish(revision, |current| {
+            current.builder().put_pipeline(id, definition)
+        })
+    }
+
+    /// `DELETE _ingest/pipeline/{id}`: gone from the store, then from the state.
+    pub fn delete_pipelines(&self, ids: &[String]) -> Result<()> {
+        let _write = self.write.lock().unwrap();
+        let mut revision = 0;
+        for id in ids {
+            revision = self.store.delete(&pipeline_key(id), Expect::Any)?;
+        }
+        self.publish(revision, |current| {
+            ids.iter()
+                .fold(current.builder(), |builder, id| builder.remove_pipeline(id))
+        })
     }
 
     /// An index's next metadata (a mapping or settings update), before the index installs

@@ -12,6 +12,7 @@ pub mod data_streams;
 pub mod disk;
 pub mod health;
 pub mod indexing_pressure;
+pub mod ingest;
 pub mod node;
 pub mod node_filter;
 pub mod pinned_search;

@@ -184,7 +184,9 @@ pub struct Node {
     pub shard_services: Arc<ShardServices>,
     pub cluster_settings: ClusterSettings,
     /// The cluster state and the metadata store it is written through.
-    cluster: ClusterMode,
+    pub(crate) cluster: ClusterMode,
+    /// The ingest pipelines of the cluster state, compiled (`crate::ingest`).
+    pub(crate) pipelines: crate::ingest::PipelineCache,
     pub cpu: Arc<CpuSampler>,
     /// Bytes of write requests in flight, bounded by `indexing_pressure.memory.limit`.
     pub indexing_pressure: IndexingPressure,
@@ -227,7 +229,7 @@ fn indices_dir(data: &Path) -> PathBuf {
 }
 
 /// How the node takes part in a cluster.
-enum ClusterMode {
+pub(crate) enum ClusterMode {
     /// A single-node cluster: the node decides, over its own files.
     Single(Arc<ClusterService>),
     /// A member of a cluster coordinated through a shared store (etcd).
@@ -457,6 +459,7 @@ impl Node {
                 shard_services,
                 cluster_settings,
                 cluster,
+                pipelines: Default::default(),
                 cpu,
                 indexing_pressure,
                 breakers,

@@ -6,8 +6,8 @@ use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
     aliases, allocation, bulk, by_query, cat, cluster, cluster_stats, data_streams, documents,
-    indices, msearch, nodes, recovery, resolve, root, scroll, search, segments, stats, tasks,
-    templates,
+    indices, ingest, msearch, nodes, recovery, resolve, root, scroll, search, segments, stats,
+    tasks, templates,
 };
 use crate::router::Route;
 
@@ -383,6 +383,49 @@ pub fn all() -> Vec<Route> {
                 "timeout",
             ],
             handler: handler!(cluster::put_settings),
+        },
+        // ingest pipelines
+        Route {
+            methods: &[PUT],
+            pattern: "/_ingest/pipeline/{id}",
+            params: &["master_timeout", "cluster_manager_timeout", "timeout"],
+            handler: handler!(ingest::put),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_ingest/pipeline/{id}",
+            params: &["master_timeout", "cluster_manager_timeout"],
+            handler: handler!(ingest::get),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_ingest/pipeline",
+            params: &["master_timeout", "cluster_manager_timeout"],
+            handler: handler!(ingest::get),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/_ingest/pipeline/{id}",
+            params: &["master_timeout", "cluster_manager_timeout", "timeout"],
+            handler: handler!(ingest::delete),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_ingest/pipeline/_simulate",
+            params: &["verbose"],
+            handler: handler!(ingest::simulate),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_ingest/pipeline/{id}/_simulate",
+            params: &["verbose"],
+            handler: handler!(ingest::simulate),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_ingest/processor/grok",
+            params: &["s", "ecs_compatibility"],
+            handler: handler!(ingest::grok_patterns),
         },
         // index statistics
         Route {

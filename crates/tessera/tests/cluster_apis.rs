@@ -306,3 +306,72 @@ fn nodes_report_the_nodes_left_after_one_is_killed() {
         "{explained}"
     );
 }
+
+/// Ingest pipelines are cluster metadata: one put through a node that is not the manager (it
+/// forwards to the manager) is seen by every node, and runs on a bulk another node coordinates,
+/// where it changes the documents and sends them to another index.
+#[test]
+fn a_pipeline_put_on_one_node_runs_on_a_bulk_coordinated_by_another() {
+    let cluster = Cluster::start(3);
+    let manager = cluster.manager(0);
+    let putter = (manager + 1) % 3;
+    let coordinator = (manager + 2) % 3;
+    let pipeline = json!({"processors": [
+        {"uppercase": {"field": "s"}},
+        {"set": {"field": "_index", "value": "routed"}}]});
+    cluster
+        .node(putter)
+        .put("/_ingest/pipeline/up", &pipeline)
+        .ok();
+    for i in 0..3 {
+        let got = cluster
+            .node(i)
+            .get("/_ingest/pipeline/up")
+            .expect(200)
+            .json();
+        assert_eq!(got["up"], pipeline, "node {i}");
+    }
+    cluster
+        .node(coordinator)
+        .put(
+            "/routed",
+            &json!({"settings": {"number_of_shards": 3, "number_of_replicas": 0}}),
+        )
+        .ok();
+    let mut ndjson = String::new();
+    for i in 0..12 {
+        ndjson.push_str(&json!({"index": {"_index": "logs", "_id": i.to_string()}}).to_string());
+        ndjson.push('\n');
+        ndjson.push_str(&json!({"s": format!("v{i}")}).to_string());
+        ndjson.push('\n');
+    }
+    let bulk = cluster
+        .node(coordinator)
+        .bulk("/_bulk?pipeline=up&refresh=true", &ndjson)
+        .ok()
+        .json();
+    assert_eq!(bulk["errors"], false, "{bulk}");
+    assert!(bulk["ingest_took"].is_u64(), "{bulk}");
+    for item in bulk["items"].as_array().unwrap() {
+        assert_eq!(item["index"]["_index"], "routed", "{item}");
+    }
+    let doc = cluster
+        .node(putter)
+        .get("/routed/_doc/7")
+        .expect(200)
+        .json();
+    assert_eq!(doc["_source"], json!({"s": "V7"}));
+    cluster.node(putter).get("/logs").expect(404);
+
+    cluster
+        .node(coordinator)
+        .delete("/_ingest/pipeline/up")
+        .ok();
+    eventually("every node forgets the pipeline", || {
+        (0..3).all(|i| cluster.node(i).get("/_ingest/pipeline/up").status == 404)
+    });
+    let missing = cluster
+        .node(putter)
+        .put("/routed/_doc/x?pipeline=up", &json!({"s": "a"}));
+    missing.expect_error(400, "illegal_argument_exception");
+}

@@ -18,7 +18,8 @@ use tessera_search::messages::{decode, encode};
 use tessera_search::ShardSearcher;
 
 use super::manager::{
-    AliasesUpdate, ClusterSettingsUpdate, CreateIndex, CustomUpdate, MetadataUpdate, ShardReport,
+    AliasesUpdate, ClusterSettingsUpdate, CreateIndex, CustomUpdate, MetadataUpdate, PutPipeline,
+    ShardReport,
 };
 use super::Coordination;
 use crate::node::Node;
@@ -40,6 +41,10 @@ pub const UPDATE_CUSTOM: &str = "cluster:admin/metadata/custom/update";
 pub const STATE_APPLIED: &str = "internal:cluster/state/applied[n]";
 /// `PUT _cluster/settings`, decided by the cluster manager.
 pub const UPDATE_CLUSTER_SETTINGS: &str = "cluster:admin/settings/update";
+/// `PUT _ingest/pipeline/{id}`, decided by the cluster manager.
+pub const PUT_PIPELINE: &str = "cluster:admin/ingest/pipeline/put";
+/// `DELETE _ingest/pipeline/{id}`, decided by the cluster manager.
+pub const DELETE_PIPELINES: &str = "cluster:admin/ingest/pipeline/delete";
 /// A node's news about its copy of a shard, to the cluster manager.
 pub const SHARD_REPORT: &str = "internal:cluster/shard/report";
 /// The shard groups of a request whose primaries one node holds, in one call (each group
@@ -232,6 +237,18 @@ pub(crate) fn bind_transport(
         &node,
         UPDATE_CLUSTER_SETTINGS,
         |_, c, r: ClusterSettingsUpdate| c.manager.update_cluster_settings(&r),
+    );
+    on_management(
+        &mut handlers,
+        &node,
+        PUT_PIPELINE,
+        |_, c, r: PutPipeline| c.manager.put_pipeline(&r),
+    );
+    on_management(
+        &mut handlers,
+        &node,
+        DELETE_PIPELINES,
+        |_, c, ids: Vec<String>| c.manager.delete_pipelines(&ids),
     );
     on_management(&mut handlers, &node, BROADCAST, |n, _, r: Broadcast| {
         broadcast_here(n, &r)

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tessera_cluster::allocation::AllocationEnable;
 use tessera_cluster::layout::{
-    custom_key, index_key, routing_key, StoredRouting, CLUSTER_KEY, SETTINGS_KEY,
+    custom_key, index_key, pipeline_key, routing_key, StoredRouting, CLUSTER_KEY, SETTINGS_KEY,
 };
 use tessera_cluster::meta_store::TxnOp;
 use tessera_cluster::{allocation, ClusterState, ClusterStateHolder, Expect, MetaError, MetaStore};
@@ -77,6 +77,14 @@ pub enum MetadataChange {
 pub struct ClusterSettingsUpdate {
     pub persistent: String,
     pub transient: String,
+}
+
+/// `PUT _ingest/pipeline/{id}` as the manager gets it: the definition (JSON text) was
+/// validated by the node that took the request.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PutPipeline {
+    pub id: String,
+    pub definition: String,
 }
 
 /// A node's news about its copy of a shard.
@@ -374,6 +382,34 @@ impl Manager {
                 None => Expect::Absent,
             };
             Ok(vec![put(SETTINGS_KEY.to_string(), expect, next)])
+        })
+    }
+
+    /// Stores an ingest pipeline (cluster metadata, as OpenSearch keeps pipelines).
+    pub fn put_pipeline(&self, request: &PutPipeline) -> Result<Revision> {
+        self.commit(|state| {
+            if state.pipelines.get(&request.id) == Some(&request.definition) {
+                return Ok(Vec::new());
+            }
+            Ok(vec![put(
+                pipeline_key(&request.id),
+                Expect::Any,
+                request.definition.clone().into_bytes(),
+            )])
+        })
+    }
+
+    /// Deletes ingest pipelines (those already gone are skipped).
+    pub fn delete_pipelines(&self, ids: &[String]) -> Result<Revision> {
+        self.commit(|state| {
+            Ok(ids
+                .iter()
+                .filter(|id| state.pipelines.contains_key(*id))
+                .map(|id| TxnOp::Delete {
+                    key: pipeline_key(id),
+                    expect: Expect::Any,
+                })
+                .collect())
         })
     }
 

@@ -766,6 +766,32 @@ impl Coordination {
         Ok(())
     }
 
+    /// `PUT _ingest/pipeline/{id}`: the manager stores it; returns once this node applied it
+    /// (and every node acknowledged it, or the wait gave up).
+    pub fn put_pipeline(&self, id: &str, definition: String) -> Result<()> {
+        let request = manager::PutPipeline {
+            id: id.to_string(),
+            definition,
+        };
+        let revision: Revision =
+            self.to_manager(actions::PUT_PIPELINE, &request, Manager::put_pipeline)?;
+        self.wait_for_revision(revision)?;
+        self.wait_acknowledged(revision);
+        Ok(())
+    }
+
+    /// `DELETE _ingest/pipeline/{id}`: the manager deletes them; returns once this node
+    /// applied it.
+    pub fn delete_pipelines(&self, ids: &[String]) -> Result<()> {
+        let ids = ids.to_vec();
+        let revision: Revision = self.to_manager(actions::DELETE_PIPELINES, &ids, |m, ids| {
+            m.delete_pipelines(ids)
+        })?;
+        self.wait_for_revision(revision)?;
+        self.wait_acknowledged(revision);
+        Ok(())
+    }
+
     /// The metadata sink of an index in a cluster: the manager decides the update.
     pub fn decide_metadata(
         &self,

@@ -53,6 +53,32 @@ impl WriteService {
             .is_ok_and(|node| node.index_or_alias_exists(name))
     }
 
+    /// Runs the ingest pipelines that apply to an index or create operation (`requested`: the
+    /// request's or the bulk item's `pipeline`), before it is routed: see
+    /// [`Node::ingest`](crate::node::Node::ingest).
+    pub async fn ingest(
+        &self,
+        operation: Operation,
+        requested: Option<String>,
+    ) -> Result<crate::ingest::Ingested> {
+        let node = self.node()?;
+        if !node.ingest_applies(&operation, requested.as_deref()) {
+            return Ok(crate::ingest::Ingested::Write(operation));
+        }
+        self.pool
+            .run(move || node.ingest(operation, requested.as_deref()))
+            .await
+    }
+
+    /// [`WriteService::ingest`] for the operations of a bulk request, on the calling thread
+    /// (the bulk's parsing runs on the `write` pool already).
+    pub fn ingest_all(
+        &self,
+        items: Vec<(Operation, Option<String>)>,
+    ) -> Result<crate::ingest::IngestBatch> {
+        Ok(self.node()?.ingest_all(items))
+    }
+
     /// Runs operations (any indices, any shards) and returns their results in order; each
     /// fails alone.
     pub async fn execute(

@@ -13,6 +13,7 @@ use tessera_common::ids::index_id_problems;
 use tessera_common::{Error, Result};
 use tessera_index::index_service::UpdateRequest;
 use tessera_index::{Conditions, DocWrite};
+use tessera_node::ingest::Ingested;
 use tessera_node::write::{ItemResponse, ItemResult, Operation, ShardInfo};
 use tessera_node::WriteService;
 
@@ -69,7 +70,8 @@ struct BulkItem<'a> {
 
 enum BulkItemBody<'a> {
     Written(WriteBody<'a>),
-    Failed(Value),
+    /// A failed or dropped item.
+    Other(Value),
 }
 
 impl Serialize for BulkItem<'_> {
@@ -81,7 +83,7 @@ impl Serialize for BulkItem<'_> {
         let mut map = serializer.serialize_map(Some(1))?;
         match &self.body {
             BulkItemBody::Written(body) => map.serialize_entry(self.kind, body)?,
-            BulkItemBody::Failed(body) => map.serialize_entry(self.kind, body)?,
+            BulkItemBody::Other(body) => map.serialize_entry(self.kind, body)?,
         }
         map.end()
     }
@@ -90,6 +92,9 @@ impl Serialize for BulkItem<'_> {
 #[derive(Serialize)]
 struct BulkResponse<'a> {
     took: u64,
+    /// Present when pipelines ran (or were asked for), as in OpenSearch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ingest_took: Option<u64>,
     errors: bool,
     items: Vec<BulkItem<'a>>,
 }
@@ -123,6 +128,8 @@ struct Action {
     id: Option<String>,
     routing: Option<String>,
     conditions: Conditions,
+    /// The item's `pipeline`.
+    pipeline: Option<String>,
 }
 
 /// The common action line (`{"index": {"_index": "i", "_id": "1"}}`: one action, string
@@ -149,6 +156,7 @@ fn simple_action(
             create_only: kind == "create",
             ..Conditions::default()
         },
+        pipeline: meta.pipeline,
     })
 }
 
@@ -173,6 +181,8 @@ struct SimpleMeta {
     id: Option<String>,
     #[serde(default, deserialize_with = "only_string")]
     routing: Option<String>,
+    #[serde(default, deserialize_with = "only_string")]
+    pipeline: Option<String>,
 }
 
 /// A string; null and numbers fail (the general path reads them).
@@ -242,6 +252,7 @@ fn general_action(
         ..Conditions::default()
     };
     let mut op_type_create = false;
+    let mut pipeline = None;
     for (key, value) in meta {
         match key.as_str() {
             "_index" => index = Some(string_meta(number, key, value)?),
@@ -258,8 +269,9 @@ fn general_action(
                     .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
             }
             "op_type" => op_type_create = value.as_str() == Some("create"),
-            "retry_on_conflict" | "require_alias" | "pipeline" | "_source" | "version_type"
-            | "version" | "dynamic_templates" => {}
+            "pipeline" => pipeline = Some(string_meta(number, key, value)?),
+            "retry_on_conflict" | "require_alias" | "_source" | "version_type" | "version"
+            | "dynamic_templates" => {}
             other => {
                 return Err(Error::illegal_argument(format!(
                     "Action/metadata line [{number}] contains an unknown parameter [{other}]"
@@ -274,11 +286,19 @@ fn general_action(
         id,
         routing,
         conditions,
+        pipeline,
     })
 }
 
-/// One parsed bulk item: its index, the write (or its parse error), the action name and id.
-pub type ParsedItem = (String, Result<DocWrite>, &'static str, Option<String>);
+/// One parsed bulk item: its index, the write (or its parse error), the action name and id,
+/// and its `pipeline`.
+pub type ParsedItem = (
+    String,
+    Result<DocWrite>,
+    &'static str,
+    Option<String>,
+    Option<String>,
+);
 
 /// Parses a bulk body into items (or per-item parse errors, which fail only their item).
 pub fn parse_bulk(
@@ -321,6 +341,7 @@ pub fn parse_bulk(
             id,
             routing,
             conditions,
+            pipeline,
         } = match simple_action(line, default_index, default_routing) {
             Some(action) => action,
             None => general_action(number, line, default_index, default_routing)?,
@@ -366,7 +387,7 @@ pub fn parse_bulk(
             Ok(w) => w.id().map(String::from),
             Err(_) => None,
         };
-        items.push((index, write, kind, id_for_error));
+        items.push((index, write, kind, id_for_error, pipeline));
     }
     if items.is_empty() {
         return Err(Error::action_request_validation(&[
@@ -432,69 +453,148 @@ pub async fn bulk(service: Arc<WriteService>, request: RestRequest) -> Result<Re
         .param("routing")
         .filter(|r| !r.is_empty())
         .map(String::from);
+    let default_pipeline = request.param("pipeline").map(String::from);
     let body = request.body.clone();
+    let ingest = service.clone();
     service
         .bulk(
             move || {
                 let parsed =
                     parse_bulk(&body, default_index.as_deref(), default_routing.as_deref())?;
-                Ok(operations(parsed))
+                operations(parsed, &ingest, default_pipeline.as_deref())
             },
             options,
-            move |(kinds, early), ran| render_bulk(started, kinds, early, ran),
+            move |context, ran| render_bulk(started, context, ran),
         )
         .await
+}
+
+/// The answer of a write a `drop` processor dropped: a noop that reached no copy, with
+/// OpenSearch's placeholder id and version (-4 for a create, -3 otherwise).
+pub fn dropped_json(index: &str, id: Option<&str>, create: bool) -> Map<String, Value> {
+    let mut body = Map::new();
+    body.insert("_index".into(), json!(index));
+    body.insert("_id".into(), json!(id.unwrap_or("auto-generated")));
+    body.insert("_version".into(), json!(if create { -4 } else { -3 }));
+    body.insert("result".into(), json!("noop"));
+    body.insert(
+        "_shards".into(),
+        json!({"total": 0, "successful": 0, "failed": 0}),
+    );
+    body
 }
 
 /// The action name, index and id of each bulk item, for its answer.
 type Kinds = Vec<(&'static str, String, Option<String>)>;
 
-/// The operations to run, and for every item of the request its action, index and id, and the
-/// error of an item that did not parse.
-fn operations(parsed: Vec<ParsedItem>) -> (Vec<Operation>, (Kinds, Vec<Option<Error>>)) {
+/// What became of an item before it could run.
+enum Early {
+    /// It runs: its result is the next of the operations'.
+    Run,
+    Failed(Error),
+    /// A pipeline dropped it.
+    Dropped {
+        id: Option<String>,
+        create: bool,
+    },
+}
+
+/// What rendering a bulk response needs besides the operations' results.
+struct BulkContext {
+    kinds: Kinds,
+    early: Vec<Early>,
+    ingest_took: Option<u64>,
+}
+
+/// The operations to run (after their ingest pipelines), and for every item of the request
+/// its action, index and id, and the error of an item that did not parse or whose pipeline
+/// failed.
+fn operations(
+    parsed: Vec<ParsedItem>,
+    service: &WriteService,
+    default_pipeline: Option<&str>,
+) -> Result<(Vec<Operation>, BulkContext)> {
     let mut kinds = Vec::with_capacity(parsed.len());
-    let mut operations = Vec::with_capacity(parsed.len());
-    let mut early: Vec<Option<Error>> = Vec::with_capacity(parsed.len());
-    for (index, write, kind, id) in parsed {
+    let mut items = Vec::with_capacity(parsed.len());
+    let mut early: Vec<Early> = Vec::with_capacity(parsed.len());
+    for (index, write, kind, id, pipeline) in parsed {
         kinds.push((kind, index.clone(), id));
         match write {
             Ok(write) => {
-                operations.push(Operation { index, write });
-                early.push(None);
+                let pipeline = pipeline.or_else(|| default_pipeline.map(String::from));
+                items.push((Operation { index, write }, pipeline));
+                early.push(Early::Run);
             }
-            Err(e) => early.push(Some(e)),
+            Err(e) => early.push(Early::Failed(e)),
         }
     }
-    (operations, (kinds, early))
+    let batch = service.ingest_all(items)?;
+    let mut results = batch.results.into_iter();
+    let mut operations = Vec::with_capacity(early.len());
+    for (slot, (kind, _, id)) in early.iter_mut().zip(&kinds) {
+        if !matches!(slot, Early::Run) {
+            continue;
+        }
+        match results.next() {
+            Some(Ok(Ingested::Write(operation))) => operations.push(operation),
+            Some(Ok(Ingested::Dropped { .. })) => {
+                *slot = Early::Dropped {
+                    id: id.clone(),
+                    create: *kind == "create",
+                }
+            }
+            Some(Err(e)) => *slot = Early::Failed(e),
+            None => *slot = Early::Failed(Error::illegal_state("missing ingest result")),
+        }
+    }
+    Ok((
+        operations,
+        BulkContext {
+            kinds,
+            early,
+            ingest_took: batch.took_millis,
+        },
+    ))
 }
 
 /// The bulk response: one item per action line, in order.
 fn render_bulk(
     started: Instant,
-    kinds: Kinds,
-    early: Vec<Option<Error>>,
+    context: BulkContext,
     ran: Vec<ItemResult>,
 ) -> Result<RestResponse> {
+    let BulkContext {
+        kinds,
+        early,
+        ingest_took,
+    } = context;
     let mut ran = ran.into_iter();
     let mut results = Vec::with_capacity(kinds.len());
-    for early_error in early {
-        results.push(match early_error {
-            Some(e) => Err(e),
-            None => ran
+    for slot in early {
+        results.push(match slot {
+            Early::Run => ran
                 .next()
-                .unwrap_or_else(|| Err(Error::illegal_state("missing bulk result"))),
+                .unwrap_or_else(|| Err(Error::illegal_state("missing bulk result")))
+                .map_err(Early::Failed),
+            other => Err(other),
         });
     }
     let mut errors = false;
     let mut items = Vec::with_capacity(kinds.len());
     for ((kind, index_name, id), result) in kinds.iter().zip(&results) {
         let body = match result {
+            Err(Early::Dropped { id, create }) => {
+                let mut body = dropped_json(index_name, id.as_deref(), *create);
+                body.insert("status".into(), json!(200));
+                BulkItemBody::Other(Value::Object(body))
+            }
+            Err(Early::Run) => unreachable!("a run item has its result"),
             Ok(item) => {
                 let mut body = WriteBody::new(item);
                 body.status = Some(item.status());
                 BulkItemBody::Written(body)
             }
-            Err(error) => {
+            Err(Early::Failed(error)) => {
                 errors = true;
                 let mut body = Map::new();
                 body.insert("_index".into(), json!(index_name));
@@ -503,7 +603,7 @@ fn render_bulk(
                 }
                 body.insert("status".into(), json!(error.status()));
                 body.insert("error".into(), error.to_json());
-                BulkItemBody::Failed(Value::Object(body))
+                BulkItemBody::Other(Value::Object(body))
             }
         };
         items.push(BulkItem { kind, body });
@@ -513,6 +613,7 @@ fn render_bulk(
         200,
         &BulkResponse {
             took: started.elapsed().as_millis() as u64,
+            ingest_took,
             errors,
             items,
         },
@@ -541,6 +642,7 @@ mod tests {
                 a.id.clone(),
                 a.routing.clone(),
                 a.conditions.create_only,
+                a.pipeline.clone(),
             )
         };
         let simple_lines: &[&[u8]] = &[
@@ -549,6 +651,7 @@ mod tests {
             br#"{"update":{"_index":"a","_id":"2","routing":"r"}}"#,
             br#"{"delete":{"_id":"3"}}"#,
             br#"{"index":{}}"#,
+            br#"{"index":{"_index":"a","pipeline":"p"}}"#,
         ];
         for line in simple_lines {
             let simple = simple_action(line, Some("dflt"), Some("rt"))

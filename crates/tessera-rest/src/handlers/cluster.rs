@@ -427,7 +427,7 @@ fn render_metadata(state: &ClusterState, indices: &[&IndexState], flat: bool) ->
             (meta.name.clone(), body)
         })
         .collect();
-    json!({
+    let mut metadata = json!({
         "cluster_uuid": state.cluster_uuid,
         "cluster_uuid_committed": true,
         "cluster_coordination": {
@@ -439,5 +439,18 @@ fn render_metadata(state: &ClusterState, indices: &[&IndexState], flat: bool) ->
         "templates": {},
         "indices": rendered,
         "index-graveyard": {"tombstones": []},
-    })
+    });
+    // the ingest pipelines, as OpenSearch's `ingest` custom metadata (present once there are any)
+    if !state.pipelines.is_empty() {
+        let pipelines: Vec<Value> = state
+            .pipelines
+            .iter()
+            .filter_map(|(id, definition)| {
+                let config: Value = serde_json::from_str(definition).ok()?;
+                Some(json!({"id": id, "config": config}))
+            })
+            .collect();
+        metadata["ingest"] = json!({ "pipeline": pipelines });
+    }
+    metadata
 }

@@ -8,6 +8,7 @@ use tessera_common::ids::index_id_problems;
 use tessera_common::{Error, Result};
 use tessera_index::{Conditions, DocWrite, IndexService, StoredDoc};
 use tessera_mapping::SourceFilter;
+use tessera_node::ingest::Ingested;
 use tessera_node::read::{get_document, GetRequest};
 use tessera_node::write::{missing_index, Operation};
 use tessera_node::{Node, WriteService};
@@ -105,9 +106,9 @@ pub async fn index(service: Arc<WriteService>, request: RestRequest) -> Result<R
             "request body is required",
         ));
     }
-    // without an id the write is a create (OpenSearch's default op_type then), which is what
-    // a data stream takes
-    let create_only = create_only || id.is_none();
+    // a document without an id is a create, as OpenSearch makes it (which is what a data stream
+    // takes, and what the version of a dropped one says)
+    let create = create_only || id.is_none();
     let write = DocWrite::Index {
         id,
         auto_generated_id: false,
@@ -116,10 +117,22 @@ pub async fn index(service: Arc<WriteService>, request: RestRequest) -> Result<R
             .param("routing")
             .filter(|r| !r.is_empty())
             .map(String::from),
-        conditions: conditions(&request, create_only)?,
+        conditions: conditions(&request, create)?,
     };
     let index_name = request.path_param("index").to_string();
-    write_one(service, &request, write, index_name).await
+    let operation = Operation {
+        index: index_name,
+        write,
+    };
+    let requested = request.param("pipeline").map(String::from);
+    match service.ingest(operation, requested).await? {
+        Ingested::Write(Operation { index, write }) => {
+            write_one(service, &request, write, index).await
+        }
+        Ingested::Dropped { index, id, .. } => Ok(RestResponse::ok(Value::Object(
+            super::bulk::dropped_json(&index, id.as_deref(), create),
+        ))),
+    }
 }
 
 /// `DELETE /{index}/_doc/{id}`.

@@ -13,6 +13,7 @@ pub mod cluster_stats;
 pub mod data_streams;
 pub mod documents;
 pub mod indices;
+pub mod ingest;
 pub mod jvm_stats;
 pub mod msearch;
 pub mod nodes;

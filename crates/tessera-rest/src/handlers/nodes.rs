@@ -193,6 +193,9 @@ pub(crate) fn node_stats(node: &Node, metrics: &[&str], index_metrics: &[&str]) 
     if wants("indexing_pressure") {
         out.insert("indexing_pressure".into(), node.indexing_pressure.stats());
     }
+    if wants("ingest") {
+        out.insert("ingest".into(), node.ingest_stats());
+    }
     if wants("thread_pool") {
         let mut pools = Map::new();
         for pool in node.pools.all() {

@@ -97,6 +97,18 @@ pub fn classify(method: &Method, path: &str) -> Action {
                 read_only: false,
             },
         },
+        // pipelines are cluster metadata; a simulation only reads
+        "_ingest" if segments.last() == Some(&"_simulate") => {
+            action("cluster:admin/ingest/pipeline/simulate", reading_or_post)
+        }
+        "_ingest" if next == "processor" => {
+            action("cluster:admin/ingest/processor/grok/get", reading)
+        }
+        "_ingest" if reading => action("cluster:admin/ingest/pipeline/get", true),
+        "_ingest" if *method == Method::DELETE => {
+            action("cluster:admin/ingest/pipeline/delete", false)
+        }
+        "_ingest" => action("cluster:admin/ingest/pipeline/put", false),
         "_nodes" => match segments.get(at + 1..) {
             Some(rest) if rest.contains(&"stats") => action("cluster:monitor/nodes/stats", reading),
             _ => action("cluster:monitor/nodes/info", reading),
@@ -130,6 +142,40 @@ mod tests {
         let action = classify(&method, path);
         assert_eq!(action.name, name, "{method} {path}");
         assert_eq!(action.read_only, read_only, "{method} {path}");
+    }
+
+    #[test]
+    fn ingest_pipelines_are_cluster_actions() {
+        check(
+            Method::PUT,
+            "/_ingest/pipeline/p",
+            "cluster:admin/ingest/pipeline/put",
+            false,
+        );
+        check(
+            Method::GET,
+            "/_ingest/pipeline",
+            "cluster:admin/ingest/pipeline/get",
+            true,
+        );
+        check(
+            Method::DELETE,
+            "/_ingest/pipeline/p",
+            "cluster:admin/ingest/pipeline/delete",
+            false,
+        );
+        check(
+            Method::POST,
+            "/_ingest/pipeline/p/_simulate",
+            "cluster:admin/ingest/pipeline/simulate",
+            true,
+        );
+        check(
+            Method::GET,
+            "/_ingest/processor/grok",
+            "cluster:admin/ingest/processor/grok/get",
+            true,
+        );
     }
 
     #[test]
