@@ -81,6 +81,9 @@ pub struct SearchRequest {
     pub allow_partial_search_results: bool,
     /// `aggs` / `aggregations`.
     pub aggs: Option<Vec<tessera_aggs::AggRequest>>,
+    /// The top level's pipeline aggregations (those inside an aggregation are in its
+    /// `AggRequest::pipelines`): run by the coordinator on the final aggregations.
+    pub agg_pipelines: Vec<tessera_aggs::PipelineAgg>,
     /// `search.max_buckets` (a cluster setting the REST layer fills in).
     pub max_buckets: usize,
     /// The node's request circuit breaker for this request (the REST layer makes it); its
@@ -163,6 +166,7 @@ impl Default for SearchRequest {
             pre_filter_shard_size: DEFAULT_PRE_FILTER_SHARD_SIZE,
             allow_partial_search_results: true,
             aggs: None,
+            agg_pipelines: Vec::new(),
             max_buckets: tessera_aggs::DEFAULT_MAX_BUCKETS,
             breaker: None,
             concurrency: Default::default(),
@@ -385,7 +389,9 @@ impl SearchRequest {
                 "version" => request.version = bool_value(key, value)?,
                 "explain" => request.explain = bool_value(key, value)?,
                 "aggs" | "aggregations" => {
-                    let parsed = tessera_aggs::parse_aggregations(value)?;
+                    let (parsed, pipelines) =
+                        tessera_aggs::parse_aggregations_with_pipelines(value)?;
+                    request.agg_pipelines.extend(pipelines);
                     match &mut request.aggs {
                         Some(existing) => existing.extend(parsed),
                         None => request.aggs = Some(parsed),
