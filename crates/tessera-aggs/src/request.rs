@@ -204,8 +204,8 @@ fn parse_level(value: &Value) -> Result<(Vec<AggRequest>, Vec<PipelineAgg>)> {
     let mut pipelines: Vec<PipelineAgg> = Vec::new();
     for (name, body) in map {
         match parse_one(name, body)? {
-            Parsed::Agg(agg) => aggs.push(agg),
-            Parsed::Pipeline(p) => pipelines.push(p),
+            Parsed::Agg(agg) => aggs.push(*agg),
+            Parsed::Pipeline(p) => pipelines.push(*p),
         }
     }
     check_sibling_names(&aggs, &pipelines)?;
@@ -213,8 +213,8 @@ fn parse_level(value: &Value) -> Result<(Vec<AggRequest>, Vec<PipelineAgg>)> {
 }
 
 enum Parsed {
-    Agg(AggRequest),
-    Pipeline(PipelineAgg),
+    Agg(Box<AggRequest>),
+    Pipeline(Box<PipelineAgg>),
 }
 
 fn parse_one(name: &str, body: &Value) -> Result<Parsed> {
@@ -284,9 +284,9 @@ fn parse_one(name: &str, body: &Value) -> Result<Parsed> {
                 "Aggregation [{name}] cannot define sub-aggregations"
             )));
         }
-        return Ok(Parsed::Pipeline(pipeline::parse_pipeline(
+        return Ok(Parsed::Pipeline(Box::new(pipeline::parse_pipeline(
             name, type_name, body, meta,
-        )?));
+        )?)));
     }
     let Some((_, kind)) = kind else {
         return Err(
@@ -305,13 +305,13 @@ fn parse_one(name: &str, body: &Value) -> Result<Parsed> {
             ),
         ));
     }
-    Ok(Parsed::Agg(AggRequest {
+    Ok(Parsed::Agg(Box::new(AggRequest {
         name: name.to_string(),
         kind,
         subs,
         pipelines,
         meta,
-    }))
+    })))
 }
 
 fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {

@@ -76,7 +76,7 @@ impl DecimalFormat {
             let chars: Vec<char> = int.chars().collect();
             let mut grouped = String::new();
             for (i, c) in chars.iter().enumerate() {
-                if i > 0 && (chars.len() - i) % size == 0 {
+                if i > 0 && (chars.len() - i).is_multiple_of(size) {
                     grouped.push(',');
                 }
                 grouped.push(*c);

@@ -224,7 +224,7 @@ fn tokenize(agg: &str, source: &str) -> Result<Vec<Tok>> {
                     &format!("the character [{c}] is not understood"),
                 ));
             };
-            tokens.push(Tok::Sym(*sym));
+            tokens.push(Tok::Sym(sym));
             i += sym.len();
         }
     }

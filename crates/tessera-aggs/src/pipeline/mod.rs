@@ -429,12 +429,67 @@ mod tests {
             problems(json!({"d": {"bucket_script": {"buckets_path": {"a": "_count"}, "script": "params.a"}}})),
             "Validation Failed: 1: bucket_script aggregation [d] must be declared inside of another aggregation;"
         );
+        assert_eq!(
+            problems(
+                json!({"h": {"histogram": {"field": "n", "interval": 1}, "aggs": {
+                "srt": {"bucket_sort": {"sort": ["_key", "nope"]}}}}})
+            ),
+            "Validation Failed: 1: No aggregation found for path [nope];"
+        );
         assert!(problems(
             json!({"h": {"histogram": {"field": "n", "interval": 1}, "aggs": {
             "a": {"derivative": {"buckets_path": "b"}},
             "b": {"derivative": {"buckets_path": "a"}}}}})
         )
         .contains("Cyclical dependency"));
+    }
+
+    #[test]
+    fn typed_keys_name_pipeline_results_by_type() {
+        let (aggs, top) = parse_aggregations_with_pipelines(&json!({
+            "t": {"terms": {"field": "k"}, "aggs": {
+                "s": {"sum": {"field": "n"}},
+                "bs": {"bucket_script": {"buckets_path": {"s": "s"}, "script": "params.s * 2"}}}},
+            "mx": {"max_bucket": {"buckets_path": "t>bs"}},
+            "st": {"stats_bucket": {"buckets_path": "t>s"}}
+        }))
+        .unwrap();
+        let mut out = json!({"sterms#t": {"buckets": [
+            {"key": "a", "doc_count": 1, "sum#s": {"value": 2.0}},
+            {"key": "b", "doc_count": 1, "sum#s": {"value": 3.0}}
+        ]}})
+        .as_object()
+        .unwrap()
+        .clone();
+        apply(&mut out, &aggs, &top, true).unwrap();
+        assert_eq!(
+            out["sterms#t"]["buckets"][1]["simple_value#bs"],
+            json!({"value": 6.0})
+        );
+        assert_eq!(
+            out["bucket_metric_value#mx"],
+            json!({"value": 6.0, "keys": ["b"]})
+        );
+        assert_eq!(out["stats_bucket#st"]["sum"], json!(5.0));
+    }
+
+    #[test]
+    fn runtime_path_errors_are_400s() {
+        let (aggs, top) = parse_aggregations_with_pipelines(&json!({
+            "h": {"histogram": {"field": "n", "interval": 1}, "aggs": {
+                "st": {"stats": {"field": "n"}},
+                "d": {"derivative": {"buckets_path": "st"}}}}
+        }))
+        .unwrap();
+        let mut out = json!({"h": {"buckets": [
+            {"key": 0.0, "doc_count": 1, "st": {"count": 1, "min": 1.0, "max": 1.0, "avg": 1.0, "sum": 1.0}}
+        ]}})
+        .as_object()
+        .unwrap()
+        .clone();
+        let e = apply(&mut out, &aggs, &top, false).unwrap_err();
+        assert_eq!(e.status(), 400);
+        assert_eq!(e.kind(), "aggregation_execution_exception");
     }
 
     #[test]

@@ -266,7 +266,12 @@ pub fn parse_pipeline(
         ))
     };
     let paths = match (type_name, buckets_path) {
-        ("bucket_sort", _) => Vec::new(),
+        // its sort fields are paths too: validated, and ordering it after the pipelines
+        // whose results it sorts by
+        ("bucket_sort", _) => sort
+            .iter()
+            .map(|s| Ok((s.field.clone(), BucketsPath::parse(&s.field)?)))
+            .collect::<Result<_>>()?,
         (_, Some(p)) => p,
         (_, None) => return Err(required("buckets_path")),
     };
@@ -404,6 +409,15 @@ mod tests {
             panic!()
         };
         assert_eq!(sort.len(), 3);
+        assert_eq!(
+            parse("bucket_sort", json!({"sort": ["s.avg"]}))
+                .unwrap()
+                .paths[0]
+                .1
+                .elements[0]
+                .name,
+            "s"
+        );
         assert!(sort[0].asc && !sort[1].asc && !sort[2].asc);
     }
 }
