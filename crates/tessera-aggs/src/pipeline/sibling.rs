@@ -137,13 +137,13 @@ fn render(p: &PipelineAgg, kind: &MetricKind, values: &[(String, f64)]) -> Map<S
                 out.insert(name.into(), if empty { Value::Null } else { number(v) });
             }
             out.insert("sum".into(), number(sum));
-            if let MetricKind::ExtendedStats { sigma } = kind {
-                extended(&mut out, values, sum, *sigma);
-            }
             if let (Some(f), false) = (&p.format, empty) {
                 for (name, v) in [("min", min), ("max", max), ("avg", avg), ("sum", sum)] {
                     out.insert(format!("{name}_as_string"), Value::String(f.format(v)));
                 }
+            }
+            if let MetricKind::ExtendedStats { sigma } = kind {
+                extended(&mut out, values, sum, *sigma, p.format.as_ref());
             }
             out
         }
@@ -195,7 +195,13 @@ fn render(p: &PipelineAgg, kind: &MetricKind, values: &[(String, f64)]) -> Map<S
 }
 
 /// extended_stats_bucket's values after the four of stats, as extended_stats renders them.
-fn extended(out: &mut Map<String, Value>, values: &[(String, f64)], sum: f64, sigma: f64) {
+fn extended(
+    out: &mut Map<String, Value>,
+    values: &[(String, f64)],
+    sum: f64,
+    sigma: f64,
+    format: Option<&super::DecimalFormat>,
+) {
     const OTHER: [&str; 7] = [
         "sum_of_squares",
         "variance",
@@ -243,6 +249,11 @@ fn extended(out: &mut Map<String, Value>, values: &[(String, f64)], sum: f64, si
     for (name, v) in OTHER.iter().zip(numbers) {
         out.insert((*name).into(), json_double(v));
     }
+    if let Some(f) = format {
+        for (name, v) in OTHER.iter().zip(numbers).filter(|(_, v)| v.is_finite()) {
+            out.insert(format!("{name}_as_string"), Value::String(f.format(v)));
+        }
+    }
     let bounds = [
         avg + std_p * sigma,
         avg - std_p * sigma,
@@ -251,12 +262,21 @@ fn extended(out: &mut Map<String, Value>, values: &[(String, f64)], sum: f64, si
         avg + std_s * sigma,
         avg - std_s * sigma,
     ];
-    let bounds = BOUNDS
+    let rendered = BOUNDS
         .iter()
         .zip(bounds)
         .map(|(b, v)| (b.to_string(), json_double(v)))
         .collect();
-    out.insert("std_deviation_bounds".into(), Value::Object(bounds));
+    out.insert("std_deviation_bounds".into(), Value::Object(rendered));
+    if let Some(f) = format {
+        let text = BOUNDS
+            .iter()
+            .zip(bounds)
+            .filter(|(_, v)| v.is_finite())
+            .map(|(b, v)| (b.to_string(), Value::String(f.format(v))))
+            .collect();
+        out.insert("std_deviation_bounds_as_string".into(), Value::Object(text));
+    }
 }
 
 #[cfg(test)]
@@ -312,15 +332,20 @@ mod tests {
     }
 
     #[test]
-    fn extended_stats_and_empty_results() {
+    fn extended_stats_with_and_without_format() {
         let out = run(json!({
             "es": {"extended_stats_bucket": {"buckets_path": "m>s"}},
-            "none": {"stats_bucket": {"buckets_path": "m>s", "gap_policy": "skip"}},
+            "esf": {"extended_stats_bucket": {"buckets_path": "m>s", "format": "0.0"}},
         }));
         let es = &out["es"];
         assert_eq!(es["count"], json!(3));
         assert_eq!(es["sum_of_squares"], json!(1825.0));
         assert_eq!(es["variance"], json!((1825.0 - 65.0 * 65.0 / 3.0) / 3.0));
         assert!(es["std_deviation_bounds"]["upper"].is_number());
+        assert!(es.get("variance_as_string").is_none());
+        let esf = &out["esf"];
+        assert_eq!(esf["sum_of_squares_as_string"], json!("1825.0"));
+        assert_eq!(esf["sum_as_string"], json!("65.0"));
+        assert!(esf["std_deviation_bounds_as_string"]["upper"].is_string());
     }
 }
