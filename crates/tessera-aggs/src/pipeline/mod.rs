@@ -249,6 +249,15 @@ fn order(pipelines: &[PipelineAgg]) -> std::result::Result<Vec<usize>, String> {
     Ok(out)
 }
 
+/// [`order`] at run time (validation already refused cycles).
+fn run_order(pipelines: &[PipelineAgg]) -> Result<Vec<usize>> {
+    order(pipelines).map_err(|name| {
+        Error::illegal_argument(format!(
+            "Cyclical dependency found with pipeline aggregator [{name}]"
+        ))
+    })
+}
+
 /// Whether any pipeline is declared in `aggs` or below.
 fn has_pipelines(agg: &AggRequest) -> bool {
     !agg.pipelines.is_empty() || agg.subs.iter().any(has_pipelines)
@@ -300,7 +309,7 @@ fn apply_level(
         };
         apply_in_agg(result, agg, typed_keys)?;
     }
-    run_siblings(level, aggs, pipelines, typed_keys)
+    run_siblings(level, pipelines, typed_keys)
 }
 
 /// Runs the pipelines declared inside `agg` (and below) on its rendered `result`.
@@ -318,18 +327,14 @@ fn apply_in_agg(result: &mut Map<String, Value>, agg: &AggRequest, typed_keys: b
             }
         }
     }
-    let ordered = order(&agg.pipelines).map_err(|name| {
-        Error::illegal_argument(format!(
-            "Cyclical dependency found with pipeline aggregator [{name}]"
-        ))
-    })?;
+    let ordered = run_order(&agg.pipelines)?;
     for i in ordered {
         let p = &agg.pipelines[i];
         if p.is_parent() {
-            parent::run(result, p, agg, typed_keys)?;
+            parent::run(result, p, typed_keys)?;
         } else {
             for bucket in buckets_path::buckets_mut(result) {
-                sibling::run(bucket, p, &agg.subs, typed_keys)?;
+                sibling::run(bucket, p, typed_keys)?;
             }
         }
     }
@@ -338,20 +343,15 @@ fn apply_in_agg(result: &mut Map<String, Value>, agg: &AggRequest, typed_keys: b
 
 fn run_siblings(
     level: &mut Map<String, Value>,
-    aggs: &[AggRequest],
     pipelines: &[PipelineAgg],
     typed_keys: bool,
 ) -> Result<()> {
-    let ordered = order(pipelines).map_err(|name| {
-        Error::illegal_argument(format!(
-            "Cyclical dependency found with pipeline aggregator [{name}]"
-        ))
-    })?;
+    let ordered = run_order(pipelines)?;
     for i in ordered {
         // parent pipelines only reach here inside single-bucket aggregations, which
         // validation refuses
         if !pipelines[i].is_parent() {
-            sibling::run(level, &pipelines[i], aggs, typed_keys)?;
+            sibling::run(level, &pipelines[i], typed_keys)?;
         }
     }
     Ok(())

@@ -10,7 +10,6 @@ use tessera_common::Result;
 use super::buckets_path::{bucket_value, buckets_mut, BucketsPath, GapPolicy};
 use super::expression::Val;
 use super::{execution_error, number, result_key, value_object, PipelineAgg, PipelineKind};
-use crate::request::AggRequest;
 
 /// One `sort` entry of bucket_sort.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,11 +18,11 @@ pub struct SortSpec {
     pub asc: bool,
 }
 
-/// Runs the parent pipeline `p` over the buckets of `result` (the rendered `parent`).
+/// Runs the parent pipeline `p` over the buckets of `result` (the rendered aggregation it is
+/// declared in).
 pub(crate) fn run(
     result: &mut Map<String, Value>,
     p: &PipelineAgg,
-    _parent: &AggRequest,
     typed_keys: bool,
 ) -> Result<()> {
     let key = result_key(&p.name, p.typed_name(), typed_keys);

@@ -9,7 +9,6 @@ use super::buckets_path::{bucket_value, buckets, key_as_string, BucketsPath, Pat
 use super::{execution_error, find_key, meta_object, number, result_key, value_object};
 use super::{PipelineAgg, PipelineKind};
 use crate::metric::json_double;
-use crate::request::AggRequest;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct BucketMetric {
@@ -39,14 +38,8 @@ impl BucketMetric {
     }
 }
 
-/// Runs the sibling pipeline `p` in `level` (a rendered aggregations object, or a bucket),
-/// whose aggregations are `aggs`.
-pub(crate) fn run(
-    level: &mut Map<String, Value>,
-    p: &PipelineAgg,
-    _aggs: &[AggRequest],
-    typed_keys: bool,
-) -> Result<()> {
+/// Runs the sibling pipeline `p` in `level` (a rendered aggregations object, or a bucket).
+pub(crate) fn run(level: &mut Map<String, Value>, p: &PipelineAgg, typed_keys: bool) -> Result<()> {
     let PipelineKind::BucketMetric(metric) = &p.kind else {
         unreachable!("parent pipelines do not run here");
     };
