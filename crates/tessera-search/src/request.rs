@@ -565,6 +565,30 @@ mod tests {
     }
 
     #[test]
+    fn pipeline_aggregations_are_kept_apart_from_what_shards_collect() {
+        let r = SearchRequest::parse(&json!({
+            "aggs": {
+                "h": {"histogram": {"field": "n", "interval": 1}, "aggs": {
+                    "s": {"sum": {"field": "x"}},
+                    "d": {"derivative": {"buckets_path": "s"}}}},
+                "mx": {"max_bucket": {"buckets_path": "h>s"}}
+            }
+        }))
+        .unwrap();
+        let aggs = r.aggs.as_deref().unwrap();
+        assert_eq!(aggs.len(), 1);
+        assert_eq!(aggs[0].subs.len(), 1);
+        assert_eq!(aggs[0].pipelines[0].name, "d");
+        assert_eq!(r.agg_pipelines.len(), 1);
+        assert_eq!(r.agg_pipelines[0].name, "mx");
+        let e = SearchRequest::parse(
+            &json!({"aggs": {"d": {"derivative": {"buckets_path": "_count"}}}}),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), "action_request_validation_exception");
+    }
+
+    #[test]
     fn rejects_unknown_keys_and_bad_values() {
         let e = SearchRequest::parse(&json!({"bogus": 1})).unwrap_err();
         assert_eq!(e.reason(), "Unknown key for a VALUE_NUMBER in [bogus].");
