@@ -9,6 +9,8 @@
 //! 4. The shard reduces its slices and trims ([`PreparedAggs::shard_result`]); the coordinator
 //!    reduces shards with the same [`InternalAggregations::reduce`] and renders the final JSON
 //!    once ([`InternalAggregations::render`]).
+//! 5. Pipeline aggregations, parsed apart and never sent to collectors, run on that final JSON
+//!    ([`pipeline::apply`]).
 //!
 //! Intermediate results never depend on how documents were split into slices or shards: slices
 //! keep every bucket, and only the shard step trims (as OpenSearch does without concurrency).
@@ -20,6 +22,7 @@ pub mod format;
 mod internal;
 pub mod metric;
 mod ords;
+pub mod pipeline;
 mod prepare;
 pub mod request;
 #[cfg(test)]
@@ -30,5 +33,6 @@ pub use internal::{
     too_many_buckets, InternalAgg, InternalAggregations, RenderContext, ShardFinish,
     DEFAULT_MAX_BUCKETS,
 };
+pub use pipeline::PipelineAgg;
 pub use prepare::{needs_scores, AggContext, PreparedAggs, SliceAggregator};
-pub use request::{parse_aggregations, AggKind, AggRequest};
+pub use request::{parse_aggregations, parse_aggregations_with_pipelines, AggKind, AggRequest};

@@ -20,6 +20,7 @@ use crate::metric::percentiles::{PercentilesKind, PercentilesRequest};
 use crate::metric::stats::{MetricRequest, StatsKind};
 use crate::metric::top_hits::TopHitsRequest;
 use crate::metric::weighted_avg::WeightedAvgRequest;
+use crate::pipeline::{self, PipelineAgg};
 use tessera_common::error::json_token as token;
 
 /// One named aggregation with its sub-aggregations.
@@ -28,6 +29,9 @@ pub struct AggRequest {
     pub name: String,
     pub kind: AggKind,
     pub subs: Vec<AggRequest>,
+    /// The pipeline aggregations declared among the sub-aggregations: shards never see them,
+    /// the coordinator runs them on the final result (`crate::pipeline`).
+    pub pipelines: Vec<PipelineAgg>,
     /// `meta`, returned unchanged in the response.
     pub meta: Option<Map<String, Value>>,
 }
@@ -143,15 +147,8 @@ impl AggKind {
 /// silently missing result.
 const UNSUPPORTED_TYPES: &[&str] = &[
     "adjacency_matrix",
-    "avg_bucket",
-    "bucket_script",
-    "bucket_selector",
-    "bucket_sort",
     "children",
-    "cumulative_sum",
-    "derivative",
     "diversified_sampler",
-    "extended_stats_bucket",
     "geo_distance",
     "geohash_grid",
     "geotile_grid",
@@ -159,41 +156,68 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "geo_centroid",
     "ip_range",
     "matrix_stats",
-    "max_bucket",
     "median_absolute_deviation",
-    "min_bucket",
     "moving_avg",
-    "moving_fn",
     "nested",
-    "percentiles_bucket",
     "rare_terms",
     "reverse_nested",
     "sampler",
     "scripted_metric",
-    "serial_diff",
     "significant_text",
-    "stats_bucket",
-    "sum_bucket",
     "variable_width_histogram",
 ];
 
-/// Parses the value of `aggs` (or `aggregations`): an object of named aggregations.
+/// Parses the value of `aggs` (or `aggregations`) without pipeline aggregations at its top
+/// level (a sub-aggregation's pipelines are in its [`AggRequest::pipelines`]).
 pub fn parse_aggregations(value: &Value) -> Result<Vec<AggRequest>> {
+    let (aggs, pipelines) = parse_aggregations_with_pipelines(value)?;
+    if let Some(p) = pipelines.first() {
+        return Err(Error::illegal_argument(format!(
+            "pipeline aggregation [{}] is not expected here",
+            p.name
+        )));
+    }
+    Ok(aggs)
+}
+
+/// Parses the value of `aggs` (or `aggregations`): the aggregations that shards collect, and
+/// the top level's pipeline aggregations, which the coordinator runs after the final reduce.
+/// Every pipeline of the tree is validated (paths, parents) before anything runs.
+pub fn parse_aggregations_with_pipelines(
+    value: &Value,
+) -> Result<(Vec<AggRequest>, Vec<PipelineAgg>)> {
+    let (aggs, pipelines) = parse_level(value)?;
+    check_global_placement(&aggs)?;
+    pipeline::validate(&aggs, &pipelines)?;
+    Ok((aggs, pipelines))
+}
+
+/// One object of named aggregations, split into collected aggregations and pipelines.
+fn parse_level(value: &Value) -> Result<(Vec<AggRequest>, Vec<PipelineAgg>)> {
     let Value::Object(map) = value else {
         return Err(Error::parsing(format!(
             "Expected [START_OBJECT] under [aggs], but got a [{}] in [aggs]",
             token(value)
         )));
     };
-    let aggs = map
-        .iter()
-        .map(|(name, body)| parse_one(name, body))
-        .collect::<Result<Vec<_>>>()?;
-    check_global_placement(&aggs)?;
-    Ok(aggs)
+    let mut aggs = Vec::new();
+    let mut pipelines: Vec<PipelineAgg> = Vec::new();
+    for (name, body) in map {
+        match parse_one(name, body)? {
+            Parsed::Agg(agg) => aggs.push(*agg),
+            Parsed::Pipeline(p) => pipelines.push(*p),
+        }
+    }
+    check_sibling_names(&aggs, &pipelines)?;
+    Ok((aggs, pipelines))
 }
 
-fn parse_one(name: &str, body: &Value) -> Result<AggRequest> {
+enum Parsed {
+    Agg(Box<AggRequest>),
+    Pipeline(Box<PipelineAgg>),
+}
+
+fn parse_one(name: &str, body: &Value) -> Result<Parsed> {
     if name.contains(['[', ']', '>']) {
         return Err(Error::parsing(format!(
             "Invalid aggregation name [{name}]. Aggregation names can contain any character except '[', ']', and '>'"
@@ -208,7 +232,9 @@ fn parse_one(name: &str, body: &Value) -> Result<AggRequest> {
         .at_body_key(name));
     };
     let mut kind: Option<(&str, AggKind)> = None;
+    let mut pipeline_body: Option<(&str, &Value)> = None;
     let mut subs: Option<Vec<AggRequest>> = None;
+    let mut pipelines: Vec<PipelineAgg> = Vec::new();
     let mut meta = None;
     for (key, value) in fields {
         match key.as_str() {
@@ -220,8 +246,9 @@ fn parse_one(name: &str, body: &Value) -> Result<AggRequest> {
                     ))
                     .at_body_key(key.as_str()));
                 }
-                let parsed = parse_aggregations(value)?;
+                let (parsed, parsed_pipelines) = parse_level(value)?;
                 subs.get_or_insert_with(Vec::new).extend(parsed);
+                pipelines.extend(parsed_pipelines);
             }
             "meta" => match value {
                 Value::Object(m) => meta = Some(m.clone()),
@@ -234,14 +261,32 @@ fn parse_one(name: &str, body: &Value) -> Result<AggRequest> {
                 }
             },
             type_name => {
-                if let Some((first, _)) = &kind {
+                let first = kind
+                    .as_ref()
+                    .map(|(t, _)| *t)
+                    .or(pipeline_body.map(|(t, _)| t));
+                if let Some(first) = first {
                     return Err(Error::parsing(format!(
                         "Found two aggregation type definitions in [{name}]: [{first}] and [{type_name}]"
                     )));
                 }
-                kind = Some((type_name, parse_kind(name, type_name, value)?));
+                if pipeline::is_pipeline_type(type_name) {
+                    pipeline_body = Some((type_name, value));
+                } else {
+                    kind = Some((type_name, parse_kind(name, type_name, value)?));
+                }
             }
         }
+    }
+    if let Some((type_name, body)) = pipeline_body {
+        if subs.is_some() || !pipelines.is_empty() {
+            return Err(Error::illegal_argument(format!(
+                "Aggregation [{name}] cannot define sub-aggregations"
+            )));
+        }
+        return Ok(Parsed::Pipeline(Box::new(pipeline::parse_pipeline(
+            name, type_name, body, meta,
+        )?)));
     }
     let Some((_, kind)) = kind else {
         return Err(
@@ -250,7 +295,7 @@ fn parse_one(name: &str, body: &Value) -> Result<AggRequest> {
         );
     };
     let subs = subs.unwrap_or_default();
-    if !kind.is_bucket() && !subs.is_empty() {
+    if !kind.is_bucket() && (!subs.is_empty() || !pipelines.is_empty()) {
         return Err(Error::new(
             "aggregation_initialization_exception",
             400,
@@ -260,13 +305,13 @@ fn parse_one(name: &str, body: &Value) -> Result<AggRequest> {
             ),
         ));
     }
-    check_sibling_names(&subs)?;
-    Ok(AggRequest {
+    Ok(Parsed::Agg(Box::new(AggRequest {
         name: name.to_string(),
         kind,
         subs,
+        pipelines,
         meta,
-    })
+    })))
 }
 
 fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
@@ -337,12 +382,16 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
     })
 }
 
-fn check_sibling_names(aggs: &[AggRequest]) -> Result<()> {
-    for (i, agg) in aggs.iter().enumerate() {
-        if aggs[..i].iter().any(|other| other.name == agg.name) {
+fn check_sibling_names(aggs: &[AggRequest], pipelines: &[PipelineAgg]) -> Result<()> {
+    let names: Vec<&str> = aggs
+        .iter()
+        .map(|a| a.name.as_str())
+        .chain(pipelines.iter().map(|p| p.name.as_str()))
+        .collect();
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
             return Err(Error::illegal_argument(format!(
-                "Two sibling aggregations cannot have the same name: [{}]",
-                agg.name
+                "Two sibling aggregations cannot have the same name: [{name}]"
             )));
         }
     }
@@ -367,7 +416,6 @@ fn check_global_placement(top: &[AggRequest]) -> Result<()> {
         }
         Ok(())
     }
-    check_sibling_names(top)?;
     top.iter().try_for_each(check)
 }
 

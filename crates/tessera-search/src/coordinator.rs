@@ -135,10 +135,19 @@ impl SearchResponse {
         };
         let aggregations = match &search.aggs {
             None => None,
-            Some(requests) => Some(InternalAggregations::empty(requests).render(
-                requests,
-                &mut RenderContext::new(search.max_buckets).with_typed_keys(options.typed_keys),
-            )?),
+            Some(requests) => {
+                let mut out = InternalAggregations::empty(requests).render(
+                    requests,
+                    &mut RenderContext::new(search.max_buckets).with_typed_keys(options.typed_keys),
+                )?;
+                tessera_aggs::pipeline::apply(
+                    &mut out,
+                    requests,
+                    &search.agg_pipelines,
+                    options.typed_keys,
+                )?;
+                Some(out)
+            }
         };
         Ok(SearchResponse {
             _scroll_id: None,
@@ -561,7 +570,16 @@ pub async fn search(
                     let merged = InternalAggregations::reduce(shard_aggs, requests)?;
                     let mut ctx =
                         RenderContext::new(request.max_buckets).with_typed_keys(typed_keys);
-                    merged.render(requests, &mut ctx)
+                    let mut out = merged.render(requests, &mut ctx)?;
+                    // pipelines read the final buckets, so they run only here, after the
+                    // last reduce
+                    tessera_aggs::pipeline::apply(
+                        &mut out,
+                        requests,
+                        &request.agg_pipelines,
+                        typed_keys,
+                    )?;
+                    Ok(out)
                 })
                 .await?,
             )

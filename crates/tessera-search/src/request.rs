@@ -81,6 +81,9 @@ pub struct SearchRequest {
     pub allow_partial_search_results: bool,
     /// `aggs` / `aggregations`.
     pub aggs: Option<Vec<tessera_aggs::AggRequest>>,
+    /// The top level's pipeline aggregations (those inside an aggregation are in its
+    /// `AggRequest::pipelines`): run by the coordinator on the final aggregations.
+    pub agg_pipelines: Vec<tessera_aggs::PipelineAgg>,
     /// `search.max_buckets` (a cluster setting the REST layer fills in).
     pub max_buckets: usize,
     /// The node's request circuit breaker for this request (the REST layer makes it); its
@@ -163,6 +166,7 @@ impl Default for SearchRequest {
             pre_filter_shard_size: DEFAULT_PRE_FILTER_SHARD_SIZE,
             allow_partial_search_results: true,
             aggs: None,
+            agg_pipelines: Vec::new(),
             max_buckets: tessera_aggs::DEFAULT_MAX_BUCKETS,
             breaker: None,
             concurrency: Default::default(),
@@ -385,7 +389,9 @@ impl SearchRequest {
                 "version" => request.version = bool_value(key, value)?,
                 "explain" => request.explain = bool_value(key, value)?,
                 "aggs" | "aggregations" => {
-                    let parsed = tessera_aggs::parse_aggregations(value)?;
+                    let (parsed, pipelines) =
+                        tessera_aggs::parse_aggregations_with_pipelines(value)?;
+                    request.agg_pipelines.extend(pipelines);
                     match &mut request.aggs {
                         Some(existing) => existing.extend(parsed),
                         None => request.aggs = Some(parsed),
@@ -556,6 +562,30 @@ mod tests {
         assert_eq!(r.timeout, Some(Duration::from_millis(10)));
         assert_eq!(r.terminate_after, Some(3));
         assert!(!r.needs_scores());
+    }
+
+    #[test]
+    fn pipeline_aggregations_are_kept_apart_from_what_shards_collect() {
+        let r = SearchRequest::parse(&json!({
+            "aggs": {
+                "h": {"histogram": {"field": "n", "interval": 1}, "aggs": {
+                    "s": {"sum": {"field": "x"}},
+                    "d": {"derivative": {"buckets_path": "s"}}}},
+                "mx": {"max_bucket": {"buckets_path": "h>s"}}
+            }
+        }))
+        .unwrap();
+        let aggs = r.aggs.as_deref().unwrap();
+        assert_eq!(aggs.len(), 1);
+        assert_eq!(aggs[0].subs.len(), 1);
+        assert_eq!(aggs[0].pipelines[0].name, "d");
+        assert_eq!(r.agg_pipelines.len(), 1);
+        assert_eq!(r.agg_pipelines[0].name, "mx");
+        let e = SearchRequest::parse(
+            &json!({"aggs": {"d": {"derivative": {"buckets_path": "_count"}}}}),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), "action_request_validation_exception");
     }
 
     #[test]

@@ -532,6 +532,7 @@ pub fn factory(
         name: request.name.clone(),
         kind: AggKind::Terms(terms.clone()),
         subs: request.subs.clone(),
+        pipelines: Vec::new(),
         meta: None,
     };
     Ok(Box::new(SignificantFactory {
