@@ -47,6 +47,12 @@ impl WriteService {
             .ok_or_else(|| Error::illegal_state("the node has stopped"))
     }
 
+    /// Whether `name` is an alias (`require_alias`).
+    pub fn is_alias(&self, name: &str) -> bool {
+        self.node()
+            .is_ok_and(|node| node.alias_table().contains(name))
+    }
+
     /// Whether the index `name` exists (document APIs check it before their parameters).
     pub fn index_exists(&self, name: &str) -> bool {
         self.node()

@@ -130,6 +130,7 @@ struct Action {
     conditions: Conditions,
     /// The item's `pipeline`.
     pipeline: Option<String>,
+    require_alias: Option<bool>,
 }
 
 /// The common action line (`{"index": {"_index": "i", "_id": "1"}}`: one action, string
@@ -157,6 +158,7 @@ fn simple_action(
             ..Conditions::default()
         },
         pipeline: meta.pipeline,
+        require_alias: None,
     })
 }
 
@@ -253,6 +255,7 @@ fn general_action(
     };
     let mut op_type_create = false;
     let mut pipeline = None;
+    let mut require_alias = None;
     for (key, value) in meta {
         match key.as_str() {
             "_index" => index = Some(string_meta(number, key, value)?),
@@ -270,8 +273,14 @@ fn general_action(
             }
             "op_type" => op_type_create = value.as_str() == Some("create"),
             "pipeline" => pipeline = Some(string_meta(number, key, value)?),
-            "retry_on_conflict" | "require_alias" | "_source" | "version_type" | "version"
-            | "dynamic_templates" => {}
+            "require_alias" => {
+                require_alias = Some(
+                    value
+                        .as_bool()
+                        .unwrap_or_else(|| value.as_str() == Some("true")),
+                )
+            }
+            "retry_on_conflict" | "_source" | "version_type" | "version" | "dynamic_templates" => {}
             other => {
                 return Err(Error::illegal_argument(format!(
                     "Action/metadata line [{number}] contains an unknown parameter [{other}]"
@@ -287,18 +296,23 @@ fn general_action(
         routing,
         conditions,
         pipeline,
+        require_alias,
     })
 }
 
-/// One parsed bulk item: its index, the write (or its parse error), the action name and id,
-/// and its `pipeline`.
-pub type ParsedItem = (
-    String,
-    Result<DocWrite>,
-    &'static str,
-    Option<String>,
-    Option<String>,
-);
+/// One parsed bulk item.
+pub struct ParsedItem {
+    pub index: String,
+    /// The write, or why the item could not be read (which fails that item alone).
+    pub write: Result<DocWrite>,
+    /// The action's name (`index`, `create`, `update`, `delete`).
+    pub kind: &'static str,
+    /// The id, for the item's answer when it fails.
+    pub id: Option<String>,
+    pub pipeline: Option<String>,
+    /// The item's `require_alias` (the request's when unset).
+    pub require_alias: Option<bool>,
+}
 
 /// Parses a bulk body into items (or per-item parse errors, which fail only their item).
 pub fn parse_bulk(
@@ -342,6 +356,7 @@ pub fn parse_bulk(
             routing,
             conditions,
             pipeline,
+            require_alias,
         } = match simple_action(line, default_index, default_routing) {
             Some(action) => action,
             None => general_action(number, line, default_index, default_routing)?,
@@ -387,7 +402,14 @@ pub fn parse_bulk(
             Ok(w) => w.id().map(String::from),
             Err(_) => None,
         };
-        items.push((index, write, kind, id_for_error, pipeline));
+        items.push(ParsedItem {
+            index,
+            write,
+            kind,
+            id: id_for_error,
+            pipeline,
+            require_alias,
+        });
     }
     if items.is_empty() {
         return Err(Error::action_request_validation(&[
@@ -454,6 +476,7 @@ pub async fn bulk(service: Arc<WriteService>, request: RestRequest) -> Result<Re
         .filter(|r| !r.is_empty())
         .map(String::from);
     let default_pipeline = request.param("pipeline").map(String::from);
+    let require_alias = request.param_bool("require_alias", false)?;
     let body = request.body.clone();
     let ingest = service.clone();
     service
@@ -461,12 +484,23 @@ pub async fn bulk(service: Arc<WriteService>, request: RestRequest) -> Result<Re
             move || {
                 let parsed =
                     parse_bulk(&body, default_index.as_deref(), default_routing.as_deref())?;
-                operations(parsed, &ingest, default_pipeline.as_deref())
+                operations(parsed, &ingest, default_pipeline.as_deref(), require_alias)
             },
             options,
             move |context, ran| render_bulk(started, context, ran),
         )
         .await
+}
+
+/// A write with `require_alias` to a name that is no alias (OpenSearch's 404).
+pub fn not_an_alias(name: &str) -> Error {
+    Error::new(
+        "index_not_found_exception",
+        404,
+        format!("no such index [{name}] and [require_alias] request flag is [true] and [{name}] is not an alias"),
+    )
+    .with_meta("index", name)
+    .with_meta("index_uuid", "_na_")
 }
 
 /// The answer of a write a `drop` processor dropped: a noop that reached no copy, with
@@ -513,12 +547,29 @@ fn operations(
     parsed: Vec<ParsedItem>,
     service: &WriteService,
     default_pipeline: Option<&str>,
+    default_require_alias: bool,
 ) -> Result<(Vec<Operation>, BulkContext)> {
     let mut kinds = Vec::with_capacity(parsed.len());
     let mut items = Vec::with_capacity(parsed.len());
     let mut early: Vec<Early> = Vec::with_capacity(parsed.len());
-    for (index, write, kind, id, pipeline) in parsed {
+    for item in parsed {
+        let ParsedItem {
+            index,
+            write,
+            kind,
+            id,
+            pipeline,
+            require_alias,
+        } = item;
         kinds.push((kind, index.clone(), id));
+        let write = match write {
+            Ok(_)
+                if require_alias.unwrap_or(default_require_alias) && !service.is_alias(&index) =>
+            {
+                Err(not_an_alias(&index))
+            }
+            other => other,
+        };
         match write {
             Ok(write) => {
                 let pipeline = pipeline.or_else(|| default_pipeline.map(String::from));
@@ -683,12 +734,12 @@ mod tests {
         let body = b"{\"index\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{\"x\":1}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"2\"}}\n{\"update\":{\"_id\":\"3\"}}\n{\"doc\":{\"y\":2}}\n{\"create\":{\"_index\":\"b\"}\n{\"z\":3}\n";
         let items = parse_bulk(&Bytes::from_static(body), Some("dflt"), None).unwrap();
         assert_eq!(items.len(), 4);
-        assert_eq!(items[0].0, "a");
-        assert_eq!(items[2].0, "dflt");
-        assert!(matches!(items[1].1, Ok(DocWrite::Delete { .. })));
-        assert!(matches!(items[2].1, Ok(DocWrite::Update(_))));
+        assert_eq!(items[0].index, "a");
+        assert_eq!(items[2].index, "dflt");
+        assert!(matches!(items[1].write, Ok(DocWrite::Delete { .. })));
+        assert!(matches!(items[2].write, Ok(DocWrite::Update(_))));
         assert!(
-            matches!(&items[3].1, Ok(DocWrite::Index { id: None, conditions, .. }) if conditions.create_only)
+            matches!(&items[3].write, Ok(DocWrite::Index { id: None, conditions, .. }) if conditions.create_only)
         );
     }
 

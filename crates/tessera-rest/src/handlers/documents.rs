@@ -120,6 +120,7 @@ pub async fn index(service: Arc<WriteService>, request: RestRequest) -> Result<R
         conditions: conditions(&request, create)?,
     };
     let index_name = request.path_param("index").to_string();
+    check_require_alias(&service, &request, &index_name)?;
     let operation = Operation {
         index: index_name,
         write,
@@ -152,9 +153,18 @@ pub async fn delete(service: Arc<WriteService>, request: RestRequest) -> Result<
     write_one(service, &request, write, index_name).await
 }
 
+/// `require_alias=true`: the target must be an alias.
+fn check_require_alias(service: &WriteService, request: &RestRequest, name: &str) -> Result<()> {
+    if request.param_bool("require_alias", false)? && !service.is_alias(name) {
+        return Err(super::bulk::not_an_alias(name));
+    }
+    Ok(())
+}
+
 /// `POST /{index}/_update/{id}`.
 pub async fn update(service: Arc<WriteService>, request: RestRequest) -> Result<RestResponse> {
     let index_name = request.path_param("index").to_string();
+    check_require_alias(&service, &request, &index_name)?;
     let body = if request.has_body() {
         request.body.clone()
     } else {
