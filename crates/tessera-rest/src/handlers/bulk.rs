@@ -301,6 +301,7 @@ fn general_action(
 }
 
 /// One parsed bulk item.
+#[derive(Debug)]
 pub struct ParsedItem {
     pub index: String,
     /// The write, or why the item could not be read (which fails that item alone).
