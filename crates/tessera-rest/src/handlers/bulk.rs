@@ -773,7 +773,7 @@ mod tests {
         )
         .unwrap();
         assert!(
-            items[0].1.is_err(),
+            items[0].write.is_err(),
             "an unsupported update fails its item only"
         );
     }
