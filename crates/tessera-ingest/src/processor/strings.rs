@@ -45,6 +45,34 @@ impl Target {
             Ok(value) => Ok(Some(value.clone())),
         }
     }
+
+    /// Rewrites the field's string (or each string of its list) with `apply` into the target
+    /// field; any other value is OpenSearch's cast error.
+    fn map_strings(&self, doc: &mut IngestDocument, apply: impl Fn(&str) -> String) -> Outcome {
+        let Some(value) = self.read(doc)? else {
+            return Ok(Flow::Continue);
+        };
+        let field = &self.field;
+        let out = match &value {
+            Value::String(s) => Value::String(apply(s)),
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|item| match item {
+                        Value::String(s) => Ok(Value::String(apply(s))),
+                        other => Err(Error::illegal_argument(format!(
+                            "value [{}] of type [{}] in list field [{field}] cannot be cast to [java.lang.String]",
+                            java_string(other),
+                            java_type(other)
+                        ))),
+                    })
+                    .collect::<Result<_>>()?,
+            ),
+            other => return Err(not_a_string(field, other).into()),
+        };
+        doc.set(&self.target, out)?;
+        Ok(Flow::Continue)
+    }
 }
 
 fn not_a_string(field: &str, value: &Value) -> Error {
@@ -93,29 +121,7 @@ impl Case {
 
 impl Processor for Case {
     fn execute(&self, doc: &mut IngestDocument, _: &mut Exec<'_>) -> Outcome {
-        let Some(value) = self.target.read(doc)? else {
-            return Ok(Flow::Continue);
-        };
-        let field = &self.target.field;
-        let out = match &value {
-            Value::String(s) => Value::String(self.apply(s)),
-            Value::Array(items) => Value::Array(
-                items
-                    .iter()
-                    .map(|item| match item {
-                        Value::String(s) => Ok(Value::String(self.apply(s))),
-                        other => Err(Error::illegal_argument(format!(
-                            "value [{}] of type [{}] in list field [{field}] cannot be cast to [java.lang.String]",
-                            java_string(other),
-                            java_type(other)
-                        ))),
-                    })
-                    .collect::<Result<_>>()?,
-            ),
-            other => return Err(not_a_string(field, other).into()),
-        };
-        doc.set(&self.target.target, out)?;
-        Ok(Flow::Continue)
+        self.target.map_strings(doc, |s| self.apply(s))
     }
 }
 
@@ -289,29 +295,7 @@ impl Gsub {
 
 impl Processor for Gsub {
     fn execute(&self, doc: &mut IngestDocument, _: &mut Exec<'_>) -> Outcome {
-        let Some(value) = self.target.read(doc)? else {
-            return Ok(Flow::Continue);
-        };
-        let field = &self.target.field;
-        let out = match &value {
-            Value::String(s) => Value::String(self.apply(s)),
-            Value::Array(items) => Value::Array(
-                items
-                    .iter()
-                    .map(|item| match item {
-                        Value::String(s) => Ok(Value::String(self.apply(s))),
-                        other => Err(Error::illegal_argument(format!(
-                            "value [{}] of type [{}] in list field [{field}] cannot be cast to [java.lang.String]",
-                            java_string(other),
-                            java_type(other)
-                        ))),
-                    })
-                    .collect::<Result<_>>()?,
-            ),
-            other => return Err(not_a_string(field, other).into()),
-        };
-        doc.set(&self.target.target, out)?;
-        Ok(Flow::Continue)
+        self.target.map_strings(doc, |s| self.apply(s))
     }
 }
 
