@@ -982,10 +982,7 @@ impl IndexService {
         };
         // a mapping that changes (by `PUT _mapping` or dynamic mapping) changes metadata
         crate::blocks::check(current, BlockLevel::MetadataWrite)?;
-        let Some(next) = self.sink(current, next)? else {
-            return Ok(());
-        };
-        self.install(next)
+        self.decide_and_install(current, next).map(|_| ())
     }
 
     /// `PUT _settings` with dynamic settings only.
@@ -1000,10 +997,7 @@ impl IndexService {
         let Some(next) = current.with_settings(update) else {
             return Ok(());
         };
-        let Some(next) = self.sink(&current, next)? else {
-            return Ok(());
-        };
-        self.install(next)
+        self.decide_and_install(&current, next).map(|_| ())
     }
 
     /// Opens or closes the index (its metadata: a closed index refuses reads and writes).
@@ -1014,11 +1008,7 @@ impl IndexService {
         let Some(next) = current.with_closed(closed) else {
             return Ok(false);
         };
-        let Some(next) = self.sink(&current, next)? else {
-            return Ok(false);
-        };
-        self.install(next)?;
-        Ok(true)
+        self.decide_and_install(&current, next)
     }
 
     /// Replaces the index's aliases (a single node's `_aliases`: a cluster's manager decides
@@ -1029,10 +1019,17 @@ impl IndexService {
         let Some(next) = current.with_aliases(aliases) else {
             return Ok(());
         };
-        let Some(next) = self.sink(&current, next)? else {
-            return Ok(());
+        self.decide_and_install(&current, next).map(|_| ())
+    }
+
+    /// Hands a change of the metadata to the sink and installs what it decided (under the
+    /// mapping lock); whether anything newer was installed.
+    fn decide_and_install(&self, current: &IndexMetadata, next: IndexMetadata) -> Result<bool> {
+        let Some(next) = self.sink(current, next)? else {
+            return Ok(false);
         };
-        self.install(next)
+        self.install(next)?;
+        Ok(true)
     }
 
     /// Persists `next` and makes it the index's metadata (under the mapping lock).
