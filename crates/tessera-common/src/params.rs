@@ -53,6 +53,19 @@ impl ParamMap for BTreeMap<String, String> {
     }
 }
 
+/// The strings of a JSON array (anything else, and non-string elements, are left out): how a
+/// node report reads the lists its parameters carry.
+pub fn json_strings(value: &serde_json::Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,5 +100,12 @@ mod tests {
         );
         assert_eq!(p.param_time("t").unwrap(), Some(Duration::from_secs(2)));
         assert_eq!(p.param_time("none").unwrap(), None);
+    }
+
+    #[test]
+    fn json_strings_keeps_the_strings_of_an_array() {
+        let value = serde_json::json!(["a", 1, "b", null]);
+        assert_eq!(json_strings(&value), ["a", "b"]);
+        assert!(json_strings(&serde_json::json!("a")).is_empty());
     }
 }

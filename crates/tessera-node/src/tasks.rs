@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use tessera_common::params::json_strings;
 use tessera_common::{Error, Result};
 
 use crate::Node;
@@ -362,30 +363,19 @@ impl Drop for TaskGuard {
     }
 }
 
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Answers the task reports ([`LIST`], [`GET`], [`CANCEL`]) for this node.
 pub fn run_report(node: &Node, report: &str, params: &Value) -> Result<Value> {
     let tasks = &node.tasks;
     match report {
         LIST => Ok(Value::Array(tasks.list(
-            &strings(&params["actions"]),
+            &json_strings(&params["actions"]),
             params["detailed"].as_bool().unwrap_or(false),
         ))),
         GET => tasks.get(params["id"].as_u64().unwrap_or(0)),
         CANCEL => match params["id"].as_u64() {
             Some(id) => tasks.cancel(id).map(|info| Value::Array(vec![info])),
             None => Ok(Value::Array(
-                tasks.cancel_matching(&strings(&params["actions"])),
+                tasks.cancel_matching(&json_strings(&params["actions"])),
             )),
         },
         RETHROTTLE => {

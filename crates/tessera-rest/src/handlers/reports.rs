@@ -8,6 +8,7 @@ use std::sync::{Arc, Weak};
 
 use serde_json::{json, Map, Value};
 use tessera_cluster::DiscoveryNode;
+use tessera_common::params::json_strings;
 use tessera_common::{Error, Result};
 use tessera_index::IndexService;
 use tessera_node::coordination::recovery_state::{RecoveryState, RecoveryType, Stage};
@@ -58,25 +59,7 @@ pub fn install(node: &Arc<Node>) {
 }
 
 fn uuids(params: &Value) -> Vec<String> {
-    params["index_uuids"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    json_strings(&params["index_uuids"])
 }
 
 async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
@@ -87,8 +70,8 @@ async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
             node.pools
                 .management
                 .run(move || {
-                    let metrics = strings(&params["metrics"]);
-                    let index_metrics = strings(&params["index_metrics"]);
+                    let metrics = json_strings(&params["metrics"]);
+                    let index_metrics = json_strings(&params["index_metrics"]);
                     let metrics: Vec<&str> = metrics.iter().map(String::as_str).collect();
                     let index_metrics: Vec<&str> =
                         index_metrics.iter().map(String::as_str).collect();
