@@ -35,6 +35,14 @@ impl TemplateKind {
         }
     }
 
+    /// What OpenSearch's messages call this kind.
+    fn noun(self) -> &'static str {
+        match self {
+            TemplateKind::Component => "component template",
+            _ => "index template",
+        }
+    }
+
     fn missing(self, name: &str) -> Error {
         Error::new(
             "index_template_missing_exception",
@@ -408,12 +416,9 @@ impl TemplateChange {
                 }
                 let key = format!("{}{name}", kind.prefix());
                 if *create && state.custom.contains_key(&key) {
-                    let what = match kind {
-                        TemplateKind::Component => "component template",
-                        _ => "index template",
-                    };
                     return Err(Error::illegal_argument(format!(
-                        "{what} [{name}] already exists"
+                        "{} [{name}] already exists",
+                        kind.noun()
                     )));
                 }
                 let stored = match kind {
@@ -617,14 +622,10 @@ pub fn list(kind: TemplateKind, names: Option<&str>, state: &ClusterState) -> Re
     let selected = select(kind, names, state);
     if selected.is_empty() {
         if let Some(names) = names {
-            let what = match kind {
-                TemplateKind::Component => "component template",
-                _ => "index template",
-            };
             return Err(Error::new(
                 "resource_not_found_exception",
                 404,
-                format!("{what} matching [{names}] not found"),
+                format!("{} matching [{names}] not found", kind.noun()),
             ));
         }
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tessera_common::Result;
+use tessera_index::IndexService;
 use tessera_node::data_streams::{self, DataStream};
 use tessera_node::rollover::RolloverRequest;
 use tessera_node::Node;
@@ -44,17 +45,22 @@ fn selected(node: &Node, request: &RestRequest) -> Result<Vec<DataStream>> {
     data_streams::select(&node.cluster_state(), names)
 }
 
+/// The backing indices of `stream` this node knows.
+fn backing_indices(node: &Node, stream: &DataStream) -> Vec<Arc<IndexService>> {
+    stream
+        .indices
+        .iter()
+        .filter_map(|b| node.index(&b.index_name))
+        .collect()
+}
+
 /// `GET /_data_stream[/{name}]`, each stream with the health of its backing indices.
 pub async fn get(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let streams = selected(&node, &request)?;
     let rendered: Vec<Value> = streams
         .iter()
         .map(|stream| {
-            let indices: Vec<_> = stream
-                .indices
-                .iter()
-                .filter_map(|b| node.index(&b.index_name))
-                .collect();
+            let indices = backing_indices(&node, stream);
             let status = node.health(Some(&indices)).status.as_str().to_uppercase();
             stream.to_json(&status)
         })
@@ -69,11 +75,7 @@ pub async fn stats(node: Arc<Node>, request: RestRequest) -> Result<RestResponse
     let mut rendered = Vec::new();
     let (mut shards, mut total_bytes, mut backing) = (0u64, 0u64, 0u64);
     for stream in &streams {
-        let indices: Vec<_> = stream
-            .indices
-            .iter()
-            .filter_map(|b| node.index(&b.index_name))
-            .collect();
+        let indices = backing_indices(&node, stream);
         let counts = node.shard_counts(indices).await?;
         let bytes: u64 = counts.values().map(|c| c.store_bytes).sum();
         shards += counts.len() as u64;
