@@ -22,6 +22,6 @@ pub use meta_store::{
 };
 pub use state::{ClusterState, DiscoveryNode, IndexRouting, IndexState, ShardRouting, ShardState};
 pub use transport::{
-    register_search_handlers, Handlers, RemoteShard, RequestContext, TransportClient,
-    TransportServer,
+    register_search_handlers, Handlers, ReceivingRuns, RemoteShard, RequestContext,
+    TransportClient, TransportServer,
 };

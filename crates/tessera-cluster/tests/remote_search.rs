@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tessera_cluster::transport::{
-    register_search_handlers, Handlers, RemoteShard, ServerHandle, ShardLookup, TransportClient,
-    TransportServer,
+    register_search_handlers, Handlers, ReceivingRuns, RemoteShard, ServerHandle, ShardLookup,
+    TransportClient, TransportServer,
 };
 use tessera_common::settings::Settings;
 use tessera_common::threadpool::ThreadPool;
@@ -127,7 +127,7 @@ impl DataNode {
             )) as Arc<dyn ShardSearcher>)
         });
         let mut handlers = Handlers::new();
-        register_search_handlers(&mut handlers, lookup);
+        register_search_handlers(&mut handlers, lookup, ReceivingRuns::new(1));
         let (address, server) =
             TransportServer::bind("127.0.0.1:0".parse().unwrap(), Arc::new(handlers)).unwrap();
         DataNode {

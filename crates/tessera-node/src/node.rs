@@ -247,6 +247,11 @@ pub enum PrimaryTarget {
     Moving(Error),
 }
 
+/// Threads of a cluster member's transport runtime (node-to-node calls, both sides). One of
+/// them at most runs a received shard search itself (`ReceivingRuns`), the other always
+/// serves the wire.
+pub(crate) const TRANSPORT_WORKERS: usize = 2;
+
 /// How long a node started with `--etcd` waits for etcd to answer before it gives up.
 const ETCD_CONNECT_WAIT: Duration = Duration::from_secs(60);
 
@@ -393,7 +398,7 @@ impl Node {
                     store.as_ref(),
                 )?;
                 let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
+                    .worker_threads(TRANSPORT_WORKERS)
                     .enable_all()
                     .thread_name("transport")
                     .build()

@@ -380,6 +380,7 @@ impl Phases<'_> {
             parsed: Some(self.search.request.clone()),
             cancelled: Some(self.cancel.clone()),
             coordinator: None,
+            run_on_receiving_thread: false,
             reader: self.search.readers.for_shard(shard_index),
             alias_filter: self.groups[shard_index].alias_filter.clone(),
         }

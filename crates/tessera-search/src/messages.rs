@@ -115,6 +115,11 @@ pub struct ShardSearchRequest {
     /// node coordinates it). Adaptive replica selection counts a node's coordinators.
     #[serde(skip)]
     pub coordinator: Option<String>,
+    /// Set by the receiving side of a transport, whose thread is about to wait for the answer
+    /// anyway: the shard runs the request on that thread when the `search` pool has an idle
+    /// thread (see [`crate::shard::LocalShard`]), sparing the hand-over to the pool and back.
+    #[serde(skip)]
+    pub run_on_receiving_thread: bool,
     /// The reader to run on: the shard's current one (none), or a pinned one (a scroll, a
     /// point in time).
     pub reader: Option<ReaderUse>,
@@ -261,6 +266,7 @@ mod tests {
             parsed: Some(Arc::new(SearchRequest::default())),
             cancelled: Some(Arc::new(AtomicBool::new(false))),
             coordinator: None,
+            run_on_receiving_thread: false,
             reader: None,
             alias_filter: None,
         };

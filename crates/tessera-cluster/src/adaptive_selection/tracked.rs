@@ -188,6 +188,7 @@ mod tests {
             parsed: None,
             cancelled: None,
             coordinator: None,
+            run_on_receiving_thread: false,
             reader: None,
             alias_filter: None,
         }

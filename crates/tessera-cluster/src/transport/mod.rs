@@ -27,5 +27,5 @@ pub mod server;
 
 pub use client::{ClientSettings, TransportClient};
 pub use codec::BytesCodec;
-pub use remote_shard::{register_search_handlers, RemoteShard, ShardLookup};
+pub use remote_shard::{register_search_handlers, ReceivingRuns, RemoteShard, ShardLookup};
 pub use server::{Handler, HandlerFuture, Handlers, RequestContext, ServerHandle, TransportServer};

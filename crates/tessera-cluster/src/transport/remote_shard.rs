@@ -8,7 +8,7 @@
 //! The fetch and free-context messages name only a reader context; on the wire they also carry
 //! the shard they are for, so the receiving node finds the copy the same way for every action.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -171,9 +171,51 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Runs a search request on the copy it names, with a cancel flag of this side's own.
+/// How many of the transport's threads may run a shard request themselves at once, instead of
+/// handing it to the `search` pool and waiting (see `ShardSearchRequest::run_on_receiving_thread`):
+/// fewer than the transport runtime has workers, so that a long request run in place never
+/// leaves the node's transport without a thread to read and answer other calls.
+#[derive(Clone)]
+pub struct ReceivingRuns {
+    running: Arc<AtomicUsize>,
+    limit: usize,
+}
+
+impl ReceivingRuns {
+    /// At most `limit` at once (0: every request goes to the pool).
+    pub fn new(limit: usize) -> ReceivingRuns {
+        ReceivingRuns {
+            running: Arc::default(),
+            limit,
+        }
+    }
+
+    /// A place to run one request on this thread, held until the guard drops; none when
+    /// `limit` requests already run in place.
+    fn take(&self) -> Option<ReceivingRun> {
+        self.running
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
+                (running < self.limit).then_some(running + 1)
+            })
+            .ok()
+            .map(|_| ReceivingRun(self.running.clone()))
+    }
+}
+
+/// One place taken from [`ReceivingRuns`].
+struct ReceivingRun(Arc<AtomicUsize>);
+
+impl Drop for ReceivingRun {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Runs a search request on the copy it names, with a cancel flag of this side's own; on this
+/// thread when a place in `runs` is free.
 async fn run_search<Resp: Serialize>(
     shards: &ShardLookup,
+    runs: &ReceivingRuns,
     body: Vec<u8>,
     from_node: Option<String>,
     call: fn(&dyn ShardSearcher, ShardSearchRequest) -> ShardFuture<Resp>,
@@ -183,31 +225,39 @@ async fn run_search<Resp: Serialize>(
     let shard = shards(&request.index_uuid, request.shard_id)?;
     let flag = Arc::new(AtomicBool::new(false));
     let _cancel = CancelOnDrop(flag.clone());
+    let run_here = runs.take();
     let request = ShardSearchRequest {
         cancelled: Some(flag),
         coordinator: from_node,
+        run_on_receiving_thread: run_here.is_some(),
         ..request
     };
-    let answer = call(shard.as_ref(), request).await?;
-    encode(&answer)
+    // held to the end: a copy that is still opening runs the request later, when polled
+    let answer = call(shard.as_ref(), request).await;
+    drop(run_here);
+    encode(&answer?)
 }
 
-/// Installs the receiving side of the four search actions over the copies `shards` finds.
-pub fn register_search_handlers(handlers: &mut Handlers, shards: ShardLookup) {
+/// Installs the receiving side of the four search actions over the copies `shards` finds;
+/// `runs` bounds the requests the transport's threads run themselves.
+pub fn register_search_handlers(handlers: &mut Handlers, shards: ShardLookup, runs: ReceivingRuns) {
     let lookup = shards.clone();
+    let can_match_runs = runs.clone();
     handlers.register(SEARCH_CAN_MATCH, move |body, context| {
         let shards = lookup.clone();
+        let runs = can_match_runs.clone();
         async move {
             let from = context.from_node;
-            run_search(&shards, body, from, |shard, r| shard.can_match(r)).await
+            run_search(&shards, &runs, body, from, |shard, r| shard.can_match(r)).await
         }
     });
     let lookup = shards.clone();
     handlers.register(SEARCH_QUERY, move |body, context| {
         let shards = lookup.clone();
+        let runs = runs.clone();
         async move {
             let from = context.from_node;
-            run_search(&shards, body, from, |shard, r| shard.query(r)).await
+            run_search(&shards, &runs, body, from, |shard, r| shard.query(r)).await
         }
     });
     let lookup = shards.clone();
@@ -243,6 +293,8 @@ mod tests {
     struct Recording {
         events: mpsc::UnboundedSender<String>,
         freed: Mutex<Vec<ReaderContextId>>,
+        /// Each query's `run_on_receiving_thread`, in arrival order.
+        run_here: Mutex<Vec<bool>>,
     }
 
     impl ShardSearcher for Recording {
@@ -263,6 +315,10 @@ mod tests {
         }
         fn query(&self, request: ShardSearchRequest) -> ShardFuture<QuerySearchResult> {
             let events = self.events.clone();
+            self.run_here
+                .lock()
+                .unwrap()
+                .push(request.run_on_receiving_thread);
             Box::pin(async move {
                 let flag = request
                     .cancelled
@@ -322,6 +378,7 @@ mod tests {
             parsed: None,
             cancelled: None,
             coordinator: None,
+            run_on_receiving_thread: false,
             reader: None,
             alias_filter: None,
         }
@@ -332,6 +389,7 @@ mod tests {
         let shard = Arc::new(Recording {
             events,
             freed: Mutex::new(Vec::new()),
+            run_here: Mutex::new(Vec::new()),
         });
         let held = shard.clone();
         let mut handlers = Handlers::new();
@@ -348,6 +406,7 @@ mod tests {
                     ))
                 }
             }),
+            ReceivingRuns::new(1),
         );
         let (address, server) =
             TransportServer::bind("127.0.0.1:0".parse().unwrap(), Arc::new(handlers)).unwrap();
@@ -438,5 +497,32 @@ mod tests {
             event.expect("the remote flag was never set").as_deref(),
             Some("cancelled")
         );
+    }
+
+    #[tokio::test]
+    async fn one_query_at_a_time_runs_on_the_receiving_thread() {
+        let (remote, shard, mut seen) = serve().await;
+        // a query that never ends holds the only place
+        let waiting = tokio::spawn(remote.query(request("wait", None)));
+        let event = tokio::time::timeout(Duration::from_secs(5), seen.recv()).await;
+        assert_eq!(event.unwrap().as_deref(), Some("started"));
+        remote.query(request("{}", None)).await.unwrap();
+        assert_eq!(*shard.run_here.lock().unwrap(), [true, false]);
+        // given up, it frees the place for the next one
+        waiting.abort();
+        let event = tokio::time::timeout(Duration::from_secs(5), seen.recv()).await;
+        assert_eq!(event.unwrap().as_deref(), Some("cancelled"));
+        remote.query(request("{}", None)).await.unwrap();
+        assert_eq!(*shard.run_here.lock().unwrap(), [true, false, true]);
+    }
+
+    #[test]
+    fn receiving_runs_are_bounded_and_given_back() {
+        let runs = ReceivingRuns::new(2);
+        let (a, b) = (runs.take(), runs.take());
+        assert!(a.is_some() && b.is_some() && runs.take().is_none());
+        drop(a);
+        assert!(runs.take().is_some());
+        assert!(ReceivingRuns::new(0).take().is_none());
     }
 }

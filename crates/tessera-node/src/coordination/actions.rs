@@ -10,7 +10,8 @@ use std::sync::{Arc, OnceLock, Weak};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tessera_cluster::transport::{
-    register_search_handlers, Handlers, RequestContext, ServerHandle, TransportServer,
+    register_search_handlers, Handlers, ReceivingRuns, RequestContext, ServerHandle,
+    TransportServer,
 };
 use tessera_common::{Error, Result};
 use tessera_index::IndexService;
@@ -330,6 +331,7 @@ pub(crate) fn bind_transport(
             let node = node_of(&searcher)?;
             local_shard(&node, index_uuid, shard)
         }),
+        ReceivingRuns::new(crate::node::TRANSPORT_WORKERS - 1),
     );
     let _runtime = runtime.enter();
     TransportServer::bind(address, Arc::new(handlers))
