@@ -321,7 +321,26 @@ impl Error {
 
     /// A failure of the engine itself (I/O, corrupt data, a bug): status 500.
     pub fn internal(context: impl fmt::Display, cause: impl fmt::Display) -> Self {
+        let cause = cause.to_string();
+        if let Some(carried) = Error::carried_in(&cause) {
+            return carried;
+        }
         Error::new("exception", 500, format!("failed to {context}: {cause}"))
+    }
+
+    /// This error as text another library's error can carry (a tantivy `Weight` answers with
+    /// tantivy's errors only): [`Error::internal`] of that error gives this one back, so a
+    /// query that fails the shard for a reason of its own (a function score that cannot score
+    /// a document) answers with its own error, not a generic 500.
+    pub fn to_carried_text(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_default();
+        format!("{CARRIED_OPEN}{json}{CARRIED_CLOSE}")
+    }
+
+    fn carried_in(text: &str) -> Option<Error> {
+        let start = text.find(CARRIED_OPEN)? + CARRIED_OPEN.len();
+        let end = start + text[start..].find(CARRIED_CLOSE)?;
+        serde_json::from_str(&text[start..end]).ok()
     }
 }
 
@@ -354,6 +373,11 @@ impl fmt::Display for Error {
         Ok(())
     }
 }
+
+/// The marks around an error carried in another library's error text (see
+/// [`Error::to_carried_text`]).
+const CARRIED_OPEN: &str = "<<tessera error ";
+const CARRIED_CLOSE: &str = " tessera error>>";
 
 impl std::error::Error for Error {}
 
@@ -456,6 +480,21 @@ pub fn json_token(value: &serde_json::Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_carried_in_another_errors_text_comes_back_whole() {
+        let error = Error::illegal_argument("negative score").caused_by(Error::parsing("x"));
+        let foreign = format!(
+            "An invalid argument was passed: '{}'",
+            error.to_carried_text()
+        );
+        assert_eq!(Error::internal("create a scorer", foreign), error);
+        let plain = Error::internal("create a scorer", "disk on fire");
+        assert_eq!(
+            (plain.status(), plain.reason()),
+            (500, "failed to create a scorer: disk on fire")
+        );
+    }
 
     #[test]
     fn errors_round_trip_through_a_binary_encoding() {

@@ -123,6 +123,8 @@ pub enum QueryAst {
         negative_boost: f32,
         boost: f32,
     },
+    /// `function_score`: the query's score combined with functions of each document.
+    FunctionScore(Box<FunctionScoreQuery>),
     /// Lowered into the other variants by `query_string::lower` once fields are known.
     QueryString(QueryStringQuery),
     /// Lowered into the other variants by `query_string::lower_simple` once fields are known.
@@ -154,6 +156,7 @@ impl QueryAst {
             QueryAst::GeoDistance { .. } => "geo_distance",
             QueryAst::GeoBoundingBox { .. } => "geo_bounding_box",
             QueryAst::Boosting { .. } => "boosting",
+            QueryAst::FunctionScore(_) => "function_score",
             QueryAst::QueryString(_) => "query_string",
             QueryAst::SimpleQueryString(_) => "simple_query_string",
         }
@@ -457,6 +460,108 @@ impl SimpleQueryStringQuery {
             boost: 1.0,
         }
     }
+}
+
+/// A `function_score` query (OpenSearch's `FunctionScoreQuery`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FunctionScoreQuery {
+    pub query: QueryAst,
+    pub functions: Vec<FilterFunction>,
+    pub score_mode: FunctionScoreMode,
+    pub boost_mode: FunctionBoostMode,
+    /// The most the functions' combined score may be.
+    pub max_boost: f32,
+    /// Documents scoring less (before `boost`) do not match.
+    pub min_score: Option<f32>,
+    pub boost: f32,
+}
+
+/// One of a `function_score`'s functions: it applies to the documents its filter matches (all
+/// without one), its score multiplied by its weight.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FilterFunction {
+    pub filter: Option<QueryAst>,
+    pub weight: Option<f32>,
+    pub function: ScoreFunction,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ScoreFunction {
+    /// Only a weight: the function's score is the weight.
+    Weight,
+    /// `modifier(factor × the field's value)`.
+    FieldValueFactor {
+        field: String,
+        factor: f64,
+        modifier: FieldValueModifier,
+        missing: Option<f64>,
+    },
+    /// `gauss`, `exp` or `linear` decay with the distance of the field's value from an origin.
+    Decay(Box<DecayFunction>),
+}
+
+/// A decay function; origin, scale and offset are read with the field's type when compiled.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecayFunction {
+    pub curve: DecayCurve,
+    pub field: String,
+    pub origin: Option<Value>,
+    pub scale: Option<Value>,
+    pub offset: Option<Value>,
+    pub decay: f64,
+    pub multi_value_mode: MultiValueMode,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FieldValueModifier {
+    None,
+    Log,
+    Log1p,
+    Log2p,
+    Ln,
+    Ln1p,
+    Ln2p,
+    Square,
+    Sqrt,
+    Reciprocal,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DecayCurve {
+    Gauss,
+    Exp,
+    Linear,
+}
+
+/// Which distance of a multi-valued field's values a decay function takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MultiValueMode {
+    Min,
+    Max,
+    Avg,
+    Sum,
+}
+
+/// How the scores of the functions that apply to a document combine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FunctionScoreMode {
+    Multiply,
+    Sum,
+    Avg,
+    First,
+    Max,
+    Min,
+}
+
+/// How the functions' score combines with the query's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FunctionBoostMode {
+    Multiply,
+    Replace,
+    Sum,
+    Avg,
+    Max,
+    Min,
 }
 
 #[cfg(test)]

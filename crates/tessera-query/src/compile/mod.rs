@@ -11,6 +11,7 @@ mod column_set;
 mod covering_range;
 mod field_stats;
 mod full_text;
+mod function_score;
 mod fuzzy_terms;
 pub use fuzzy_terms::DEFAULT_MAX_EXPANSIONS;
 mod geo;
@@ -353,6 +354,9 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
                 *negative_boost,
             );
             Ok(boosted(Box::new(query), *boost))
+        }
+        QueryAst::FunctionScore(query) => {
+            Ok(boosted(function_score::compile(ctx, query)?, query.boost))
         }
         QueryAst::DisMax {
             queries,

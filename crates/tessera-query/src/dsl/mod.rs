@@ -13,6 +13,7 @@ pub(crate) use tessera_common::error::json_token as token;
 mod bool_query;
 mod compound;
 mod exists;
+mod function_score;
 mod fuzzy;
 mod geo;
 mod ids;
@@ -39,7 +40,6 @@ const UNSUPPORTED: &[&str] = &[
     "geo_shape",
     "script",
     "script_score",
-    "function_score",
     "more_like_this",
     "percolate",
     "span_term",
@@ -105,6 +105,7 @@ pub fn parse_query(value: &Value) -> Result<QueryAst> {
         "constant_score" => compound::parse_constant_score(body),
         "dis_max" => compound::parse_dis_max(body),
         "boosting" => compound::parse_boosting(body),
+        "function_score" => function_score::parse(body),
         "geo_distance" => geo::parse_distance_query(body),
         "geo_bounding_box" => geo::parse_bounding_box(body),
         "query_string" => query_string::parse(body),
@@ -458,6 +459,7 @@ mod tests {
             ("bool", include_str!("bool_query.rs")),
             ("compound", include_str!("compound.rs")),
             ("exists", include_str!("exists.rs")),
+            ("function_score", include_str!("function_score.rs")),
             ("fuzzy", include_str!("fuzzy.rs")),
             ("geo", include_str!("geo.rs")),
             ("ids", include_str!("ids.rs")),
