@@ -378,6 +378,9 @@ pub struct ShardFailure {
     pub attempts: u32,
     /// The copy is a replica: it is opened again as one.
     pub replica: bool,
+    /// Opening the directory again cannot heal it (a resized shard whose first commit could
+    /// not be built: its empty directory would open as an empty shard).
+    pub permanent: bool,
 }
 
 impl ShardFailure {
@@ -387,15 +390,17 @@ impl ShardFailure {
             at_millis: tessera_common::time::now_millis(),
             attempts,
             replica: false,
+            permanent: false,
         }
     }
 
     /// Damaged files do not heal by themselves; anything else (a full disk, an I/O error) may.
     pub fn retryable(&self) -> bool {
-        !matches!(
-            self.error.kind(),
-            "translog_corrupted_exception" | "corrupt_index_exception"
-        )
+        !self.permanent
+            && !matches!(
+                self.error.kind(),
+                "translog_corrupted_exception" | "corrupt_index_exception"
+            )
     }
 
     /// The wait before the next attempt to open the shard: 1 s doubling to 30 s.
@@ -634,6 +639,44 @@ impl IndexService {
     /// `Shard::apply_checkpoint`.
     pub fn allocate_replica(&self, id: u32) -> ShardSlot {
         self.allocate_copy(id, true)
+    }
+
+    /// [`IndexService::allocate_shard`] for a primary whose first commit `prepare` writes into
+    /// its shard directory when the directory holds none yet (a resized index's shard, built
+    /// from its source's segments). When `prepare` fails the copy fails for good.
+    pub fn allocate_prepared_shard(
+        &self,
+        id: u32,
+        prepare: impl FnOnce(&Path) -> Result<()>,
+    ) -> ShardSlot {
+        {
+            let slots = self.shards.read().unwrap();
+            if !matches!(slots.get(id as usize), Some(ShardSlot::Unallocated)) {
+                drop(slots);
+                return self.allocate_copy(id, false);
+            }
+        }
+        let shard_path = self.path.join(id.to_string());
+        if shard_path.join("index").exists() {
+            return self.allocate_copy(id, false);
+        }
+        if let Err(error) = prepare(&shard_path) {
+            eprintln!(
+                "[{}][{id}] cannot build the shard from its source: {error}",
+                self.name()
+            );
+            let slot = ShardSlot::Failed(ShardFailure {
+                permanent: true,
+                ..ShardFailure::new(error, 0)
+            });
+            if let Some(current) = self.shards.write().unwrap().get_mut(id as usize) {
+                if matches!(current, ShardSlot::Unallocated) {
+                    *current = slot.clone();
+                }
+            }
+            return slot;
+        }
+        self.allocate_copy(id, false)
     }
 
     fn allocate_copy(&self, id: u32, replica: bool) -> ShardSlot {
