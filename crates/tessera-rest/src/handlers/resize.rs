@@ -116,7 +116,7 @@ mod tests {
             parse_body(Some(serde_json::from_slice(raw).unwrap()), raw).unwrap();
         assert_eq!(settings.get_str("index.number_of_shards"), Some("2"));
         assert!(aliases.contains_key("a"));
-        let raw = br#"{"settings":{}, "mappings":{}}"#;
+        let raw = br#"{"settings":{},"mappings":{}}"#;
         let error = parse_body(Some(serde_json::from_slice(raw).unwrap()), raw).unwrap_err();
         assert_eq!(
             error.reason(),
