@@ -649,50 +649,54 @@ impl IndexService {
         id: u32,
         prepare: impl FnOnce(&Path) -> Result<()>,
     ) -> ShardSlot {
-        {
-            let slots = self.shards.read().unwrap();
-            if !matches!(slots.get(id as usize), Some(ShardSlot::Unallocated)) {
-                drop(slots);
-                return self.allocate_copy(id, false);
-            }
-        }
-        let shard_path = self.path.join(id.to_string());
-        if shard_path.join("index").exists() {
-            return self.allocate_copy(id, false);
-        }
-        if let Err(error) = prepare(&shard_path) {
-            eprintln!(
-                "[{}][{id}] cannot build the shard from its source: {error}",
-                self.name()
-            );
-            let slot = ShardSlot::Failed(ShardFailure {
-                permanent: true,
-                ..ShardFailure::new(error, 0)
-            });
-            if let Some(current) = self.shards.write().unwrap().get_mut(id as usize) {
-                if matches!(current, ShardSlot::Unallocated) {
-                    *current = slot.clone();
-                }
-            }
+        // claimed first: the routing may ask again (a later cluster state) while it builds
+        if let Some(slot) = self.claim(id) {
             return slot;
         }
-        self.allocate_copy(id, false)
+        let shard_path = self.path.join(id.to_string());
+        if !shard_path.join("index").exists() {
+            if let Err(error) = prepare(&shard_path) {
+                eprintln!(
+                    "[{}][{id}] cannot build the shard from its source: {error}",
+                    self.name()
+                );
+                let slot = ShardSlot::Failed(ShardFailure {
+                    permanent: true,
+                    ..ShardFailure::new(error, 0)
+                });
+                self.shards.write().unwrap()[id as usize] = slot.clone();
+                return slot;
+            }
+        }
+        self.open_claimed(id, false)
+    }
+
+    /// Marks the unallocated slot `id` initializing (this caller opens it); answers the slot as
+    /// it is when it is not unallocated.
+    fn claim(&self, id: u32) -> Option<ShardSlot> {
+        let mut slots = self.shards.write().unwrap();
+        match slots.get(id as usize) {
+            Some(ShardSlot::Unallocated) => {
+                slots[id as usize] = ShardSlot::Initializing;
+                None
+            }
+            Some(slot) => Some(slot_view(slot)),
+            None => Some(ShardSlot::Failed(ShardFailure::new(
+                Error::illegal_state(format!("[{}] has no shard [{id}]", self.name())),
+                0,
+            ))),
+        }
     }
 
     fn allocate_copy(&self, id: u32, replica: bool) -> ShardSlot {
-        {
-            let mut slots = self.shards.write().unwrap();
-            match slots.get(id as usize) {
-                Some(ShardSlot::Unallocated) => slots[id as usize] = ShardSlot::Initializing,
-                Some(slot) => return slot_view(slot),
-                None => {
-                    return ShardSlot::Failed(ShardFailure::new(
-                        Error::illegal_state(format!("[{}] has no shard [{id}]", self.name())),
-                        0,
-                    ))
-                }
-            }
+        match self.claim(id) {
+            Some(slot) => slot,
+            None => self.open_claimed(id, replica),
         }
+    }
+
+    /// Opens the copy of shard `id` whose slot this caller claimed.
+    fn open_claimed(&self, id: u32, replica: bool) -> ShardSlot {
         let metadata = self.metadata();
         let slot = open_shard(&self.path, &metadata, &self.resources, id, 0, replica);
         if self.deleted.load(std::sync::atomic::Ordering::Acquire) {

@@ -263,6 +263,37 @@ fn a_cluster_resizes_where_the_source_copies_lie() {
         );
     }
     write_to(cluster.node(2), "src-split");
+    // a target's replicas recover from its primary as any replica does
+    let answer = other
+        .post(
+            "/src/_split/src-split-replicated",
+            &json!({"settings": {"index.number_of_shards": 4, "index.number_of_replicas": 1}}),
+        )
+        .ok()
+        .json();
+    assert_eq!(answer["acknowledged"], true, "{answer}");
+    let health = other
+        .get("/_cluster/health/src-split-replicated?wait_for_status=green&timeout=30s")
+        .ok()
+        .json();
+    assert_eq!(health["status"], "green", "{health}");
+    assert_eq!(
+        every_doc(cluster.node(2), "src-split-replicated"),
+        every_doc(node, "src")
+    );
+    let on_replicas = other
+        .post(
+            "/src-split-replicated/_search?preference=_replica",
+            &json!({"size": 0, "track_total_hits": true, "aggs": {"sum": {"sum": {"field": "n"}}}}),
+        )
+        .ok()
+        .json();
+    let on_source = summary(node, "src");
+    assert_eq!(on_replicas["hits"]["total"], on_source["total"]);
+    assert_eq!(
+        on_replicas["aggregations"]["sum"],
+        on_source["aggregations"]["sum"]
+    );
     let pending = cluster.node(2).get("/_cluster/pending_tasks").ok().json();
     assert!(pending["tasks"].is_array(), "{pending}");
 }
