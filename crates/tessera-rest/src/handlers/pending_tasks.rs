@@ -8,7 +8,7 @@ use tessera_common::{Error, Result};
 use tessera_node::pending_tasks::{PendingTask, LIST};
 use tessera_node::Node;
 
-use super::recovery::time_value;
+use super::recovery::{duration, time_value};
 use crate::cat_table::{col, render, Cell, Column};
 use crate::request::RestRequest;
 use crate::response::RestResponse;
@@ -70,13 +70,13 @@ pub async fn cat(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> 
         .await?
         .into_iter()
         .map(|task| {
-            vec![
+            Ok(vec![
                 Cell::from(task.insert_order),
-                Cell::from(time_value(task.time_in_queue_millis)),
+                duration(&request, task.time_in_queue_millis)?,
                 Cell::from(task.priority.as_str()),
                 Cell::from(task.source),
-            ]
+            ])
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     render(&request, PENDING_TASKS, rows)
 }
