@@ -338,6 +338,8 @@ def run_scenario(path, base_url=BASE_URL, on_response=None):
     cleanup(scenario, base_url)
     try:
         for i, raw_step in enumerate(scenario["steps"]):
+            if raw_step.get("single_node") and NODES > 1:
+                continue
             step = substitute(raw_step, variables)
             for attempt in range(int(step.get("retries", 0)) + 1):
                 try:

@@ -378,6 +378,9 @@ pub struct ShardFailure {
     pub attempts: u32,
     /// The copy is a replica: it is opened again as one.
     pub replica: bool,
+    /// Opening the directory again cannot heal it (a resized shard whose first commit could
+    /// not be built: its empty directory would open as an empty shard).
+    pub permanent: bool,
 }
 
 impl ShardFailure {
@@ -387,15 +390,17 @@ impl ShardFailure {
             at_millis: tessera_common::time::now_millis(),
             attempts,
             replica: false,
+            permanent: false,
         }
     }
 
     /// Damaged files do not heal by themselves; anything else (a full disk, an I/O error) may.
     pub fn retryable(&self) -> bool {
-        !matches!(
-            self.error.kind(),
-            "translog_corrupted_exception" | "corrupt_index_exception"
-        )
+        !self.permanent
+            && !matches!(
+                self.error.kind(),
+                "translog_corrupted_exception" | "corrupt_index_exception"
+            )
     }
 
     /// The wait before the next attempt to open the shard: 1 s doubling to 30 s.
@@ -636,20 +641,62 @@ impl IndexService {
         self.allocate_copy(id, true)
     }
 
-    fn allocate_copy(&self, id: u32, replica: bool) -> ShardSlot {
-        {
-            let mut slots = self.shards.write().unwrap();
-            match slots.get(id as usize) {
-                Some(ShardSlot::Unallocated) => slots[id as usize] = ShardSlot::Initializing,
-                Some(slot) => return slot_view(slot),
-                None => {
-                    return ShardSlot::Failed(ShardFailure::new(
-                        Error::illegal_state(format!("[{}] has no shard [{id}]", self.name())),
-                        0,
-                    ))
-                }
+    /// [`IndexService::allocate_shard`] for a primary whose first commit `prepare` writes into
+    /// its shard directory when the directory holds none yet (a resized index's shard, built
+    /// from its source's segments). When `prepare` fails the copy fails for good.
+    pub fn allocate_prepared_shard(
+        &self,
+        id: u32,
+        prepare: impl FnOnce(&Path) -> Result<()>,
+    ) -> ShardSlot {
+        // claimed first: the routing may ask again (a later cluster state) while it builds
+        if let Some(slot) = self.claim(id) {
+            return slot;
+        }
+        let shard_path = self.path.join(id.to_string());
+        if !shard_path.join("index").exists() {
+            if let Err(error) = prepare(&shard_path) {
+                eprintln!(
+                    "[{}][{id}] cannot build the shard from its source: {error}",
+                    self.name()
+                );
+                let slot = ShardSlot::Failed(ShardFailure {
+                    permanent: true,
+                    ..ShardFailure::new(error, 0)
+                });
+                self.shards.write().unwrap()[id as usize] = slot.clone();
+                return slot;
             }
         }
+        self.open_claimed(id, false)
+    }
+
+    /// Marks the unallocated slot `id` initializing (this caller opens it); answers the slot as
+    /// it is when it is not unallocated.
+    fn claim(&self, id: u32) -> Option<ShardSlot> {
+        let mut slots = self.shards.write().unwrap();
+        match slots.get(id as usize) {
+            Some(ShardSlot::Unallocated) => {
+                slots[id as usize] = ShardSlot::Initializing;
+                None
+            }
+            Some(slot) => Some(slot_view(slot)),
+            None => Some(ShardSlot::Failed(ShardFailure::new(
+                Error::illegal_state(format!("[{}] has no shard [{id}]", self.name())),
+                0,
+            ))),
+        }
+    }
+
+    fn allocate_copy(&self, id: u32, replica: bool) -> ShardSlot {
+        match self.claim(id) {
+            Some(slot) => slot,
+            None => self.open_claimed(id, replica),
+        }
+    }
+
+    /// Opens the copy of shard `id` whose slot this caller claimed.
+    fn open_claimed(&self, id: u32, replica: bool) -> ShardSlot {
         let metadata = self.metadata();
         let slot = open_shard(&self.path, &metadata, &self.resources, id, 0, replica);
         if self.deleted.load(std::sync::atomic::Ordering::Acquire) {

@@ -7,6 +7,7 @@ pub mod index_queue;
 pub mod index_service;
 pub mod index_settings;
 pub mod replication;
+pub mod resize;
 pub mod schema_change;
 pub mod shard;
 pub mod sorted_columns;

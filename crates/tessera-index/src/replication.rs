@@ -305,7 +305,7 @@ fn check_file_name(name: &str) -> Result<()> {
 }
 
 /// Parses a commit's meta.json (in memory: nothing is read from or written to disk).
-fn parse_meta(meta_json: &[u8]) -> Result<IndexMeta> {
+pub(crate) fn parse_meta(meta_json: &[u8]) -> Result<IndexMeta> {
     let directory = RamDirectory::create();
     directory
         .atomic_write(Path::new(META_FILE), meta_json)
@@ -341,7 +341,7 @@ pub(crate) fn commit_generation(index: &Index) -> Result<u64> {
     Ok(generation_of(&meta))
 }
 
-fn payload_max_seq_no(meta: &IndexMeta) -> Option<u64> {
+pub(crate) fn payload_max_seq_no(meta: &IndexMeta) -> Option<u64> {
     payload(meta).get("max_seq_no").and_then(|n| n.as_u64())
 }
 
@@ -372,7 +372,7 @@ fn table_of_commit(meta: &IndexMeta, schema: &Schema) -> Result<FieldTable> {
 
 /// Every file a commit may name (some, like the `.del` of a segment without deletes, may not
 /// exist), and those it needs.
-fn commit_files(meta: &IndexMeta) -> (BTreeSet<String>, BTreeSet<String>) {
+pub(crate) fn commit_files(meta: &IndexMeta) -> (BTreeSet<String>, BTreeSet<String>) {
     let candidates: BTreeSet<String> = meta
         .list_segment_files()
         .iter()
@@ -516,7 +516,7 @@ fn remove_unreferenced(dir: &Path, keep: &[FileMeta]) -> Result<()> {
 }
 
 /// Writes tantivy's `.managed.json`: the files a writer may garbage-collect once unused.
-fn write_managed<'a>(dir: &Path, files: impl Iterator<Item = &'a str>) -> Result<()> {
+pub(crate) fn write_managed<'a>(dir: &Path, files: impl Iterator<Item = &'a str>) -> Result<()> {
     let managed: BTreeSet<&str> = files.chain([META_FILE]).collect();
     let mut bytes =
         serde_json::to_vec(&managed).map_err(|e| Error::internal("serialise .managed.json", e))?;
@@ -726,6 +726,17 @@ impl Shard {
             let _ = fs::remove_dir_all(self.pins_root().join(oldest.to_string()));
         }
         Ok(checkpoint)
+    }
+
+    /// The shard's latest commit, pinned (see [`Shard::replication_checkpoint`]): the
+    /// directory holding hard links to its files and its `meta.json`, for building another
+    /// shard from them (a resize, [`crate::resize`]).
+    pub fn pinned_commit(&self) -> Result<crate::resize::SourceCommit> {
+        let checkpoint = self.replication_checkpoint()?;
+        Ok(crate::resize::SourceCommit {
+            dir: self.pins_root().join(checkpoint.generation.to_string()),
+            meta_json: checkpoint.meta_json,
+        })
     }
 
     /// Up to `len` bytes at `offset` of file `name` of the pinned checkpoint `generation`

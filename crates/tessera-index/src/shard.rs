@@ -1210,7 +1210,7 @@ pub fn plan_merge_groups(
 }
 
 /// Adds the metadata fields every indexed document carries.
-fn with_meta_fields(
+pub(crate) fn with_meta_fields(
     mut doc: TantivyDocument,
     table: &FieldTable,
     id: &str,

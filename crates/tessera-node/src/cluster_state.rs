@@ -32,6 +32,8 @@ use tessera_common::{Error, Result};
 use tessera_index::index_service::ShardSlot;
 use tessera_index::{IndexMetadata, IndexService};
 
+use crate::pending_tasks::{PendingTasks, Priority};
+
 /// A node's lease: its `nodes/<id>` key and its leadership end this long after its last
 /// keep-alive.
 const LEASE_TTL: Duration = Duration::from_secs(30);
@@ -51,6 +53,8 @@ pub struct ClusterService {
     /// One writer at a time: a store write and the state it publishes go together, so
     /// versions are published in order.
     write: Mutex<()>,
+    /// The updates waiting for (or holding) `write`.
+    pub pending: PendingTasks,
     membership: Mutex<Membership>,
 }
 
@@ -159,6 +163,7 @@ impl ClusterService {
             holder: ClusterStateHolder::new(state),
             local,
             write: Mutex::new(()),
+            pending: PendingTasks::default(),
             membership: Mutex::new(Membership {
                 lease,
                 leader: Some(leader),
@@ -196,7 +201,11 @@ impl ClusterService {
 
     /// A new index: its metadata and routing go to the store, then into the state.
     pub fn index_created(&self, index: &IndexService) -> Result<()> {
-        let _write = self.write.lock().unwrap();
+        let _write = self.pending.take_turn(
+            &self.write,
+            format!("create-index [{}], cause [api]", index.metadata().name),
+            Priority::Urgent,
+        );
         let meta = index.metadata();
         self.store.compare_and_set(
             &index_key(&meta.name),
@@ -232,7 +241,11 @@ impl ClusterService {
     /// leaves the state, and its stored entry, which then names no directory, is dropped when
     /// the node next starts.
     pub fn index_deleted(&self, name: &str) -> Result<()> {
-        let _write = self.write.lock().unwrap();
+        let _write = self.pending.take_turn(
+            &self.write,
+            format!("delete-index [{name}]"),
+            Priority::Urgent,
+        );
         let deleted = self
             .store
             .delete(&index_key(name), Expect::Any)
@@ -247,7 +260,9 @@ impl ClusterService {
     /// `PUT _ingest/pipeline/{id}`: the definition (JSON text, validated) to the store, then
     /// into the state.
     pub fn put_pipeline(&self, id: &str, definition: String) -> Result<()> {
-        let _write = self.write.lock().unwrap();
+        let _write =
+            self.pending
+                .take_turn(&self.write, format!("put-pipeline-{id}"), Priority::Normal);
         let revision =
             self.store
                 .compare_and_set(&pipeline_key(id), Expect::Any, definition.as_bytes(), 0)?;
@@ -258,7 +273,11 @@ impl ClusterService {
 
     /// `DELETE _ingest/pipeline/{id}`: gone from the store, then from the state.
     pub fn delete_pipelines(&self, ids: &[String]) -> Result<()> {
-        let _write = self.write.lock().unwrap();
+        let _write = self.pending.take_turn(
+            &self.write,
+            format!("delete-pipeline-{}", ids.join(",")),
+            Priority::Normal,
+        );
         let mut revision = 0;
         for id in ids {
             revision = self.store.delete(&pipeline_key(id), Expect::Any)?;
@@ -272,7 +291,11 @@ impl ClusterService {
     /// An index's next metadata (a mapping or settings update), before the index installs
     /// it: written to the store (an error fails the update), then published.
     pub fn metadata_changed(&self, next: &IndexMetadata) -> Result<()> {
-        let _write = self.write.lock().unwrap();
+        let _write = self.pending.take_turn(
+            &self.write,
+            format!("update-index-metadata [{}]", next.name),
+            Priority::High,
+        );
         let key = index_key(&next.name);
         let expect = match self.store.get(&key)? {
             Some(kv) => Expect::ModRevision(kv.mod_revision),
@@ -305,7 +328,9 @@ impl ClusterService {
     /// Writes (`Some`) or deletes (`None`) custom documents (templates, …), then publishes
     /// them.
     pub fn custom_changed(&self, docs: Vec<(String, Option<serde_json::Value>)>) -> Result<()> {
-        let _write = self.write.lock().unwrap();
+        let _write =
+            self.pending
+                .take_turn(&self.write, "update-custom-metadata", Priority::Urgent);
         let ops: Vec<TxnOp> = docs
             .iter()
             .map(|(key, doc)| match doc {
@@ -333,7 +358,11 @@ impl ClusterService {
     /// Brings the routing of `index` in line with its shards on this node (a shard started,
     /// failed or recovered); writes and publishes only when something changed.
     pub fn sync_shards(&self, index: &IndexService) -> Result<()> {
-        let _write = self.write.lock().unwrap();
+        let _write = self.pending.take_turn(
+            &self.write,
+            format!("shard-started [{}]", index.metadata().name),
+            Priority::Urgent,
+        );
         let current = self.holder.current();
         let meta = index.metadata();
         let Some(state) = current.index(&meta.name) else {

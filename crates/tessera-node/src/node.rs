@@ -195,7 +195,7 @@ pub struct Node {
     /// Document writes, from parsed operations to per-item results (`crate::write`).
     write: Arc<WriteService>,
     indices: RwLock<BTreeMap<String, Arc<IndexService>>>,
-    create_lock: Mutex<()>,
+    pub(crate) create_lock: Mutex<()>,
     shutdown: AtomicBool,
     /// The node-local reports (`Node::run_report`), installed by the REST layer.
     report_hook: RwLock<Option<ReportHook>>,
@@ -939,20 +939,40 @@ impl Node {
             ClusterMode::Single(cluster) => cluster,
         };
         let _guard = self.create_lock.lock().unwrap();
+        self.create_single(
+            cluster,
+            name,
+            &aliases,
+            |uuid| IndexService::new_metadata(name, uuid, settings, mapping),
+            |_, _| Ok(()),
+        )
+    }
+
+    /// Creates an index on a single node (the create lock held): its metadata made by
+    /// `metadata` for the new uuid, its directory filled by `prepare` before its shards open
+    /// (a resize writes their first commits there).
+    pub(crate) fn create_single(
+        &self,
+        cluster: &Arc<ClusterService>,
+        name: &str,
+        aliases: &Aliases,
+        metadata: impl FnOnce(&str) -> Result<IndexMetadata>,
+        prepare: impl FnOnce(&Path, &IndexMetadata) -> Result<()>,
+    ) -> Result<Arc<IndexService>> {
         if let Some(existing) = self.index(name) {
             return Err(Error::resource_already_exists(
                 name,
                 &existing.metadata().uuid,
             ));
         }
-        crate::aliases::check_new_index(name, &aliases, &self.index_view())?;
+        crate::aliases::check_new_index(name, aliases, &self.index_view())?;
         let uuid = tessera_common::ids::random_uuid();
         let path = indices_dir(&self.config.data_path).join(&uuid);
-        let created =
-            IndexService::new_metadata(name, &uuid, settings, mapping).and_then(|mut meta| {
-                meta.aliases = aliases;
-                IndexService::create_from(&path, meta, &self.config.resources)
-            });
+        let created = metadata(&uuid).and_then(|mut meta| {
+            meta.aliases = aliases.clone();
+            prepare(&path, &meta)?;
+            IndexService::create_from(&path, meta, &self.config.resources)
+        });
         let service = match created {
             Ok(service) => Arc::new(service),
             Err(e) => {

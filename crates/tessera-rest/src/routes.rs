@@ -6,8 +6,8 @@ use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
     aliases, allocation, bulk, by_query, cat, cluster, cluster_stats, data_streams, documents,
-    indices, ingest, msearch, nodes, recovery, resolve, root, scroll, search, segments, stats,
-    tasks, templates,
+    indices, ingest, msearch, nodes, pending_tasks, recovery, resize, resolve, root, scroll,
+    search, segments, stats, tasks, templates,
 };
 use crate::router::Route;
 
@@ -95,6 +95,14 @@ const DELETE: Method = Method::DELETE;
 const HEAD: Method = Method::HEAD;
 
 const TIMEOUTS: [&str; 3] = ["timeout", "master_timeout", "cluster_manager_timeout"];
+/// `_shrink`, `_split`, `_clone`: `copy_settings` may only be true.
+const RESIZE: &[&str] = &[
+    "copy_settings",
+    "wait_for_active_shards",
+    TIMEOUTS[0],
+    TIMEOUTS[1],
+    TIMEOUTS[2],
+];
 const INDEX_READ: &[&str] = &[
     "flat_settings",
     "include_defaults",
@@ -643,6 +651,18 @@ pub fn all() -> Vec<Route> {
         },
         Route {
             methods: &[GET],
+            pattern: "/_cat/pending_tasks",
+            params: CAT_PARAMS,
+            handler: handler!(pending_tasks::cat),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cluster/pending_tasks",
+            params: &["local", TIMEOUTS[1], TIMEOUTS[2]],
+            handler: handler!(pending_tasks::list),
+        },
+        Route {
+            methods: &[GET],
             pattern: "/_cat/cluster_manager",
             params: CAT_PARAMS,
             handler: handler!(cat::cluster_manager),
@@ -1020,6 +1040,24 @@ pub fn all() -> Vec<Route> {
                 TIMEOUTS[2],
             ],
             handler: handler!(indices::open),
+        },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/{index}/_shrink/{target}",
+            params: RESIZE,
+            handler: handler!(resize::shrink),
+        },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/{index}/_split/{target}",
+            params: RESIZE,
+            handler: handler!(resize::split),
+        },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/{index}/_clone/{target}",
+            params: RESIZE,
+            handler: handler!(resize::clone),
         },
         Route {
             methods: &[GET],

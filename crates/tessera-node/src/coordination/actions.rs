@@ -20,7 +20,7 @@ use tessera_search::ShardSearcher;
 
 use super::manager::{
     AliasesUpdate, ClusterSettingsUpdate, CreateIndex, CustomUpdate, MetadataUpdate, PutPipeline,
-    ShardReport,
+    ResizeIndex, ShardReport,
 };
 use super::Coordination;
 use crate::node::Node;
@@ -30,6 +30,8 @@ use crate::write::{ShardWriteRequest, ShardWriteResponse};
 
 /// `PUT /{index}`, decided by the cluster manager.
 pub const CREATE_INDEX: &str = "indices:admin/create";
+/// `_shrink`, `_split`, `_clone`, decided by the cluster manager.
+pub const RESIZE_INDEX: &str = "indices:admin/resize";
 /// `DELETE /{index}`, decided by the cluster manager.
 pub const DELETE_INDICES: &str = "indices:admin/delete";
 /// A mapping or settings update, decided by the cluster manager.
@@ -202,6 +204,12 @@ pub(crate) fn bind_transport(
         &node,
         CREATE_INDEX,
         |_, c, r: CreateIndex| c.manager.create_index(&r),
+    );
+    on_management(
+        &mut handlers,
+        &node,
+        RESIZE_INDEX,
+        |_, c, r: ResizeIndex| c.manager.resize_index(&r),
     );
     on_management(
         &mut handlers,

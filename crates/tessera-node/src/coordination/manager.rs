@@ -25,6 +25,7 @@ use tessera_index::{IndexMetadata, IndexService};
 use tessera_mapping::Mapping;
 
 use super::membership::Membership;
+use crate::pending_tasks::{PendingTasks, Priority};
 
 /// How long a decision waits for the node's state to catch up with the store.
 const CATCH_UP: Duration = Duration::from_secs(10);
@@ -38,6 +39,20 @@ pub struct CreateIndex {
     /// The mapping's JSON.
     pub mapping: String,
     /// The aliases' JSON (`{name: definition}`).
+    pub aliases: String,
+}
+
+/// `_shrink`, `_split`, `_clone` as the manager gets them (checked against the source's shard
+/// count by the node that took the request).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ResizeIndex {
+    pub kind: crate::resize::ResizeType,
+    pub source: String,
+    pub source_uuid: String,
+    pub target: String,
+    /// The request's flat JSON settings (`index.number_of_shards` set).
+    pub settings: String,
+    /// The aliases' JSON.
     pub aliases: String,
 }
 
@@ -111,6 +126,19 @@ pub struct MetadataDecided {
     pub metadata: String,
 }
 
+/// The source a shard report is queued under (OpenSearch's `shard-started` and `shard-failed`).
+fn shard_report_source(report: &ShardReport) -> String {
+    let kind = if report.failure.is_some() {
+        "shard-failed"
+    } else {
+        "shard-started"
+    };
+    format!(
+        "{kind} [{}][{}] on node [{}]",
+        report.index, report.shard, report.node_id
+    )
+}
+
 /// OpenSearch's error for a request that reached a node that does not lead.
 pub fn not_cluster_manager() -> Error {
     Error::new(
@@ -126,6 +154,8 @@ pub struct Manager {
     holder: Arc<ClusterStateHolder>,
     membership: Arc<Membership>,
     decide: Mutex<()>,
+    /// The decisions waiting for (or holding) `decide`.
+    pub pending: PendingTasks,
     /// `cluster.routing.allocation.enable`, as this node last applied the cluster settings.
     allocation: Mutex<AllocationEnable>,
 }
@@ -170,6 +200,7 @@ impl Manager {
             holder,
             membership,
             decide: Mutex::new(()),
+            pending: PendingTasks::default(),
             allocation: Mutex::new(AllocationEnable::All),
         }
     }
@@ -190,8 +221,12 @@ impl Manager {
 
     /// One decision: see the module documentation. Returns the revision that holds it (the
     /// current one when there was nothing to write).
-    fn commit(&self, decide: impl FnOnce(&ClusterState) -> Result<Vec<TxnOp>>) -> Result<Revision> {
-        let _one_at_a_time = self.decide.lock().unwrap();
+    fn commit(
+        &self,
+        (source, priority): (String, Priority),
+        decide: impl FnOnce(&ClusterState) -> Result<Vec<TxnOp>>,
+    ) -> Result<Revision> {
+        let _one_at_a_time = self.pending.take_turn(&self.decide, source, priority);
         let fence = self
             .membership
             .leader_key()
@@ -229,26 +264,32 @@ impl Manager {
         meta.aliases =
             tessera_index::aliases::parse_aliases(&parse_json(&request.aliases, "aliases")?)?;
         let name = request.name.clone();
-        let result = self.commit(|state| {
-            if let Some(existing) = state.index(&name) {
-                return Err(Error::resource_already_exists(
-                    &name,
-                    &existing.metadata.uuid,
-                ));
-            }
-            crate::aliases::check_new_index(&name, &meta.aliases, &index_view(state))?;
-            let routing = allocation::new_index_with(
-                state,
-                meta.number_of_shards,
-                meta.number_of_replicas(),
-                meta.creation_date,
-                self.allocation_enable(),
-            );
-            Ok(vec![
-                metadata_op(&meta, Expect::Absent),
-                routing_op(&name, &uuid, routing, Expect::Absent),
-            ])
-        });
+        let result = self.commit(
+            (
+                format!("create-index [{}], cause [api]", request.name),
+                Priority::Urgent,
+            ),
+            |state| {
+                if let Some(existing) = state.index(&name) {
+                    return Err(Error::resource_already_exists(
+                        &name,
+                        &existing.metadata.uuid,
+                    ));
+                }
+                crate::aliases::check_new_index(&name, &meta.aliases, &index_view(state))?;
+                let routing = allocation::new_index_with(
+                    state,
+                    meta.number_of_shards,
+                    meta.number_of_replicas(),
+                    meta.creation_date,
+                    self.allocation_enable(),
+                );
+                Ok(vec![
+                    metadata_op(&meta, Expect::Absent),
+                    routing_op(&name, &uuid, routing, Expect::Absent),
+                ])
+            },
+        );
         match result {
             Err(e) if e.kind() == "concurrent_modification_exception" => {
                 let uuid = self
@@ -263,57 +304,126 @@ impl Manager {
         }
     }
 
+    /// Creates a resized index: its metadata from the source's, each primary on the node that
+    /// holds the started primaries of its source shards (which builds it from them).
+    pub fn resize_index(&self, request: &ResizeIndex) -> Result<Revision> {
+        let settings = Settings::from_json(&parse_json(&request.settings, "settings")?)?;
+        let aliases =
+            tessera_index::aliases::parse_aliases(&parse_json(&request.aliases, "aliases")?)?;
+        let uuid = tessera_common::ids::random_uuid();
+        let resize = crate::resize::ResizeRequest {
+            kind: request.kind,
+            source: request.source.clone(),
+            target: request.target.clone(),
+            settings,
+            aliases,
+        };
+        let target = &request.target;
+        self.commit(
+            (
+                format!("resize-index [{}] into [{target}]", request.source),
+                Priority::Urgent,
+            ),
+            |state| {
+                let source = state
+                    .index(&request.source)
+                    .filter(|index| index.metadata.uuid == request.source_uuid)
+                    .ok_or_else(|| Error::index_not_found(&request.source))?;
+                if let Some(existing) = state.index(target) {
+                    return Err(Error::resource_already_exists(
+                        target,
+                        &existing.metadata.uuid,
+                    ));
+                }
+                crate::aliases::check_new_index(target, &resize.aliases, &index_view(state))?;
+                crate::resize::check_source(&source.metadata)?;
+                let mut meta = crate::resize::target_metadata(&source.metadata, &resize, &uuid)?;
+                meta.aliases = resize.aliases.clone();
+                let nodes = crate::resize::primary_nodes(
+                    request.kind,
+                    &source.metadata,
+                    &source.routing,
+                    meta.number_of_shards,
+                )?;
+                let mut routing = IndexRouting::single_node(
+                    meta.number_of_shards,
+                    meta.number_of_replicas(),
+                    "",
+                    meta.creation_date,
+                );
+                for (table, node) in routing.shards.iter_mut().zip(nodes) {
+                    if let Some(primary) = table.copies.iter_mut().find(|copy| copy.primary) {
+                        primary.node_id = Some(node);
+                    }
+                }
+                Ok(vec![
+                    metadata_op(&meta, Expect::Absent),
+                    routing_op(target, &uuid, routing, Expect::Absent),
+                ])
+            },
+        )
+    }
+
     /// Deletes indices (those already gone are skipped).
     pub fn delete_indices(&self, names: &[String]) -> Result<Revision> {
-        self.commit(|state| {
-            Ok(names
-                .iter()
-                .filter(|name| state.index(name).is_some())
-                .flat_map(|name| {
-                    [index_key(name), routing_key(name)].map(|key| TxnOp::Delete {
-                        key,
-                        expect: Expect::Any,
+        self.commit(
+            (format!("delete-index {names:?}"), Priority::Urgent),
+            |state| {
+                Ok(names
+                    .iter()
+                    .filter(|name| state.index(name).is_some())
+                    .flat_map(|name| {
+                        [index_key(name), routing_key(name)].map(|key| TxnOp::Delete {
+                            key,
+                            expect: Expect::Any,
+                        })
                     })
-                })
-                .collect())
-        })
+                    .collect())
+            },
+        )
     }
 
     /// Merges a mapping or applies a settings update; returns the metadata decided (the
     /// current one when nothing changes) and the revision that holds it.
     pub fn update_metadata(&self, update: &MetadataUpdate) -> Result<MetadataDecided> {
         let mut decided = None;
-        let revision = self.commit(|state| {
-            let index = state
-                .index(&update.index)
-                .filter(|index| index.metadata.uuid == update.index_uuid)
-                .ok_or_else(|| Error::index_not_found(&update.index))?;
-            let current = &index.metadata;
-            let next = match &update.change {
-                MetadataChange::Mapping(json) => {
-                    let mut mapping = (*current.mapping).clone();
-                    mapping.merge_json(&parse_json(json, "mapping")?)?;
-                    current.with_mapping(mapping)?
+        let revision = self.commit(
+            (
+                format!("update-index-metadata [{}]", update.index),
+                Priority::High,
+            ),
+            |state| {
+                let index = state
+                    .index(&update.index)
+                    .filter(|index| index.metadata.uuid == update.index_uuid)
+                    .ok_or_else(|| Error::index_not_found(&update.index))?;
+                let current = &index.metadata;
+                let next = match &update.change {
+                    MetadataChange::Mapping(json) => {
+                        let mut mapping = (*current.mapping).clone();
+                        mapping.merge_json(&parse_json(json, "mapping")?)?;
+                        current.with_mapping(mapping)?
+                    }
+                    MetadataChange::Settings(json) => {
+                        let update = Settings::from_json(&parse_json(json, "settings")?)?;
+                        current.with_settings(&update)
+                    }
+                    MetadataChange::Closed(closed) => current.with_closed(*closed),
+                };
+                let Some(next) = next else {
+                    decided = Some((**current).clone());
+                    return Ok(Vec::new());
+                };
+                let mut ops = vec![metadata_op(&next, Expect::Any)];
+                let mut routing = index.routing.clone();
+                let now = tessera_common::time::now_millis();
+                if routing.set_replica_count(next.number_of_replicas(), now) {
+                    ops.push(routing_op(&next.name, &next.uuid, routing, Expect::Any));
                 }
-                MetadataChange::Settings(json) => {
-                    let update = Settings::from_json(&parse_json(json, "settings")?)?;
-                    current.with_settings(&update)
-                }
-                MetadataChange::Closed(closed) => current.with_closed(*closed),
-            };
-            let Some(next) = next else {
-                decided = Some((**current).clone());
-                return Ok(Vec::new());
-            };
-            let mut ops = vec![metadata_op(&next, Expect::Any)];
-            let mut routing = index.routing.clone();
-            let now = tessera_common::time::now_millis();
-            if routing.set_replica_count(next.number_of_replicas(), now) {
-                ops.push(routing_op(&next.name, &next.uuid, routing, Expect::Any));
-            }
-            decided = Some(next);
-            Ok(ops)
-        })?;
+                decided = Some(next);
+                Ok(ops)
+            },
+        )?;
         let metadata = decided.ok_or_else(|| Error::illegal_state("no metadata decided"))?;
         Ok(MetadataDecided {
             revision,
@@ -325,7 +435,7 @@ impl Manager {
     /// whose aliases change, and those `remove_index` deletes.
     pub fn update_aliases(&self, update: &AliasesUpdate) -> Result<Revision> {
         let actions = crate::aliases::parse_actions(&parse_json(&update.actions, "actions")?)?;
-        self.commit(|state| {
+        self.commit(("index-aliases".to_string(), Priority::Urgent), |state| {
             let change = crate::aliases::apply_actions(&actions, &index_view(state))?;
             let mut ops: Vec<TxnOp> = change
                 .changed
@@ -346,20 +456,25 @@ impl Manager {
 
     /// Puts or deletes custom documents of the state (templates, data streams).
     pub fn update_custom(&self, update: &CustomUpdate) -> Result<Revision> {
-        self.commit(|state| {
-            Ok(update
-                .change
-                .decide(state)?
-                .into_iter()
-                .map(|(key, doc)| match doc {
-                    Some(doc) => put(custom_key(&key), Expect::Any, doc.to_string().into_bytes()),
-                    None => TxnOp::Delete {
-                        key: custom_key(&key),
-                        expect: Expect::Any,
-                    },
-                })
-                .collect())
-        })
+        self.commit(
+            ("update-custom-metadata".to_string(), Priority::Urgent),
+            |state| {
+                Ok(update
+                    .change
+                    .decide(state)?
+                    .into_iter()
+                    .map(|(key, doc)| match doc {
+                        Some(doc) => {
+                            put(custom_key(&key), Expect::Any, doc.to_string().into_bytes())
+                        }
+                        None => TxnOp::Delete {
+                            key: custom_key(&key),
+                            expect: Expect::Any,
+                        },
+                    })
+                    .collect())
+            },
+        )
     }
 
     /// Applies a cluster settings update to the stored settings.
@@ -367,55 +482,67 @@ impl Manager {
         let persistent = Settings::from_json(&parse_json(&update.persistent, "settings")?)?;
         let transient = Settings::from_json(&parse_json(&update.transient, "settings")?)?;
         crate::cluster_settings::ClusterSettings::validate(&persistent, &transient)?;
-        self.commit(|_| {
-            let current = self.store.get(SETTINGS_KEY)?;
-            let next = crate::cluster_settings::ClusterSettings::merged_stored(
-                current.as_ref().map(|kv| kv.value.as_slice()),
-                &persistent,
-                &transient,
-            )?;
-            if current.as_ref().is_some_and(|kv| kv.value == next) {
-                return Ok(Vec::new());
-            }
-            let expect = match &current {
-                Some(kv) => Expect::ModRevision(kv.mod_revision),
-                None => Expect::Absent,
-            };
-            Ok(vec![put(SETTINGS_KEY.to_string(), expect, next)])
-        })
+        self.commit(
+            ("cluster_update_settings".to_string(), Priority::Urgent),
+            |_| {
+                let current = self.store.get(SETTINGS_KEY)?;
+                let next = crate::cluster_settings::ClusterSettings::merged_stored(
+                    current.as_ref().map(|kv| kv.value.as_slice()),
+                    &persistent,
+                    &transient,
+                )?;
+                if current.as_ref().is_some_and(|kv| kv.value == next) {
+                    return Ok(Vec::new());
+                }
+                let expect = match &current {
+                    Some(kv) => Expect::ModRevision(kv.mod_revision),
+                    None => Expect::Absent,
+                };
+                Ok(vec![put(SETTINGS_KEY.to_string(), expect, next)])
+            },
+        )
     }
 
     /// Stores an ingest pipeline (cluster metadata, as OpenSearch keeps pipelines).
     pub fn put_pipeline(&self, request: &PutPipeline) -> Result<Revision> {
-        self.commit(|state| {
-            if state.pipelines.get(&request.id) == Some(&request.definition) {
-                return Ok(Vec::new());
-            }
-            Ok(vec![put(
-                pipeline_key(&request.id),
-                Expect::Any,
-                request.definition.clone().into_bytes(),
-            )])
-        })
+        self.commit(
+            (format!("put-pipeline-{}", request.id), Priority::Normal),
+            |state| {
+                if state.pipelines.get(&request.id) == Some(&request.definition) {
+                    return Ok(Vec::new());
+                }
+                Ok(vec![put(
+                    pipeline_key(&request.id),
+                    Expect::Any,
+                    request.definition.clone().into_bytes(),
+                )])
+            },
+        )
     }
 
     /// Deletes ingest pipelines (those already gone are skipped).
     pub fn delete_pipelines(&self, ids: &[String]) -> Result<Revision> {
-        self.commit(|state| {
-            Ok(ids
-                .iter()
-                .filter(|id| state.pipelines.contains_key(*id))
-                .map(|id| TxnOp::Delete {
-                    key: pipeline_key(id),
-                    expect: Expect::Any,
-                })
-                .collect())
-        })
+        self.commit(
+            (
+                format!("delete-pipeline-{}", ids.join(",")),
+                Priority::Normal,
+            ),
+            |state| {
+                Ok(ids
+                    .iter()
+                    .filter(|id| state.pipelines.contains_key(*id))
+                    .map(|id| TxnOp::Delete {
+                        key: pipeline_key(id),
+                        expect: Expect::Any,
+                    })
+                    .collect())
+            },
+        )
     }
 
     /// Records a node's news about its copy of a shard.
     pub fn shard_report(&self, report: &ShardReport) -> Result<Revision> {
-        self.commit(|state| {
+        self.commit((shard_report_source(report), Priority::Urgent), |state| {
             let Some(index) = state
                 .index(&report.index)
                 .filter(|index| index.metadata.uuid == report.index_uuid)
@@ -468,18 +595,24 @@ impl Manager {
 
     /// Applies what the nodes' comings and goings call for (`allocation::reroute`).
     pub fn reroute(&self) -> Result<Revision> {
-        self.commit(|state| {
-            let now = tessera_common::time::now_millis();
-            Ok(
-                allocation::reroute_with(state, now, self.allocation_enable())
-                    .into_iter()
-                    .filter_map(|(name, routing)| {
-                        let uuid = state.index(&name)?.metadata.uuid.clone();
-                        Some(routing_op(&name, &uuid, routing, Expect::Any))
-                    })
-                    .collect(),
-            )
-        })
+        self.commit(
+            (
+                "cluster_reroute(reroute after a change)".to_string(),
+                Priority::High,
+            ),
+            |state| {
+                let now = tessera_common::time::now_millis();
+                Ok(
+                    allocation::reroute_with(state, now, self.allocation_enable())
+                        .into_iter()
+                        .filter_map(|(name, routing)| {
+                            let uuid = state.index(&name)?.metadata.uuid.clone();
+                            Some(routing_op(&name, &uuid, routing, Expect::Any))
+                        })
+                        .collect(),
+                )
+            },
+        )
     }
 }
 

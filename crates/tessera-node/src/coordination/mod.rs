@@ -571,9 +571,17 @@ impl Coordination {
     /// and tells the manager how that went.
     fn open_shard(self: &Arc<Self>, node: &Arc<Node>, index: Arc<IndexService>, shard: u32) {
         let this = self.clone();
+        let here = node.clone();
         let opened = node.pools.management.execute(move || {
             let opening = this.replication.recoveries.opening_primary(&index, shard);
-            let slot = index.allocate_shard(shard);
+            let meta = index.metadata();
+            // a resized index's primary is built from the source's primaries held here
+            let slot = match crate::resize::resize_source(&meta) {
+                Some(_) => index.allocate_prepared_shard(shard, |path| {
+                    crate::resize::build_allocated_shard(&here, &meta, shard, path)
+                }),
+                None => index.allocate_shard(shard),
+            };
             this.replication
                 .recoveries
                 .opened(opening, this.local(), &slot);
@@ -685,6 +693,34 @@ impl Coordination {
         let uuid = index.metadata().uuid.clone();
         let started = self.wait_for_primaries(name, &uuid, Duration::from_secs(30));
         Ok((index, started))
+    }
+
+    /// `_shrink`, `_split`, `_clone`: the manager decides the target; returns once this node
+    /// has it open (its primaries started, or 30 s passed: the REST layer waits for the copies
+    /// `wait_for_active_shards` asks for).
+    pub fn resize_index(
+        &self,
+        node: &Node,
+        request: &crate::resize::ResizeRequest,
+        source_uuid: &str,
+    ) -> Result<Arc<IndexService>> {
+        let decide = manager::ResizeIndex {
+            kind: request.kind,
+            source: request.source.clone(),
+            source_uuid: source_uuid.to_string(),
+            target: request.target.clone(),
+            settings: request.settings.to_flat_json().to_string(),
+            aliases: aliases_json(&request.aliases).to_string(),
+        };
+        let revision: Revision =
+            self.to_manager(actions::RESIZE_INDEX, &decide, Manager::resize_index)?;
+        self.wait_acknowledged(revision);
+        let index = node
+            .index(&request.target)
+            .ok_or_else(|| Error::index_not_found(&request.target))?;
+        let uuid = index.metadata().uuid.clone();
+        self.wait_for_primaries(&request.target, &uuid, Duration::from_secs(30));
+        Ok(index)
     }
 
     /// Waits until every primary of the index is started; returns whether they did in time.

@@ -104,7 +104,7 @@ pub async fn create(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
 }
 
 /// Whether every shard of `index` has the active copies `wanted` asks for within `timeout`.
-async fn wait_for_active_copies(
+pub(super) async fn wait_for_active_copies(
     node: &Node,
     index: &IndexService,
     wanted: ActiveShards,

@@ -172,7 +172,7 @@ pub async fn recovery(node: Arc<Node>, request: RestRequest) -> Result<RestRespo
 
 /// A duration as OpenSearch's `TimeValue` prints it (`510ms`, `1.5s`, `0s`), or in the unit of
 /// the request's `time`.
-fn duration(request: &RestRequest, millis: u64) -> Result<Cell> {
+pub(super) fn duration(request: &RestRequest, millis: u64) -> Result<Cell> {
     if let Some(unit) = request.param("time") {
         let value = match unit {
             "d" => millis / 86_400_000,

@@ -227,6 +227,8 @@ async fn run(node: Arc<Node>, report: &str, params: Value) -> Result<Value> {
         tessera_node::pinned_search::FREE_PINNED => {
             tessera_node::pinned_search::free_here(&node, &params)
         }
+        tessera_node::pending_tasks::LIST => serde_json::to_value(node.pending_tasks_here())
+            .map_err(|e| Error::internal("render the pending tasks", e)),
         tessera_node::pinned_search::LIST_PITS => Ok(tessera_node::pinned_search::pits_here(&node)),
         tessera_node::tasks::LIST
         | tessera_node::tasks::GET

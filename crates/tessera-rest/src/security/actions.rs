@@ -87,8 +87,10 @@ pub fn classify(method: &Method, path: &str) -> Action {
         "_settings" if reading => action("indices:monitor/settings/get", true),
         "_settings" => action("indices:admin/settings/update", false),
         "_stats" => action("indices:monitor/stats", reading),
+        "_shrink" | "_split" | "_clone" => action("indices:admin/resize", false),
         "_cluster" => match next {
             "health" => action("cluster:monitor/health", reading),
+            "pending_tasks" => action("cluster:monitor/task", reading),
             "settings" if reading => action("cluster:monitor/settings", true),
             "settings" => action("cluster:admin/settings/update", false),
             _ if reading => action("cluster:monitor/state", true),
@@ -120,6 +122,7 @@ pub fn classify(method: &Method, path: &str) -> Action {
             "health" => action("cluster:monitor/health", reading),
             "nodes" => action("cluster:monitor/nodes/info", reading),
             "thread_pool" => action("cluster:monitor/nodes/stats", reading),
+            "pending_tasks" => action("cluster:monitor/task", reading),
             _ => action("cluster:monitor/state", reading),
         },
         // an API Tessera does not know (the router answers 400 or 405 for it): GETs read
@@ -142,6 +145,30 @@ mod tests {
         let action = classify(&method, path);
         assert_eq!(action.name, name, "{method} {path}");
         assert_eq!(action.read_only, read_only, "{method} {path}");
+    }
+
+    #[test]
+    fn resizes_change_indices_and_pending_tasks_only_read() {
+        for kind in ["_shrink", "_split", "_clone"] {
+            check(
+                Method::POST,
+                &format!("/src/{kind}/target"),
+                "indices:admin/resize",
+                false,
+            );
+        }
+        check(
+            Method::GET,
+            "/_cluster/pending_tasks",
+            "cluster:monitor/task",
+            true,
+        );
+        check(
+            Method::GET,
+            "/_cat/pending_tasks",
+            "cluster:monitor/task",
+            true,
+        );
     }
 
     #[test]
