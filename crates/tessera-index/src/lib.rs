@@ -9,6 +9,7 @@ pub mod index_settings;
 pub mod replication;
 pub mod schema_change;
 pub mod shard;
+pub mod snapshot_files;
 pub mod sorted_columns;
 pub mod stats;
 pub mod translog;
