@@ -25,6 +25,7 @@ pub mod reindex;
 pub mod resolve;
 pub mod rollover;
 pub mod search_service;
+pub mod snapshots;
 pub mod tasks;
 pub mod templates;
 pub mod write;

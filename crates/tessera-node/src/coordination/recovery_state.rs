@@ -33,6 +33,8 @@ pub enum RecoveryType {
     ExistingStore,
     /// A new primary.
     EmptyStore,
+    /// A restored index's new primary, filled from a snapshot.
+    Snapshot,
 }
 
 impl RecoveryType {
@@ -42,6 +44,7 @@ impl RecoveryType {
             RecoveryType::Peer => "PEER",
             RecoveryType::ExistingStore => "EXISTING_STORE",
             RecoveryType::EmptyStore => "EMPTY_STORE",
+            RecoveryType::Snapshot => "SNAPSHOT",
         }
     }
 }
@@ -106,6 +109,9 @@ pub struct RecoveryState {
     pub index_stop_millis: Option<i64>,
     /// Why it failed.
     pub failure: Option<String>,
+    /// A `SNAPSHOT` recovery's snapshot.
+    #[serde(default)]
+    pub snapshot: Option<tessera_index::snapshot_files::RestoreSource>,
 }
 
 /// One file of a recovery.
@@ -168,6 +174,7 @@ impl RecoveryState {
             index_start_millis: None,
             index_stop_millis: None,
             failure: None,
+            snapshot: None,
         }
     }
 
@@ -261,6 +268,7 @@ pub struct Opening {
     shard: u32,
     kind: RecoveryType,
     start_millis: i64,
+    snapshot: Option<tessera_index::snapshot_files::RestoreSource>,
 }
 
 type Copy = (String, u32);
@@ -329,18 +337,22 @@ impl Recoveries {
             .join(shard.to_string())
             .join("index")
             .join("meta.json");
-        let kind = if commit.exists() {
-            RecoveryType::ExistingStore
-        } else {
-            RecoveryType::EmptyStore
-        };
         let meta = index.metadata();
+        let kind = match &meta.restore {
+            _ if commit.exists() => RecoveryType::ExistingStore,
+            Some(_) => RecoveryType::Snapshot,
+            None => RecoveryType::EmptyStore,
+        };
         Some(Opening {
             index_uuid: meta.uuid.clone(),
             index: meta.name.clone(),
             shard,
             kind,
             start_millis: tessera_common::time::now_millis(),
+            snapshot: meta
+                .restore
+                .clone()
+                .filter(|_| kind == RecoveryType::Snapshot),
         })
     }
 
@@ -359,6 +371,7 @@ impl Recoveries {
         self.start(RecoveryState {
             index_uuid: opening.index_uuid,
             index: opening.index,
+            snapshot: opening.snapshot,
             ..RecoveryState::blank(
                 opening.shard,
                 opening.kind,
@@ -367,6 +380,7 @@ impl Recoveries {
                 opening.start_millis,
             )
         });
+
         self.finished(&uuid, shard, failure, tessera_common::time::now_millis());
     }
 
