@@ -96,7 +96,15 @@ pub fn recovery_json(state: &RecoveryState, detailed: bool, now: i64) -> Value {
         shard["stop_time_in_millis"] = json!(stop);
     }
     shard["total_time_in_millis"] = json!(state.total_millis(now));
-    shard["source"] = state.source.as_ref().map_or(json!({}), node_json);
+    shard["source"] = match (&state.snapshot, &state.source) {
+        (Some(snapshot), _) => json!({
+            "repository": snapshot.repository,
+            "snapshot": snapshot.snapshot,
+            "version": crate::handlers::root::COMPATIBLE_VERSION,
+            "index": snapshot.index,
+        }),
+        (None, source) => source.as_ref().map_or(json!({}), node_json),
+    };
     shard["target"] = node_json(&state.target);
     shard["index"] = json!({
         "size": {
