@@ -187,9 +187,7 @@ impl Node {
             failed_shards: 0,
             node: self.local_node().ephemeral_id,
         };
-        self.update_custom(CustomChange::Snapshots(SnapshotChange::Start {
-            entry: entry.clone(),
-        }))?;
+        self.update_custom(CustomChange::Snapshots(SnapshotChange::start(&entry)))?;
         let node = self.clone();
         let indices: Vec<_> = indices.into_iter().map(|i| i.metadata()).collect();
         let run = move || {

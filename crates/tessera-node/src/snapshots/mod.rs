@@ -49,18 +49,21 @@ pub struct InProgress {
     pub node: String,
 }
 
-/// A change of repositories and of the snapshots being written or deleted.
+/// A change of repositories and of the snapshots being written or deleted. What holds JSON
+/// travels as JSON text (the transport's encoding is not self-describing).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum SnapshotChange {
     PutRepository {
         name: String,
-        repository: Repository,
+        /// A [`Repository`], as JSON.
+        repository: String,
     },
     DeleteRepository {
         names: Vec<String>,
     },
     Start {
-        entry: InProgress,
+        /// An [`InProgress`], as JSON.
+        entry: String,
     },
     /// A shard of the snapshot is done (failed or not).
     ShardDone {
@@ -126,6 +129,19 @@ pub fn invalid_name(repository: &str, snapshot: &str, why: &str) -> Error {
 }
 
 impl SnapshotChange {
+    pub fn put_repository(name: &str, repository: &Repository) -> SnapshotChange {
+        SnapshotChange::PutRepository {
+            name: name.to_string(),
+            repository: serde_json::to_string(repository).expect("a repository serialises"),
+        }
+    }
+
+    pub fn start(entry: &InProgress) -> SnapshotChange {
+        SnapshotChange::Start {
+            entry: serde_json::to_string(entry).expect("an entry serialises"),
+        }
+    }
+
     pub fn decide(&self, state: &ClusterState) -> Result<Vec<(String, Option<Value>)>> {
         match self {
             SnapshotChange::PutRepository { name, repository } => {
@@ -134,7 +150,7 @@ impl SnapshotChange {
                 }
                 Ok(vec![(
                     format!("{REPOSITORIES}{name}"),
-                    Some(serde_json::to_value(repository).expect("a repository serialises")),
+                    Some(parse_json(repository)?),
                 )])
             }
             SnapshotChange::DeleteRepository { names } => {
@@ -148,6 +164,8 @@ impl SnapshotChange {
                 Ok(docs)
             }
             SnapshotChange::Start { entry } => {
+                let entry: InProgress = serde_json::from_value(parse_json(entry)?)
+                    .map_err(|e| Error::internal("read a snapshot in progress", e))?;
                 let (repository, snapshot) = (&entry.repository, &entry.snapshot);
                 repository::get(state, repository)?;
                 let running = in_progress(state, Some(repository));
@@ -182,7 +200,7 @@ impl SnapshotChange {
                     .collect();
                 docs.push((
                     entry_key(repository, snapshot),
-                    Some(serde_json::to_value(entry).expect("an entry serialises")),
+                    Some(serde_json::to_value(&entry).expect("an entry serialises")),
                 ));
                 Ok(docs)
             }
@@ -243,6 +261,10 @@ impl SnapshotChange {
             }
         }
     }
+}
+
+fn parse_json(text: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| Error::internal("read a snapshot change", e))
 }
 
 fn repository_in_use(name: &str) -> Error {

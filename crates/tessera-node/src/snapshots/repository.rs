@@ -220,10 +220,7 @@ impl crate::Node {
         verify(name, &location)
             .map_err(|e| repository_exception(name, "failed to create repository").caused_by(e))?;
         self.update_custom(crate::custom::CustomChange::Snapshots(
-            super::SnapshotChange::PutRepository {
-                name: name.to_string(),
-                repository,
-            },
+            super::SnapshotChange::put_repository(name, &repository),
         ))
     }
 
