@@ -77,7 +77,7 @@ pub enum SnapshotChange {
     },
     StartDeletion {
         repository: String,
-        snapshot: String,
+        snapshots: Vec<String>,
         /// The ephemeral id of the node deleting it.
         node: String,
     },
@@ -228,32 +228,29 @@ impl SnapshotChange {
             } => Ok(vec![(entry_key(repository, snapshot), None)]),
             SnapshotChange::StartDeletion {
                 repository,
-                snapshot,
+                snapshots,
                 node,
             } => {
                 repository::get(state, repository)?;
-                if in_progress(state, Some(repository))
-                    .iter()
-                    .any(|e| e.snapshot == *snapshot)
-                {
+                let names = snapshots.join(",");
+                let running = in_progress(state, Some(repository));
+                if running.iter().any(|e| snapshots.contains(&e.snapshot)) {
                     return Err(concurrent(
                         repository,
-                        snapshot,
+                        &names,
                         "cannot delete a snapshot while it is being written",
                     ));
                 }
-                if !in_progress(state, Some(repository)).is_empty()
-                    || deletion_running(state, repository)
-                {
+                if !running.is_empty() || deletion_running(state, repository) {
                     return Err(concurrent(
                         repository,
-                        snapshot,
+                        &names,
                         "cannot delete a snapshot while another snapshot operation is in-progress in this repository",
                     ));
                 }
                 Ok(vec![(
                     format!("{DELETIONS}{repository}"),
-                    Some(serde_json::json!({"snapshot": snapshot, "node": node})),
+                    Some(serde_json::json!({"snapshots": snapshots, "node": node})),
                 )])
             }
             SnapshotChange::EndDeletion { repository } => {
@@ -303,35 +300,53 @@ pub fn validate_snapshot_name(repository: &str, snapshot: &str) -> Result<()> {
 
 /// Deleting snapshots.
 impl crate::Node {
-    /// `DELETE /_snapshot/{repo}/{snapshot}`: removes the snapshot, then the files of the
-    /// repository no remaining snapshot names. The deletion is recorded while it runs, so no
-    /// snapshot of the repository starts meanwhile.
-    pub fn delete_snapshot(&self, repository: &str, snapshot: &str) -> Result<()> {
+    /// `DELETE /_snapshot/{repo}/{snapshots}` (names and patterns, comma-separated): removes
+    /// the snapshots, then the files of the repository no remaining snapshot names. A name
+    /// without a wildcard must name a snapshot; nothing is deleted otherwise. The deletion is
+    /// recorded while it runs, so no snapshot of the repository starts meanwhile.
+    pub fn delete_snapshots(&self, repository: &str, names: &str) -> Result<()> {
         let (_, location) = create::repository_location(self, repository)?;
-        if store::read(&location, snapshot)?.is_none()
-            && !in_progress(&self.cluster_state(), Some(repository))
-                .iter()
-                .any(|e| e.snapshot == snapshot)
-        {
-            return Err(snapshot_missing(repository, snapshot));
+        let finished: Vec<String> = store::list(&location)?
+            .into_iter()
+            .map(|info| info.snapshot)
+            .collect();
+        let running: Vec<String> = in_progress(&self.cluster_state(), Some(repository))
+            .into_iter()
+            .map(|entry| entry.snapshot)
+            .collect();
+        let mut chosen: Vec<String> = Vec::new();
+        for pattern in names.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let wildcard = pattern == "_all" || pattern.contains('*');
+            let matches = |name: &&String| {
+                pattern == "_all" || tessera_mapping::dynamic::simple_match(pattern, name)
+            };
+            let found: Vec<&String> = finished.iter().chain(&running).filter(matches).collect();
+            if found.is_empty() && !wildcard {
+                return Err(snapshot_missing(repository, pattern));
+            }
+            for name in found {
+                if !chosen.contains(name) {
+                    chosen.push(name.clone());
+                }
+            }
+        }
+        if chosen.is_empty() {
+            return Ok(());
         }
         self.update_custom(crate::custom::CustomChange::Snapshots(
             SnapshotChange::StartDeletion {
                 repository: repository.to_string(),
-                snapshot: snapshot.to_string(),
+                snapshots: chosen.clone(),
                 node: self.local_node().ephemeral_id,
             },
         ))?;
-        let deleted = store::delete(&location, snapshot);
+        let deleted = store::delete(&location, &chosen);
         let end = self.update_custom(crate::custom::CustomChange::Snapshots(
             SnapshotChange::EndDeletion {
                 repository: repository.to_string(),
             },
         ));
-        match deleted? {
-            true => end,
-            false => Err(snapshot_missing(repository, snapshot)),
-        }
+        deleted.and(end)
     }
 }
 
@@ -395,29 +410,17 @@ mod tests {
     #[test]
     fn snapshots_and_deletions_exclude_each_other() {
         let state = state();
-        let started = apply(
-            &state,
-            SnapshotChange::Start {
-                entry: entry("s1", "alive"),
-            },
-        )
-        .unwrap();
-        let same = SnapshotChange::Start {
-            entry: entry("s1", "alive"),
-        }
-        .decide(&started);
+        let started = apply(&state, SnapshotChange::start(&entry("s1", "alive"))).unwrap();
+        let same = SnapshotChange::start(&entry("s1", "alive")).decide(&started);
         assert_eq!(same.unwrap_err().kind(), "invalid_snapshot_name_exception");
-        let other = SnapshotChange::Start {
-            entry: entry("s2", "alive"),
-        }
-        .decide(&started);
+        let other = SnapshotChange::start(&entry("s2", "alive")).decide(&started);
         assert_eq!(
             other.unwrap_err().kind(),
             "concurrent_snapshot_execution_exception"
         );
         let delete = SnapshotChange::StartDeletion {
             repository: "r".into(),
-            snapshot: "s0".into(),
+            snapshots: vec!["s0".into()],
             node: "alive".into(),
         };
         assert!(delete.decide(&started).is_err());
@@ -440,11 +443,9 @@ mod tests {
         )
         .unwrap();
         let deleting = apply(&ended, delete.clone()).unwrap();
-        assert!(SnapshotChange::Start {
-            entry: entry("s3", "alive")
-        }
-        .decide(&deleting)
-        .is_err());
+        assert!(SnapshotChange::start(&entry("s3", "alive"))
+            .decide(&deleting)
+            .is_err());
         assert!(SnapshotChange::DeleteRepository {
             names: vec!["r".into()]
         }
@@ -455,19 +456,11 @@ mod tests {
     #[test]
     fn entries_of_gone_processes_do_not_count() {
         let state = state();
-        let stale = apply(
-            &state,
-            SnapshotChange::Start {
-                entry: entry("s1", "gone"),
-            },
-        )
-        .unwrap();
+        let stale = apply(&state, SnapshotChange::start(&entry("s1", "gone"))).unwrap();
         assert!(in_progress(&stale, None).is_empty());
-        let docs = SnapshotChange::Start {
-            entry: entry("s2", "alive"),
-        }
-        .decide(&stale)
-        .unwrap();
+        let docs = SnapshotChange::start(&entry("s2", "alive"))
+            .decide(&stale)
+            .unwrap();
         assert!(docs.contains(&("snapshot_in_progress/r/s1".to_string(), None)));
     }
 

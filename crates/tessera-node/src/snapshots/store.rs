@@ -133,18 +133,23 @@ pub fn list(location: &Path) -> Result<Vec<SnapshotInfo>> {
     Ok(out)
 }
 
-/// Deletes the snapshot `name` (false: there was none), then every file of the repository no
-/// remaining snapshot names.
-pub fn delete(location: &Path, name: &str) -> Result<bool> {
-    let path = info_path(location, name);
-    match fs::remove_file(&path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(Error::internal(format!("delete {}", path.display()), e)),
+/// Deletes the snapshots `names` (those already gone are skipped), then every file of the
+/// repository no remaining snapshot names.
+pub fn delete(location: &Path, names: &[String]) -> Result<()> {
+    for name in names {
+        let path = info_path(location, name);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::internal(format!("delete {}", path.display()), e))
+            }
+            _ => {}
+        }
     }
-    tessera_index::translog::sync_dir(&location.join(SNAPSHOTS_DIR))?;
-    collect_garbage(location)?;
-    Ok(true)
+    let dir = location.join(SNAPSHOTS_DIR);
+    if dir.exists() {
+        tessera_index::translog::sync_dir(&dir)?;
+    }
+    collect_garbage(location)
 }
 
 /// Removes the manifests of snapshots that do not exist (deleted, or cut short) and the blobs
@@ -237,8 +242,8 @@ mod tests {
         fs::create_dir_all(dir.path().join(SHARDS_DIR).join("orphan")).unwrap();
         fs::create_dir_all(dir.path().join(BLOBS_DIR)).unwrap();
         fs::write(dir.path().join(BLOBS_DIR).join("x.1.00000000"), b"x").unwrap();
-        assert!(delete(dir.path(), "a").unwrap());
-        assert!(!delete(dir.path(), "a").unwrap());
+        delete(dir.path(), &["a".to_string()]).unwrap();
+        delete(dir.path(), &["a".to_string()]).unwrap();
         assert!(read(dir.path(), "a").unwrap().is_none());
         assert!(read(dir.path(), "b").unwrap().is_some());
         assert!(!dir.path().join(SHARDS_DIR).join("orphan").exists());

@@ -243,11 +243,11 @@ pub async fn get(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> 
     Ok(RestResponse::ok(json!({ "snapshots": rendered })))
 }
 
-/// `DELETE /_snapshot/{repository}/{snapshot}`.
+/// `DELETE /_snapshot/{repository}/{snapshots}` (names and patterns).
 pub async fn delete(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let repository = request.path_param("repository").to_string();
     let snapshot = request.path_param("snapshot").to_string();
-    managed(&node, move |n| n.delete_snapshot(&repository, &snapshot)).await?;
+    managed(&node, move |n| n.delete_snapshots(&repository, &snapshot)).await?;
     Ok(acknowledged())
 }
 
