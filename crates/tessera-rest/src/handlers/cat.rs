@@ -42,6 +42,8 @@ const ENDPOINTS: &[&str] = &[
     "/_cat/recovery/{index}",
     "/_cat/segment_replication",
     "/_cat/segment_replication/{index}",
+    "/_cat/repositories",
+    "/_cat/snapshots/{repository}",
 ];
 
 /// `GET /_cat`.
