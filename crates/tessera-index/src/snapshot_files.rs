@@ -86,6 +86,11 @@ pub struct RestoreSource {
 }
 
 impl RestoreSource {
+    /// The manifest of shard `shard_id`: the commit a restored primary copies.
+    pub fn manifest(&self, shard_id: u32) -> Result<ShardManifest> {
+        read_manifest(&self.manifest_path(shard_id))
+    }
+
     fn manifest_path(&self, shard_id: u32) -> PathBuf {
         manifests_dir(
             Path::new(&self.location),
@@ -221,7 +226,7 @@ pub fn restore_shard(
     shard_id: u32,
     shard_path: &Path,
 ) -> Result<ShardManifest> {
-    let manifest = read_manifest(&source.manifest_path(shard_id))?;
+    let manifest = source.manifest(shard_id)?;
     let checkpoint = ReplicationCheckpoint {
         primary_term: 0,
         generation: manifest.generation,

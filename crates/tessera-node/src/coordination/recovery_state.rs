@@ -178,6 +178,32 @@ impl RecoveryState {
         }
     }
 
+    /// A `SNAPSHOT` recovery that completed: every file of the snapshot's commit was copied
+    /// (the figures come from the repository's manifest, when it is still there).
+    pub fn snapshot_copied(&mut self) {
+        let Some(manifest) = self
+            .snapshot
+            .as_ref()
+            .and_then(|s| s.manifest(self.shard).ok())
+        else {
+            return;
+        };
+        self.files = manifest
+            .files
+            .iter()
+            .map(|file| FileDetail {
+                name: file.name.clone(),
+                length: file.length,
+                reused: false,
+                recovered: file.length,
+            })
+            .collect();
+        self.files_total = self.files.len() as u64;
+        self.files_recovered = self.files_total;
+        self.bytes_total = manifest.files.iter().map(|f| f.length).sum();
+        self.bytes_recovered = self.bytes_total;
+    }
+
     /// How long it took, or has taken so far.
     pub fn total_millis(&self, now: i64) -> u64 {
         (self.stop_millis.unwrap_or(now) - self.start_millis).max(0) as u64
@@ -368,7 +394,7 @@ impl Recoveries {
             _ => return,
         };
         let (uuid, shard) = (opening.index_uuid.clone(), opening.shard);
-        self.start(RecoveryState {
+        let mut state = RecoveryState {
             index_uuid: opening.index_uuid,
             index: opening.index,
             snapshot: opening.snapshot,
@@ -379,7 +405,11 @@ impl Recoveries {
                 target.clone(),
                 opening.start_millis,
             )
-        });
+        };
+        if failure.is_none() {
+            state.snapshot_copied();
+        }
+        self.start(state);
 
         self.finished(&uuid, shard, failure, tessera_common::time::now_millis());
     }

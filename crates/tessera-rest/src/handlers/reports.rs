@@ -280,6 +280,7 @@ fn recoveries(node: &Node, uuids: &[String]) -> Vec<Value> {
                 RecoveryState::new(&index, shard.shard_id, kind, None, target.clone(), at);
             if kind == RecoveryType::Snapshot {
                 state.snapshot = metadata.restore.clone();
+                state.snapshot_copied();
             }
             state.stage = Stage::Done;
             state.stop_millis = Some(at);
