@@ -3,8 +3,9 @@
 //! index comes back from a snapshot, and another snapshot restores under a new name, with the
 //! same documents; deleting snapshots frees exactly the files no other snapshot names; a
 //! snapshot taken while a writer keeps writing restores to one commit of the shard, holding
-//! every document acknowledged before it started; and on a 3-node cluster with etcd, any node
-//! snapshots shards whose primaries other nodes hold, and restores them.
+//! every document acknowledged before it started; a node killed mid-snapshot leaves no
+//! snapshot that looks complete nor one that blocks the repository; and on a 3-node cluster
+//! with etcd, any node snapshots shards whose primaries other nodes hold, and restores them.
 
 mod common;
 
@@ -288,4 +289,45 @@ fn a_three_node_cluster_snapshots_and_restores_across_nodes() {
     // the repository is the cluster's: another node deletes the snapshot
     cluster.node(2).delete("/_snapshot/repo/across").ok();
     assert_eq!(blob_count(&repos.path().join("shared")), 0);
+}
+
+#[test]
+fn a_node_killed_mid_snapshot_leaves_no_snapshot_that_looks_complete() {
+    let (repos, mut node) = start_with_repository();
+    let repository = repos.path().join("repo");
+    node.put(
+        "/big",
+        &json!({"settings": {"number_of_shards": 3, "number_of_replicas": 0}}),
+    )
+    .ok();
+    for batch in 0..10 {
+        write_docs(&node, "big", batch * 500, 500, true);
+    }
+    let expected = documents(&node, "big");
+    let accepted = node
+        .put("/_snapshot/repo/cut", &json!({"indices": "big"}))
+        .ok()
+        .json();
+    assert_eq!(accepted["accepted"], true);
+    node.kill_9();
+    node.start_again();
+    // the snapshot either finished before the kill or does not exist: never in progress
+    let listed = node.get("/_snapshot/repo/_all").ok().json();
+    for snapshot in listed["snapshots"].as_array().unwrap() {
+        assert_eq!(snapshot["state"], "SUCCESS", "{listed}");
+    }
+    let running = node.get("/_snapshot/_status").ok().json();
+    assert_eq!(running["snapshots"], json!([]), "{running}");
+    // the entry the dead process left does not block the repository
+    snapshot(&node, "after", &json!({"indices": "big"}));
+    node.delete("/big").ok();
+    restore(&node, "after", &json!({}));
+    assert_eq!(documents(&node, "big"), expected);
+    // deleting every snapshot collects what the cut one left behind
+    node.delete("/_snapshot/repo/*").ok();
+    assert_eq!(blob_count(&repository), 0);
+    let manifests = std::fs::read_dir(repository.join("shards"))
+        .map(|entries| entries.count())
+        .unwrap_or(0);
+    assert_eq!(manifests, 0);
 }
