@@ -46,6 +46,8 @@ pub struct CreateRequest {
     pub ignore_unavailable: bool,
     pub include_global_state: bool,
     pub metadata: Option<Value>,
+    /// Snapshot what can be when some primaries are not active (else refuse).
+    pub partial: bool,
 }
 
 impl CreateRequest {
@@ -100,6 +102,7 @@ impl CreateRequest {
             ignore_unavailable: flag("ignore_unavailable", false)?,
             include_global_state: flag("include_global_state", true)?,
             metadata,
+            partial: flag("partial", false)?,
         })
     }
 }
@@ -164,6 +167,26 @@ impl Node {
             ..ResolveOptions::default()
         };
         let indices = self.resolve(&request.indices, &options)?;
+        if !request.partial {
+            let missing: Vec<String> = indices
+                .iter()
+                .filter(|index| {
+                    let meta = index.metadata();
+                    (0..meta.number_of_shards).any(|shard| !self.primary_active(index, shard))
+                })
+                .map(|index| index.name())
+                .collect();
+            if !missing.is_empty() {
+                return Err(Error::new(
+                    "snapshot_exception",
+                    500,
+                    format!(
+                        "[{repository}:{snapshot}] Indices don't have primary shards [{}]",
+                        missing.join(", ")
+                    ),
+                ));
+            }
+        }
         if store::read(&location, snapshot)?.is_some() {
             return Err(super::invalid_name(
                 repository,
@@ -216,6 +239,16 @@ impl Node {
             })
             .map_err(|e| Error::internal("start the snapshot thread", e))?;
         Ok(Created::Accepted)
+    }
+
+    /// Whether shard `shard` of `index` has an active primary to snapshot.
+    fn primary_active(&self, index: &tessera_index::IndexService, shard: u32) -> bool {
+        let meta = index.metadata();
+        match self.primary_target(&meta.name, &meta.uuid, shard) {
+            PrimaryTarget::Local => index.shard(shard).is_ok(),
+            PrimaryTarget::Remote(_) => true,
+            PrimaryTarget::Unavailable(_) | PrimaryTarget::Moving(_) => false,
+        }
     }
 
     /// Copies every shard, then records the finished snapshot in the repository.
@@ -309,7 +342,7 @@ mod tests {
         })))
         .unwrap();
         assert_eq!(listed.indices, "a,b*");
-        assert!(listed.ignore_unavailable && !listed.include_global_state);
+        assert!(listed.ignore_unavailable && !listed.include_global_state && !listed.partial);
         assert_eq!(listed.metadata.unwrap()["by"], "me");
         assert!(CreateRequest::parse(Some(&json!({"indices": 3}))).is_err());
         assert!(CreateRequest::parse(Some(&json!({"metadata": "x"}))).is_err());
