@@ -198,7 +198,14 @@ enum Found {
     Running(InProgress),
 }
 
-fn find_snapshots(node: &Node, repository: &str, names: &str) -> Result<Vec<Found>> {
+/// A name without a wildcard that matches none is `snapshot_missing_exception`, unless
+/// `ignore_unavailable`.
+fn find_snapshots(
+    node: &Node,
+    repository: &str,
+    names: &str,
+    ignore_unavailable: bool,
+) -> Result<Vec<Found>> {
     let location = repository::get(&node.cluster_state(), repository)?
         .location(repository, &node.config.path_repo)?;
     let finished = store::list(&location)?;
@@ -214,7 +221,7 @@ fn find_snapshots(node: &Node, repository: &str, names: &str) -> Result<Vec<Foun
         for entry in running.iter().filter(|e| matches(&e.snapshot)) {
             out.push(Found::Running(entry.clone()));
         }
-        if out.len() == before && !all && !pattern.contains('*') {
+        if out.len() == before && !all && !pattern.contains('*') && !ignore_unavailable {
             return Err(snapshots::snapshot_missing(repository, pattern));
         }
     }
@@ -232,12 +239,29 @@ fn find_snapshots(node: &Node, repository: &str, names: &str) -> Result<Vec<Foun
 pub async fn get(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     let repository = request.path_param("repository").to_string();
     let names = request.path_param("snapshot").to_string();
-    let found = managed(&node, move |n| find_snapshots(n, &repository, &names)).await?;
+    let ignore_unavailable = request.param_bool("ignore_unavailable", false)?;
+    let verbose = request.param_bool("verbose", true)?;
+    let found = managed(&node, move |n| {
+        find_snapshots(n, &repository, &names, ignore_unavailable)
+    })
+    .await?;
     let rendered: Vec<Value> = found
         .iter()
-        .map(|found| match found {
-            Found::Finished(info) => render_info(info),
-            Found::Running(entry) => render_in_progress(entry),
+        .map(|found| {
+            let full = match found {
+                Found::Finished(info) => render_info(info),
+                Found::Running(entry) => render_in_progress(entry),
+            };
+            if verbose {
+                return full;
+            }
+            // `verbose=false`: what the repository's index alone knows
+            let brief: Map<String, Value> =
+                ["snapshot", "uuid", "indices", "data_streams", "state"]
+                    .into_iter()
+                    .map(|key| (key.to_string(), full[key].clone()))
+                    .collect();
+            Value::Object(brief)
         })
         .collect();
     Ok(RestResponse::ok(json!({ "snapshots": rendered })))
@@ -370,7 +394,11 @@ pub async fn status(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
     };
     let repository = repository.unwrap_or_default();
     let name = repository.clone();
-    let found = managed(&node, move |n| find_snapshots(n, &name, &snapshot)).await?;
+    let ignore_unavailable = request.param_bool("ignore_unavailable", false)?;
+    let found = managed(&node, move |n| {
+        find_snapshots(n, &name, &snapshot, ignore_unavailable)
+    })
+    .await?;
     let rendered: Vec<Value> = found
         .iter()
         .map(|found| match found {
@@ -473,7 +501,10 @@ pub async fn cat_snapshots(node: Arc<Node>, request: RestRequest) -> Result<Rest
             "Validation Failed: 1: repository is missing;",
         ));
     };
-    let found = managed(&node, move |n| find_snapshots(n, &repository, "_all")).await?;
+    let found = managed(&node, move |n| {
+        find_snapshots(n, &repository, "_all", false)
+    })
+    .await?;
     let rows = found
         .iter()
         .map(|found| match found {
