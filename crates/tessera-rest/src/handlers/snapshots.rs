@@ -278,9 +278,9 @@ pub async fn delete(node: Arc<Node>, request: RestRequest) -> Result<RestRespons
 fn shards_stats(done: u64, failed: u64, total: u64) -> Value {
     json!({
         "initializing": 0,
-        "started": total - done,
+        "started": total.saturating_sub(done),
         "finalizing": 0,
-        "done": done - failed,
+        "done": done.saturating_sub(failed),
         "failed": failed,
         "total": total,
     })
