@@ -8,7 +8,8 @@
 //!   no other snapshot names (the node's side decides that).
 //! - A snapshot reads a commit, never the live directory: the shard commits (everything
 //!   acknowledged is in it), pins the commit as segment replication does
-//!   ([`Shard::replication_checkpoint`]) and hard-links the pinned files aside for the copy,
+//!   ([`Shard::replication_checkpoint`]) and hard-links the pinned files aside for the copy
+//!   (beside the pins: the shard's file system, cleared when the shard opens),
 //!   so merges that go on meanwhile delete nothing the copy needs, and the snapshot holds
 //!   exactly that commit whatever is written during the copy.
 //! - Nothing in the repository looks complete before it is: a blob is written under
@@ -131,7 +132,13 @@ impl Shard {
         for dir in [&tmp, &blobs] {
             fs::create_dir_all(dir).map_err(io(format!("create {}", dir.display())))?;
         }
-        let held = TempDir(tmp.join(tessera_common::ids::random_uuid()));
+        // beside the pins, on the shard's file system (a link, never a copy), and removed with
+        // them when the shard opens again after a crash
+        let held = TempDir(
+            self.path
+                .join(replication::PINS_DIR)
+                .join(format!("snapshot-{}", tessera_common::ids::random_uuid())),
+        );
         // the pin may be released by newer commits before its files are linked: take the next
         let mut attempts = 0;
         let checkpoint = loop {
@@ -336,8 +343,14 @@ mod tests {
         let second = primary.snapshot_into(repo.path(), "s3", "u").unwrap();
         assert!(second.stats.incremental_files > 0);
         assert!(second.stats.incremental_files < second.stats.total_files);
-        // only temporary nothing is left behind
+        // nothing temporary is left behind, in the repository or beside the shard's pins
         assert_eq!(fs::read_dir(repo.path().join(TMP_DIR)).unwrap().count(), 0);
+        let held = fs::read_dir(data.path().join(replication::PINS_DIR))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("snapshot-"))
+            .count();
+        assert_eq!(held, 0);
 
         let source = RestoreSource {
             repository: "r".into(),
