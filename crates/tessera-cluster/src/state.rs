@@ -516,6 +516,7 @@ pub(crate) mod tests {
             aliases: Default::default(),
             aliases_version: 1,
             closed: false,
+            restore: None,
         })
     }
 

@@ -48,6 +48,8 @@ pub struct IndexMetadata {
     pub aliases_version: u64,
     /// Closed (`POST /{index}/_close`): it refuses reads and writes until it is opened.
     pub closed: bool,
+    /// A restored index: where its primaries take their first commit from.
+    pub restore: Option<crate::snapshot_files::RestoreSource>,
 }
 
 impl IndexMetadata {
@@ -190,7 +192,7 @@ impl IndexMetadata {
 
     /// The persisted form (`_state.json`, and the cluster state's index metadata).
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut out = json!({
             "name": self.name,
             "uuid": self.uuid,
             "creation_date": self.creation_date,
@@ -203,7 +205,11 @@ impl IndexMetadata {
             "aliases": aliases_json(&self.aliases),
             "aliases_version": self.aliases_version,
             "state": if self.closed { "close" } else { "open" },
-        })
+        });
+        if let Some(restore) = &self.restore {
+            out["restore"] = json!(restore);
+        }
+        out
     }
 
     /// Reads the persisted form; `settings_version` and `aliases_version`, which older files
@@ -248,6 +254,10 @@ impl IndexMetadata {
                 v => v.as_u64().ok_or_else(|| bad("aliases_version"))?,
             },
             closed: value["state"] == "close",
+            restore: match &value["restore"] {
+                Value::Null => None,
+                v => Some(serde_json::from_value(v.clone()).map_err(|_| bad("restore"))?),
+            },
         })
     }
 }
@@ -465,14 +475,16 @@ fn open_shard(
         discard_translog(&shard_path)
             .and_then(|()| Shard::open_replica(&metadata.name, shard_id, &shard_path, config))
     } else {
-        Shard::open(
-            &metadata.name,
-            shard_id,
-            &shard_path,
-            &metadata.mapping,
-            metadata.mapping_version,
-            config,
-        )
+        restore_if_empty(metadata, shard_id, &shard_path).and_then(|()| {
+            Shard::open(
+                &metadata.name,
+                shard_id,
+                &shard_path,
+                &metadata.mapping,
+                metadata.mapping_version,
+                config,
+            )
+        })
     };
     match opened {
         Ok(shard) => ShardSlot::Started(Arc::new(shard)),
@@ -486,6 +498,16 @@ fn open_shard(
                 ..ShardFailure::new(error, attempts)
             })
         }
+    }
+}
+
+/// A primary of a restored index whose directory holds no commit yet takes the snapshot's.
+fn restore_if_empty(metadata: &IndexMetadata, shard_id: u32, shard_path: &Path) -> Result<()> {
+    match &metadata.restore {
+        Some(source) if crate::snapshot_files::is_empty_shard(shard_path) => {
+            crate::snapshot_files::restore_shard(source, shard_id, shard_path).map(|_| ())
+        }
+        _ => Ok(()),
     }
 }
 
@@ -609,6 +631,7 @@ impl IndexService {
             aliases: Aliases::new(),
             aliases_version: 1,
             closed: false,
+            restore: None,
         })
     }
 

@@ -10,6 +10,7 @@ pub mod replication;
 pub mod resize;
 pub mod schema_change;
 pub mod shard;
+pub mod snapshot_files;
 pub mod sorted_columns;
 pub mod stats;
 pub mod translog;

@@ -83,7 +83,7 @@ pub const CHUNK_BYTES: usize = 1 << 20;
 /// How many of the newest checkpoints a primary keeps pinned for replicas still copying them.
 pub const PINNED_GENERATIONS: usize = 3;
 
-const META_FILE: &str = "meta.json";
+pub(crate) const META_FILE: &str = "meta.json";
 const MANAGED_FILE: &str = ".managed.json";
 /// Where a primary keeps its pins, under the shard's path.
 pub(crate) const PINS_DIR: &str = "replication";
@@ -274,7 +274,7 @@ pub(crate) fn forget_replica_copy(shard_path: &Path) -> Result<()> {
 
 /// Marks `shard_path` as a replica's copy holding a checkpoint of `primary_term` (see
 /// [`REPLICA_MARKER`]), atomically.
-fn write_replica_marker(shard_path: &Path, primary_term: u64) -> Result<()> {
+pub(crate) fn write_replica_marker(shard_path: &Path, primary_term: u64) -> Result<()> {
     let marker = serde_json::json!({ "primary_term": primary_term }).to_string();
     translog::write_atomic(&shard_path.join(REPLICA_MARKER), marker.as_bytes())
 }
@@ -457,7 +457,7 @@ fn verify_copy(path: &Path, expected: &FileMeta) -> Result<()> {
 
 /// Copies one file in chunks to a temporary name, verifies it and renames it into place; the
 /// temporary file is removed on any failure.
-fn copy_file(dir: &Path, file: &FileMeta, fetch: &mut Fetch<'_>) -> Result<()> {
+pub(crate) fn copy_file(dir: &Path, file: &FileMeta, fetch: &mut Fetch<'_>) -> Result<()> {
     let partial = dir.join(format!("{}{PARTIAL_SUFFIX}", file.name));
     let copied = write_chunks(&partial, file, fetch)
         .and_then(|_| verify_copy(&partial, file))
@@ -555,7 +555,7 @@ fn checkpoint_on_disk(
 
 /// Checks a checkpoint before anything of it is written: its meta.json parses, names its
 /// generation and needs no file the checkpoint does not list, and its mapping fits its schema.
-fn validate(checkpoint: &ReplicationCheckpoint) -> Result<()> {
+pub(crate) fn validate(checkpoint: &ReplicationCheckpoint) -> Result<()> {
     let meta = parse_meta(&checkpoint.meta_json)?;
     if generation_of(&meta) != checkpoint.generation {
         return Err(damaged(format!(
@@ -737,6 +737,32 @@ impl Shard {
             dir: self.pins_root().join(checkpoint.generation.to_string()),
             meta_json: checkpoint.meta_json,
         })
+    }
+
+    /// Hard-links the files of the pinned checkpoint `generation` into `into` (created), so
+    /// that they outlive the pin (a snapshot copies them for longer than replicas keep pins).
+    /// A checkpoint no longer pinned answers `resource_not_found_exception`.
+    pub fn link_pinned_files(&self, generation: u64, into: &Path) -> Result<()> {
+        let pins = self.replication.pins.lock().unwrap();
+        let checkpoint = pins.get(&generation).ok_or_else(|| {
+            Error::new(
+                "resource_not_found_exception",
+                404,
+                format!(
+                    "[{}][{}] commit [{generation}] is no longer pinned",
+                    self.index_name, self.shard_id
+                ),
+            )
+        })?;
+        fs::create_dir_all(into).map_err(io(format!("create {}", into.display())))?;
+        let pin = self.pins_root().join(generation.to_string());
+        for file in &checkpoint.files {
+            let (source, target) = (pin.join(&file.name), into.join(&file.name));
+            if fs::hard_link(&source, &target).is_err() {
+                fs::copy(&source, &target).map_err(io(format!("link {}", file.name)))?;
+            }
+        }
+        Ok(())
     }
 
     /// Up to `len` bytes at `offset` of file `name` of the pinned checkpoint `generation`

@@ -27,6 +27,7 @@ pub mod resize;
 pub mod resolve;
 pub mod rollover;
 pub mod search_service;
+pub mod snapshots;
 pub mod tasks;
 pub mod templates;
 pub mod write;

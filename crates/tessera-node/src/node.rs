@@ -83,6 +83,9 @@ pub struct NodeConfig {
     /// without `cluster_manager` it never stands for manager; with neither (`[]`) it is a
     /// coordinating-only node, which takes requests and sends their shard requests on.
     pub roles: Vec<String>,
+    /// `path.repo`: the directories snapshot repositories of type `fs` may use (a relative
+    /// `location` is under the first).
+    pub path_repo: Vec<PathBuf>,
 }
 
 /// The roles of a node that `node.roles` does not restrict.
@@ -138,6 +141,7 @@ impl Default for NodeConfig {
             transport_host: "127.0.0.1".to_string(),
             transport_port: 9300,
             roles: DEFAULT_ROLES.map(String::from).to_vec(),
+            path_repo: Vec::new(),
             lease_ttl: Duration::from_secs(5),
             cluster_setting_defaults: tessera_common::settings::Settings::new(),
         }
@@ -929,11 +933,35 @@ impl Node {
         mapping: Mapping,
         aliases: Aliases,
     ) -> Result<Arc<IndexService>> {
+        self.create_index_from(name, settings, mapping, aliases, None)
+    }
+
+    /// [`Node::create_index_exact`] for an index restored from a snapshot: its primaries take
+    /// their first commit from `source` (no template applies either).
+    pub(crate) fn create_index_restored(
+        &self,
+        name: &str,
+        settings: Settings,
+        mapping: Mapping,
+        aliases: Aliases,
+        source: tessera_index::snapshot_files::RestoreSource,
+    ) -> Result<Arc<IndexService>> {
+        self.create_index_from(name, settings, mapping, aliases, Some(source))
+    }
+
+    fn create_index_from(
+        &self,
+        name: &str,
+        settings: Settings,
+        mapping: Mapping,
+        aliases: Aliases,
+        restore: Option<tessera_index::snapshot_files::RestoreSource>,
+    ) -> Result<Arc<IndexService>> {
         validate_index_name(name)?;
         let cluster = match &self.cluster {
             ClusterMode::Member(coordination) => {
                 return coordination
-                    .create_index(self, name, settings, mapping, &aliases)
+                    .create_index(self, name, settings, mapping, &aliases, restore)
                     .map(|(index, _)| index)
             }
             ClusterMode::Single(cluster) => cluster,
@@ -943,7 +971,11 @@ impl Node {
             cluster,
             name,
             &aliases,
-            |uuid| IndexService::new_metadata(name, uuid, settings, mapping),
+            |uuid| {
+                let mut meta = IndexService::new_metadata(name, uuid, settings, mapping)?;
+                meta.restore = restore;
+                Ok(meta)
+            },
             |_, _| Ok(()),
         )
     }

@@ -7,7 +7,7 @@ use crate::handler;
 use crate::handlers::{
     aliases, allocation, bulk, by_query, cat, cluster, cluster_stats, data_streams, documents,
     indices, ingest, msearch, nodes, pending_tasks, recovery, resize, resolve, root, scroll,
-    search, segments, stats, tasks, templates,
+    search, segments, snapshots, stats, tasks, templates,
 };
 use crate::router::Route;
 
@@ -86,6 +86,15 @@ const CAT_SEGMENT_REPLICATION: &[&str] = &[
     "detailed",
     "shards",
     "timeout",
+];
+
+/// The URL parameters of the snapshot APIs that name a cluster manager timeout.
+const SNAPSHOT: &[&str] = &["master_timeout", "cluster_manager_timeout"];
+/// ... and those that may wait for the work to finish.
+const SNAPSHOT_WAIT: &[&str] = &[
+    "master_timeout",
+    "cluster_manager_timeout",
+    "wait_for_completion",
 ];
 
 const GET: Method = Method::GET;
@@ -1153,6 +1162,110 @@ pub fn all() -> Vec<Route> {
             pattern: "/_cat/fielddata/{fields}",
             params: CAT_PARAMS,
             handler: handler!(cat::fielddata),
+        },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/_snapshot/{repository}",
+            params: &[
+                "master_timeout",
+                "cluster_manager_timeout",
+                "timeout",
+                "verify",
+            ],
+            handler: handler!(snapshots::put_repository),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_snapshot",
+            params: &["master_timeout", "cluster_manager_timeout", "local"],
+            handler: handler!(snapshots::get_repositories),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_snapshot/{repository}",
+            params: &["master_timeout", "cluster_manager_timeout", "local"],
+            handler: handler!(snapshots::get_repositories),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/_snapshot/{repository}",
+            params: &["master_timeout", "cluster_manager_timeout", "timeout"],
+            handler: handler!(snapshots::delete_repository),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_snapshot/{repository}/_verify",
+            params: &["master_timeout", "cluster_manager_timeout", "timeout"],
+            handler: handler!(snapshots::verify_repository),
+        },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/_snapshot/{repository}/{snapshot}",
+            params: SNAPSHOT_WAIT,
+            handler: handler!(snapshots::create),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_snapshot/{repository}/{snapshot}",
+            params: &[
+                "master_timeout",
+                "cluster_manager_timeout",
+                "ignore_unavailable",
+                "verbose",
+            ],
+            handler: handler!(snapshots::get),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/_snapshot/{repository}/{snapshot}",
+            params: SNAPSHOT,
+            handler: handler!(snapshots::delete),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_snapshot/_status",
+            params: SNAPSHOT,
+            handler: handler!(snapshots::status),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_snapshot/{repository}/_status",
+            params: SNAPSHOT,
+            handler: handler!(snapshots::status),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_snapshot/{repository}/{snapshot}/_status",
+            params: &[
+                "master_timeout",
+                "cluster_manager_timeout",
+                "ignore_unavailable",
+            ],
+            handler: handler!(snapshots::status),
+        },
+        Route {
+            methods: &[POST],
+            pattern: "/_snapshot/{repository}/{snapshot}/_restore",
+            params: SNAPSHOT_WAIT,
+            handler: handler!(snapshots::restore),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/snapshots",
+            params: CAT_PARAMS,
+            handler: handler!(snapshots::cat_snapshots),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/snapshots/{repository}",
+            params: CAT_PARAMS,
+            handler: handler!(snapshots::cat_snapshots),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_cat/repositories",
+            params: CAT_PARAMS,
+            handler: handler!(snapshots::cat_repositories),
         },
         Route {
             methods: &[PUT],

@@ -1,5 +1,5 @@
 //! `tessera serve` options: flags, and an optional config file in the `key: value` form of
-//! `opensearch.yml` (`http.port`, `path.data`, `node.name`, `cluster.name`, `network.host`,
+//! `opensearch.yml` (`http.port`, `path.data`, `path.repo`, `node.name`, `cluster.name`, `network.host`,
 //! `http.max_content_length`, `indexing_pressure.memory.limit`, `thread_pool.search.queue_size`,
 //! `thread_pool.write.queue_size`, `indices.query.bool.max_clause_count`, and Tessera's
 //! `http.max_in_flight_requests`, and `transport.shard_requests: loopback` that sends every shard
@@ -135,6 +135,10 @@ impl ServeArgs {
                     }
                     "network.host" | "http.host" => config.host = value.to_string(),
                     "path.data" => config.data_path = PathBuf::from(value),
+                    "path.repo" => {
+                        config.path_repo =
+                            list_value(value).into_iter().map(PathBuf::from).collect()
+                    }
                     "node.name" => config.name = value.to_string(),
                     "cluster.name" => config.cluster_name = value.to_string(),
                     "http.max_content_length" => config.max_content_length = parse_size(value)?,
@@ -257,7 +261,7 @@ mod tests {
     fn config_file_and_flags() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tessera.yml");
-        std::fs::write(&file, "# comment\nhttp.port: 9300\nnode.name: n1\npath.data: /tmp/x\nhttp.max_content_length: 10mb\nindexing_pressure.memory.limit: 64kb\nthread_pool.search.queue_size: 5\nthread_pool.write.queue_size: 7\nhttp.max_in_flight_requests: 9\ntransport.shard_requests: loopback\n").unwrap();
+        std::fs::write(&file, "# comment\nhttp.port: 9300\nnode.name: n1\npath.data: /tmp/x\npath.repo: [/srv/a, /srv/b]\nhttp.max_content_length: 10mb\nindexing_pressure.memory.limit: 64kb\nthread_pool.search.queue_size: 5\nthread_pool.write.queue_size: 7\nhttp.max_in_flight_requests: 9\ntransport.shard_requests: loopback\n").unwrap();
         let args = ServeArgs {
             port: Some(9400),
             ..file_args(file)
@@ -266,6 +270,10 @@ mod tests {
         assert_eq!(config.port, 9400, "flags win over the file");
         assert_eq!(config.name, "n1");
         assert_eq!(config.data_path, PathBuf::from("/tmp/x"));
+        assert_eq!(
+            config.path_repo,
+            vec![PathBuf::from("/srv/a"), PathBuf::from("/srv/b")]
+        );
         assert_eq!(config.indexing_pressure_limit, 64 << 10);
         assert_eq!((config.search_queue_size, config.write_queue_size), (5, 7));
         assert_eq!(config.max_in_flight_requests, 9);

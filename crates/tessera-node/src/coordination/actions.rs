@@ -259,6 +259,14 @@ pub(crate) fn bind_transport(
         DELETE_PIPELINES,
         |_, c, ids: Vec<String>| c.manager.delete_pipelines(&ids),
     );
+    on_management(
+        &mut handlers,
+        &node,
+        crate::snapshots::SNAPSHOT_SHARD,
+        |n, _, r: crate::snapshots::ShardSnapshotRequest| {
+            crate::snapshots::snapshot_shard_here(n, &r)
+        },
+    );
     on_management(&mut handlers, &node, BROADCAST, |n, _, r: Broadcast| {
         broadcast_here(n, &r)
     });

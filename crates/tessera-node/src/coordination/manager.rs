@@ -40,6 +40,8 @@ pub struct CreateIndex {
     pub mapping: String,
     /// The aliases' JSON (`{name: definition}`).
     pub aliases: String,
+    /// A restored index: where its primaries take their first commit from.
+    pub restore: Option<tessera_index::snapshot_files::RestoreSource>,
 }
 
 /// `_shrink`, `_split`, `_clone` as the manager gets them (checked against the source's shard
@@ -263,6 +265,7 @@ impl Manager {
         let mut meta = IndexService::new_metadata(&request.name, &uuid, settings, mapping)?;
         meta.aliases =
             tessera_index::aliases::parse_aliases(&parse_json(&request.aliases, "aliases")?)?;
+        meta.restore = request.restore.clone();
         let name = request.name.clone();
         let result = self.commit(
             (

@@ -669,12 +669,14 @@ impl Coordination {
         settings: Settings,
         mapping: Mapping,
         aliases: &Aliases,
+        restore: Option<tessera_index::snapshot_files::RestoreSource>,
     ) -> Result<(Arc<IndexService>, bool)> {
         let request = CreateIndex {
             name: name.to_string(),
             settings: settings.to_flat_json().to_string(),
             mapping: mapping.to_json().to_string(),
             aliases: aliases_json(aliases).to_string(),
+            restore,
         };
         let revision: Revision =
             match self.to_manager(actions::CREATE_INDEX, &request, Manager::create_index) {

@@ -33,6 +33,8 @@ pub enum RecoveryType {
     ExistingStore,
     /// A new primary.
     EmptyStore,
+    /// A restored index's new primary, filled from a snapshot.
+    Snapshot,
 }
 
 impl RecoveryType {
@@ -42,6 +44,7 @@ impl RecoveryType {
             RecoveryType::Peer => "PEER",
             RecoveryType::ExistingStore => "EXISTING_STORE",
             RecoveryType::EmptyStore => "EMPTY_STORE",
+            RecoveryType::Snapshot => "SNAPSHOT",
         }
     }
 }
@@ -106,6 +109,9 @@ pub struct RecoveryState {
     pub index_stop_millis: Option<i64>,
     /// Why it failed.
     pub failure: Option<String>,
+    /// A `SNAPSHOT` recovery's snapshot.
+    #[serde(default)]
+    pub snapshot: Option<tessera_index::snapshot_files::RestoreSource>,
 }
 
 /// One file of a recovery.
@@ -168,7 +174,34 @@ impl RecoveryState {
             index_start_millis: None,
             index_stop_millis: None,
             failure: None,
+            snapshot: None,
         }
+    }
+
+    /// A `SNAPSHOT` recovery that completed: every file of the snapshot's commit was copied
+    /// (the figures come from the repository's manifest, when it is still there).
+    pub fn snapshot_copied(&mut self) {
+        let Some(manifest) = self
+            .snapshot
+            .as_ref()
+            .and_then(|s| s.manifest(self.shard).ok())
+        else {
+            return;
+        };
+        self.files = manifest
+            .files
+            .iter()
+            .map(|file| FileDetail {
+                name: file.name.clone(),
+                length: file.length,
+                reused: false,
+                recovered: file.length,
+            })
+            .collect();
+        self.files_total = self.files.len() as u64;
+        self.files_recovered = self.files_total;
+        self.bytes_total = manifest.files.iter().map(|f| f.length).sum();
+        self.bytes_recovered = self.bytes_total;
     }
 
     /// How long it took, or has taken so far.
@@ -261,6 +294,7 @@ pub struct Opening {
     shard: u32,
     kind: RecoveryType,
     start_millis: i64,
+    snapshot: Option<tessera_index::snapshot_files::RestoreSource>,
 }
 
 type Copy = (String, u32);
@@ -329,18 +363,22 @@ impl Recoveries {
             .join(shard.to_string())
             .join("index")
             .join("meta.json");
-        let kind = if commit.exists() {
-            RecoveryType::ExistingStore
-        } else {
-            RecoveryType::EmptyStore
-        };
         let meta = index.metadata();
+        let kind = match &meta.restore {
+            _ if commit.exists() => RecoveryType::ExistingStore,
+            Some(_) => RecoveryType::Snapshot,
+            None => RecoveryType::EmptyStore,
+        };
         Some(Opening {
             index_uuid: meta.uuid.clone(),
             index: meta.name.clone(),
             shard,
             kind,
             start_millis: tessera_common::time::now_millis(),
+            snapshot: meta
+                .restore
+                .clone()
+                .filter(|_| kind == RecoveryType::Snapshot),
         })
     }
 
@@ -356,9 +394,10 @@ impl Recoveries {
             _ => return,
         };
         let (uuid, shard) = (opening.index_uuid.clone(), opening.shard);
-        self.start(RecoveryState {
+        let mut state = RecoveryState {
             index_uuid: opening.index_uuid,
             index: opening.index,
+            snapshot: opening.snapshot,
             ..RecoveryState::blank(
                 opening.shard,
                 opening.kind,
@@ -366,7 +405,12 @@ impl Recoveries {
                 target.clone(),
                 opening.start_millis,
             )
-        });
+        };
+        if failure.is_none() {
+            state.snapshot_copied();
+        }
+        self.start(state);
+
         self.finished(&uuid, shard, failure, tessera_common::time::now_millis());
     }
 

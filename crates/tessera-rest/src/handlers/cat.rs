@@ -42,6 +42,8 @@ const ENDPOINTS: &[&str] = &[
     "/_cat/recovery/{index}",
     "/_cat/segment_replication",
     "/_cat/segment_replication/{index}",
+    "/_cat/repositories",
+    "/_cat/snapshots/{repository}",
 ];
 
 /// `GET /_cat`.
@@ -54,7 +56,7 @@ pub async fn listing(_node: Arc<Node>, _request: RestRequest) -> Result<RestResp
     Ok(RestResponse::text(text))
 }
 
-fn clock(millis: i64) -> (String, String) {
+pub(crate) fn clock(millis: i64) -> (String, String) {
     let seconds = millis / 1000;
     let of_day = seconds.rem_euclid(86_400);
     (

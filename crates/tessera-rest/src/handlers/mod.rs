@@ -26,6 +26,7 @@ pub mod root;
 pub mod scroll;
 pub mod search;
 pub mod segments;
+pub mod snapshots;
 pub mod stats;
 pub mod tasks;
 pub mod templates;

@@ -96,7 +96,19 @@ pub fn recovery_json(state: &RecoveryState, detailed: bool, now: i64) -> Value {
         shard["stop_time_in_millis"] = json!(stop);
     }
     shard["total_time_in_millis"] = json!(state.total_millis(now));
-    shard["source"] = state.source.as_ref().map_or(json!({}), node_json);
+    shard["source"] = match (&state.snapshot, &state.source) {
+        (Some(snapshot), _) => json!({
+            "repository": snapshot.repository,
+            "snapshot": snapshot.snapshot,
+            "version": crate::handlers::root::COMPATIBLE_VERSION,
+            "index": snapshot.index,
+            "isSearchableSnapshot": false,
+            "remoteStoreIndexShallowCopy": false,
+            "sourceRemoteStoreRepository": null,
+            "sourceRemoteTranslogRepository": null,
+        }),
+        (None, source) => source.as_ref().map_or(json!({}), node_json),
+    };
     shard["target"] = node_json(&state.target);
     shard["index"] = json!({
         "size": {
@@ -309,8 +321,18 @@ pub async fn cat_recovery(node: Arc<Node>, request: RestRequest) -> Result<RestR
                 Cell::from(source.map_or("n/a", |n| n.name.as_str())),
                 Cell::from(host_of(&state.target.transport_address)),
                 Cell::from(state.target.name.clone()),
-                Cell::from("n/a"),
-                Cell::from("n/a"),
+                Cell::from(
+                    state
+                        .snapshot
+                        .as_ref()
+                        .map_or("n/a", |s| s.repository.as_str()),
+                ),
+                Cell::from(
+                    state
+                        .snapshot
+                        .as_ref()
+                        .map_or("n/a", |s| s.snapshot.as_str()),
+                ),
                 Cell::from(state.files_total - state.files_reused),
                 Cell::from(state.files_recovered),
                 Cell::from(percent(recovered_percent(

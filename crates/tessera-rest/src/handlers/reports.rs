@@ -268,15 +268,22 @@ fn recoveries(node: &Node, uuids: &[String]) -> Vec<Value> {
         let Some(index) = node.index_by_uuid(uuid) else {
             continue;
         };
-        let created = index.metadata().creation_date;
-        let (kind, at) = if created >= node.started_millis {
-            (RecoveryType::EmptyStore, created)
-        } else {
-            (RecoveryType::ExistingStore, node.started_millis)
+        let metadata = index.metadata();
+        let created = metadata.creation_date;
+        let (kind, at) = match &metadata.restore {
+            _ if created < node.started_millis => {
+                (RecoveryType::ExistingStore, node.started_millis)
+            }
+            Some(_) => (RecoveryType::Snapshot, created),
+            None => (RecoveryType::EmptyStore, created),
         };
         for shard in index.shards().iter().filter(|s| !s.is_replica()) {
             let mut state =
                 RecoveryState::new(&index, shard.shard_id, kind, None, target.clone(), at);
+            if kind == RecoveryType::Snapshot {
+                state.snapshot = metadata.restore.clone();
+                state.snapshot_copied();
+            }
             state.stage = Stage::Done;
             state.stop_millis = Some(at);
             states.extend(serde_json::to_value(&state).ok());

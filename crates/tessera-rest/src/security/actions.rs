@@ -111,6 +111,23 @@ pub fn classify(method: &Method, path: &str) -> Action {
             action("cluster:admin/ingest/pipeline/delete", false)
         }
         "_ingest" => action("cluster:admin/ingest/pipeline/put", false),
+        // repositories, snapshots of them, their status and restores
+        "_snapshot" => {
+            let depth = segments.len() - at;
+            match segments.last().copied() {
+                Some("_status") => action("cluster:admin/snapshot/status", reading),
+                Some("_verify") => action("cluster:admin/repository/verify", false),
+                Some("_restore") => action("cluster:admin/snapshot/restore", false),
+                _ if depth <= 2 && reading => action("cluster:admin/repository/get", true),
+                _ if depth <= 2 && *method == Method::DELETE => {
+                    action("cluster:admin/repository/delete", false)
+                }
+                _ if depth <= 2 => action("cluster:admin/repository/put", false),
+                _ if reading => action("cluster:admin/snapshot/get", true),
+                _ if *method == Method::DELETE => action("cluster:admin/snapshot/delete", false),
+                _ => action("cluster:admin/snapshot/create", false),
+            }
+        }
         "_nodes" => match segments.get(at + 1..) {
             Some(rest) if rest.contains(&"stats") => action("cluster:monitor/nodes/stats", reading),
             _ => action("cluster:monitor/nodes/info", reading),
@@ -203,6 +220,75 @@ mod tests {
             "cluster:admin/ingest/processor/grok/get",
             true,
         );
+    }
+
+    #[test]
+    fn snapshot_actions() {
+        let cases = [
+            (
+                Method::PUT,
+                "/_snapshot/r",
+                "cluster:admin/repository/put",
+                false,
+            ),
+            (
+                Method::GET,
+                "/_snapshot",
+                "cluster:admin/repository/get",
+                true,
+            ),
+            (
+                Method::GET,
+                "/_snapshot/r",
+                "cluster:admin/repository/get",
+                true,
+            ),
+            (
+                Method::DELETE,
+                "/_snapshot/r",
+                "cluster:admin/repository/delete",
+                false,
+            ),
+            (
+                Method::POST,
+                "/_snapshot/r/_verify",
+                "cluster:admin/repository/verify",
+                false,
+            ),
+            (
+                Method::PUT,
+                "/_snapshot/r/s",
+                "cluster:admin/snapshot/create",
+                false,
+            ),
+            (
+                Method::GET,
+                "/_snapshot/r/s",
+                "cluster:admin/snapshot/get",
+                true,
+            ),
+            (
+                Method::DELETE,
+                "/_snapshot/r/s",
+                "cluster:admin/snapshot/delete",
+                false,
+            ),
+            (
+                Method::GET,
+                "/_snapshot/_status",
+                "cluster:admin/snapshot/status",
+                true,
+            ),
+            (
+                Method::POST,
+                "/_snapshot/r/s/_restore",
+                "cluster:admin/snapshot/restore",
+                false,
+            ),
+        ];
+        for (method, path, name, read_only) in cases {
+            check(method, path, name, read_only);
+        }
     }
 
     #[test]
