@@ -247,33 +247,6 @@ pub struct Gsub {
     replacement: String,
 }
 
-/// A Java replacement string (`$1`, `${name}`, `\$`) in the `regex` crate's syntax.
-fn replacement_syntax(java: &str) -> String {
-    let mut out = String::new();
-    let mut chars = java.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some('$') => out.push_str("$$"),
-                Some(other) => out.push(other),
-                None => {}
-            },
-            '$' if chars.peek().is_some_and(char::is_ascii_digit) => {
-                out.push_str("${");
-                while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
-                    out.push(d);
-                    chars.next();
-                }
-                out.push('}');
-            }
-            '$' if chars.peek() == Some(&'{') => out.push('$'),
-            '$' => out.push_str("$$"),
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 impl Gsub {
     pub fn parse(config: &mut Config) -> Result<Gsub> {
         let target = Target::parse(config)?;
@@ -282,7 +255,7 @@ impl Gsub {
         Ok(Gsub {
             target,
             pattern: compile(config, "pattern", &pattern)?,
-            replacement: replacement_syntax(&replacement),
+            replacement: tessera_common::java_replacement::to_rust(&replacement),
         })
     }
 
@@ -301,7 +274,6 @@ impl Processor for Gsub {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::processor::tests::run;
     use serde_json::json;
 
@@ -364,12 +336,5 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out["g"], "a<1>b<2><2>");
-    }
-
-    #[test]
-    fn java_replacements_translate() {
-        assert_eq!(replacement_syntax("$1a"), "${1}a");
-        assert_eq!(replacement_syntax("\\$x"), "$$x");
-        assert_eq!(replacement_syntax("${n}"), "${n}");
     }
 }

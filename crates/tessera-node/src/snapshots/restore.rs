@@ -68,31 +68,6 @@ fn strings(value: &Value, key: &str) -> Result<Vec<String>> {
     }
 }
 
-/// A Java regex replacement (`$1`, `\$`) as the `regex` crate writes it (`${1}`, `$$`).
-fn java_replacement(replacement: &str) -> String {
-    let mut out = String::new();
-    let mut chars = replacement.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some('$') => out.push_str("$$"),
-                Some(other) => out.push(other),
-                None => {}
-            },
-            '$' => {
-                let mut digits = String::new();
-                while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
-                    digits.push(*d);
-                    chars.next();
-                }
-                out.push_str(&format!("${{{digits}}}"));
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 impl RestoreRequest {
     pub fn parse(body: Option<&Value>) -> Result<RestoreRequest> {
         let empty = Value::Object(Default::default());
@@ -131,7 +106,10 @@ impl RestoreRequest {
                     Error::illegal_argument(format!("invalid rename_pattern [{pattern}]: {e}"))
                 })?;
                 let replacement = replacement.as_str().unwrap_or("");
-                Some((regex, java_replacement(replacement)))
+                Some((
+                    regex,
+                    tessera_common::java_replacement::to_rust(replacement),
+                ))
             }
             _ => return Err(Error::illegal_argument("malformed rename_pattern")),
         };
@@ -408,9 +386,6 @@ mod tests {
 
     #[test]
     fn java_replacements() {
-        assert_eq!(java_replacement("r$1"), "r${1}");
-        assert_eq!(java_replacement("$1a$2"), "${1}a${2}");
-        assert_eq!(java_replacement(r"x\$y"), "x$$y");
         let request = RestoreRequest::parse(Some(&json!({
             "rename_pattern": "i(.+)", "rename_replacement": "r$1"
         })))

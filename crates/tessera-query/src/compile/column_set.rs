@@ -8,7 +8,7 @@ use tantivy::columnar::Column;
 use tantivy::query::{
     BitSetDocSet, ConstScorer, EnableScoring, Explanation, Query, Scorer, Weight,
 };
-use tantivy::{BitSet, DocId, DocSet, Score, SegmentReader};
+use tantivy::{BitSet, DocId, Score, SegmentReader};
 
 /// The wanted values, sorted and deduplicated.
 #[derive(Clone, Debug)]
@@ -111,15 +111,10 @@ impl Weight for ColumnSetWeight {
     }
 
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
-        let mut scorer = self.scorer(reader, 1.0)?;
-        if scorer.doc() > doc || scorer.seek(doc) != doc {
-            return Err(tantivy::TantivyError::InvalidArgument(format!(
-                "Document #({doc}) does not match"
-            )));
-        }
+        let score = super::score_of_match(self, reader, doc)?;
         Ok(Explanation::new_with_string(
             format!("{}:{:?}", self.0.field, self.0.values),
-            1.0,
+            score,
         ))
     }
 }

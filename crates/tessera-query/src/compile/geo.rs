@@ -92,13 +92,8 @@ impl Weight for GeoQuery {
     }
 
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
-        let mut scorer = self.scorer(reader, 1.0)?;
-        if scorer.seek(doc) != doc {
-            return Err(tantivy::TantivyError::InvalidArgument(format!(
-                "document #({doc}) does not match"
-            )));
-        }
-        Ok(Explanation::new("geo query", 1.0))
+        let score = super::score_of_match(self, reader, doc)?;
+        Ok(Explanation::new("geo query", score))
     }
 }
 

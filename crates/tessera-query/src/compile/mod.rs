@@ -138,6 +138,22 @@ pub(crate) fn boosted(query: Box<dyn Query>, boost: f32) -> Box<dyn Query> {
     }
 }
 
+/// The score of `doc` by a fresh scorer of `weight`, for `Weight::explain`; an error when the
+/// document does not match (a fresh scorer may already stand past it, so it is not sought).
+pub(crate) fn score_of_match(
+    weight: &dyn tantivy::query::Weight,
+    reader: &tantivy::SegmentReader,
+    doc: tantivy::DocId,
+) -> tantivy::Result<tantivy::Score> {
+    let mut scorer = weight.scorer(reader, 1.0)?;
+    if scorer.doc() > doc || scorer.seek(doc) != doc {
+        return Err(tantivy::TantivyError::InvalidArgument(format!(
+            "Document #({doc}) does not match"
+        )));
+    }
+    Ok(scorer.score())
+}
+
 pub(crate) fn match_none() -> Box<dyn Query> {
     Box::new(EmptyQuery)
 }

@@ -136,12 +136,7 @@ impl Weight for RangeFieldWeight {
     }
 
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
-        let mut scorer = self.scorer(reader, 1.0)?;
-        if scorer.doc() > doc || scorer.seek(doc) != doc {
-            return Err(tantivy::TantivyError::InvalidArgument(format!(
-                "Document #({doc}) does not match"
-            )));
-        }
+        let score = super::score_of_match(self, reader, doc)?;
         Ok(Explanation::new_with_string(
             format!(
                 "{} {:?} {:?}",
@@ -152,7 +147,7 @@ impl Weight for RangeFieldWeight {
                 self.0.relation,
                 self.0.bounds
             ),
-            1.0,
+            score,
         ))
     }
 }

@@ -104,15 +104,10 @@ impl Weight for SloppyPhraseWeight {
     }
 
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
-        let mut scorer = self.scorer(reader, 1.0)?;
-        if scorer.seek(doc) != doc {
-            return Err(tantivy::TantivyError::InvalidArgument(format!(
-                "document #({doc}) does not match"
-            )));
-        }
+        let score = super::score_of_match(self, reader, doc)?;
         Ok(Explanation::new(
             "sloppy phrase (Lucene slop factor)",
-            scorer.score(),
+            score,
         ))
     }
 }
