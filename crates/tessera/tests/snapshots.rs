@@ -41,6 +41,7 @@ fn documents(node: &Node, index: &str) -> Vec<(String, Value)> {
         index,
         &json!({"size": 10000, "query": {"match_all": {}}, "sort": [{"n": "asc"}]}),
     );
+    assert_eq!(answer["_shards"]["failed"], 0, "{answer}");
     answer["hits"]["hits"]
         .as_array()
         .unwrap()

@@ -353,7 +353,9 @@ impl Node {
     }
 
     /// Waits until every primary of a restored index has opened or failed (or `deadline`);
-    /// returns how many are not started.
+    /// returns how many are not started. In a cluster, the state that shows them started is
+    /// then waited for on every node (as an acknowledged change is), so that a search any
+    /// node coordinates right after the restore finds every shard.
     fn wait_for_restored_primaries(
         &self,
         index: &Arc<tessera_index::IndexService>,
@@ -369,9 +371,14 @@ impl Node {
         }
         loop {
             let health = self.health(Some(std::slice::from_ref(index)));
+            // read after the health: a state at least as new as the one it saw
+            let seen = self.cluster_state().version;
             let shards = index.metadata().number_of_shards as usize;
             let active = health.active_primary_shards as usize;
             if active >= shards || Instant::now() >= deadline {
+                if let Some(coordination) = self.coordination() {
+                    coordination.wait_acknowledged(seen);
+                }
                 return shards.saturating_sub(active);
             }
             std::thread::sleep(Duration::from_millis(50));
