@@ -22,6 +22,14 @@ pub struct IngestDocument {
     pub ingest: Map<String, Value>,
 }
 
+/// OpenSearch's error for a value read as a string that is not one.
+pub fn not_a_string(field: &str, value: &Value) -> Error {
+    Error::illegal_argument(format!(
+        "field [{field}] of type [{}] cannot be cast to [java.lang.String]",
+        java_type(value)
+    ))
+}
+
 /// The Java class OpenSearch names for a JSON value in its errors.
 pub fn java_type(value: &Value) -> &'static str {
     match value {
@@ -223,6 +231,22 @@ impl IngestDocument {
             &mut self.ingest
         } else {
             &mut self.ctx
+        }
+    }
+
+    /// The string at `path` for a processor that reads one (grok, dissect), as OpenSearch's
+    /// `getFieldValue(field, String.class, ignoreMissing)` and the null check after it: `None`
+    /// when the field is missing or null and `ignore_missing`; otherwise an error for a missing
+    /// or null field and for a value of another type.
+    pub fn string_field(&self, path: &str, ignore_missing: bool) -> Result<Option<String>> {
+        match self.get(path) {
+            Err(_) | Ok(Value::Null) if ignore_missing => Ok(None),
+            Err(e) => Err(e),
+            Ok(Value::Null) => Err(Error::illegal_argument(format!(
+                "field [{path}] is null, cannot process it."
+            ))),
+            Ok(Value::String(s)) => Ok(Some(s.clone())),
+            Ok(other) => Err(not_a_string(path, other)),
         }
     }
 

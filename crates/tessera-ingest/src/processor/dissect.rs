@@ -197,18 +197,8 @@ impl Dissect {
 
 impl Processor for Dissect {
     fn execute(&self, doc: &mut IngestDocument, _: &mut Exec<'_>) -> Outcome {
-        let input = match doc.get(&self.field) {
-            Err(_) | Ok(Value::Null) if self.ignore_missing => return Ok(Flow::Continue),
-            Err(e) => return Err(e.into()),
-            Ok(Value::String(s)) => s.clone(),
-            Ok(other) => {
-                return Err(Error::illegal_argument(format!(
-                    "field [{}] of type [{}] cannot be cast to [java.lang.String]",
-                    self.field,
-                    crate::document::java_type(other)
-                ))
-                .into())
-            }
+        let Some(input) = doc.string_field(&self.field, self.ignore_missing)? else {
+            return Ok(Flow::Continue);
         };
         let Some(fields) = self.dissect(&input) else {
             return Err(Error::new(
@@ -267,6 +257,27 @@ mod tests {
         assert_eq!(
             dissect("%{a} - %{b}", "nomatch").unwrap_err(),
             "Unable to find match for dissect pattern: %{a} - %{b} against source: nomatch"
+        );
+    }
+
+    #[test]
+    fn a_null_or_non_string_field_is_opensearchs_error() {
+        let reason = |m: serde_json::Value| {
+            let config = json!({"dissect": {"field": "m", "pattern": "%{a} %{b}"}});
+            run(config, json!({"m": m}))
+                .unwrap_err()
+                .reason()
+                .to_string()
+        };
+        assert_eq!(reason(json!(null)), "field [m] is null, cannot process it.");
+        assert_eq!(
+            reason(json!(5)),
+            "field [m] of type [java.lang.Integer] cannot be cast to [java.lang.String]"
+        );
+        let skipped = json!({"dissect": {"field": "m", "pattern": "%{a}", "ignore_missing": true}});
+        assert_eq!(
+            run(skipped, json!({"m": null})).unwrap(),
+            json!({"m": null})
         );
     }
 }

@@ -66,25 +66,8 @@ impl GrokProcessor {
 
 impl Processor for GrokProcessor {
     fn execute(&self, doc: &mut IngestDocument, _: &mut Exec<'_>) -> Outcome {
-        let text = match doc.get(&self.field) {
-            Err(_) | Ok(Value::Null) if self.ignore_missing => return Ok(Flow::Continue),
-            Err(e) => return Err(e.into()),
-            Ok(Value::Null) => {
-                return Err(Error::illegal_argument(format!(
-                    "field [{}] is null, cannot process it.",
-                    self.field
-                ))
-                .into())
-            }
-            Ok(Value::String(s)) => s.clone(),
-            Ok(other) => {
-                return Err(Error::illegal_argument(format!(
-                    "field [{}] of type [{}] cannot be cast to [java.lang.String]",
-                    self.field,
-                    crate::document::java_type(other)
-                ))
-                .into())
-            }
+        let Some(text) = doc.string_field(&self.field, self.ignore_missing)? else {
+            return Ok(Flow::Continue);
         };
         for (index, grok) in self.patterns.iter().enumerate() {
             if let Some(fields) = grok.captures(&text) {

@@ -9,7 +9,7 @@ use tessera_common::{Error, Result};
 
 use super::{Flow, Outcome, Processor};
 use crate::config::Config;
-use crate::document::{java_string, java_type, IngestDocument};
+use crate::document::{java_string, java_type, not_a_string, IngestDocument};
 use crate::pipeline::Exec;
 
 /// The field options the string processors share.
@@ -73,13 +73,6 @@ impl Target {
         doc.set(&self.target, out)?;
         Ok(Flow::Continue)
     }
-}
-
-fn not_a_string(field: &str, value: &Value) -> Error {
-    Error::illegal_argument(format!(
-        "field [{field}] of type [{}] cannot be cast to [java.lang.String]",
-        java_type(value)
-    ))
 }
 
 /// `lowercase`, `uppercase`, `trim`.
