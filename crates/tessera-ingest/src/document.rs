@@ -239,14 +239,23 @@ impl IngestDocument {
     /// when the field is missing or null and `ignore_missing`; otherwise an error for a missing
     /// or null field and for a value of another type.
     pub fn string_field(&self, path: &str, ignore_missing: bool) -> Result<Option<String>> {
+        match self.non_null_field(path, ignore_missing)? {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(not_a_string(path, other)),
+        }
+    }
+
+    /// The value at `path` for a processor that cannot work on null: `None` to skip (missing or
+    /// null with `ignore_missing`); a null without it is OpenSearch's "is null" error.
+    pub fn non_null_field(&self, path: &str, ignore_missing: bool) -> Result<Option<&Value>> {
         match self.get(path) {
             Err(_) | Ok(Value::Null) if ignore_missing => Ok(None),
             Err(e) => Err(e),
             Ok(Value::Null) => Err(Error::illegal_argument(format!(
                 "field [{path}] is null, cannot process it."
             ))),
-            Ok(Value::String(s)) => Ok(Some(s.clone())),
-            Ok(other) => Err(not_a_string(path, other)),
+            Ok(value) => Ok(Some(value)),
         }
     }
 

@@ -35,15 +35,9 @@ impl Target {
 
     /// The field's value; `None` to skip (missing or null with `ignore_missing`).
     fn read(&self, doc: &IngestDocument) -> Result<Option<Value>> {
-        match doc.get(&self.field) {
-            Err(_) | Ok(Value::Null) if self.ignore_missing => Ok(None),
-            Err(e) => Err(e),
-            Ok(Value::Null) => Err(Error::illegal_argument(format!(
-                "field [{}] is null, cannot process it.",
-                self.field
-            ))),
-            Ok(value) => Ok(Some(value.clone())),
-        }
+        Ok(doc
+            .non_null_field(&self.field, self.ignore_missing)?
+            .cloned())
     }
 
     /// Rewrites the field's string (or each string of its list) with `apply` into the target

@@ -78,16 +78,7 @@ impl CreateRequest {
                 ))
             }
         };
-        let flag = |key: &str, default: bool| -> Result<bool> {
-            match &body[key] {
-                Value::Null => Ok(default),
-                Value::Bool(b) => Ok(*b),
-                Value::String(s) if s == "true" || s == "false" => Ok(s == "true"),
-                other => Err(Error::illegal_argument(format!(
-                    "malformed [{key}] value [{other}], should be a boolean"
-                ))),
-            }
-        };
+        let flag = |key: &str, default: bool| super::body_flag(body, key, default);
         let metadata = match &body["metadata"] {
             Value::Null => None,
             Value::Object(_) => Some(body["metadata"].clone()),

@@ -108,6 +108,19 @@ fn deletion_running(state: &ClusterState, repository: &str) -> bool {
         .is_some_and(|node| alive(state, &node))
 }
 
+/// A boolean option of a create or restore body: absent → `default`; a boolean or the strings
+/// "true"/"false" as OpenSearch accepts them; anything else is OpenSearch's message.
+fn body_flag(body: &Value, key: &str, default: bool) -> Result<bool> {
+    match &body[key] {
+        Value::Null => Ok(default),
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) if s == "true" || s == "false" => Ok(s == "true"),
+        other => Err(Error::illegal_argument(format!(
+            "malformed [{key}] value [{other}], should be a boolean"
+        ))),
+    }
+}
+
 fn entry_key(repository: &str, snapshot: &str) -> String {
     format!("{IN_PROGRESS}{repository}/{snapshot}")
 }

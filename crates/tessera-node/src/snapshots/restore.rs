@@ -80,16 +80,7 @@ impl RestoreRequest {
                 "Unknown parameter {unknown}"
             )));
         }
-        let flag = |key: &str, default: bool| -> Result<bool> {
-            match &body[key] {
-                Value::Null => Ok(default),
-                Value::Bool(b) => Ok(*b),
-                Value::String(s) if s == "true" || s == "false" => Ok(s == "true"),
-                other => Err(Error::illegal_argument(format!(
-                    "malformed [{key}] value [{other}], should be a boolean"
-                ))),
-            }
-        };
+        let flag = |key: &str, default: bool| super::body_flag(body, key, default);
         if flag("include_global_state", false)? {
             return Err(Error::not_supported(
                 "[include_global_state] on restore is not supported by Tessera: snapshots hold indices only",
