@@ -311,6 +311,19 @@ mod tests {
     use std::sync::mpsc;
     use std::time::Duration;
 
+    /// Keeps one of the pool's threads busy until the returned sender sends.
+    fn occupy_one_thread(pool: &ThreadPool) -> mpsc::Sender<()> {
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let (started_tx, started_rx) = mpsc::channel::<()>();
+        pool.execute(move || {
+            started_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+        })
+        .unwrap();
+        started_rx.recv().unwrap();
+        release_tx
+    }
+
     #[test]
     fn a_worker_runs_the_idle_hook_once_it_falls_idle_after_work() {
         static IDLE_SPELLS: AtomicUsize = AtomicUsize::new(0);
@@ -370,14 +383,7 @@ mod tests {
         assert_eq!(pool.active(), 0);
 
         // the pool's only thread is busy: the task is handed back, not run
-        let (release_tx, release_rx) = mpsc::channel::<()>();
-        let (started_tx, started_rx) = mpsc::channel::<()>();
-        pool.execute(move || {
-            started_tx.send(()).unwrap();
-            release_rx.recv().unwrap();
-        })
-        .unwrap();
-        started_rx.recv().unwrap();
+        let release_tx = occupy_one_thread(&pool);
         let handed_back = pool.run_here_if_idle(|| Ok(1));
         assert_eq!(handed_back.err().map(|f| f().unwrap()), Some(1));
         release_tx.send(()).unwrap();
@@ -386,14 +392,7 @@ mod tests {
     #[test]
     fn full_queue_rejects_with_429() {
         let pool = ThreadPool::new("tiny", 1, 1);
-        let (release_tx, release_rx) = mpsc::channel::<()>();
-        let (started_tx, started_rx) = mpsc::channel::<()>();
-        pool.execute(move || {
-            started_tx.send(()).unwrap();
-            release_rx.recv().unwrap();
-        })
-        .unwrap();
-        started_rx.recv().unwrap();
+        let release_tx = occupy_one_thread(&pool);
         pool.execute(|| {}).unwrap(); // fills the queue
         let err = pool.execute(|| {}).unwrap_err();
         assert_eq!(err.status(), 429);

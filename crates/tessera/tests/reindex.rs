@@ -25,6 +25,28 @@ fn write_docs(node: &Node, index: &str, count: usize) {
     assert_eq!(bulk["errors"], false, "{bulk}");
 }
 
+/// A node holding `count` documents in the one-shard index `docs`.
+fn node_with_docs(count: usize) -> Node {
+    let node = Node::start();
+    node.put(
+        "/docs",
+        &json!({"settings": {"number_of_shards": 1, "number_of_replicas": 0}}),
+    )
+    .ok();
+    write_docs(&node, "docs", count);
+    node
+}
+
+/// Starts a by-query request over every document with `wait_for_completion=false` (in `path`);
+/// its task id.
+fn start_task(node: &Node, path: &str) -> String {
+    let started = node
+        .post(path, &json!({"query": {"match_all": {}}}))
+        .expect(200)
+        .json();
+    started["task"].as_str().unwrap().to_string()
+}
+
 /// Polls `GET _tasks/{id}` until the task is done; its answer.
 fn wait_for_task(node: &Node, id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -43,22 +65,12 @@ fn wait_for_task(node: &Node, id: &str) -> Value {
 
 #[test]
 fn a_task_is_followed_and_cancelled_between_batches() {
-    let node = Node::start();
-    node.put(
-        "/docs",
-        &json!({"settings": {"number_of_shards": 1, "number_of_replicas": 0}}),
-    )
-    .ok();
-    write_docs(&node, "docs", 20);
+    let node = node_with_docs(20);
     // one document a batch, two batches a second: the task runs for ten seconds
-    let started = node
-        .post(
-            "/docs/_delete_by_query?wait_for_completion=false&scroll_size=1&requests_per_second=2",
-            &json!({"query": {"match_all": {}}}),
-        )
-        .expect(200)
-        .json();
-    let id = started["task"].as_str().unwrap().to_string();
+    let id = start_task(
+        &node,
+        "/docs/_delete_by_query?wait_for_completion=false&scroll_size=1&requests_per_second=2",
+    );
     let (node_id, number) = id.split_once(':').unwrap();
 
     // running: listed, and its status counts the batches done so far
@@ -117,22 +129,12 @@ fn a_task_is_followed_and_cancelled_between_batches() {
 
 #[test]
 fn a_rethrottle_applies_to_the_running_task_at_once() {
-    let node = Node::start();
-    node.put(
-        "/docs",
-        &json!({"settings": {"number_of_shards": 1, "number_of_replicas": 0}}),
-    )
-    .ok();
-    write_docs(&node, "docs", 20);
+    let node = node_with_docs(20);
     // one document a second: twenty seconds, unless rethrottled
-    let started = node
-        .post(
-            "/docs/_delete_by_query?wait_for_completion=false&scroll_size=1&requests_per_second=1",
-            &json!({"query": {"match_all": {}}}),
-        )
-        .expect(200)
-        .json();
-    let id = started["task"].as_str().unwrap().to_string();
+    let id = start_task(
+        &node,
+        "/docs/_delete_by_query?wait_for_completion=false&scroll_size=1&requests_per_second=1",
+    );
     let (node_id, _) = id.split_once(':').unwrap();
     let since = Instant::now();
     let answer = node
@@ -152,24 +154,11 @@ fn a_rethrottle_applies_to_the_running_task_at_once() {
 
 #[test]
 fn a_document_changed_after_it_was_read_is_a_version_conflict() {
-    let node = Node::start();
-    node.put(
-        "/docs",
-        &json!({"settings": {"number_of_shards": 1, "number_of_replicas": 0}}),
-    )
-    .ok();
-    write_docs(&node, "docs", 6);
+    let node = node_with_docs(6);
     for (conflicts, status) in [("proceed", 200), ("abort", 409)] {
         // batches of one, one a second: the last document is read (pinned) before it is
         // changed, and written after
-        let started = node
-            .post(
-                &format!("/docs/_update_by_query?wait_for_completion=false&scroll_size=1&requests_per_second=1&conflicts={conflicts}"),
-                &json!({"query": {"match_all": {}}}),
-            )
-            .expect(200)
-            .json();
-        let id = started["task"].as_str().unwrap().to_string();
+        let id = start_task(&node, &format!("/docs/_update_by_query?wait_for_completion=false&scroll_size=1&requests_per_second=1&conflicts={conflicts}"));
         // once the documents are read (the first batch is written), document 5 changes
         eventually("a first batch", || {
             let answer = node.get(&format!("/_tasks/{id}")).ok().json();
@@ -289,15 +278,10 @@ fn any_node_of_a_cluster_coordinates_and_any_node_follows_its_tasks() {
     assert_eq!(cluster.node(0).count("src"), 20);
 
     // a slow update by query on node 1, followed and cancelled from node 0
-    let started = cluster
-        .node(1)
-        .post(
-            "/src/_update_by_query?wait_for_completion=false&scroll_size=1&requests_per_second=2",
-            &json!({"query": {"match_all": {}}}),
-        )
-        .expect(200)
-        .json();
-    let id = started["task"].as_str().unwrap().to_string();
+    let id = start_task(
+        cluster.node(1),
+        "/src/_update_by_query?wait_for_completion=false&scroll_size=1&requests_per_second=2",
+    );
     let (owner, _) = id.split_once(':').unwrap();
     let running = first.get(&format!("/_tasks/{id}")).ok().json();
     assert_eq!(running["completed"], false, "{running}");
