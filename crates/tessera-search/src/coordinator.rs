@@ -626,27 +626,24 @@ pub async fn search(
                 Error::illegal_state("the fetch phase returned fewer documents than asked")
             })?;
         let shard = &copies[&shard_index];
-        let rendered_sort = (!request.sort.is_empty()).then(|| {
+        let rendered_sort = (!request.sorts_by_score_only()).then(|| {
             sort_fields
                 .iter()
                 .enumerate()
                 .map(|(i, field)| {
-                    let value = if field.is_score() {
-                        crate::sort::SortValue::F64(hit.score as f64)
-                    } else {
-                        hit.sort
-                            .get(i)
-                            .cloned()
-                            .unwrap_or(crate::sort::SortValue::Missing)
-                    };
+                    if field.is_score() {
+                        // a score is a float: rendered as Java prints it
+                        return crate::source_fields::float_value(hit.score);
+                    }
+                    let value = hit
+                        .sort
+                        .get(i)
+                        .cloned()
+                        .unwrap_or(crate::sort::SortValue::Missing);
                     render_sort_value(&value, field, numeric_sorts.get(i).copied().unwrap_or(true))
                 })
                 .collect()
         });
-        let rendered_sort = match (&sort, rendered_sort) {
-            (HitSort::Score, Some(_)) => Some(vec![json!(hit.score)]),
-            (_, s) => s,
-        };
         let explained = doc.explanation.is_some();
         hits.push(Hit {
             _shard: explained.then(|| format!("[{}][{}]", shard.index_name(), shard.shard_id())),
@@ -680,7 +677,7 @@ pub async fn search(
         }
     };
     // OpenSearch reports max_score only for the default (score) order or with track_scores
-    let tracks_max = request.sort.is_empty() || request.track_scores;
+    let tracks_max = request.sorts_by_score_only() || request.track_scores;
     let max_score = if request.size == 0 || !tracks_max {
         None
     } else {

@@ -18,6 +18,7 @@ pub mod profile;
 pub mod query_phase;
 pub mod reader_context;
 pub mod request;
+pub mod rescore;
 pub mod scroll_slice;
 pub mod search_load;
 pub mod shard;

@@ -99,6 +99,8 @@ pub struct SearchRequest {
     /// The queries of `query` and `post_filter` with a `_name`, whose names each hit that
     /// matches them shows in `matched_queries`.
     pub named_queries: Vec<crate::named_queries::NamedQuery>,
+    /// `rescore`: the rescorers each shard applies to its best hits, in order.
+    pub rescore: Vec<crate::rescore::Rescorer>,
 }
 
 /// The body's `pit`: a point in time's id, and a new keep-alive for it.
@@ -173,6 +175,7 @@ impl Default for SearchRequest {
             pit: None,
             slice: None,
             named_queries: Vec::new(),
+            rescore: Vec::new(),
         }
     }
 }
@@ -322,7 +325,6 @@ fn parse_docvalue_fields(value: &Value) -> Result<Vec<DocValueField>> {
 /// Keys of the search body that name features Tessera does not implement.
 const UNSUPPORTED_KEYS: &[&str] = &[
     "suggest",
-    "rescore",
     "collapse",
     "script_fields",
     "indices_boost",
@@ -397,6 +399,7 @@ impl SearchRequest {
                         None => request.aggs = Some(parsed),
                     }
                 }
+                "rescore" => request.rescore = crate::rescore::parse_rescore(value)?,
                 "highlight" => request.highlight = Some(crate::highlight::parse_highlight(value)?),
                 "seq_no_primary_term" => request.seq_no_primary_term = bool_value(key, value)?,
                 "profile" => request.profile = bool_value(key, value)?,
@@ -452,10 +455,17 @@ impl SearchRequest {
         Ok(())
     }
 
+    /// No sort, or `_score` descending alone: OpenSearch's default order, whose hits carry no
+    /// sort values and whose answer reports `max_score`.
+    pub fn sorts_by_score_only(&self) -> bool {
+        crate::hits::HitSort::new(self.sort.clone()).is_score()
+    }
+
     /// Whether hits need scores.
     pub fn needs_scores(&self) -> bool {
         self.sort.is_empty()
             || self.track_scores
+            || !self.rescore.is_empty()
             || self.min_score.is_some()
             || self.sort.iter().any(SortField::is_score)
     }
@@ -598,7 +608,7 @@ mod tests {
             .unwrap_err()
             .reason()
             .contains("cannot be negative"));
-        assert!(SearchRequest::parse(&json!({"rescore": {}}))
+        assert!(SearchRequest::parse(&json!({"collapse": {"field": "f"}}))
             .unwrap_err()
             .reason()
             .contains("not supported"));

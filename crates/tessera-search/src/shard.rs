@@ -37,6 +37,7 @@ use crate::messages::{
 };
 use crate::reader_context::{PinnedReader, ReaderContext, ReaderContexts};
 use crate::request::SearchRequest;
+use crate::rescore::{RescoredWeight, ShardRescorer};
 use crate::scroll_slice::{shard_slice, IdSliceQuery, ShardSlice};
 use crate::search_load::{SearchLoad, WorkMeter};
 use crate::slice::plan_slices;
@@ -521,7 +522,12 @@ impl LocalShard {
             }
         }
         let sort = HitSort::new(search.sort.clone());
-        let k = search.from + search.size;
+        let max_rescore_window = meta
+            .setting("index.max_rescore_window")
+            .parse()
+            .unwrap_or(10_000);
+        crate::rescore::check(&search.rescore, &sort, max_rescore_window)?;
+        let k = crate::rescore::hits_to_collect(&search.rescore, search.from + search.size);
         // top_hits under a scored query ranks each bucket's hits by score
         let aggs_score =
             search.aggs.as_deref().is_some_and(needs_scores) && !search.query.is_constant_score();
@@ -542,6 +548,7 @@ impl LocalShard {
                 .map_err(|e| Error::internal("create the query weight", e))?,
         );
         let create_weight_nanos = weight_started.elapsed().as_nanos() as u64;
+        let rescorers = self.rescorers(search, &ctx, searcher)?;
         let post_filter = separate_post_filter
             .map(|q| q.weight(EnableScoring::disabled_from_searcher(searcher)))
             .transpose()
@@ -631,7 +638,12 @@ impl LocalShard {
         if concurrent {
             stats.record_concurrent_query(started.elapsed(), phase_slices(&outcome));
         }
-        let outcome = outcome?;
+        let mut outcome = outcome?;
+        if let Some(rescorers) = &rescorers {
+            let hits = &mut outcome.hits;
+            crate::rescore::rescore(&mut hits.hits, searcher, rescorers, &phase.sort)?;
+            hits.max_score = hits.hits.first().map(|hit| hit.score).or(hits.max_score);
+        }
         let reduce_started = Instant::now();
         let aggregations = prepared
             .map(|p| p.shard_result(outcome.slice_aggs, request.total_shards as usize))
@@ -657,7 +669,13 @@ impl LocalShard {
                 .map(|a| (a.name.clone(), a.kind.type_name().to_string()))
                 .collect(),
         });
-        let weight = search.explain.then_some(weight);
+        let weight = search.explain.then(|| match rescorers {
+            Some(rescorers) => Arc::new(RescoredWeight {
+                first: weight,
+                rescorers,
+            }) as Arc<dyn Weight>,
+            None => weight,
+        });
         let (context_id, fetched) =
             self.keep_for_fetch(request, &outcome.hits.hits, snapshot, weight)?;
         Ok(QuerySearchResult {
@@ -670,6 +688,34 @@ impl LocalShard {
             load: None,
             pinned: None,
         })
+    }
+
+    /// The request's rescorers with their queries' weights on this shard (none without
+    /// `rescore`).
+    fn rescorers(
+        &self,
+        search: &SearchRequest,
+        ctx: &CompileContext,
+        searcher: &Searcher,
+    ) -> Result<Option<Arc<Vec<ShardRescorer>>>> {
+        if search.rescore.is_empty() {
+            return Ok(None);
+        }
+        let rescorers = search
+            .rescore
+            .iter()
+            .map(|spec| {
+                ctx.clauses.reset();
+                let weight = compile(&spec.rescore_query, ctx)?
+                    .weight(EnableScoring::enabled_from_searcher(searcher))
+                    .map_err(|e| Error::internal("create the rescore query's weight", e))?;
+                Ok(ShardRescorer {
+                    spec: spec.clone(),
+                    weight,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(Arc::new(rescorers)))
     }
 
     /// After the query: fetches the page now when the request asked for it (a single-shard
