@@ -320,6 +320,13 @@ fn check_scroll(request: &SearchRequest) -> Result<()> {
             "using [point in time] is not allowed in a scroll context",
         ));
     }
+    if request.collapse.is_some() {
+        return Err(Error::new(
+            "search_exception",
+            400,
+            "cannot use `collapse` in a scroll context",
+        ));
+    }
     if !request.rescore.is_empty() {
         return Err(invalid(
             "using [rescore] is not allowed in a scroll context",

@@ -24,6 +24,7 @@ use tessera_common::{Error, Result};
 use tessera_index::ShardSnapshot;
 use tessera_query::compile::ColumnFilter;
 
+use crate::collapse::{CollapseField, SegmentCollapseKeys, TopGroups};
 use crate::collect_plan::{plan_part, AggShortcuts, PartPath};
 use crate::hits::{HitSort, QueryResult, ShardHit, TopK};
 use crate::slice::{SegmentPart, Slice};
@@ -62,6 +63,8 @@ pub struct CollectParams<'a> {
     pub column_filter: Option<&'a ColumnFilter>,
     /// The query matches every live document (`match_all`).
     pub matches_all: bool,
+    /// `collapse`: the best hit of each group is kept, `k` groups.
+    pub collapse: Option<&'a CollapseField>,
 }
 
 const DEADLINE_CHECK_INTERVAL: u32 = 4096;
@@ -96,6 +99,7 @@ impl CollectParams<'_> {
         };
         let plain = self.matches_all
             && self.k > 0
+            && self.collapse.is_none()
             && !self.scoring
             && self.post_filter.is_none()
             && self.min_score.is_none()
@@ -165,6 +169,57 @@ impl DocSet for CandidateDocs {
 
     fn size_hint(&self) -> u32 {
         (self.docs.len() - self.cursor) as u32
+    }
+}
+
+/// The hits a slice keeps: the best `k`, or under `collapse` the best hit of the best `k`
+/// groups.
+enum Top<'a> {
+    Hits(TopK<'a>),
+    Groups(TopGroups<'a>),
+}
+
+impl<'a> Top<'a> {
+    fn new(params: &CollectParams<'a>) -> Top<'a> {
+        match params.collapse {
+            Some(_) => Top::Groups(TopGroups::new(params.k, params.sort)),
+            None => Top::Hits(TopK::new(params.k, params.sort)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Top::Hits(top) => top.len(),
+            Top::Groups(top) => top.len(),
+        }
+    }
+
+    fn worst(&self) -> Option<&ShardHit> {
+        match self {
+            Top::Hits(top) => top.worst(),
+            Top::Groups(top) => top.worst(),
+        }
+    }
+
+    fn accepts(&self, hit: &ShardHit) -> bool {
+        match self {
+            Top::Hits(top) => top.accepts(hit),
+            Top::Groups(top) => top.accepts(hit),
+        }
+    }
+
+    fn push(&mut self, hit: ShardHit) {
+        match self {
+            Top::Hits(top) => top.push(hit),
+            Top::Groups(top) => top.push(hit),
+        }
+    }
+
+    fn into_sorted(self) -> Vec<ShardHit> {
+        match self {
+            Top::Hits(top) => top.into_sorted(),
+            Top::Groups(top) => top.into_sorted(),
+        }
     }
 }
 
@@ -245,7 +300,7 @@ pub fn collect_slice(
         snapshot,
         weight,
         params,
-        top: TopK::new(params.k, params.sort),
+        top: Top::new(params),
         result: QueryResult::default(),
         max_score: f32::NEG_INFINITY,
         doc_bases: doc_bases(snapshot),
@@ -297,7 +352,7 @@ struct SliceCollector<'a, 'b> {
     snapshot: &'a ShardSnapshot,
     weight: &'a dyn Weight,
     params: &'a CollectParams<'a>,
-    top: TopK<'a>,
+    top: Top<'a>,
     result: QueryResult,
     max_score: f32,
     doc_bases: Vec<u64>,
@@ -549,6 +604,10 @@ impl SliceCollector<'_, '_> {
             ),
             None => None,
         };
+        let mut groups: Option<SegmentCollapseKeys> = params
+            .collapse
+            .map(|field| field.segment_keys(reader))
+            .transpose()?;
         let candidates = match &keys {
             Some(keys) if sorted_candidates => self.top_candidates(keys, reader)?,
             _ => None,
@@ -594,13 +653,14 @@ impl SliceCollector<'_, '_> {
                         };
                         if params.k > 0 && !beaten && doc >= first_after {
                             let sort = keys.as_mut().map(|k| k.key(doc, score)).unwrap_or_default();
-                            let hit = ShardHit {
+                            let mut hit = ShardHit {
                                 shard_index: params.shard_index,
                                 segment_ord: part.segment_ord,
                                 segment_rank: snapshot.segment_ranks[part.segment_ord as usize],
                                 doc,
                                 score,
                                 sort,
+                                collapse: None,
                             };
                             // the full order: a `search_after` key sorts after every hit
                             // with its sort values (its shard and doc are the largest), a
@@ -609,6 +669,9 @@ impl SliceCollector<'_, '_> {
                                 params.sort.compare(&hit, after) == std::cmp::Ordering::Greater
                             });
                             if after && self.top.accepts(&hit) {
+                                if let Some(groups) = groups.as_mut() {
+                                    hit.collapse = Some(groups.key(doc)?);
+                                }
                                 self.top.push(hit);
                             }
                         }

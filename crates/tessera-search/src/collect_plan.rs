@@ -175,7 +175,9 @@ pub fn plan_part(
             return PartPath::CountOnly;
         }
     }
+    // under `collapse` a later document may start a better group: every match is visited
     let plain_hits = !aggregating
+        && params.collapse.is_none()
         && params.min_score.is_none()
         && params.terminate_after.is_none()
         && params.post_filter.is_none();

@@ -36,10 +36,20 @@ pub struct FetchSpec {
 impl FetchSpec {
     /// What a search request asks to load for each hit.
     pub fn of(request: &crate::request::SearchRequest) -> FetchSpec {
+        let mut docvalue_fields = request.docvalue_fields.clone();
+        // a collapsed hit shows its group's value, read from doc values
+        if let Some(collapse) = &request.collapse {
+            if !docvalue_fields.iter().any(|f| f.field == collapse.field) {
+                docvalue_fields.push(DocValueField {
+                    field: collapse.field.clone(),
+                    format: None,
+                });
+            }
+        }
         FetchSpec {
             source: request.source.clone(),
             stored_fields: request.stored_fields,
-            docvalue_fields: request.docvalue_fields.clone(),
+            docvalue_fields,
             fields: request.fields.clone(),
             version: request.version,
             seq_no_primary_term: request.seq_no_primary_term,

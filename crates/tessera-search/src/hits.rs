@@ -8,6 +8,7 @@ use std::cmp::Ordering;
 
 use serde::{Deserialize, Serialize};
 
+use crate::collapse::{first_of_each_group, CollapseKey};
 use crate::sort::{compare_keys, SortField, SortSpec, SortValue};
 
 /// A matching document before fetch: where it is and how it sorts.
@@ -24,6 +25,9 @@ pub struct ShardHit {
     pub score: f32,
     /// Sort values, one per sort field (empty when sorting by score only).
     pub sort: Vec<SortValue>,
+    /// The hit's group under `collapse` (none without it): the reduce keeps the first hit
+    /// of each group.
+    pub collapse: Option<CollapseKey>,
 }
 
 /// How hits are ordered.
@@ -94,7 +98,8 @@ pub struct QueryResult {
     pub terminated_early: bool,
 }
 
-/// Merges results: the best `k` hits, summed totals, combined flags.
+/// Merges results: the best `k` hits (under `collapse`, of different groups), summed totals,
+/// combined flags.
 pub fn reduce(results: Vec<QueryResult>, sort: &HitSort, k: usize) -> QueryResult {
     let mut merged = QueryResult::default();
     let mut hits = Vec::new();
@@ -110,6 +115,7 @@ pub fn reduce(results: Vec<QueryResult>, sort: &HitSort, k: usize) -> QueryResul
         hits.extend(result.hits);
     }
     hits.sort_by(|a, b| sort.compare(a, b));
+    first_of_each_group(&mut hits);
     hits.truncate(k);
     merged.hits = hits;
     merged
@@ -229,6 +235,7 @@ mod tests {
             doc,
             score,
             sort: vec![],
+            collapse: None,
         }
     }
 
@@ -253,33 +260,38 @@ mod tests {
             unmapped_type: None,
             format: None,
         }]);
-        let hits: Vec<ShardHit> = (0..20u32)
-            .map(|i| ShardHit {
-                shard_index: i % 3,
-                segment_ord: i % 2,
-                segment_rank: i % 2,
-                doc: i,
-                score: 1.0,
-                sort: vec![if i % 5 == 0 {
-                    SortValue::Missing
-                } else {
-                    SortValue::I64((i * 7 % 11) as i64)
-                }],
-            })
-            .collect();
-        let as_result = |hs: &[ShardHit]| QueryResult {
-            hits: hs.to_vec(),
-            total: hs.len() as u64,
-            ..Default::default()
-        };
-        let whole = reduce(vec![as_result(&hits)], &sort, 5);
-        for split in 1..hits.len() {
-            let parts = vec![as_result(&hits[..split]), as_result(&hits[split..])];
-            let grouped = reduce(parts, &sort, 5);
-            assert_eq!(grouped, whole, "split at {split}");
+        for collapsed in [false, true] {
+            let hits: Vec<ShardHit> = (0..20u32)
+                .map(|i| ShardHit {
+                    shard_index: i % 3,
+                    segment_ord: i % 2,
+                    segment_rank: i % 2,
+                    doc: i,
+                    score: 1.0,
+                    sort: vec![if i % 5 == 0 {
+                        SortValue::Missing
+                    } else {
+                        SortValue::I64((i * 7 % 11) as i64)
+                    }],
+                    collapse: collapsed.then_some(CollapseKey::I64((i % 4) as i64)),
+                })
+                .collect();
+            let as_result = |hs: &[ShardHit]| QueryResult {
+                hits: hs.to_vec(),
+                total: hs.len() as u64,
+                ..Default::default()
+            };
+            let whole = reduce(vec![as_result(&hits)], &sort, 5);
+            for split in 1..hits.len() {
+                let parts = vec![as_result(&hits[..split]), as_result(&hits[split..])];
+                let grouped = reduce(parts, &sort, 5);
+                assert_eq!(grouped, whole, "split at {split}");
+            }
+            assert_eq!(whole.total, 20);
+            assert!(whole.hits.iter().all(|h| h.sort[0] != SortValue::Missing));
+            // collapsed, the four groups each show once
+            assert_eq!(whole.hits.len(), if collapsed { 4 } else { 5 });
         }
-        assert_eq!(whole.total, 20);
-        assert!(whole.hits.iter().all(|h| h.sort[0] != SortValue::Missing));
     }
 
     #[test]

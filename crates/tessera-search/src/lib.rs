@@ -3,6 +3,7 @@
 //! coordinator that scatters a request and gathers the answer.
 
 pub mod can_match;
+pub mod collapse;
 pub mod collect;
 pub mod collect_plan;
 pub mod concurrent;

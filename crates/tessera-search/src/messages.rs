@@ -356,6 +356,7 @@ mod tests {
                     doc: 42,
                     score: 1.5,
                     sort: vec![SortValue::Str("k".into()), SortValue::Missing],
+                    collapse: None,
                 }],
                 total: 9,
                 ..QueryResult::default()

@@ -171,6 +171,7 @@ mod tests {
                 doc: 9,
                 score: f32::NAN,
                 sort: vec![crate::sort::SortValue::I64(3)],
+                collapse: None,
             }),
             total: Some((12, false)),
         };

@@ -44,6 +44,8 @@ pub struct QueryPhase {
     pub column_filter: Option<ColumnFilter>,
     /// The query matches every live document.
     pub matches_all: bool,
+    /// `collapse`, resolved in this shard's mapping.
+    pub collapse: Option<crate::collapse::CollapseField>,
 }
 
 /// What one slice produced, and how long it took.
@@ -80,6 +82,7 @@ impl QueryPhase {
             post_filter: self.post_filter.as_deref(),
             column_filter: self.column_filter.as_ref(),
             matches_all: self.matches_all,
+            collapse: self.collapse.as_ref(),
         }
     }
 

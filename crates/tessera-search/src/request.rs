@@ -101,6 +101,8 @@ pub struct SearchRequest {
     pub named_queries: Vec<crate::named_queries::NamedQuery>,
     /// `rescore`: the rescorers each shard applies to its best hits, in order.
     pub rescore: Vec<crate::rescore::Rescorer>,
+    /// `collapse`: one hit per value of a field.
+    pub collapse: Option<crate::collapse::CollapseSpec>,
 }
 
 /// The body's `pit`: a point in time's id, and a new keep-alive for it.
@@ -176,6 +178,7 @@ impl Default for SearchRequest {
             slice: None,
             named_queries: Vec::new(),
             rescore: Vec::new(),
+            collapse: None,
         }
     }
 }
@@ -325,7 +328,6 @@ fn parse_docvalue_fields(value: &Value) -> Result<Vec<DocValueField>> {
 /// Keys of the search body that name features Tessera does not implement.
 const UNSUPPORTED_KEYS: &[&str] = &[
     "suggest",
-    "collapse",
     "script_fields",
     "indices_boost",
     "point_in_time",
@@ -399,6 +401,7 @@ impl SearchRequest {
                         None => request.aggs = Some(parsed),
                     }
                 }
+                "collapse" => request.collapse = Some(crate::collapse::parse_collapse(value)?),
                 "rescore" => request.rescore = crate::rescore::parse_rescore(value)?,
                 "highlight" => request.highlight = Some(crate::highlight::parse_highlight(value)?),
                 "seq_no_primary_term" => request.seq_no_primary_term = bool_value(key, value)?,
@@ -608,7 +611,7 @@ mod tests {
             .unwrap_err()
             .reason()
             .contains("cannot be negative"));
-        assert!(SearchRequest::parse(&json!({"collapse": {"field": "f"}}))
+        assert!(SearchRequest::parse(&json!({"suggest": {}}))
             .unwrap_err()
             .reason()
             .contains("not supported"));

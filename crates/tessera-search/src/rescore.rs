@@ -520,6 +520,7 @@ mod tests {
                 doc: scorer.doc(),
                 score: scorer.score(),
                 sort: vec![],
+                collapse: None,
             });
             scorer.advance();
         }

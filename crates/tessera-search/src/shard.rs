@@ -20,6 +20,7 @@ use tantivy::{DocSet, Searcher, TERMINATED};
 use tessera_aggs::{needs_scores, AggContext, PreparedAggs};
 use tessera_index::index_service::IndexMetadata;
 
+use crate::collapse::CollapseField;
 use crate::concurrent::{ConcurrencySettings, ConcurrentMode, SliceExecutor};
 use crate::query_phase::{PhaseOutcome, QueryPhase};
 use tessera_common::{Error, Result};
@@ -401,6 +402,7 @@ fn search_after_key(
         doc: u32::MAX,
         score: f32::NAN,
         sort: Vec::new(),
+        collapse: None,
     };
     match sort {
         HitSort::Score => {
@@ -527,6 +529,16 @@ impl LocalShard {
             .parse()
             .unwrap_or(10_000);
         crate::rescore::check(&search.rescore, &sort, max_rescore_window)?;
+        crate::collapse::check_request(
+            search.collapse.as_ref(),
+            !search.rescore.is_empty(),
+            search.search_after.is_some(),
+        )?;
+        let collapse = search
+            .collapse
+            .as_ref()
+            .map(|spec| CollapseField::resolve(table, spec))
+            .transpose()?;
         let k = crate::rescore::hits_to_collect(&search.rescore, search.from + search.size);
         // top_hits under a scored query ranks each bucket's hits by score
         let aggs_score =
@@ -625,6 +637,7 @@ impl LocalShard {
             breaker: search.breaker.clone(),
             column_filter,
             matches_all,
+            collapse,
         });
         let slice_count = self.slice_count(&phase, &meta, search);
         let slices = plan_shard_slices(snapshot, slice_count);

@@ -99,6 +99,7 @@ fn a_cancelled_request_stops_its_running_slice() {
                 post_filter: None,
                 column_filter: None,
                 matches_all: false,
+                collapse: None,
             };
             let mut aggregator = prepared.slice_aggregator().unwrap();
             let outcome = collect_slice(

@@ -30,6 +30,7 @@ fn params<'a>(sort: &'a HitSort, k: usize) -> CollectParams<'a> {
         post_filter: None,
         column_filter: None,
         matches_all: false,
+        collapse: None,
     }
 }
 

@@ -24,6 +24,7 @@ use tessera_aggs::{
 };
 use tessera_index::ShardSnapshot;
 use tessera_query::{compile, parse_query, CompileContext};
+use tessera_search::collapse::{CollapseField, CollapseSpec};
 use tessera_search::collect::{collect_slice, CollectParams};
 use tessera_search::hits::{reduce, HitSort, QueryResult};
 use tessera_search::slice::{SegmentPart, Slice};
@@ -36,6 +37,7 @@ struct ShardRun {
     snapshot: Arc<ShardSnapshot>,
     weight: Box<dyn Weight>,
     prepared: PreparedAggs,
+    collapse: Option<CollapseField>,
 }
 
 /// The whole-segment single slice a sequential search runs.
@@ -165,12 +167,16 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                 json!([])
             };
             let k = rng.usize(0, 20);
+            // a single-valued field to collapse on, now and then
+            let collapse = rng.chance(0.3).then(|| CollapseSpec {
+                field: ["user", "n", "x"][rng.usize(0, 2)].to_string(),
+            });
             let ast = parse_query(&query_json).expect("parse the query");
             let requests = tessera_aggs::parse_aggregations(&aggs_json).expect("parse aggs");
             let sort = HitSort::new(parse_sort(&sort_json).expect("parse the sort"));
             let scoring = k > 0 && (sort.is_score() || sort.fields().iter().any(|f| f.is_score()));
             let context = format!(
-                "seed {seed} ({}), query {query_json}, sort {sort_json}, k {k}, aggs {aggs_json}",
+                "seed {seed} ({}), query {query_json}, sort {sort_json}, k {k}, aggs {aggs_json}, collapse {collapse:?}",
                 t.describe()
             );
             let mut runs = Vec::new();
@@ -211,10 +217,14 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                 let Ok(prepared) = prepared else {
                     break; // a request the shard rejects (e.g. a type mismatch): nothing to reduce
                 };
+                let collapse = collapse.as_ref().map(|spec| {
+                    CollapseField::resolve(&snapshot.table, spec).expect("a collapse field")
+                });
                 runs.push(ShardRun {
                     snapshot: snapshot.clone(),
                     weight,
                     prepared,
+                    collapse,
                 });
             }
             if runs.len() != t.index.shards().len() {
@@ -238,6 +248,7 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                     post_filter: None,
                     column_filter: None,
                     matches_all: false,
+                    collapse: run.collapse.as_ref(),
                 };
                 let mut aggregator = run.prepared.slice_aggregator().expect("slice aggregator");
                 let hits = collect_slice(
