@@ -6,11 +6,36 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde_json::{json, Map, Value};
 use tessera_common::{Error, Result};
+use tessera_search::collapse::{group_search_body, CollapseSpec};
 use tessera_search::coordinator::ShardsSummary;
 use tessera_search::{ResponseOptions, Search, SearchResponse, SearchSource, ShardGroup};
 
 use crate::{Node, ResolveOptions};
+
+/// The request's query as JSON: the body's `query`, or the `q` URL parameter as the
+/// `query_string` query it stands for; none for a match-all.
+fn request_query(source: &SearchSource) -> Option<Value> {
+    if let Some(q) = source.params.get("q") {
+        let mut query = Map::new();
+        query.insert("query".into(), json!(q));
+        for (param, key) in [
+            ("df", "default_field"),
+            ("default_operator", "default_operator"),
+            ("analyzer", "analyzer"),
+            ("lenient", "lenient"),
+            ("analyze_wildcard", "analyze_wildcard"),
+        ] {
+            if let Some(value) = source.params.get(param) {
+                query.insert(key.into(), json!(value));
+            }
+        }
+        return Some(json!({ "query_string": query }));
+    }
+    let body: Value = serde_json::from_str(source.body.as_deref()?).ok()?;
+    body.get("query").cloned()
+}
 
 /// Where a search goes: an index expression, how to resolve it, and `routing`.
 #[derive(Clone, Debug)]
@@ -83,7 +108,53 @@ impl SearchService {
             return self.search_pit(search, options).await;
         }
         crate::pinned_search::check_not_pinned(&search.request)?;
-        self.run(target, search, options).await
+        let expand = search
+            .request
+            .collapse
+            .clone()
+            .filter(|collapse| !collapse.inner_hits.is_empty());
+        let query = expand.as_ref().and_then(|_| request_query(&search.source));
+        let mut response = self.run(target, search, options).await?;
+        if let Some(collapse) = expand {
+            self.expand(target, &collapse, query.as_ref(), &mut response, options)
+                .await?;
+        }
+        Ok(response)
+    }
+
+    /// `collapse`'s `inner_hits`: for each hit of the page and each inner hits, a search of
+    /// the hit's group (the request's query limited to the group's value), as OpenSearch's
+    /// expand phase runs them once the page is known.
+    async fn expand(
+        &self,
+        target: &SearchTarget,
+        collapse: &CollapseSpec,
+        query: Option<&Value>,
+        response: &mut SearchResponse,
+        options: ResponseOptions,
+    ) -> Result<()> {
+        for hit in &mut response.hits.hits {
+            let value = hit
+                .fields
+                .as_ref()
+                .and_then(|fields| fields.get(&collapse.field))
+                .and_then(|values| values.get(0))
+                .cloned();
+            let mut found = Map::new();
+            for inner in &collapse.inner_hits {
+                let body = group_search_body(query, &collapse.field, value.as_ref(), inner);
+                let source = self.source(Some(body.to_string()), BTreeMap::new());
+                let search = self.prepare(source, Some(&body), |e| e)?;
+                let group = self.run(target, search, options).await?;
+                // through text: scores keep the float's shortest form, as in any hit
+                let hits: Value = serde_json::to_string(&group.hits)
+                    .and_then(|text| serde_json::from_str(&text))
+                    .map_err(|e| Error::internal("render inner hits", e))?;
+                found.insert(inner.name.clone(), json!({ "hits": hits }));
+            }
+            hit.inner_hits = Some(found);
+        }
+        Ok(())
     }
 
     /// Runs `search` over the shards of `target` (a scroll's first page included).

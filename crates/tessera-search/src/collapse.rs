@@ -25,9 +25,100 @@ use crate::hits::{HitSort, ShardHit};
 #[derive(Clone, Debug, PartialEq)]
 pub struct CollapseSpec {
     pub field: String,
+    /// `inner_hits`: searches of each group the coordinator runs after the page is known.
+    pub inner_hits: Vec<InnerHits>,
 }
 
-/// Parses `collapse`. `inner_hits` is refused: Tessera does not expand groups yet.
+/// One `inner_hits` of `collapse`: its name, and the search options of its group searches
+/// (a search body without `query`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InnerHits {
+    pub name: String,
+    pub options: serde_json::Map<String, Value>,
+}
+
+/// The options an `inner_hits` may give, as OpenSearch's inner hit builder reads them.
+const INNER_HITS_OPTIONS: &[&str] = &[
+    "from",
+    "size",
+    "sort",
+    "_source",
+    "explain",
+    "version",
+    "seq_no_primary_term",
+    "track_scores",
+    "stored_fields",
+    "docvalue_fields",
+    "fields",
+    "highlight",
+    "collapse",
+];
+
+fn parse_inner_hits(value: &Value) -> Result<Vec<InnerHits>> {
+    let one = |value: &Value| -> Result<InnerHits> {
+        let Value::Object(map) = value else {
+            return Err(Error::parsing(format!(
+                "Unknown key for a {} in [inner_hits].",
+                token(value)
+            )));
+        };
+        let mut name = None;
+        let mut options = serde_json::Map::new();
+        for (key, value) in map {
+            match key.as_str() {
+                "name" => name = value.as_str().map(String::from),
+                "ignore_unmapped" => {}
+                "script_fields" => {
+                    return Err(Error::not_supported("[script_fields] in [inner_hits]"))
+                }
+                key if INNER_HITS_OPTIONS.contains(&key) => {
+                    options.insert(key.to_string(), value.clone());
+                }
+                other => {
+                    return Err(Error::x_content_parse(
+                        "[collapse] failed to parse field [inner_hits]",
+                    )
+                    .caused_by(Error::x_content_parse(format!(
+                        "[inner_hits] unknown field [{other}]"
+                    ))))
+                }
+            }
+        }
+        let name = name.ok_or_else(|| Error::illegal_argument("Field name cannot be null"))?;
+        Ok(InnerHits { name, options })
+    };
+    match value {
+        Value::Array(items) => items.iter().map(one).collect(),
+        other => Ok(vec![one(other)?]),
+    }
+}
+
+/// The body of the search of one group's inner hits: the request's query limited to the
+/// group (its `value`, or no value), with the inner hits' options.
+pub fn group_search_body(
+    query: Option<&Value>,
+    field: &str,
+    value: Option<&Value>,
+    inner: &InnerHits,
+) -> Value {
+    let group = match value {
+        Some(value) => serde_json::json!({"term": {field: value}}),
+        None => serde_json::json!({"bool": {"must_not": {"exists": {"field": field}}}}),
+    };
+    let mut bool_query = serde_json::Map::new();
+    if let Some(query) = query {
+        bool_query.insert("must".into(), query.clone());
+    }
+    bool_query.insert("filter".into(), group);
+    let mut body = inner.options.clone();
+    body.insert("query".into(), serde_json::json!({"bool": bool_query}));
+    if !body.contains_key("size") {
+        body.insert("size".into(), Value::from(3));
+    }
+    Value::Object(body)
+}
+
+/// Parses `collapse`.
 pub fn parse_collapse(value: &Value) -> Result<CollapseSpec> {
     let Value::Object(map) = value else {
         return Err(Error::parsing(format!(
@@ -36,6 +127,7 @@ pub fn parse_collapse(value: &Value) -> Result<CollapseSpec> {
         )));
     };
     let mut field = None;
+    let mut inner_hits = Vec::new();
     for (key, value) in map {
         match key.as_str() {
             "field" => match value {
@@ -55,9 +147,7 @@ pub fn parse_collapse(value: &Value) -> Result<CollapseSpec> {
                     )))
                 }
             },
-            "inner_hits" => {
-                return Err(Error::not_supported("[inner_hits] in [collapse]"));
-            }
+            "inner_hits" => inner_hits = parse_inner_hits(value)?,
             other => {
                 return Err(Error::x_content_parse(format!(
                     "[collapse] unknown field [{other}]"
@@ -69,7 +159,7 @@ pub fn parse_collapse(value: &Value) -> Result<CollapseSpec> {
     if field.is_empty() {
         return Err(Error::illegal_argument("field name is null or empty"));
     }
-    Ok(CollapseSpec { field })
+    Ok(CollapseSpec { field, inner_hits })
 }
 
 /// What else of the request a shard refuses with `collapse`, as OpenSearch does (OpenSearch
@@ -382,17 +472,33 @@ mod tests {
     fn parses_a_field_and_refuses_what_it_cannot_do() {
         assert_eq!(
             parse_collapse(&json!({"field": "k", "max_concurrent_group_searches": 4})).unwrap(),
-            CollapseSpec { field: "k".into() }
+            CollapseSpec {
+                field: "k".into(),
+                inner_hits: vec![]
+            }
         );
         let unknown = parse_collapse(&json!({"field": "k", "bogus": 1})).unwrap_err();
         assert_eq!(unknown.reason(), "[collapse] unknown field [bogus]");
-        let inner =
-            parse_collapse(&json!({"field": "k", "inner_hits": {"name": "x"}})).unwrap_err();
-        assert_eq!(inner.status(), 400);
-        assert!(inner.reason().contains("not supported"), "{inner:?}");
+        let inner = parse_collapse(
+            &json!({"field": "k", "inner_hits": [{"name": "x", "size": 2}, {"name": "y"}]}),
+        )
+        .unwrap();
+        assert_eq!(inner.inner_hits.len(), 2);
+        assert_eq!(inner.inner_hits[0].options["size"], 2);
+        let nameless = parse_collapse(&json!({"field": "k", "inner_hits": {}})).unwrap_err();
+        assert_eq!(nameless.reason(), "Field name cannot be null");
+        let bogus = parse_collapse(&json!({"field": "k", "inner_hits": {"name": "x", "bogus": 1}}))
+            .unwrap_err();
+        assert_eq!(
+            bogus.cause().unwrap().reason(),
+            "[inner_hits] unknown field [bogus]"
+        );
         assert!(parse_collapse(&json!({})).is_err());
         assert!(parse_collapse(&json!("k")).is_err());
-        let spec = CollapseSpec { field: "k".into() };
+        let spec = CollapseSpec {
+            field: "k".into(),
+            inner_hits: vec![],
+        };
         assert!(check_request(Some(&spec), false, false).is_ok());
         assert_eq!(
             check_request(Some(&spec), true, false)
@@ -462,5 +568,22 @@ mod tests {
             expected.truncate(k);
             assert_eq!(top.into_sorted(), expected, "round {round}");
         }
+    }
+
+    #[test]
+    fn a_group_search_is_the_query_limited_to_the_group() {
+        let inner = InnerHits {
+            name: "x".into(),
+            options: json!({"sort": ["n"]}).as_object().unwrap().clone(),
+        };
+        let query = json!({"match": {"t": "fox"}});
+        assert_eq!(
+            group_search_body(Some(&query), "k", Some(&json!("a")), &inner),
+            json!({"sort": ["n"], "size": 3, "query": {"bool": {"must": query, "filter": {"term": {"k": "a"}}}}})
+        );
+        assert_eq!(
+            group_search_body(None, "k", None, &inner)["query"],
+            json!({"bool": {"filter": {"bool": {"must_not": {"exists": {"field": "k"}}}}}})
+        );
     }
 }

@@ -88,6 +88,9 @@ pub struct Hit {
     pub highlight: Option<Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sort: Option<Vec<Value>>,
+    /// A collapsed hit's `inner_hits`, by name (set by the search service's expand step).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inner_hits: Option<Map<String, Value>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub matched_queries: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -660,6 +663,7 @@ pub async fn search(
             _source: doc.source,
             fields: (!doc.fields.is_empty()).then_some(doc.fields),
             sort: rendered_sort,
+            inner_hits: None,
             matched_queries: doc.matched_queries,
         });
     }

@@ -170,6 +170,7 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
             // a single-valued field to collapse on, now and then
             let collapse = rng.chance(0.3).then(|| CollapseSpec {
                 field: ["user", "n", "x"][rng.usize(0, 2)].to_string(),
+                inner_hits: Vec::new(),
             });
             let ast = parse_query(&query_json).expect("parse the query");
             let requests = tessera_aggs::parse_aggregations(&aggs_json).expect("parse aggs");
