@@ -17,6 +17,7 @@ use crate::bucket::significant_terms::InternalSignificantTerms;
 use crate::bucket::terms::InternalTerms;
 use crate::metric::cardinality::InternalCardinality;
 use crate::metric::extended_stats::InternalExtendedStats;
+use crate::metric::geo::{GeoBounds, GeoCentroid};
 use crate::metric::percentiles::InternalPercentiles;
 use crate::metric::stats::InternalStats;
 use crate::metric::top_hits::InternalTopHits;
@@ -48,6 +49,8 @@ pub enum InternalAgg {
     /// percentiles and percentile_ranks.
     Percentiles(InternalPercentiles),
     TopHits(InternalTopHits),
+    GeoBounds(GeoBounds),
+    GeoCentroid(GeoCentroid),
 }
 
 /// What finishing a shard's result needs to know.
@@ -259,6 +262,8 @@ impl InternalAgg {
                 InternalAgg::Percentiles(InternalPercentiles::empty(request))
             }
             AggKind::TopHits(_) => InternalAgg::TopHits(InternalTopHits::default()),
+            AggKind::GeoBounds(_) => InternalAgg::GeoBounds(GeoBounds::default()),
+            AggKind::GeoCentroid(_) => InternalAgg::GeoCentroid(GeoCentroid::default()),
         }
     }
 
@@ -322,6 +327,12 @@ impl InternalAgg {
             Some(InternalAgg::TopHits(_)) => {
                 InternalAgg::TopHits(InternalTopHits::reduce(gather!(TopHits), request)?)
             }
+            Some(InternalAgg::GeoBounds(_)) => {
+                InternalAgg::GeoBounds(GeoBounds::reduce(gather!(GeoBounds)))
+            }
+            Some(InternalAgg::GeoCentroid(_)) => {
+                InternalAgg::GeoCentroid(GeoCentroid::reduce(gather!(GeoCentroid)))
+            }
         })
     }
 
@@ -342,7 +353,9 @@ impl InternalAgg {
             | InternalAgg::ExtendedStats(_)
             | InternalAgg::WeightedAvg(_)
             | InternalAgg::Cardinality(_)
-            | InternalAgg::Percentiles(_) => Ok(()),
+            | InternalAgg::Percentiles(_)
+            | InternalAgg::GeoBounds(_)
+            | InternalAgg::GeoCentroid(_) => Ok(()),
             InternalAgg::TopHits(t) => t.finish_shard(request, ctx),
         }
     }
@@ -382,6 +395,8 @@ impl InternalAgg {
             InternalAgg::Cardinality(c) => c.render(),
             InternalAgg::Percentiles(p) => p.render(request)?,
             InternalAgg::TopHits(t) => t.render(request)?,
+            InternalAgg::GeoBounds(b) => b.render(request),
+            InternalAgg::GeoCentroid(c) => c.render(),
         };
         out.extend(body);
         Ok(out)

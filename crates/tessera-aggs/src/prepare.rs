@@ -108,6 +108,8 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
         AggKind::WeightedAvg(r) => metric::weighted_avg::factory(request, r, ctx)?,
         AggKind::Cardinality(r) => metric::cardinality::factory(request, r, ctx)?,
         AggKind::TopHits(r) => metric::top_hits::factory(request, r, ctx)?,
+        AggKind::GeoBounds(r) => metric::geo::bounds_factory(request, r, ctx)?,
+        AggKind::GeoCentroid(r) => metric::geo::centroid_factory(request, r, ctx)?,
         AggKind::Percentiles(r) | AggKind::PercentileRanks(r) => {
             metric::percentiles::factory(request, r, ctx)?
         }

@@ -16,6 +16,7 @@ use crate::bucket::{
 };
 use crate::metric::cardinality::CardinalityRequest;
 use crate::metric::extended_stats::ExtendedStatsRequest;
+use crate::metric::geo::GeoMetricRequest;
 use crate::metric::percentiles::{PercentilesKind, PercentilesRequest};
 use crate::metric::stats::{MetricRequest, StatsKind};
 use crate::metric::top_hits::TopHitsRequest;
@@ -60,6 +61,8 @@ pub enum AggKind {
     Percentiles(PercentilesRequest),
     PercentileRanks(PercentilesRequest),
     TopHits(TopHitsRequest),
+    GeoBounds(GeoMetricRequest),
+    GeoCentroid(GeoMetricRequest),
 }
 
 /// How a metric aggregation can be used to order buckets.
@@ -97,6 +100,8 @@ impl AggKind {
             AggKind::Percentiles(_) => "percentiles",
             AggKind::PercentileRanks(_) => "percentile_ranks",
             AggKind::TopHits(_) => "top_hits",
+            AggKind::GeoBounds(_) => "geo_bounds",
+            AggKind::GeoCentroid(_) => "geo_centroid",
         }
     }
 
@@ -115,7 +120,9 @@ impl AggKind {
             AggKind::ExtendedStats(_) | AggKind::Percentiles(_) | AggKind::PercentileRanks(_) => {
                 Some(MetricShape::Multi)
             }
-            AggKind::TopHits(_) => Some(MetricShape::NotNumeric),
+            AggKind::TopHits(_) | AggKind::GeoBounds(_) | AggKind::GeoCentroid(_) => {
+                Some(MetricShape::NotNumeric)
+            }
             AggKind::Terms(_)
             | AggKind::SignificantTerms(_)
             | AggKind::MultiTerms(_)
@@ -152,8 +159,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "geo_distance",
     "geohash_grid",
     "geotile_grid",
-    "geo_bounds",
-    "geo_centroid",
     "ip_range",
     "matrix_stats",
     "median_absolute_deviation",
@@ -333,6 +338,8 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
         }
         "weighted_avg" => AggKind::WeightedAvg(WeightedAvgRequest::parse(&object(body)?)?),
         "top_hits" => AggKind::TopHits(TopHitsRequest::parse(name, &object(body)?)?),
+        "geo_bounds" => AggKind::GeoBounds(GeoMetricRequest::parse(type_name, &object(body)?)?),
+        "geo_centroid" => AggKind::GeoCentroid(GeoMetricRequest::parse(type_name, &object(body)?)?),
         "cardinality" => AggKind::Cardinality(CardinalityRequest::parse(name, &object(body)?)?),
         "percentiles" => AggKind::Percentiles(PercentilesRequest::parse(
             PercentilesKind::Percentiles,
@@ -609,7 +616,7 @@ mod tests {
             reason(json!({"x": {"avg": {"field": "k"}, "aggs": {"y": {"max": {"field": "n"}}}}})),
             "Aggregator [x] of type [avg] cannot accept sub-aggregations"
         );
-        assert!(reason(json!({"x": {"geo_bounds": {"field": "n"}}})).contains("not supported"));
+        assert!(reason(json!({"x": {"geohash_grid": {"field": "n"}}})).contains("not supported"));
     }
 
     #[test]

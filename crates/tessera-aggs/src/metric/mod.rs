@@ -8,6 +8,7 @@
 pub mod cardinality;
 pub mod exact_sum;
 pub mod extended_stats;
+pub mod geo;
 mod hll_tables;
 pub mod percentile_ranks;
 pub mod percentiles;
