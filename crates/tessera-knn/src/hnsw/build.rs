@@ -335,3 +335,117 @@ impl<V> Layers for Builder<V> {
         &block[1..1 + block[0] as usize]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hnsw::test_data::{clustered, recall};
+    use crate::hnsw::SliceStore;
+
+    const DIM: usize = 12;
+
+    /// The same vectors without the flat slice: every access goes through the trait object.
+    struct DynOnly<'a>(SliceStore<'a>);
+
+    impl VectorStore for DynOnly<'_> {
+        fn dim(&self) -> usize {
+            self.0.dim()
+        }
+        fn len(&self) -> u32 {
+            self.0.len()
+        }
+        fn vector(&self, ord: u32) -> &[f32] {
+            self.0.vector(ord)
+        }
+    }
+
+    #[test]
+    fn a_build_is_reproducible_and_the_same_through_either_store_view() {
+        let data = clustered(600, DIM, 6, 5);
+        let store = SliceStore::new(&data, DIM);
+        let params = HnswParams::default();
+        let first = build_graph(Space::L2, &store, &params);
+        assert_eq!(first, build_graph(Space::L2, &store, &params));
+        assert_eq!(first, build_graph(Space::L2, &DynOnly(store), &params));
+        let reseeded = HnswParams { seed: 7, ..params };
+        assert_ne!(first, build_graph(Space::L2, &store, &reseeded));
+    }
+
+    #[test]
+    fn levels_follow_the_geometric_distribution_of_ml() {
+        let data = clustered(4000, 4, 6, 5);
+        let store = SliceStore::new(&data, 4);
+        let params = HnswParams {
+            m: 4,
+            ..HnswParams::default()
+        };
+        let bytes = build_graph(Space::L2, &store, &params);
+        let graph = HnswGraph::open(&bytes).unwrap();
+        let upper = (0..4000).filter(|&n| graph.level(n) > 0).count();
+        // P(level > 0) = 1/M.
+        assert!(
+            (800..1200).contains(&upper),
+            "{upper} of 4000 above level 0"
+        );
+        assert!(graph.max_level() >= 3);
+    }
+
+    #[test]
+    fn building_from_an_existing_graph_recalls_as_well_as_a_fresh_build() {
+        let data = clustered(3000, DIM, 20, 13);
+        let queries = clustered(50, DIM, 20, 14);
+        let params = HnswParams::default();
+        let head = SliceStore::new(&data[..2000 * DIM], DIM);
+        let head_bytes = build_graph(Space::CosineSimil, &head, &params);
+        let head_graph = HnswGraph::open(&head_bytes).unwrap();
+        let store = SliceStore::new(&data, DIM);
+        let fresh_bytes = build_graph(Space::CosineSimil, &store, &params);
+        let fresh = HnswGraph::open(&fresh_bytes).unwrap();
+        // Reusing all of the head graph, and (as after deletions) only its first 1500 nodes.
+        for reused in [2000, 1500] {
+            let bytes = build_graph_from(Space::CosineSimil, &store, &params, &head_graph, reused);
+            let merged = HnswGraph::open(&bytes).unwrap();
+            assert_eq!(merged.len(), 3000);
+            // The reused nodes keep their levels (the new ones were inserted around them).
+            for node in 0..reused {
+                assert_eq!(merged.level(node), head_graph.level(node));
+            }
+            let merged_recall = recall(&merged, &store, &queries, 10, 64, None);
+            let fresh_recall = recall(&fresh, &store, &queries, 10, 64, None);
+            assert!(
+                merged_recall >= 0.95 && merged_recall >= fresh_recall - 0.02,
+                "reused {reused}: {merged_recall} vs fresh {fresh_recall}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_existing_graph_that_does_not_fit_means_a_fresh_build() {
+        let data = clustered(400, DIM, 4, 3);
+        let store = SliceStore::new(&data, DIM);
+        let params = HnswParams::default();
+        let l2_bytes = build_graph(Space::L2, &store, &params);
+        let l2 = HnswGraph::open(&l2_bytes).unwrap();
+        let fresh_ip = build_graph(Space::InnerProduct, &store, &params);
+        assert_eq!(
+            build_graph_from(Space::InnerProduct, &store, &params, &l2, 400),
+            fresh_ip
+        );
+        let other_m = HnswParams { m: 8, ..params };
+        assert_eq!(
+            build_graph_from(Space::L2, &store, &other_m, &l2, 400),
+            build_graph(Space::L2, &store, &other_m)
+        );
+        // More reused ordinals than the graph has nodes.
+        let small_bytes = build_graph(
+            Space::L2,
+            &SliceStore::new(&data[..100 * DIM], DIM),
+            &params,
+        );
+        let small = HnswGraph::open(&small_bytes).unwrap();
+        assert_eq!(
+            build_graph_from(Space::L2, &store, &params, &small, 200),
+            l2_bytes
+        );
+    }
+}
