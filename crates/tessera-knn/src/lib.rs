@@ -13,5 +13,5 @@ pub mod hnsw;
 pub use distance::Space;
 pub use hnsw::{
     build_graph, build_graph_from, exact_search, HnswGraph, HnswParams, SearchOutcome,
-    SearchRequest, SharedBound, VectorStore,
+    SearchRequest, SharedBound, SliceStore, VectorStore,
 };
