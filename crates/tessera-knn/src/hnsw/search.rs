@@ -411,6 +411,32 @@ mod tests {
     }
 
     #[test]
+    fn a_store_without_a_flat_slice_gives_the_same_answers() {
+        struct DynOnly<'a>(SliceStore<'a>);
+        impl VectorStore for DynOnly<'_> {
+            fn dim(&self) -> usize {
+                self.0.dim()
+            }
+            fn len(&self) -> u32 {
+                self.0.len()
+            }
+            fn vector(&self, ord: u32) -> &[f32] {
+                self.0.vector(ord)
+            }
+        }
+        let (data, bytes, queries) = setup(Space::L1, 800);
+        let graph = HnswGraph::open(&bytes).unwrap();
+        let flat = SliceStore::new(&data, DIM);
+        for query in queries.chunks_exact(DIM).take(10) {
+            let request = SearchRequest::new(query, 5, 30);
+            assert_eq!(
+                graph.search(&flat, &request),
+                graph.search(&DynOnly(flat), &request)
+            );
+        }
+    }
+
+    #[test]
     fn a_filter_keeps_only_accepted_ordinals_and_recall_holds_at_10_percent() {
         let (data, bytes, queries) = setup(Space::L2, 3000);
         let graph = HnswGraph::open(&bytes).unwrap();
