@@ -132,8 +132,12 @@ impl Vectors for Flat<'_> {
                 unsafe {
                     use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
                     let pointer = self.data.as_ptr().add(start) as *const i8;
-                    _mm_prefetch::<_MM_HINT_T0>(pointer);
-                    _mm_prefetch::<_MM_HINT_T0>(pointer.add(64));
+                    let bytes = self.dim * 4;
+                    let mut line = 0;
+                    while line < bytes {
+                        _mm_prefetch::<_MM_HINT_T0>(pointer.add(line));
+                        line += 64;
+                    }
                 }
             }
         }
