@@ -320,6 +320,15 @@ impl<V: Vectors + Copy> Builder<V> {
 
 impl<V> Layers for Builder<V> {
     #[inline]
+    fn prefetch_links(&self, node: u32) {
+        let stride = 1 + self.m0;
+        let start = node as usize * stride;
+        if let Some(block) = self.layer0.get(start..start + stride) {
+            super::prefetch_words(block);
+        }
+    }
+
+    #[inline]
     fn neighbors(&self, node: u32, level: usize) -> &[u32] {
         let block = if level == 0 {
             let stride = 1 + self.m0;

@@ -286,6 +286,15 @@ impl<'a> HnswGraph<'a> {
 
 impl Layers for HnswGraph<'_> {
     #[inline]
+    fn prefetch_links(&self, node: u32) {
+        let stride = 1 + self.m0 as usize;
+        let start = node as usize * stride;
+        if let Some(block) = self.layer0.get(start..start + stride) {
+            super::prefetch_words(block);
+        }
+    }
+
+    #[inline]
     fn neighbors(&self, node: u32, level: usize) -> &[u32] {
         let node = node as usize;
         if level == 0 {

@@ -96,6 +96,31 @@ impl Default for HnswParams {
 pub(crate) trait Layers {
     /// The neighbours of `node` on `level` (the node must have that level).
     fn neighbors(&self, node: u32, level: usize) -> &[u32];
+    /// Hints the CPU to start loading a node's layer-0 list, about to be expanded.
+    #[inline]
+    fn prefetch_links(&self, node: u32) {
+        let _ = node;
+    }
+}
+
+/// Prefetches the cache lines of `words` (a layer-0 block: 1 + 2·M words).
+#[inline]
+pub(crate) fn prefetch_words(words: &[u32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let bytes = words.len() * 4;
+        let mut line = 0;
+        while line < bytes {
+            // SAFETY: prefetching reads nothing and cannot fault; the address is in the slice.
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                _mm_prefetch::<_MM_HINT_T0>((words.as_ptr() as *const i8).add(line));
+            }
+            line += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = words;
 }
 
 /// The vectors a graph walk reads: a flat slice when the store has one, else virtual calls.

@@ -178,6 +178,13 @@ pub(crate) fn search_layer<L: Layers + ?Sized, V: Vectors>(
                 }
             }
         }
+        // The next candidate's list is likely wanted next: start loading it now (hnswlib keeps
+        // lists beside vectors, so there it is already warm).
+        if level == 0 {
+            if let Some(Reverse(next)) = candidates.peek() {
+                layers.prefetch_links(next.node);
+            }
+        }
         pending.clear();
         for &neighbor in layers.neighbors(current.node, level) {
             if neighbor < n && visited.insert(neighbor) {
