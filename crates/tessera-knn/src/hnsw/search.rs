@@ -444,6 +444,23 @@ mod tests {
     }
 
     #[test]
+    fn threads_searching_one_graph_at_once_get_the_sequential_answers() {
+        let (data, bytes, queries) = setup(Space::CosineSimil, 1500);
+        let graph = HnswGraph::open(&bytes).unwrap();
+        let store = SliceStore::new(&data, DIM);
+        let search = |query: &[f32]| graph.search(&store, &SearchRequest::new(query, 10, 40));
+        let sequential: Vec<SearchOutcome> = queries.chunks_exact(DIM).map(search).collect();
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| queries.chunks_exact(DIM).map(search).collect::<Vec<_>>()))
+                .collect();
+            for handle in handles {
+                assert_eq!(handle.join().unwrap(), sequential);
+            }
+        });
+    }
+
+    #[test]
     fn a_filter_keeps_only_accepted_ordinals_and_recall_holds_at_10_percent() {
         let (data, bytes, queries) = setup(Space::L2, 3000);
         let graph = HnswGraph::open(&bytes).unwrap();
