@@ -418,12 +418,25 @@ fn bool_prefix(
     query: &MultiMatchQuery,
     boost: f32,
 ) -> Result<Box<dyn Query>> {
-    if !matches!(leaf.kind, LeafKind::Text { .. }) {
-        let m = MatchQuery::new(leaf.path.clone(), Value::String(text.to_string()));
-        return match_on_field(ctx, leaf, field, &m, boost);
-    }
-    let analyzer = analyzer_for(ctx, leaf, query.analyzer.as_deref())?;
-    let tokens = analysis::analyze(analyzer, text);
+    let tokens = match leaf.kind {
+        LeafKind::Text { .. } => {
+            let analyzer = analyzer_for(ctx, leaf, query.analyzer.as_deref())?;
+            analysis::analyze(analyzer, text)
+        }
+        // a keyword is one token, the last: a prefix of the (normalized) value
+        LeafKind::Keyword { lowercase, .. } => {
+            let value = if lowercase {
+                text.to_lowercase()
+            } else {
+                text.to_string()
+            };
+            vec![(0, value)]
+        }
+        _ => {
+            let m = MatchQuery::new(leaf.path.clone(), Value::String(text.to_string()));
+            return match_on_field(ctx, leaf, field, &m, boost);
+        }
+    };
     let Some(((_, last), rest)) = tokens.split_last() else {
         return Ok(match_none());
     };
@@ -432,16 +445,25 @@ fn bool_prefix(
     } else {
         Occur::Should
     };
+    let expansion = Expansion {
+        prefix_length: query.prefix_length,
+        transpositions: query.fuzzy_transpositions,
+        max_expansions: query.max_expansions,
+    };
+    // every term but the last is a term query (fuzzy with `fuzziness`), the last a prefix
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = rest
         .iter()
         .map(|(_, t)| {
-            (
-                occur,
+            let distance = query.fuzziness.as_ref().map_or(0, |f| edits(f, t));
+            let term: Box<dyn Query> = if distance > 0 {
+                Box::new(BlendedFuzzyQuery::new(field, t, distance, expansion))
+            } else {
                 Box::new(TermQuery::new(
                     Term::from_field_text(field, t),
                     IndexRecordOption::WithFreqs,
-                )) as Box<dyn Query>,
-            )
+                ))
+            };
+            (occur, term)
         })
         .collect();
     ctx.count_clauses(clauses.len() + 1)?;
@@ -449,7 +471,14 @@ fn bool_prefix(
         tantivy::query::RegexQuery::from_pattern(&format!("{}.*", regex_escape(last)), field)
             .map_err(|e| ctx.error(format!("failed to create query: {e}")))?;
     clauses.push((occur, constant(Box::new(prefix), 1.0)));
-    Ok(boosted(Box::new(BooleanQuery::new(clauses)), boost))
+    let count = clauses.len();
+    let combined = match (occur, &query.minimum_should_match) {
+        (Occur::Should, Some(msm)) => {
+            BooleanQuery::with_minimum_required_clauses(clauses, resolve_msm(msm, count).max(1))
+        }
+        _ => BooleanQuery::new(clauses),
+    };
+    Ok(boosted(Box::new(combined), boost))
 }
 
 /// cross_fields: each term may match in any of the fields (dis_max per term), and the terms

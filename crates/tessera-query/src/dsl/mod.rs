@@ -18,6 +18,7 @@ mod fuzzy;
 mod geo;
 mod ids;
 mod match_all;
+mod match_bool_prefix;
 mod match_phrase;
 mod match_query;
 mod multi_match;
@@ -57,7 +58,6 @@ const UNSUPPORTED: &[&str] = &[
     "wrapper",
     "pinned",
     "terms_set",
-    "match_bool_prefix",
     "combined_fields",
     "knn",
     "neural",
@@ -101,6 +101,7 @@ pub fn parse_query(value: &Value) -> Result<QueryAst> {
         "match_phrase" => match_phrase::parse_phrase(body),
         "match_phrase_prefix" => match_phrase::parse_phrase_prefix(body),
         "multi_match" => multi_match::parse(body),
+        "match_bool_prefix" => match_bool_prefix::parse(body),
         "bool" => bool_query::parse(body),
         "constant_score" => compound::parse_constant_score(body),
         "dis_max" => compound::parse_dis_max(body),
