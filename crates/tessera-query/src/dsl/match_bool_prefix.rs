@@ -71,7 +71,7 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
             query.query = text
                 .ok_or_else(|| Error::illegal_argument(format!("[{NAME}] requires query value")))?;
         }
-        other => query.query = as_scalar(NAME, &field, other)?,
+        other => query.query = as_scalar(NAME, field, other)?,
     }
     Ok(QueryAst::MultiMatch(query))
 }
