@@ -75,6 +75,12 @@ fn number(value: &Value) -> Option<f64> {
 /// Parses `[lon, lat]`, `"lat,lon"`, `{"lat": .., "lon": ..}`, a geohash or WKT `POINT (lon lat)`,
 /// and checks the ranges.
 pub fn parse_point(value: &Value) -> Result<GeoPoint> {
+    checked(parse_point_unchecked(value)?)
+}
+
+/// A point in any of the forms [`parse_point`] takes, its range unchecked (a query's
+/// `validation_method` decides what an out-of-range corner means).
+pub fn parse_point_unchecked(value: &Value) -> Result<GeoPoint> {
     let bad = |why: String| Error::illegal_argument(why);
     let point = match value {
         Value::Array(items) => {
@@ -119,7 +125,7 @@ pub fn parse_point(value: &Value) -> Result<GeoPoint> {
         }
         _ => return Err(bad("geo_point expected".into())),
     };
-    checked(point)
+    Ok(point)
 }
 
 /// The point of a `[lon, lat]` array (GeoJSON's order; a third number, the altitude, is

@@ -105,6 +105,14 @@ pub enum QueryAst {
         boost: f32,
     },
     /// Points inside a box (`left > right` crosses the date line).
+    /// Points inside the polygon of `points` (lat, lon), closed; on an edge counts as inside.
+    GeoPolygon {
+        field: String,
+        points: Vec<(f64, f64)>,
+        validation: GeoValidation,
+        ignore_unmapped: bool,
+        boost: f32,
+    },
     GeoBoundingBox {
         field: String,
         top: f64,
@@ -155,6 +163,7 @@ impl QueryAst {
             QueryAst::DisMax { .. } => "dis_max",
             QueryAst::GeoDistance { .. } => "geo_distance",
             QueryAst::GeoBoundingBox { .. } => "geo_bounding_box",
+            QueryAst::GeoPolygon { .. } => "geo_polygon",
             QueryAst::Boosting { .. } => "boosting",
             QueryAst::FunctionScore(_) => "function_score",
             QueryAst::QueryString(_) => "query_string",
@@ -310,6 +319,15 @@ impl FieldPattern {
             }),
         }
     }
+}
+
+/// `validation_method` of a geo query: out-of-range coordinates fail the query (`strict`), are
+/// normalized (`coerce`), or are taken as given (`ignore_malformed`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GeoValidation {
+    Strict,
+    Coerce,
+    IgnoreMalformed,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]

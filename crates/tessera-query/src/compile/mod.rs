@@ -358,6 +358,25 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
             };
             geo_query(ctx, field, shape, *ignore_unmapped, *boost)
         }
+        QueryAst::GeoPolygon {
+            field,
+            points,
+            validation,
+            ignore_unmapped,
+            boost,
+        } => {
+            match ctx.table.leaf(field) {
+                None if !ignore_unmapped => {
+                    return Err(ctx.error(format!("failed to find geo_point field [{field}]")))
+                }
+                Some(leaf) if !matches!(leaf.kind, tessera_mapping::LeafKind::GeoPoint { .. }) => {
+                    return Err(ctx.error(format!("field [{field}] is not a geo_point field")))
+                }
+                _ => {}
+            }
+            let shape = geo::GeoShape::polygon(points, *validation).map_err(|e| ctx.error(e))?;
+            geo_query(ctx, field, shape, *ignore_unmapped, *boost)
+        }
         QueryAst::Boosting {
             positive,
             negative,

@@ -16,6 +16,7 @@ mod exists;
 mod function_score;
 mod fuzzy;
 mod geo;
+mod geo_polygon;
 mod ids;
 mod match_all;
 mod match_bool_prefix;
@@ -37,7 +38,6 @@ const UNSUPPORTED: &[&str] = &[
     "has_child",
     "has_parent",
     "parent_id",
-    "geo_polygon",
     "geo_shape",
     "script",
     "script_score",
@@ -109,6 +109,7 @@ pub fn parse_query(value: &Value) -> Result<QueryAst> {
         "function_score" => function_score::parse(body),
         "geo_distance" => geo::parse_distance_query(body),
         "geo_bounding_box" => geo::parse_bounding_box(body),
+        "geo_polygon" => geo_polygon::parse(body),
         "query_string" => query_string::parse(body),
         "simple_query_string" => simple_query_string::parse(body),
         other if UNSUPPORTED.contains(&other) => Err(Error::parsing(format!(
