@@ -321,18 +321,26 @@ pub fn implicit_cast(pos: usize, v: Value, to: Target) -> R {
         },
     };
     if ok {
-        Ok(v)
-    } else {
-        Err(trap(
+        return Ok(v);
+    }
+    if matches!(v, Value::Str(_) | Value::List(_) | Value::Map(_)) && to.rank().is_none() {
+        // a reference checked by the JVM's checkcast, in its words
+        let (from, to) = (v.java_class(), to.name());
+        return Err(trap(
             pos,
             "class_cast_exception",
-            format!(
-                "cannot implicitly cast def [{}] to {}",
-                v.def_type_name(),
-                to.name()
-            ),
-        ))
+            format!("class {from} cannot be cast to class {to} ({from} and {to} are in module java.base of loader 'bootstrap')"),
+        ));
     }
+    Err(trap(
+        pos,
+        "class_cast_exception",
+        format!(
+            "cannot implicitly cast def [{}] to {}",
+            v.def_type_name(),
+            to.name()
+        ),
+    ))
 }
 
 /// `(type) value` on a `def` value: any number to any number, otherwise the same class.
@@ -1117,59 +1125,21 @@ fn number_format(pos: usize, s: &str) -> Trap {
 pub fn call_static(pos: usize, class: &str, name: &str, args: &[Value]) -> R {
     let a = &args[0];
     match (class, name) {
-        ("Math", "abs") => Ok(match *a {
-            Value::Int(x) => Value::Int(x.wrapping_abs()),
-            Value::Long(x) => Value::Long(x.wrapping_abs()),
-            Value::Float(x) => Value::Float(x.abs()),
-            _ => Value::Double(arg_f64(pos, a)?.abs()),
-        }),
+        // Painless's Math has the double methods only: ints and longs are widened
+        ("Math", "abs") => Ok(Value::Double(arg_f64(pos, a)?.abs())),
         ("Math", "max" | "min") => {
-            let b = &args[1];
-            let (Some(ra), Some(rb)) = (rank(a), rank(b)) else {
-                let bad = if rank(a).is_none() { a } else { b };
-                return Err(trap(
-                    pos,
-                    "class_cast_exception",
-                    format!(
-                        "cannot implicitly cast def [{}] to double",
-                        bad.def_type_name()
-                    ),
-                ));
-            };
-            let max = name == "max";
-            Ok(match ra.max(rb) {
-                0 => {
-                    let (x, y) = (as_i64(a) as i32, as_i64(b) as i32);
-                    Value::Int(if max { x.max(y) } else { x.min(y) })
-                }
-                1 => {
-                    let (x, y) = (as_i64(a), as_i64(b));
-                    Value::Long(if max { x.max(y) } else { x.min(y) })
-                }
-                2 => Value::Float(java_minmax(as_f32(a) as f64, as_f32(b) as f64, max) as f32),
-                _ => Value::Double(java_minmax(as_f64(a), as_f64(b), max)),
-            })
+            let (x, y) = (arg_f64(pos, a)?, arg_f64(pos, &args[1])?);
+            Ok(Value::Double(java_minmax(x, y, name == "max")))
         }
-        ("Math", "round") => Ok(match *a {
-            Value::Float(x) => Value::Int(java_round(x as f64) as i32),
-            Value::Int(x) => Value::Int(x),
-            _ => Value::Long(java_round(arg_f64(pos, a)?)),
-        }),
-        ("Math", "signum") => Ok(match *a {
-            Value::Float(x) => Value::Float(if x == 0.0 || x.is_nan() {
+        ("Math", "round") => Ok(Value::Long(java_round(arg_f64(pos, a)?))),
+        ("Math", "signum") => {
+            let x = arg_f64(pos, a)?;
+            Ok(Value::Double(if x == 0.0 || x.is_nan() {
                 x
             } else {
                 x.signum()
-            }),
-            _ => {
-                let x = arg_f64(pos, a)?;
-                Value::Double(if x == 0.0 || x.is_nan() {
-                    x
-                } else {
-                    x.signum()
-                })
-            }
-        }),
+            }))
+        }
         ("Math", _) if args.len() == 2 => {
             let (x, y) = (arg_f64(pos, a)?, arg_f64(pos, &args[1])?);
             Ok(Value::Double(match name {
@@ -1340,7 +1310,7 @@ mod tests {
         let r = call_static(0, "Math", "round", &[Value::Double(-2.5)]).unwrap();
         assert!(matches!(r, Value::Long(-2)));
         let r = call_static(0, "Math", "max", &[Value::Int(1), Value::Long(3)]).unwrap();
-        assert!(matches!(r, Value::Long(3)));
+        assert!(matches!(r, Value::Double(3.0)));
         let r = call_static(0, "Math", "pow", &[Value::Int(2), Value::Int(10)]).unwrap();
         assert!(matches!(r, Value::Double(x) if x == 1024.0));
         let e = call_static(0, "Integer", "parseInt", &[Value::str("x")]).unwrap_err();

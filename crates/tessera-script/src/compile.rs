@@ -494,7 +494,7 @@ impl Compiler<'_> {
                     let value = match init {
                         Some(e) => {
                             let v = self.expr(e)?;
-                            self.coerce(v, ty, e.start())?.f
+                            self.coerce(v, ty, e.pos)?.f
                         }
                         None => {
                             let d = ty.default_value();
@@ -547,10 +547,13 @@ impl Compiler<'_> {
                             Ok(Flow::Return)
                         })
                     }
-                    None => Box::new(|f| {
-                        f.ret = Value::Null;
-                        Ok(Flow::Return)
-                    }),
+                    None => {
+                        return Err(ScriptError::compile(
+                            pos,
+                            "class_cast_exception",
+                            "cannot cast from [def] to [void]",
+                        ))
+                    }
                 };
                 self.with_span(pos, body)
             }
@@ -607,18 +610,14 @@ impl Compiler<'_> {
             }
             StmtKind::While { cond, body } => {
                 let c = self.condition(cond)?;
-                if c.konst
-                    .as_ref()
-                    .is_some_and(|v| matches!(v, Value::Bool(false)))
-                {
+                if c.konst.is_some() {
                     return Err(iae(pos, "extraneous while loop"));
                 }
                 let (cf, cpos) = (c.f, cond.start());
-                let count = body.statement_count().max(1);
                 let body = self.loop_body(body)?;
                 let l: StmtFn = Box::new(move |f| {
                     while b::truthy(cpos, &cf(f)?)? {
-                        count_iteration(f, count, pos)?;
+                        count_iteration(f, pos)?;
                         match body(f)? {
                             Flow::Break => break,
                             Flow::Return => return Ok(Flow::Return),
@@ -630,13 +629,14 @@ impl Compiler<'_> {
                 self.with_span(pos, l)
             }
             StmtKind::DoWhile { body, cond } => {
-                let count = body.statement_count().max(1);
                 let body = self.loop_body(body)?;
                 let c = self.condition(cond)?;
+                if c.konst.is_some() {
+                    return Err(iae(pos, "extraneous do-while loop"));
+                }
                 let (cf, cpos) = (c.f, cond.start());
                 let l: StmtFn = Box::new(move |f| {
                     loop {
-                        count_iteration(f, count, pos)?;
                         match body(f)? {
                             Flow::Break => break,
                             Flow::Return => return Ok(Flow::Return),
@@ -645,6 +645,7 @@ impl Compiler<'_> {
                         if !b::truthy(cpos, &cf(f)?)? {
                             break;
                         }
+                        count_iteration(f, pos)?;
                     }
                     Ok(Flow::Next)
                 });
@@ -667,6 +668,9 @@ impl Compiler<'_> {
                 iterable,
                 body,
             } => {
+                if matches!(&body.kind, StmtKind::Block(b) if b.is_empty()) {
+                    return Err(iae(pos, "extraneous foreach loop"));
+                }
                 let it = self.expr(iterable)?;
                 if matches!(
                     it.ty,
@@ -680,12 +684,11 @@ impl Compiler<'_> {
                 self.push_scope();
                 let var_ty = Ty::of(*ty);
                 let r = self.declare(name, var_ty, pos).and_then(|slot| {
-                    let count = body.statement_count().max(1);
                     let body = self.loop_body(body)?;
-                    Ok((slot, count, body))
+                    Ok((slot, body))
                 });
                 self.pop_scope();
-                let (slot, count, body) = r?;
+                let (slot, body) = r?;
                 let (itf, ipos) = (it.f, iterable.start());
                 let target = var_ty.target();
                 let l: StmtFn = Box::new(move |f| {
@@ -719,7 +722,7 @@ impl Compiler<'_> {
                             }
                             l[i].clone()
                         };
-                        count_iteration(f, count, pos)?;
+                        count_iteration(f, pos)?;
                         f.locals[slot as usize] = match target {
                             Some(t) => b::implicit_cast(ipos, item, t)?,
                             None => item,
@@ -766,23 +769,18 @@ impl Compiler<'_> {
         let cond = match cond {
             Some(c) => {
                 let ce = self.condition(c)?;
-                if ce
-                    .konst
-                    .as_ref()
-                    .is_some_and(|v| matches!(v, Value::Bool(false)))
-                {
+                if ce.konst.is_some() {
                     return Err(iae(pos, "extraneous for loop"));
                 }
                 Some((ce.f, c.start()))
             }
-            None => None,
+            None => return Err(iae(pos, "extraneous for loop")),
         };
         let mut updates = Vec::new();
         for u in update {
             not_a_statement(u)?;
             updates.push(self.expr(u)?.f);
         }
-        let count = body.statement_count().max(1);
         let body = self.loop_body(body)?;
         Ok(Box::new(move |f| {
             if let Some(i) = &init {
@@ -794,7 +792,7 @@ impl Compiler<'_> {
                         break;
                     }
                 }
-                count_iteration(f, count, pos)?;
+                count_iteration(f, pos)?;
                 match body(f)? {
                     Flow::Break => break,
                     Flow::Return => return Ok(Flow::Return),
@@ -933,7 +931,7 @@ impl Compiler<'_> {
             }
             ExprKind::Assign { target, op, value } => {
                 let v = self.expr(value)?;
-                self.update(target, *op, v, value.start(), false)
+                self.update(target, *op, v, value.pos, false)
             }
             ExprKind::IncDec {
                 target,
@@ -1165,8 +1163,8 @@ impl Compiler<'_> {
             ));
         }
         // both doubles: the common case of scores, without the general dispatch
-        if l.ty == Ty::Double && r.ty == Ty::Double {
-            if b::double_op(op, pos, 1.0, 1.0).is_some() {
+        if l.ty == Ty::Double && r.ty == Ty::Double && b::double_op(op, pos, 1.0, 1.0).is_some() {
+            {
                 return Ok(dynamic(
                     ty,
                     Box::new(move |f| {
@@ -1471,17 +1469,7 @@ impl Compiler<'_> {
                 }
             }
             let ty = match (short, name) {
-                ("Math", "abs" | "max" | "min") => {
-                    match compiled
-                        .iter()
-                        .map(|c| c.ty.rank())
-                        .collect::<Option<Vec<_>>>()
-                    {
-                        Some(ranks) => Ty::from_rank(ranks.into_iter().max().unwrap_or(3)),
-                        None => Ty::Def,
-                    }
-                }
-                ("Math", "round" | "signum") => Ty::Def,
+                ("Math", "round") => Ty::Long,
                 ("Math", _) => Ty::Double,
                 ("String", _) => Ty::Str,
                 ("Integer", _) => Ty::Int,
@@ -1490,10 +1478,7 @@ impl Compiler<'_> {
                 ("Float", _) => Ty::Float,
                 _ => Ty::Bool,
             };
-            if compiled.iter().all(|c| c.konst.is_some()) {
-                let values: Vec<Value> = compiled.iter().filter_map(|c| c.konst.clone()).collect();
-                return fold(b::call_static(pos, short, name, &values));
-            }
+
             let name = name.to_string();
             return Ok(match compiled.len() {
                 1 => {
@@ -1544,16 +1529,11 @@ impl Compiler<'_> {
             Ty::List => Some("java.util.List"),
             Ty::Map => Some("java.util.Map"),
             Ty::Doc => Some("org.opensearch.index.fielddata.ScriptDocValues"),
-            Ty::Int | Ty::Long | Ty::Float | Ty::Double | Ty::Bool => {
-                return Err(iae(
-                    pos,
-                    format!(
-                        "member method [{}, {name}/{}] not found",
-                        o.ty.name(),
-                        args.len()
-                    ),
-                ));
-            }
+            Ty::Int => Some("java.lang.Integer"),
+            Ty::Long => Some("java.lang.Long"),
+            Ty::Float => Some("java.lang.Float"),
+            Ty::Double => Some("java.lang.Double"),
+            Ty::Bool => Some("java.lang.Boolean"),
             _ => None,
         };
         if let Some(class) = class {
@@ -1689,10 +1669,11 @@ impl Compiler<'_> {
     }
 }
 
-/// One loop iteration against the loop counter (`count` statements of the body).
-fn count_iteration(f: &mut Frame<'_, '_>, count: i64, pos: usize) -> R<()> {
-    f.loop_budget -= count;
-    if f.loop_budget < 0 {
+/// One loop iteration against the loop counter, shared by all the script's loops: as in
+/// Painless, 999,999 iterations pass and the millionth fails.
+fn count_iteration(f: &mut Frame<'_, '_>, pos: usize) -> R<()> {
+    f.loop_budget -= 1;
+    if f.loop_budget <= 0 {
         return Err(b::trap(
             pos,
             "painless_error",
@@ -1872,7 +1853,7 @@ mod tests {
 
     #[test]
     fn math_and_casts() {
-        assert_eq!(run("Math.max(1, 2L)"), "2");
+        assert_eq!(run("Math.max(1, 2L)"), "2.0");
         assert_eq!(run("Math.round(2.5)"), "3");
         assert_eq!(run("Math.sqrt(params.a - 1)"), "2.0");
         assert_eq!(run("Math.PI > 3"), "true");
@@ -1999,10 +1980,14 @@ mod tests {
     }
 
     #[test]
-    fn loop_counter_allows_a_million_iterations() {
-        assert_eq!(run("int i = 0; while (i < 1000000) { i++ } i"), "1000000");
+    fn loop_counter_allows_999999_iterations() {
+        assert_eq!(run("int i = 0; while (i < 999999) { i++ } i"), "999999");
+        assert_eq!(
+            run("int i = 0; do { i++ } while (i < 1000000); i"),
+            "1000000"
+        );
         assert!(run_with(
-            "int i = 0; while (i < 1000001) { i++ } i",
+            "int i = 0; while (i < 1000000) { i++ } i",
             serde_json::json!({})
         )
         .is_err());

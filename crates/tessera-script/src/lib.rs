@@ -19,6 +19,9 @@ pub mod lexer;
 pub mod parser;
 pub mod value;
 
+#[cfg(test)]
+mod reference;
+
 pub use cache::{ScriptCache, ScriptKey};
 pub use compile::{compile, Env, Runner, Script, ScriptContext};
 pub use doc::{DocValues, GeoPoint};

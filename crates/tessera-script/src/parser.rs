@@ -196,6 +196,11 @@ impl Parser {
                 return Err(unsupported(pos, "script functions"));
             }
         }
+        if let (Tok::Ident(t), Tok::Punct("[")) = (self.peek(), self.peek_at(1)) {
+            if TypeName::from_name(t).is_some() {
+                return Err(unsupported(pos, "arrays"));
+            }
+        }
         if self.is_punct("{") {
             return self.block();
         }
