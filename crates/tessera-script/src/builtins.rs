@@ -377,10 +377,7 @@ pub fn truthy(pos: usize, v: &Value) -> R<bool> {
         other => Err(trap(
             pos,
             "class_cast_exception",
-            format!(
-                "cannot implicitly cast def [{}] to boolean",
-                other.def_type_name()
-            ),
+            format!("cannot cast def [{}] to boolean", other.def_type_name()),
         )),
     }
 }
@@ -573,6 +570,7 @@ pub fn methods_of(class: &str) -> &'static [(&'static str, usize)] {
             ("replace", 2),
             ("equals", 1),
             ("equalsIgnoreCase", 1),
+            ("charAt", 1),
             ("isEmpty", 0),
             ("compareTo", 1),
             ("toString", 0),
@@ -899,6 +897,19 @@ fn string_method(pos: usize, s: &str, name: &str, args: &[Value]) -> R {
             _ => false,
         }),
         ("isEmpty", []) => Value::Bool(s.is_empty()),
+        // a char, shown as itself (the subset has no char type)
+        ("charAt", [i]) => {
+            let i = arg_int(pos, i)?;
+            let len = s.chars().count() as i32;
+            if i < 0 || i >= len {
+                return Err(trap(
+                    pos,
+                    "string_index_out_of_bounds_exception",
+                    format!("Index {i} out of bounds for length {len}"),
+                ));
+            }
+            char_range(pos, s, i, i + 1)?
+        }
         ("compareTo", [x]) => {
             let x = arg_str(pos, x)?;
             // Java compares UTF-16 code units: the first difference, else the length difference

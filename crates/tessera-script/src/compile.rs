@@ -315,6 +315,9 @@ struct Compiler<'s> {
     /// Where each statement starts (sorted): a runtime error shows its statement's span.
     statement_starts: Vec<usize>,
     loops: usize,
+    /// Where the statement being compiled starts: Painless reports an operator's runtime
+    /// error at the last position it recorded, which is this when the operands had none.
+    stmt_start: usize,
 }
 
 /// Parses and compiles `source` for `context`.
@@ -333,6 +336,7 @@ pub fn compile(source: &str, context: ScriptContext) -> Result<Script, ScriptErr
         fields: Vec::new(),
         statement_starts: starts,
         loops: 0,
+        stmt_start: 0,
     };
     let body = c.block(&stmts, true)?;
     Ok(Script {
@@ -478,6 +482,14 @@ impl Compiler<'_> {
     }
 
     fn statement(&mut self, s: &Stmt, last: bool) -> CResult<StmtFn> {
+        let outer = self.stmt_start;
+        self.stmt_start = s.pos;
+        let r = self.statement_inner(s, last);
+        self.stmt_start = outer;
+        r
+    }
+
+    fn statement_inner(&mut self, s: &Stmt, last: bool) -> CResult<StmtFn> {
         let pos = s.pos;
         Ok(match &s.kind {
             StmtKind::Empty => Box::new(|_| Ok(Flow::Next)),
@@ -869,8 +881,26 @@ impl Compiler<'_> {
             ExprKind::Var(name) => self.variable(name, pos),
             ExprKind::Unary(op, operand) => self.unary(*op, operand, pos),
             ExprKind::Binary(op, l, r) => {
+                let at = debug_pos(r)
+                    .or_else(|| debug_pos(l))
+                    .unwrap_or(self.stmt_start);
                 let (l, r) = (self.expr(l)?, self.expr(r)?);
-                self.binary(*op, l, r, pos)
+                if *op == BinOp::Eq || *op == BinOp::Ne {
+                    if l.ty == Ty::Null && r.ty == Ty::Null {
+                        return Err(iae(pos, "extraneous comparison of [null] constants"));
+                    }
+                    let reference = |t: Ty| matches!(t, Ty::Str | Ty::List | Ty::Map);
+                    for (a, c) in [(l.ty, r.ty), (r.ty, l.ty)] {
+                        if a.rank().is_some() && reference(c) {
+                            return Err(ScriptError::compile(
+                                pos,
+                                "class_cast_exception",
+                                format!("Cannot cast from [{}] to [java.lang.Object].", a.name()),
+                            ));
+                        }
+                    }
+                }
+                self.binary(*op, l, r, at)
             }
             ExprKind::And(l, r) | ExprKind::Or(l, r) => {
                 let and = matches!(e.kind, ExprKind::And(..));
@@ -1139,11 +1169,13 @@ impl Compiler<'_> {
                 _ => return Err(self.operand_error(op, l.ty, r.ty, pos)),
             }
         };
-        if op.is_comparison() && !matches!(op, BinOp::Eq | BinOp::Ne) {
-            let numeric = |t: Ty| t.rank().is_some() || t == Ty::Def;
-            if !numeric(l.ty) || !numeric(r.ty) {
-                return Err(self.operand_error(op, l.ty, r.ty, pos));
-            }
+        if op.is_comparison()
+            && !matches!(op, BinOp::Eq | BinOp::Ne)
+            && l.ty != Ty::Def
+            && r.ty != Ty::Def
+            && (l.ty.rank().is_none() || r.ty.rank().is_none())
+        {
+            return Err(self.operand_error(op, l.ty, r.ty, pos));
         }
         if let (Some(a), Some(c)) = (&l.konst, &r.konst) {
             return fold(if string {
@@ -1199,7 +1231,8 @@ impl Compiler<'_> {
                 pos,
                 "class_cast_exception",
                 format!(
-                    "Cannot apply [{}] operation to types [{}] and [{}].",
+                    "cannot apply the {} operator [{}] to the types [{}] and [{}]",
+                    op.name(),
                     op.symbol(),
                     l.name(),
                     r.name()
@@ -1548,7 +1581,8 @@ impl Compiler<'_> {
             (Ty::Str, "length" | "indexOf" | "lastIndexOf" | "compareTo" | "hashCode") => Ty::Int,
             (
                 Ty::Str,
-                "substring" | "toLowerCase" | "toUpperCase" | "trim" | "replace" | "toString",
+                "substring" | "charAt" | "toLowerCase" | "toUpperCase" | "trim" | "replace"
+                | "toString",
             ) => Ty::Str,
             (
                 Ty::Str,
@@ -1711,6 +1745,19 @@ fn instance_of(v: &Value, ty: TypeName) -> bool {
         TypeName::String => matches!(v, Value::Str(_)),
         TypeName::List | TypeName::ArrayList => matches!(v, Value::List(_)),
         TypeName::Map | TypeName::HashMap => matches!(v, Value::Map(_)),
+    }
+}
+
+/// The last position Painless records while evaluating `e` (a member access, call or index):
+/// where it reports a runtime error of the operator applied to it.
+fn debug_pos(e: &Expr) -> Option<usize> {
+    match &e.kind {
+        ExprKind::Field { .. } | ExprKind::Call { .. } | ExprKind::Index { .. } => Some(e.pos),
+        ExprKind::Binary(_, l, r) | ExprKind::And(l, r) | ExprKind::Or(l, r) => {
+            debug_pos(r).or_else(|| debug_pos(l))
+        }
+        ExprKind::Unary(_, x) | ExprKind::Cast(_, x) => debug_pos(x),
+        _ => None,
     }
 }
 
@@ -1924,6 +1971,8 @@ mod tests {
 
     #[test]
     fn runtime_errors() {
+        let e = fail("params.a / 0");
+        assert_eq!((e.offset, e.statement), (6, Some((0, 12))));
         let e = fail("def a = 1; a/0");
         assert_eq!(
             (e.kind, e.cause_type, e.offset, e.statement),

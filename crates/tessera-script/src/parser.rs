@@ -201,8 +201,9 @@ impl Parser {
                 return Err(unsupported(pos, "arrays"));
             }
         }
+        // Painless has no bare blocks: a `{` here is a map or list literal gone wrong
         if self.is_punct("{") {
-            return self.block();
+            return Err(self.unexpected());
         }
         if self.eat(";") {
             return Ok(Stmt {
@@ -358,12 +359,10 @@ impl Parser {
             Some(self.expression()?)
         };
         self.expect(";")?;
+        // one update expression, as in Painless's grammar
         let mut update = Vec::new();
-        while !self.is_punct(")") {
+        if !self.is_punct(")") {
             update.push(self.expression()?);
-            if !self.eat(",") {
-                break;
-            }
         }
         self.expect(")")?;
         let body = Box::new(self.loop_body()?);
