@@ -1430,6 +1430,7 @@ impl Compiler<'_> {
             ));
         }
         let (of, name) = (o.f, name.to_string());
+        let key = Value::str(&name);
         Ok(dynamic(
             Ty::Def,
             Box::new(move |f| {
@@ -1437,7 +1438,11 @@ impl Compiler<'_> {
                 if null_safe && obj.is_null() {
                     return Ok(Value::Null);
                 }
-                b::field_get(pos, &obj, &name, f.env.doc)
+                match &obj {
+                    // the key made once, not per document
+                    Value::Map(m) => Ok(lock(m).get(&key).cloned().unwrap_or_default()),
+                    _ => b::field_get(pos, &obj, &name, f.env.doc),
+                }
             }),
         ))
     }
@@ -2109,5 +2114,63 @@ mod tests {
             ctx.to_json(),
             serde_json::json!({"_source": {"counter": 5}, "op": "noop"})
         );
+    }
+
+    /// Counts the allocations of the current thread, to show that running a compiled numeric
+    /// script per document allocates nothing.
+    mod counting {
+        use std::alloc::{GlobalAlloc, Layout, System};
+        use std::cell::Cell;
+
+        thread_local! {
+            pub static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+        }
+
+        pub struct Counting;
+
+        unsafe impl GlobalAlloc for Counting {
+            unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+                let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+                unsafe { System.alloc(layout) }
+            }
+
+            unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+                unsafe { System.dealloc(ptr, layout) }
+            }
+        }
+
+        #[global_allocator]
+        static GLOBAL: Counting = Counting;
+    }
+
+    #[test]
+    fn numeric_scripts_run_per_document_without_allocating() {
+        let src = "double total = doc['total_amount'].value; if (doc['trip_distance'].size() == 0) { return 0.0 } \
+                   double r = total / (doc['trip_distance'].value + 1); for (int i = 0; i < 3; i++) { r += i * _score } \
+                   return Math.max(r, 0) + params.boost";
+        let script = compile(src, ScriptContext::Score).unwrap();
+        let params = Value::from_json(&serde_json::json!({"boost": 1}));
+        let docs: Vec<MemoryDoc> = (0..100)
+            .map(|i| MemoryDoc {
+                fields: vec![vec![Value::Double(i as f64)], vec![Value::Double(1.0)]],
+            })
+            .collect();
+        let mut runner = script.runner();
+        let env = |d| Env {
+            params: &params,
+            doc: Some(d),
+            score: 0.5,
+            ctx: None,
+        };
+        let first = runner.run(&env(&docs[3])).unwrap();
+        assert_eq!(first.to_java_string(), "4.0");
+        let before = counting::ALLOCATIONS.with(|c| c.get());
+        let mut sum = 0.0;
+        for d in &docs {
+            sum += runner.run(&env(d)).unwrap().as_f64().unwrap();
+        }
+        let allocations = counting::ALLOCATIONS.with(|c| c.get()) - before;
+        assert_eq!(allocations, 0);
+        assert!(sum > 0.0);
     }
 }
