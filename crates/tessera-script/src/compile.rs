@@ -881,9 +881,7 @@ impl Compiler<'_> {
             ExprKind::Var(name) => self.variable(name, pos),
             ExprKind::Unary(op, operand) => self.unary(*op, operand, pos),
             ExprKind::Binary(op, l, r) => {
-                let at = debug_pos(r)
-                    .or_else(|| debug_pos(l))
-                    .unwrap_or(self.stmt_start);
+                let at = debug_pos(e).unwrap_or(pos);
                 let (l, r) = (self.expr(l)?, self.expr(r)?);
                 if *op == BinOp::Eq || *op == BinOp::Ne {
                     if l.ty == Ty::Null && r.ty == Ty::Null {
@@ -1273,7 +1271,8 @@ impl Compiler<'_> {
         value_pos: usize,
         postfix: bool,
     ) -> CResult<CExpr> {
-        let op_pos = target.start();
+        // a compound assignment's error is reported at its value
+        let op_pos = value_pos;
         match &target.kind {
             ExprKind::Var(name) => {
                 let Some((slot, ty)) = self.lookup(name) else {
@@ -1294,7 +1293,16 @@ impl Compiler<'_> {
                     }
                     Some(op) => {
                         if ty == Ty::Str && op != BinOp::Add {
-                            return Err(self.operand_error(op, ty, value.ty, op_pos));
+                            return Err(ScriptError::compile(
+                                target.start(),
+                                "class_cast_exception",
+                                format!(
+                                    "invalid compound assignment: cannot apply [{}=] to types [class {}] and [class {}]",
+                                    op.symbol(),
+                                    ty.name(),
+                                    value.ty.name()
+                                ),
+                            ));
                         }
                         let target_ty = ty.target();
                         let rf = value.f;
@@ -1664,7 +1672,14 @@ impl Compiler<'_> {
             )),
             [source] if ty == Ty::List => {
                 let spos = source.start();
-                let s = self.expr(source)?.f;
+                let se = self.expr(source)?;
+                if !matches!(se.ty, Ty::Def | Ty::List | Ty::Null) {
+                    return Err(cce(spos, se.ty, Ty::List).with_reason(format!(
+                        "Cannot cast from [{}] to [java.util.Collection].",
+                        se.ty.name()
+                    )));
+                }
+                let s = se.f;
                 Ok(dynamic(
                     Ty::List,
                     Box::new(move |f| match s(f)? {
@@ -1705,6 +1720,13 @@ impl Compiler<'_> {
                 format!("constructor [{class}, <init>/{}] not found", args.len()),
             )),
         }
+    }
+}
+
+impl ScriptError {
+    fn with_reason(mut self, reason: String) -> Self {
+        self.reason = reason;
+        self
     }
 }
 
@@ -1758,9 +1780,9 @@ fn instance_of(v: &Value, ty: TypeName) -> bool {
 fn debug_pos(e: &Expr) -> Option<usize> {
     match &e.kind {
         ExprKind::Field { .. } | ExprKind::Call { .. } | ExprKind::Index { .. } => Some(e.pos),
-        ExprKind::Binary(_, l, r) | ExprKind::And(l, r) | ExprKind::Or(l, r) => {
-            debug_pos(r).or_else(|| debug_pos(l))
-        }
+        // an operator records its own position before its operands'
+        ExprKind::Binary(_, l, r) => Some(debug_pos(r).or_else(|| debug_pos(l)).unwrap_or(e.pos)),
+        ExprKind::And(l, r) | ExprKind::Or(l, r) => debug_pos(r).or_else(|| debug_pos(l)),
         ExprKind::Unary(_, x) | ExprKind::Cast(_, x) => debug_pos(x),
         _ => None,
     }
@@ -1976,6 +1998,10 @@ mod tests {
 
     #[test]
     fn runtime_errors() {
+        let e = fail("def t = 0; for (int i = 0; i < 3; i++) { t += 10 / (2 - i) } t");
+        assert_eq!((e.offset, e.statement), (52, Some((41, 61))));
+        let e = fail("def s = 'a'; s *= 2");
+        assert_eq!(e.offset, 18);
         let e = fail("params.a / 0");
         assert_eq!((e.offset, e.statement), (6, Some((0, 12))));
         let e = fail("def a = 1; a/0");

@@ -59,7 +59,7 @@ pub fn lex(source: &str) -> Result<Vec<Token>, ScriptError> {
             continue;
         }
         let start = i;
-        if c.is_ascii_digit() || (c == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+        if c.is_ascii_digit() {
             i = number_end(bytes, i);
             tokens.push(Token {
                 tok: Tok::Number(source[start..i].to_string()),
@@ -133,6 +133,16 @@ fn number_end(bytes: &[u8], mut i: usize) -> usize {
         }
         return i;
     }
+    // an octal literal takes octal digits only: `08` is `0` and then `8`
+    if bytes[i] == b'0' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        while i < bytes.len() && (b'0'..=b'7').contains(&bytes[i]) {
+            i += 1;
+        }
+        if matches!(bytes.get(i), Some(b'l' | b'L')) {
+            i += 1;
+        }
+        return i;
+    }
     while i < bytes.len() && bytes[i].is_ascii_digit() {
         i += 1;
     }
@@ -168,12 +178,20 @@ fn string(source: &str, i: usize) -> Result<(String, usize), ScriptError> {
     let mut chars = source[i + 1..].char_indices();
     while let Some((at, ch)) = chars.next() {
         match ch {
+            // Painless knows two escapes: `\\` and the string's own quote
             '\\' => match chars.next() {
-                Some((_, e @ ('\\' | '"' | '\''))) => out.push(e),
-                Some((_, 'n')) => out.push('\n'),
-                Some((_, 't')) => out.push('\t'),
-                Some((_, 'r')) => out.push('\r'),
-                _ => return Err(unexpected(source, i)),
+                Some((_, e)) if e == '\\' || e == quote => out.push(e),
+                other => {
+                    let end = other.map_or(source.len(), |(at2, c)| i + 1 + at2 + c.len_utf8());
+                    return Err(ScriptError::compile(
+                        i,
+                        "illegal_argument_exception",
+                        format!(
+                            "unexpected character [{}]. The only valid escape sequences in strings starting with [{quote}] are [\\\\] and [\\{quote}].",
+                            &source[i..end]
+                        ),
+                    ));
+                }
             },
             c if c == quote => return Ok((out, i + 1 + at + 1)),
             c => out.push(c),
@@ -193,7 +211,7 @@ mod tests {
     #[test]
     fn numbers_strings_and_operators() {
         assert_eq!(
-            toks("x >>>= 0x1fL + 1.5e3f - .5; 'a\\'b' \"c\""),
+            toks("x >>>= 0x1fL + 1.5e3f - 0.5; 'a\\'b' \"c\""),
             vec![
                 Tok::Ident("x".into()),
                 Tok::Punct(">>>="),
@@ -201,7 +219,7 @@ mod tests {
                 Tok::Punct("+"),
                 Tok::Number("1.5e3f".into()),
                 Tok::Punct("-"),
-                Tok::Number(".5".into()),
+                Tok::Number("0.5".into()),
                 Tok::Punct(";"),
                 Tok::Str("a'b".into()),
                 Tok::Str("c".into()),
@@ -224,5 +242,15 @@ mod tests {
     fn unterminated_string_is_an_error() {
         assert!(lex("'abc").is_err());
         assert!(lex("a # b").is_err());
+        let e = lex("'tab\\there'").unwrap_err();
+        assert_eq!(
+            e.reason,
+            "unexpected character ['tab\\t]. The only valid escape sequences in strings starting with ['] are [\\\\] and [\\'].",
+        );
+        let octal: Vec<Tok> = lex("08").unwrap().into_iter().map(|t| t.tok).collect();
+        assert_eq!(
+            octal[..2],
+            [Tok::Number("0".into()), Tok::Number("8".into())]
+        );
     }
 }
