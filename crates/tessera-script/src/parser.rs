@@ -215,6 +215,18 @@ impl Parser {
         if top && self.is_eof() {
             return Ok(stmt);
         }
+        if top && !self.is_punct(";") {
+            // ANTLR's words for a script statement followed by something else
+            let token = &self.tokens[self.at];
+            return Err(ScriptError::compile(
+                token.start,
+                "illegal_argument_exception",
+                format!(
+                    "unexpected token ['{}'] was expecting one of [{{<EOF>, ';'}}].",
+                    self.text(token)
+                ),
+            ));
+        }
         self.end_of_statement()?;
         Ok(stmt)
     }
@@ -964,5 +976,13 @@ mod tests {
             "unexpected end of script."
         );
         assert_eq!(parse("1 +").unwrap_err().offset, 3);
+        let e = parse("1_0").unwrap_err();
+        assert_eq!(
+            (e.reason.as_str(), e.offset),
+            (
+                "unexpected token ['_0'] was expecting one of [{<EOF>, ';'}].",
+                1
+            )
+        );
     }
 }
