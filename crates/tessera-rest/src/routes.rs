@@ -6,8 +6,8 @@ use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
     aliases, allocation, bulk, by_query, cat, cluster, cluster_stats, data_streams, documents,
-    indices, ingest, msearch, nodes, pending_tasks, recovery, resize, resolve, root, scroll,
-    search, segments, snapshots, stats, tasks, templates,
+    indices, ingest, msearch, nodes, pending_tasks, recovery, resize, resolve, root, scripts,
+    scroll, search, segments, snapshots, stats, tasks, templates,
 };
 use crate::router::Route;
 
@@ -443,6 +443,13 @@ pub fn all() -> Vec<Route> {
             pattern: "/_ingest/processor/grok",
             params: &["s", "ecs_compatibility"],
             handler: handler!(ingest::grok_patterns),
+        },
+        // scripts
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_scripts/painless/_execute",
+            params: &[],
+            handler: handler!(scripts::execute),
         },
         // index statistics
         Route {

@@ -23,6 +23,7 @@ pub mod reports;
 pub mod resize;
 pub mod resolve;
 pub mod root;
+pub mod scripts;
 pub mod scroll;
 pub mod search;
 pub mod segments;

@@ -111,6 +111,10 @@ pub fn classify(method: &Method, path: &str) -> Action {
             action("cluster:admin/ingest/pipeline/delete", false)
         }
         "_ingest" => action("cluster:admin/ingest/pipeline/put", false),
+        // running a script changes nothing
+        "_scripts" if segments.last() == Some(&"_execute") => {
+            action("cluster:admin/scripts/painless/execute", reading_or_post)
+        }
         // repositories, snapshots of them, their status and restores
         "_snapshot" => {
             let depth = segments.len() - at;
