@@ -70,6 +70,24 @@ pub fn workload() -> Workload {
             false,
             d,
         ),
+        op(
+            "collapse_payment_type",
+            include_str!("../../workloads/nyc_taxis/extra/collapse_payment_type.json"),
+            false,
+            d,
+        ),
+        op(
+            "rescore_tip_amount",
+            include_str!("../../workloads/nyc_taxis/extra/rescore_tip_amount.json"),
+            false,
+            d,
+        ),
+        op(
+            "daily_revenue_pipelines",
+            include_str!("../../workloads/nyc_taxis/extra/daily_revenue_pipelines.json"),
+            false,
+            d,
+        ),
     ];
     ops[0].aliases = &["match-all", "match_all"];
     Workload {
