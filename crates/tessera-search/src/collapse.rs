@@ -9,6 +9,7 @@
 //! nothing. The total counts documents, not groups, as OpenSearch's does.
 
 use std::cmp::Ordering;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
@@ -239,6 +240,7 @@ impl CollapseField {
         Ok(SegmentCollapseKeys {
             column,
             words: HashMap::new(),
+            current: CollapseKey::Missing,
         })
     }
 }
@@ -262,13 +264,15 @@ enum KeyColumn {
 /// Reads documents' group keys in one segment.
 pub struct SegmentCollapseKeys {
     column: KeyColumn,
-    /// Term ordinals already turned into words in this segment.
-    words: HashMap<u64, String>,
+    /// Term ordinals already turned into keys in this segment (a word is read once).
+    words: HashMap<u64, CollapseKey>,
+    /// The last numeric (or missing) key read.
+    current: CollapseKey,
 }
 
 impl SegmentCollapseKeys {
     /// The group of `doc`; more than one value is OpenSearch's error.
-    pub fn key(&mut self, doc: DocId) -> Result<CollapseKey> {
+    pub fn key(&mut self, doc: DocId) -> Result<&CollapseKey> {
         let several = || {
             Error::illegal_state(format!(
                 "failed to collapse {doc}, the collapse field must be single valued"
@@ -284,7 +288,7 @@ impl SegmentCollapseKeys {
             }
             Ok(first)
         }
-        Ok(match &self.column {
+        self.current = match &self.column {
             KeyColumn::Str(None) | KeyColumn::I64(None) | KeyColumn::F64(None) => {
                 CollapseKey::Missing
             }
@@ -299,18 +303,20 @@ impl SegmentCollapseKeys {
             KeyColumn::Str(Some(column)) => match single(column.term_ords(doc), several)? {
                 None => CollapseKey::Missing,
                 Some(ord) => {
-                    if let Some(word) = self.words.get(&ord) {
-                        return Ok(CollapseKey::Str(word.clone()));
-                    }
-                    let mut word = String::new();
-                    column
-                        .ord_to_str(ord, &mut word)
-                        .map_err(|e| Error::internal("read a collapse value", e))?;
-                    self.words.insert(ord, word.clone());
-                    CollapseKey::Str(word)
+                    return Ok(match self.words.entry(ord) {
+                        Entry::Occupied(known) => known.into_mut(),
+                        Entry::Vacant(new) => {
+                            let mut word = String::new();
+                            column
+                                .ord_to_str(ord, &mut word)
+                                .map_err(|e| Error::internal("read a collapse value", e))?;
+                            new.insert(CollapseKey::Str(word))
+                        }
+                    });
                 }
             },
-        })
+        };
+        Ok(&self.current)
     }
 }
 
@@ -339,6 +345,11 @@ impl<'a> TopGroups<'a> {
 
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
+    }
+
+    /// The best hit kept of the group `key`, when the group is kept.
+    pub fn head(&self, key: &CollapseKey) -> Option<&ShardHit> {
+        self.slots.get(key).map(|&slot| &self.heap[slot])
     }
 
     /// The worst group's hit, when `k` groups are kept.

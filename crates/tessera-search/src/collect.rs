@@ -24,7 +24,7 @@ use tessera_common::{Error, Result};
 use tessera_index::ShardSnapshot;
 use tessera_query::compile::ColumnFilter;
 
-use crate::collapse::{CollapseField, SegmentCollapseKeys, TopGroups};
+use crate::collapse::{CollapseField, CollapseKey, SegmentCollapseKeys, TopGroups};
 use crate::collect_plan::{plan_part, AggShortcuts, PartPath};
 use crate::hits::{HitSort, QueryResult, ShardHit, TopK};
 use crate::slice::{SegmentPart, Slice};
@@ -219,6 +219,14 @@ impl<'a> Top<'a> {
         match self {
             Top::Hits(top) => top.into_sorted(),
             Top::Groups(top) => top.into_sorted(),
+        }
+    }
+
+    /// The best hit kept of a group (under `collapse`).
+    fn group_head(&self, key: &CollapseKey) -> Option<&ShardHit> {
+        match self {
+            Top::Hits(_) => None,
+            Top::Groups(top) => top.head(key),
         }
     }
 }
@@ -647,10 +655,21 @@ impl SliceCollector<'_, '_> {
                         if score > self.max_score {
                             self.max_score = score;
                         }
-                        let beaten = match (&keys, self.top.worst()) {
+                        let mut beaten = match (&keys, self.top.worst()) {
                             (Some(keys), Some(worst)) => keys.cannot_beat(doc, worst),
                             _ => false,
                         };
+                        // under `collapse`, a document that cannot beat its own group's best
+                        // changes nothing: most documents of a few large groups stop here
+                        if let (false, Some(groups)) = (beaten, groups.as_mut()) {
+                            if let Some(head) = self.top.group_head(groups.key(doc)?) {
+                                beaten = match &keys {
+                                    Some(keys) => keys.cannot_beat(doc, head),
+                                    // by score, in index order: a tie comes later and loses
+                                    None => score <= head.score,
+                                };
+                            }
+                        }
                         if params.k > 0 && !beaten && doc >= first_after {
                             let sort = keys.as_mut().map(|k| k.key(doc, score)).unwrap_or_default();
                             let mut hit = ShardHit {
@@ -670,7 +689,7 @@ impl SliceCollector<'_, '_> {
                             });
                             if after && self.top.accepts(&hit) {
                                 if let Some(groups) = groups.as_mut() {
-                                    hit.collapse = Some(groups.key(doc)?);
+                                    hit.collapse = Some(groups.key(doc)?.clone());
                                 }
                                 self.top.push(hit);
                             }

@@ -303,6 +303,48 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                 );
             }
             let expected_hits = reduce(seq_hits, &sort, k);
+            if collapse.is_some() {
+                // the model: every hit, sorted, the first of each group kept
+                let mut all = Vec::new();
+                for (i, run) in runs.iter().enumerate() {
+                    let params = CollectParams {
+                        sort: &sort,
+                        k: 1 << 20,
+                        total_hits_threshold: u64::MAX,
+                        terminate_after: None,
+                        deadline: None,
+                        cancelled: None,
+                        breaker: None,
+                        min_score: None,
+                        search_after: None,
+                        constant_score: ast.is_constant_score(),
+                        scoring,
+                        shard_index: i as u32,
+                        post_filter: None,
+                        column_filter: None,
+                        matches_all: false,
+                        collapse: None,
+                    };
+                    let slice = sequential_slice(&run.snapshot);
+                    let mut found =
+                        collect_slice(&run.snapshot, run.weight.as_ref(), &slice, &params, None)
+                            .expect("collect every hit");
+                    let field = run.collapse.as_ref().expect("a collapse field");
+                    for hit in &mut found.hits {
+                        let reader = run.snapshot.searcher.segment_reader(hit.segment_ord);
+                        let mut keys = field.segment_keys(reader).expect("open the column");
+                        hit.collapse = Some(keys.key(hit.doc).expect("one value").clone());
+                    }
+                    all.push(found);
+                }
+                let model = reduce(all, &sort, k);
+                if format!("{:?}", model.hits) != format!("{:?}", expected_hits.hits) {
+                    failures.push(format!(
+                        "{context}: collapsed hits differ from the model:\n  model      {:?}\n  collected  {:?}",
+                        model.hits, expected_hits.hits
+                    ));
+                }
+            }
             let actual_hits = random_reduce_hits(&mut rng, grouped_hits, &sort, k);
             // compared through Debug: scores are NaN when not computed, and NaN != NaN
             if format!("{expected_hits:?}") != format!("{actual_hits:?}") {

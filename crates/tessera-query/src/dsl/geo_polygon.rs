@@ -73,7 +73,8 @@ fn points(value: &Value) -> Result<Vec<tessera_mapping::geo::GeoPoint>> {
                     items
                         .iter()
                         .map(|item| {
-                            parse_point_unchecked(item).map_err(|e| Error::parsing(e.reason().to_string()))
+                            parse_point_unchecked(item)
+                                .map_err(|e| Error::parsing(e.reason().to_string()))
                         })
                         .collect::<Result<Vec<_>>>()?,
                 )
