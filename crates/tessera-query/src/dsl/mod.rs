@@ -17,6 +17,7 @@ mod function_score;
 mod fuzzy;
 mod geo;
 mod ids;
+mod knn;
 mod match_all;
 mod match_phrase;
 mod match_query;
@@ -59,7 +60,6 @@ const UNSUPPORTED: &[&str] = &[
     "terms_set",
     "match_bool_prefix",
     "combined_fields",
-    "knn",
     "neural",
     "hybrid",
 ];
@@ -109,6 +109,7 @@ pub fn parse_query(value: &Value) -> Result<QueryAst> {
         "geo_distance" => geo::parse_distance_query(body),
         "geo_bounding_box" => geo::parse_bounding_box(body),
         "query_string" => query_string::parse(body),
+        "knn" => knn::parse(body),
         "simple_query_string" => simple_query_string::parse(body),
         other if UNSUPPORTED.contains(&other) => Err(Error::parsing(format!(
             "[{other}] query is not supported by Tessera"
