@@ -210,7 +210,7 @@ mod tests {
         let store = Flat((0..10).map(|i| vec![i as f32]).collect());
         let hits = exact_search(Space::L2, &store, &[3.2], 3, None);
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![3, 4, 2]);
-        let even = |ord: u32| ord % 2 == 0;
+        let even = |ord: u32| ord.is_multiple_of(2);
         let hits = exact_search(Space::L2, &store, &[3.2], 2, Some(&even));
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![4, 2]);
         assert!(exact_search(Space::L2, &store, &[0.0], 0, None).is_empty());

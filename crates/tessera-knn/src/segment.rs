@@ -389,8 +389,8 @@ impl SegmentVectors {
             if vectors_end > table_offset as u64
                 || docs_end > table_offset as u64
                 || e.graph_offset + e.graph_len > table_offset as u64
-                || e.vectors_offset % 4 != 0
-                || e.docs_offset % 4 != 0
+                || !e.vectors_offset.is_multiple_of(4)
+                || !e.docs_offset.is_multiple_of(4)
             {
                 return Err(corrupt("a section lies outside the file"));
             }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::distance::Space;
 
 /// Dense vectors addressed by ordinal `0..len`.
+#[allow(clippy::len_without_is_empty)]
 pub trait VectorStore: Sync {
     fn dim(&self) -> usize;
     fn len(&self) -> u32;
