@@ -159,9 +159,10 @@ impl ValueSource {
             },
             LeafKind::Keyword { .. } => ValueSource::Keyword { path },
             LeafKind::Ip => ValueSource::Ip { path },
-            LeafKind::Text { .. } | LeafKind::GeoPoint { .. } | LeafKind::Range { .. } => {
-                return Err(unsupported())
-            }
+            LeafKind::Text { .. }
+            | LeafKind::GeoPoint { .. }
+            | LeafKind::Range { .. }
+            | LeafKind::KnnVector(_) => return Err(unsupported()),
         };
         let numeric = matches!(source, ValueSource::Numeric { .. });
         if accepts == Accepts::Numeric && !numeric {

@@ -69,6 +69,28 @@ static DEFS: &[SettingDef] = &[
     def("index.refresh_interval", true, Kind::Time, "1s"),
     def("index.query.default_field", true, Kind::List, "*"),
     def("index.max_result_window", true, POSITIVE, "10000"),
+    // k-NN (OpenSearch's k-NN plugin): Tessera serves knn_vector fields whether or not
+    // `index.knn` is set; ef_search is the graph's default beam width; the threshold is the
+    // segment size below which no graph is built
+    def("index.knn", false, Kind::Bool, "false"),
+    def(
+        "index.knn.algo_param.ef_search",
+        true,
+        Kind::Int {
+            min: 2,
+            max: i32::MAX as i64,
+        },
+        "100",
+    ),
+    def(
+        "index.knn.advanced.approximate_threshold",
+        true,
+        Kind::Int {
+            min: -1,
+            max: i32::MAX as i64,
+        },
+        "0",
+    ),
     def("index.max_inner_result_window", true, POSITIVE, "100"),
     def("index.max_docvalue_fields_search", true, INT, "100"),
     def("index.max_terms_count", true, INT, "65536"),

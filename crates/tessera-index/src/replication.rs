@@ -837,7 +837,7 @@ impl Shard {
         // pins of the primary this directory may have held before
         release_all_pins(path)?;
         let (index, table, held) = if dir.join(META_FILE).exists() {
-            let index = Index::open_in_dir(&dir).map_err(corruption("open replica"))?;
+            let index = crate::shard::open_index(&dir).map_err(corruption("open replica"))?;
             if config.verify_checksums {
                 verify_checksums(&index)?;
             }
@@ -1045,7 +1045,7 @@ impl Shard {
 
     /// Opens the commit just installed in `dir` and publishes it to searches.
     fn load_copied_commit(&self, dir: &Path) -> Result<()> {
-        let index = Index::open_in_dir(dir).map_err(corruption("open the copied commit"))?;
+        let index = crate::shard::open_index(dir).map_err(corruption("open the copied commit"))?;
         register_tokenizers(&index);
         let meta = index
             .load_metas()

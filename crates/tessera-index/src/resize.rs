@@ -163,7 +163,8 @@ fn build_in(
     if keep.is_none() && indexed_again.is_empty() {
         return Ok(());
     }
-    let index = Index::open_in_dir(index_dir).map_err(tantivy_err("open the resized shard"))?;
+    let index =
+        crate::shard::open_index(index_dir).map_err(tantivy_err("open the resized shard"))?;
     register_tokenizers(&index);
     let mut writer: IndexWriter<TantivyDocument> = index
         .writer_with_num_threads(1, WRITER_BUDGET)
@@ -179,8 +180,8 @@ fn build_in(
         })?;
     }
     for source in indexed_again {
-        let index =
-            Index::open_in_dir(&source.dir).map_err(tantivy_err("open a source shard's commit"))?;
+        let index = crate::shard::open_index(&source.dir)
+            .map_err(tantivy_err("open a source shard's commit"))?;
         let fields = MetaFieldsOf::new(&index.schema())?;
         visit_live_docs(&index, &fields, |doc| {
             let parsed = match tessera_mapping::Json::parse(&doc.source) {

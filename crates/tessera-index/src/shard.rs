@@ -281,6 +281,38 @@ impl WriteState {
 /// each block on the indexing thread instead of handing it to a compressor thread: the hand-over
 /// (a channel of 3 blocks) put the indexing thread to sleep thousands of times a second in a
 /// bulk load, each time the compressor thread waited for a core, and bulk loads took ~6% longer.
+/// Opens a shard's tantivy index with the segment plugins it was created with: the k-NN
+/// plugin for shards created since k-NN exists (tantivy fixes the plugin set at creation and
+/// refuses a writer whose plugins differ, so an older shard opens without it and simply has no
+/// vectors).
+pub fn open_index(dir: &Path) -> tantivy::Result<Index> {
+    let mut index = Index::open_in_dir(dir)?;
+    if index
+        .load_metas()?
+        .persisted_custom_extensions
+        .iter()
+        .any(|ext| ext == tessera_knn::segment::EXTENSION)
+    {
+        index.register_plugin(Arc::new(tessera_knn::segment::KnnPlugin));
+    }
+    Ok(index)
+}
+
+/// A `knn_vector` field needs the k-NN plugin, which a shard created before k-NN existed does
+/// not have (and cannot be given): its vectors would be silently dropped, so refuse instead.
+fn check_knn_support(index: &Index, table: &FieldTable) -> Result<()> {
+    let has_plugin = index
+        .custom_plugins()
+        .iter()
+        .any(|p| p.extensions().contains(&tessera_knn::segment::EXTENSION));
+    if !has_plugin && !tessera_knn::segment::knn_fields(table.schema()).is_empty() {
+        return Err(Error::illegal_argument(
+            "[knn_vector] fields need a shard created by a Tessera version with k-NN support: reindex this index into a new one",
+        ));
+    }
+    Ok(())
+}
+
 fn index_settings() -> tantivy::IndexSettings {
     tantivy::IndexSettings {
         docstore_compress_dedicated_thread: false,
@@ -482,7 +514,7 @@ impl Shard {
             ));
         }
         if exists {
-            let index = Index::open_in_dir(&index_dir).map_err(corruption("open shard"))?;
+            let index = open_index(&index_dir).map_err(corruption("open shard"))?;
             // the writer's lock, held while the files are read and meta.json may be rewritten:
             // a writer of a failed engine that still runs merges keeps it until they end
             let lock = index
@@ -493,6 +525,8 @@ impl Shard {
                 verify_checksums(&index)?;
             }
             let (table, grew) = FieldTable::build(mapping, Some(&index.schema()))?;
+            // before the schema grows: a refused field must not reach meta.json
+            check_knn_support(&index, &table)?;
             drop(index);
             if grew {
                 grow_schema(&index_dir, table.schema())?;
@@ -503,11 +537,13 @@ impl Shard {
             Index::builder()
                 .schema(table.schema().clone())
                 .settings(index_settings())
+                .register_plugin(Arc::new(tessera_knn::segment::KnnPlugin))
                 .create_in_dir(&index_dir)
                 .map_err(tantivy_err("create shard"))?;
         }
-        let index = Index::open_in_dir(&index_dir).map_err(corruption("open shard"))?;
+        let index = open_index(&index_dir).map_err(corruption("open shard"))?;
         let (table, _) = FieldTable::build(mapping, Some(&index.schema()))?;
+        check_knn_support(&index, &table)?;
         let (committed_next, commit_has_translog) = commit_payload(&index)?;
         let commit_has_translog = commit_has_translog && !promoted;
         let commit_generation = replication::commit_generation(&index)?;
@@ -661,6 +697,7 @@ impl Shard {
         mapping: &Mapping,
         table: FieldTable,
     ) -> Result<()> {
+        check_knn_support(&state.index, &table)?;
         {
             let writer = state.writer.take().ok_or_else(writer_closed)?;
             writer
@@ -668,7 +705,7 @@ impl Shard {
                 .map_err(tantivy_err("stop the shard writer"))?;
             let index_dir = self.path.join("index");
             grow_schema(&index_dir, table.schema())?;
-            let index = Index::open_in_dir(&index_dir).map_err(tantivy_err("reopen shard"))?;
+            let index = open_index(&index_dir).map_err(tantivy_err("reopen shard"))?;
             let (writer, reader) = Self::open_writer_and_reader(&index, &self.config)?;
             state.index = index;
             state.writer = Some(writer);
@@ -1694,6 +1731,52 @@ mod tests {
 
     fn open(dir: &Path, mapping: &Mapping) -> Shard {
         Shard::open("idx", 0, dir, mapping, 1, ShardConfig::default()).unwrap()
+    }
+
+    #[test]
+    fn new_shards_carry_the_knn_plugin_and_older_ones_still_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let knn =
+            Mapping::parse(&json!({"properties": {"v": {"type": "knn_vector", "dimension": 2}}}))
+                .unwrap();
+        let shard = open(dir.path(), &knn);
+        let has_plugin = |index: &Index| {
+            index
+                .custom_plugins()
+                .iter()
+                .any(|p| p.extensions().contains(&tessera_knn::segment::EXTENSION))
+        };
+        assert!(has_plugin(&shard.lock().index));
+        drop(shard);
+        // an index created without the plugin (before k-NN) opens without it and still writes
+        let old = tempfile::tempdir().unwrap();
+        let index_dir = old.path().join("index");
+        std::fs::create_dir_all(&index_dir).unwrap();
+        let (table, _) = FieldTable::build(&mapping(), None).unwrap();
+        Index::builder()
+            .schema(table.schema().clone())
+            .create_in_dir(&index_dir)
+            .unwrap();
+        let index = open_index(&index_dir).unwrap();
+        assert!(!has_plugin(&index));
+        drop(index);
+        let shard = open(old.path(), &mapping());
+        assert!(!has_plugin(&shard.lock().index));
+        // but a knn_vector field cannot be added to it: its vectors would be lost
+        drop(shard);
+        let both = Mapping::parse(
+            &json!({"properties": {"title": {"type": "text"}, "n": {"type": "long"},
+            "v": {"type": "knn_vector", "dimension": 2}}}),
+        )
+        .unwrap();
+        let Err(err) = Shard::open("idx", 0, old.path(), &both, 2, ShardConfig::default()) else {
+            panic!("a knn_vector field was added to a shard without the plugin");
+        };
+        assert!(err.reason().contains("k-NN support"), "{err:?}");
+        // and the refusal left the shard as it was
+        drop(open(old.path(), &mapping()));
+        let index = open_index(&old.path().join("index")).unwrap();
+        assert!(index.schema().get_field("v").is_err());
     }
 
     #[test]

@@ -1,14 +1,19 @@
-//! Tessera's vector search: the distance spaces of OpenSearch's k-NN plugin and an HNSW graph
-//! of our own (hnswlib's algorithm), built per segment and read in place from its memory map.
+//! Tessera's vector search: the distance spaces of OpenSearch's k-NN plugin and their scores
+//! (`distance`), an HNSW graph of our own (`hnsw`: hnswlib's algorithm, read in place from a
+//! memory map), the per-segment vector file written and merged by a tantivy `SegmentPlugin`
+//! (`segment`), exact (and, once wired in, graph) search per segment with the shard's top-k
+//! rewrite (`search`), the fixed `(segment, doc, score)` query it produces (`query`), and the
+//! node's counters (`stats`).
 //!
-//! Why our own: measured on 150k 256-d embeddings, hnswlib answers in a third of Lucene's CPU per
-//! query, and no Rust crate both follows its algorithm and reads a graph in place from bytes.
-//! The storage side (segments, merges) and the `knn` query live elsewhere and use only this
-//! crate's public API: [`Space`], [`VectorStore`], [`build_graph`], [`build_graph_from`],
-//! [`HnswGraph`], [`SearchRequest`], [`exact_search`] and [`SharedBound`].
+//! Why our own graph: measured on 150k 256-d embeddings, hnswlib answers in a third of Lucene's
+//! CPU per query, and no Rust crate both follows its algorithm and reads a graph in place.
 
 pub mod distance;
 pub mod hnsw;
+pub mod query;
+pub mod search;
+pub mod segment;
+pub mod stats;
 
 pub use distance::Space;
 pub use hnsw::{

@@ -321,6 +321,9 @@ impl<'a> Walker<'a> {
         if field.field_type.is_range() {
             return self.ranges(leaf, value);
         }
+        if let LeafKind::KnnVector(spec) = &leaf.kind {
+            return self.knn_vector(leaf, spec, value);
+        }
         match value {
             Json::Array(items) => {
                 for item in items {
@@ -380,6 +383,83 @@ impl<'a> Walker<'a> {
                 }
                 Err(_) => {}
             }
+        }
+        Ok(())
+    }
+
+    /// A `knn_vector`'s value: an array of numbers (or numeric strings) of the field's
+    /// dimension, or null; refused with the k-NN plugin's messages (and its preview: the value
+    /// at fault, or `null` when the whole vector is).
+    fn knn_vector(
+        &mut self,
+        leaf: &LeafField,
+        spec: &crate::knn::KnnSpec,
+        value: &Json,
+    ) -> Result<()> {
+        let fail = |preview: String, cause: Error| {
+            Error::mapper_parsing(format!(
+                "failed to parse field [{}] of type [knn_vector] in document with id '{}'. Preview of field's value: '{preview}'",
+                leaf.path, self.id
+            ))
+            .caused_by(cause)
+        };
+        let mut vector = Vec::with_capacity(spec.dimension);
+        let mut texts = Vec::new();
+        match value {
+            Json::Null => return Ok(()),
+            Json::Array(items) => {
+                for item in items {
+                    let item = item.to_value();
+                    let Some(v) = crate::knn::number(&item) else {
+                        let token = match &item {
+                            Value::Null => "VALUE_NULL",
+                            Value::Array(_) => "START_ARRAY",
+                            Value::Object(_) => "START_OBJECT",
+                            Value::Bool(true) => "VALUE_TRUE",
+                            Value::Bool(false) => "VALUE_FALSE",
+                            _ => "VALUE_STRING",
+                        };
+                        return Err(fail(
+                            preview(&item),
+                            Error::new(
+                                "json_parse_exception",
+                                400,
+                                format!("Current token ({token}) not numeric, can not use numeric value accessors"),
+                            ),
+                        ));
+                    };
+                    vector.push(v);
+                    texts.push(item);
+                }
+            }
+            Json::Number(n) => vector.push(n.as_f64().unwrap_or(f64::NAN) as f32),
+            other => {
+                // OpenSearch reads no vector from a string or an object
+                let other = other.to_value();
+                let cause = spec.check(&[]).unwrap_err();
+                return Err(fail(preview(&other), Error::illegal_argument(cause.reason)));
+            }
+        }
+        if let Err(cause) = spec.check(&vector) {
+            let shown = match cause.at {
+                Some(i) if vector[i].is_nan() => "NaN".to_string(),
+                Some(i) if vector[i].is_infinite() => if vector[i] > 0.0 {
+                    "Infinity"
+                } else {
+                    "-Infinity"
+                }
+                .to_string(),
+                Some(i) => plain(&texts[i]),
+                None => "null".to_string(),
+            };
+            if self.lenient {
+                return Ok(());
+            }
+            return Err(fail(shown, Error::illegal_argument(cause.reason)));
+        }
+        if let Some(field) = leaf.field {
+            self.doc
+                .add_custom(field, &tessera_knn::segment::encode_vector(&vector));
         }
         Ok(())
     }
@@ -554,6 +634,12 @@ impl<'a> Walker<'a> {
             LeafKind::Ip => {
                 let ip = values::to_ip(&scalar(value))?;
                 self.doc.add_ip_addr(field, ip);
+            }
+            LeafKind::KnnVector(_) => {
+                return Err(Error::mapper_parsing(format!(
+                    "[copy_to] into the knn_vector field [{}] is not supported by Tessera",
+                    leaf.path
+                )))
             }
             LeafKind::GeoPoint { .. } => {
                 crate::geo::parse_point(&value.to_value())?;

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use tantivy::schema::{
-    BytesOptions, Field, FieldEntry, FieldType as TantivyType, IndexRecordOption, IpAddrOptions,
-    NumericOptions, Schema, SchemaBuilder, TextFieldIndexing, TextOptions,
+    BytesOptions, CustomOptions, Field, FieldEntry, FieldType as TantivyType, IndexRecordOption,
+    IpAddrOptions, NumericOptions, Schema, SchemaBuilder, TextFieldIndexing, TextOptions,
 };
 use tessera_common::{Error, Result};
 use tessera_date::DateFormat;
@@ -72,6 +72,9 @@ pub enum LeafKind {
         from: Option<Field>,
         to: Option<Field>,
     },
+    /// A dense vector: a custom tantivy field whose segments' vectors the k-NN plugin keeps
+    /// (see `tessera_knn::segment`).
+    KnnVector(Arc<crate::knn::KnnSpec>),
 }
 
 /// One mapped leaf of one shard.
@@ -381,6 +384,16 @@ fn leaf_entry(path: &str, mapping: &FieldMapping) -> Option<FieldEntry> {
         | FieldType::DateRange
         | FieldType::IpRange
         | FieldType::Object => return None,
+        FieldType::KnnVector => {
+            let spec = crate::knn::KnnSpec::from_params(&mapping.params);
+            FieldEntry::new_custom(
+                name,
+                CustomOptions::new(
+                    tessera_knn::segment::KNN_VECTOR_TYPE,
+                    serde_json::json!({"dimension": spec.dimension}),
+                ),
+            )
+        }
     };
     Some(entry)
 }
@@ -408,6 +421,9 @@ fn resolve_leaf(schema: &Schema, path: &str, mapping: &FieldMapping) -> Result<L
         },
         FieldType::Boolean => LeafKind::Boolean,
         FieldType::Ip => LeafKind::Ip,
+        FieldType::KnnVector => {
+            LeafKind::KnnVector(Arc::new(crate::knn::KnnSpec::from_params(&mapping.params)))
+        }
         FieldType::GeoPoint => LeafKind::GeoPoint {
             lat: schema.get_field(&geo_column(path, "lat")).ok(),
             lon: schema.get_field(&geo_column(path, "lon")).ok(),
@@ -522,6 +538,12 @@ fn check_compatible(path: &str, mapping: &FieldMapping, entry: &FieldEntry) -> R
             TantivyType::F64(_)
         ) | (FieldType::Boolean, TantivyType::Bool(_))
             | (FieldType::Ip, TantivyType::IpAddr(_))
+    ) || matches!(
+        (mapping.field_type, entry.field_type()),
+        (FieldType::KnnVector, TantivyType::Custom(options))
+            if options.type_name() == tessera_knn::segment::KNN_VECTOR_TYPE
+                && options.params()["dimension"].as_u64()
+                    == mapping.params.get("dimension").and_then(serde_json::Value::as_u64)
     );
     if ok {
         Ok(())

@@ -31,6 +31,8 @@ pub enum FieldType {
     DoubleRange,
     DateRange,
     IpRange,
+    /// A dense vector for k-NN search (see [`crate::knn`]).
+    KnnVector,
     Object,
 }
 
@@ -55,7 +57,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "derived",
     "star_tree",
     "semantic",
-    "knn_vector",
 ];
 
 const COMMON_LEAF: &[&str] = &["copy_to", "meta", "fields"];
@@ -93,6 +94,7 @@ impl FieldType {
             "double_range" => FieldType::DoubleRange,
             "date_range" => FieldType::DateRange,
             "ip_range" => FieldType::IpRange,
+            "knn_vector" => FieldType::KnnVector,
             "object" => FieldType::Object,
             other if UNSUPPORTED_TYPES.contains(&other) => {
                 return Err(Error::mapper_parsing(format!(
@@ -130,6 +132,7 @@ impl FieldType {
             FieldType::DoubleRange => "double_range",
             FieldType::DateRange => "date_range",
             FieldType::IpRange => "ip_range",
+            FieldType::KnnVector => "knn_vector",
             FieldType::Object => "object",
         }
     }
@@ -275,6 +278,17 @@ impl FieldType {
                 "store",
             ],
             FieldType::Object => return vec!["properties", "dynamic", "enabled"],
+            FieldType::KnnVector => {
+                return vec![
+                    "dimension",
+                    "data_type",
+                    "space_type",
+                    "method",
+                    "mode",
+                    "compression_level",
+                    "meta",
+                ]
+            }
         };
         let mut all: Vec<&'static str> = specific.to_vec();
         all.extend_from_slice(COMMON_LEAF);

@@ -8,6 +8,7 @@ pub mod field_table;
 pub mod field_type;
 pub mod geo;
 pub mod json;
+pub mod knn;
 pub mod mapping;
 pub mod range;
 pub mod source_filter;

@@ -199,6 +199,17 @@ impl FieldMapping {
         }
         let allowed = field_type.allowed_params();
         let mut mapping = FieldMapping::leaf(field_type);
+        if field_type == FieldType::KnnVector {
+            let mut given = definition.clone();
+            given.remove("type");
+            if let Some(key) = given.keys().find(|k| !allowed.contains(&k.as_str())) {
+                return Err(Error::mapper_parsing(format!(
+                    "unknown parameter [{key}] on mapper [{path}] of type [knn_vector]"
+                )));
+            }
+            mapping.params = crate::knn::normalise(path, &given)?;
+            return Ok(mapping);
+        }
         for (key, value) in definition {
             if key == "type" {
                 continue;

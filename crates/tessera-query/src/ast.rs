@@ -133,6 +133,9 @@ pub enum QueryAst {
     },
     /// `function_score`: the query's score combined with functions of each document.
     FunctionScore(Box<FunctionScoreQuery>),
+    /// `knn`: the nearest vectors of a `knn_vector` field, rewritten on each shard into the
+    /// shard's top k (`compile::knn`).
+    Knn(Box<KnnQuery>),
     /// Lowered into the other variants by `query_string::lower` once fields are known.
     QueryString(QueryStringQuery),
     /// Lowered into the other variants by `query_string::lower_simple` once fields are known.
@@ -166,6 +169,7 @@ impl QueryAst {
             QueryAst::GeoPolygon { .. } => "geo_polygon",
             QueryAst::Boosting { .. } => "boosting",
             QueryAst::FunctionScore(_) => "function_score",
+            QueryAst::Knn(_) => "knn",
             QueryAst::QueryString(_) => "query_string",
             QueryAst::SimpleQueryString(_) => "simple_query_string",
         }
@@ -192,6 +196,20 @@ impl QueryAst {
             _ => false,
         }
     }
+}
+
+/// A `knn` query: exactly one of `k`, `max_distance` and `min_score` is set (checked by the
+/// parser); `ef_search` is `method_parameters.ef_search`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KnnQuery {
+    pub field: String,
+    pub vector: Vec<f32>,
+    pub k: Option<i64>,
+    pub max_distance: Option<f32>,
+    pub min_score: Option<f32>,
+    pub filter: Option<Box<QueryAst>>,
+    pub ef_search: Option<u32>,
+    pub boost: f32,
 }
 
 /// `gt`/`gte`/`lt`/`lte` bounds on a field; values are JSON scalars interpreted with the

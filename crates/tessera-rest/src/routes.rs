@@ -6,7 +6,7 @@ use crate::cat_table::CAT_PARAMS;
 use crate::handler;
 use crate::handlers::{
     aliases, allocation, bulk, by_query, cat, cluster, cluster_stats, data_streams, documents,
-    indices, ingest, msearch, nodes, pending_tasks, recovery, resize, resolve, root, scripts,
+    indices, ingest, knn, msearch, nodes, pending_tasks, recovery, resize, resolve, root, scripts,
     scroll, search, segments, snapshots, stats, tasks, templates,
 };
 use crate::router::Route;
@@ -537,6 +537,36 @@ pub fn all() -> Vec<Route> {
             pattern: "/_nodes/{node_id}/info/{metric}",
             params: &["flat_settings", "timeout"],
             handler: handler!(nodes::info),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_plugins/_knn/stats",
+            params: &[],
+            handler: handler!(knn::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_plugins/_knn/stats/{stat}",
+            params: &[],
+            handler: handler!(knn::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_plugins/_knn/{node_id}/stats",
+            params: &[],
+            handler: handler!(knn::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_plugins/_knn/{node_id}/stats/{stat}",
+            params: &[],
+            handler: handler!(knn::stats),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_plugins/_knn/warmup/{index}",
+            params: &["ignore_unavailable", "allow_no_indices", "expand_wildcards"],
+            handler: handler!(knn::warmup),
         },
         Route {
             methods: &[GET],

@@ -39,6 +39,7 @@ pub fn can_match(snapshot: &ShardSnapshot, index: &str, query: &QueryAst, now_mi
     let mut ranges = Vec::new();
     required_ranges(query, &mut ranges);
     let ctx = CompileContext {
+        searcher: None,
         table: &snapshot.table,
         index,
         default_fields: &[],

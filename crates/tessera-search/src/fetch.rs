@@ -546,9 +546,10 @@ fn docvalue_fields(
                     };
                     range_doc_values(fast, snapshot, *from, *to, kind, date_format, doc)?
                 }
-                LeafKind::Text { .. } | LeafKind::GeoPoint { .. } | LeafKind::Range { .. } => {
-                    Vec::new()
-                }
+                LeafKind::Text { .. }
+                | LeafKind::GeoPoint { .. }
+                | LeafKind::Range { .. }
+                | LeafKind::KnnVector(_) => Vec::new(),
             };
             if !values.is_empty() {
                 // asking for a field twice (say, with two formats) appends both renderings

@@ -494,6 +494,7 @@ impl LocalShard {
             .parse()
             .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT);
         let ctx = CompileContext {
+            searcher: Some(&snapshot.searcher),
             table,
             index: &meta.name,
             default_fields: &default_fields,
@@ -793,6 +794,7 @@ impl LocalShard {
         let meta = self.index.metadata();
         let default_fields = meta.default_fields();
         let ctx = CompileContext {
+            searcher: Some(&snapshot.searcher),
             table: &snapshot.table,
             index: &meta.name,
             default_fields: &default_fields,

@@ -117,6 +117,10 @@ fn check_sortable(leaf: &LeafField) -> Result<()> {
             "can't sort on geo_point field without using specific sorting feature, like geo_distance: [{}]",
             leaf.path
         ))),
+        LeafKind::KnnVector(_) => Err(Error::illegal_argument(format!(
+            "sorting on the knn_vector field [{}] is not supported by Tessera",
+            leaf.path
+        ))),
         // OpenSearch sorts by the bytes of its range encoding, an order of no use
         LeafKind::Range { .. } => Err(Error::illegal_argument(format!(
             "sorting on the range field [{}] of type [{}] is not supported by Tessera",
@@ -278,7 +282,8 @@ impl SegmentSortKeys {
                             // refused by `check_sortable`
                             LeafKind::Text { .. }
                             | LeafKind::GeoPoint { .. }
-                            | LeafKind::Range { .. } => Reader::Unmapped,
+                            | LeafKind::Range { .. }
+                            | LeafKind::KnnVector(_) => Reader::Unmapped,
                         },
                     };
                     (reader, mode, missing)

@@ -104,6 +104,7 @@ fn render(leaf: &LeafField, value: &Value, format: Option<&DateFormat>) -> Optio
             json!({"type": "Point", "coordinates": [point.lon, point.lat]})
         }
         LeafKind::Range { kind, .. } => render_range(kind, value, format)?,
+        LeafKind::KnnVector(_) => float_value(coerce::to_f64(value)? as f32),
     })
 }
 

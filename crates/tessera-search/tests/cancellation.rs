@@ -47,6 +47,7 @@ fn a_cancelled_request_stops_its_running_slice() {
             .collect(),
     };
     let ctx = CompileContext {
+        searcher: None,
         table: &snapshot.table,
         index: &meta.name,
         default_fields: &[],

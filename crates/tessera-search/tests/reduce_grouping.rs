@@ -184,6 +184,7 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
             for (shard_index, shard) in t.index.shards().iter().enumerate() {
                 let snapshot = shard.snapshot();
                 let ctx = CompileContext {
+                    searcher: None,
                     table: &snapshot.table,
                     index: &meta.name,
                     default_fields: &default_fields,

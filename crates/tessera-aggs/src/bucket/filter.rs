@@ -109,6 +109,7 @@ fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option<Arc<dyn We
         return Ok(None);
     }
     let compile_ctx = CompileContext {
+        searcher: Some(ctx.searcher),
         table: ctx.table,
         index: ctx.index,
         default_fields: ctx.default_fields,

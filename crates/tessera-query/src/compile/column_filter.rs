@@ -79,6 +79,7 @@ mod tests {
         .unwrap();
         let (table, _) = FieldTable::build(&mapping, None).unwrap();
         let ctx = CompileContext {
+            searcher: None,
             table: &table,
             index: "i",
             default_fields: &[],

@@ -15,6 +15,7 @@ mod function_score;
 mod fuzzy_terms;
 pub use fuzzy_terms::DEFAULT_MAX_EXPANSIONS;
 mod geo;
+mod knn;
 mod range_field;
 pub mod sloppy_phrase;
 mod term_level;
@@ -56,6 +57,9 @@ pub struct CompileContext<'a> {
     pub now_millis: i64,
     /// `index.max_terms_count`: the most values a `terms` query may list.
     pub max_terms_count: usize,
+    /// The shard's searcher, for the queries rewritten against the shard's segments before
+    /// the weight is built (`knn`); `None` where no shard is at hand (a `knn` query fails).
+    pub searcher: Option<&'a tantivy::Searcher>,
     /// Boolean clauses built so far for this query (see [`max_clause_count`]); start with
     /// `Default::default()`.
     pub clauses: ClauseCount,
@@ -390,6 +394,7 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
             );
             Ok(boosted(Box::new(query), *boost))
         }
+        QueryAst::Knn(query) => knn::knn(ctx, query),
         QueryAst::FunctionScore(query) => {
             Ok(boosted(function_score::compile(ctx, query)?, query.boost))
         }

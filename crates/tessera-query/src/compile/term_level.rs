@@ -35,6 +35,12 @@ pub(crate) fn lookup<'a>(ctx: &'a CompileContext, path: &str) -> Option<(&'a Lea
 }
 
 fn require_indexed(ctx: &CompileContext, leaf: &LeafField) -> Result<()> {
+    if let LeafKind::KnnVector(_) = leaf.kind {
+        return Err(ctx.error(format!(
+            "KNN vector do not support exact searching, use KNN queries instead: [{}]",
+            leaf.path
+        )));
+    }
     if !leaf.indexed && !leaf.fast {
         return Err(ctx.error(format!(
             "Cannot search on field [{}] since it is not indexed.",
@@ -287,6 +293,12 @@ pub(crate) fn range(ctx: &CompileContext, range: &RangeAst) -> Result<Box<dyn Qu
         LeafKind::GeoPoint { .. } => {
             return Err(ctx.error(format!(
                 "Field [{}] of type [geo_point] does not support range queries",
+                leaf.path
+            )))
+        }
+        LeafKind::KnnVector(_) => {
+            return Err(ctx.error(format!(
+                "failed to create query: Field [{}] of type [knn_vector] does not support range queries",
                 leaf.path
             )))
         }

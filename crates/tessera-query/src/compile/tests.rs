@@ -19,7 +19,11 @@ const NOW: i64 = 1_420_070_400_000; // 2015-01-01T00:00:00Z
 fn fixture(mapping: Value, docs: &[(&str, Value)]) -> Fixture {
     let mapping = Mapping::parse(&mapping).unwrap();
     let (table, _) = FieldTable::build(&mapping, None).unwrap();
-    let index = Index::create_in_ram(table.schema().clone());
+    let index = Index::builder()
+        .schema(table.schema().clone())
+        .register_plugin(std::sync::Arc::new(tessera_knn::segment::KnnPlugin))
+        .create_in_ram()
+        .unwrap();
     tessera_mapping::analysis::register_analyzers(&index);
     let mut writer: IndexWriter = index.writer_with_num_threads(1, 20_000_000).unwrap();
     for (id, source) in docs {
@@ -37,7 +41,9 @@ fn fixture(mapping: Value, docs: &[(&str, Value)]) -> Fixture {
 impl Fixture {
     fn search(&self, query: Value) -> Vec<(String, f32)> {
         let ast = parse_query(&query).unwrap();
+        let searcher = self.index.reader().unwrap().searcher();
         let ctx = CompileContext {
+            searcher: Some(&searcher),
             table: &self.table,
             index: "test",
             default_fields: &["*".to_string()],
@@ -46,7 +52,6 @@ impl Fixture {
             clauses: Default::default(),
         };
         let compiled = compile(&ast, &ctx).unwrap();
-        let searcher = self.index.reader().unwrap().searcher();
         let top = searcher
             .search(&*compiled, &TopDocs::with_limit(100).order_by_score())
             .unwrap();
@@ -77,6 +82,7 @@ impl Fixture {
     fn error(&self, query: Value) -> tessera_common::Error {
         let ast = parse_query(&query).unwrap();
         let ctx = CompileContext {
+            searcher: None,
             table: &self.table,
             index: "test",
             default_fields: &["*".to_string()],
@@ -517,5 +523,88 @@ fn geo_queries_on_an_unmapped_field_fail_unless_told_to_ignore_it() {
     assert_eq!(
         f.ids(json!({"geo_distance": {"distance": "10km", "loc": {"lat": 1.0, "lon": 1.0}}})),
         ["1"]
+    );
+}
+
+#[test]
+fn knn_is_the_shards_top_k_with_opensearch_scores_and_errors() {
+    let f = fixture(
+        json!({"properties": {
+            "v": {"type": "knn_vector", "dimension": 2},
+            "ip": {"type": "knn_vector", "dimension": 2, "space_type": "innerproduct"},
+            "tag": {"type": "keyword"}}}),
+        &[
+            ("1", json!({"v": [0, 0], "ip": [1, 0], "tag": "a"})),
+            ("2", json!({"v": [1, 0], "ip": [2, 0], "tag": "b"})),
+            ("3", json!({"v": [0, 2], "ip": [-1, 0], "tag": "a"})),
+            ("4", json!({"tag": "a"})),
+        ],
+    );
+    assert_eq!(
+        f.search(json!({"knn": {"v": {"vector": [0, 0], "k": 2}}})),
+        vec![("1".to_string(), 1.0), ("2".to_string(), 0.5)]
+    );
+    assert_eq!(
+        f.search(json!({"knn": {"v": {"vector": [0, 0], "k": 5, "filter": {"term": {"tag": "a"}}, "boost": 2}}})),
+        vec![("1".to_string(), 2.0), ("3".to_string(), 0.4)]
+    );
+    assert_eq!(
+        f.search(json!({"knn": {"ip": {"vector": [1, 0], "k": 3}}})),
+        vec![
+            ("2".to_string(), 3.0),
+            ("1".to_string(), 2.0),
+            ("3".to_string(), 0.5)
+        ]
+    );
+    // within a bool, the knn clause matches its top k only
+    assert_eq!(
+        f.search(
+            json!({"bool": {"must": {"knn": {"v": {"vector": [0, 0], "k": 2}}},
+                                 "filter": {"term": {"tag": "a"}}}})
+        ),
+        vec![("1".to_string(), 1.0)]
+    );
+    assert_eq!(
+        f.search(json!({"knn": {"v": {"vector": [0, 0], "max_distance": 1}}}))
+            .len(),
+        2
+    );
+    assert_eq!(
+        f.search(json!({"knn": {"v": {"vector": [0, 0], "min_score": 0.4}}}))
+            .len(),
+        2
+    );
+    let searcher = f.index.reader().unwrap().searcher();
+    let ctx = CompileContext {
+        searcher: Some(&searcher),
+        table: &f.table,
+        index: "test",
+        default_fields: &[],
+        now_millis: NOW,
+        max_terms_count: DEFAULT_MAX_TERMS_COUNT,
+        clauses: Default::default(),
+    };
+    let error = |query: Value| compile(&parse_query(&query).unwrap(), &ctx).err().unwrap();
+    let e = error(json!({"knn": {"tag": {"vector": [0, 0], "k": 1}}}));
+    assert_eq!(e.kind(), "query_shard_exception");
+    assert_eq!(
+        e.reason(),
+        "failed to create query: Field 'tag' is not knn_vector type."
+    );
+    assert_eq!(
+        error(json!({"knn": {"v": {"vector": [0, 0, 0], "k": 1}}})).reason(),
+        "failed to create query: Query vector has invalid dimension: 3. Dimension should be: 2"
+    );
+    assert_eq!(
+        error(json!({"knn": {"v": {"vector": [0, "NaN"], "k": 1}}})).reason(),
+        "failed to create query: non-finite value at vector[1]=NaN"
+    );
+    assert_eq!(
+        error(json!({"knn": {"v": {"vector": [0, 0], "max_distance": -1}}})).reason(),
+        "failed to create query: [knn] requires distance to be non-negative for space type: L2"
+    );
+    assert_eq!(
+        error(json!({"term": {"v": 1}})).reason(),
+        "KNN vector do not support exact searching, use KNN queries instead: [v]"
     );
 }

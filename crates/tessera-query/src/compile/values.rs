@@ -113,6 +113,12 @@ pub(crate) fn exact(ctx: &CompileContext, leaf: &LeafField, value: &Value) -> Re
             leaf.path
         )))
         }
+        LeafKind::KnnVector(_) => {
+            return Err(ctx.error(format!(
+                "KNN vector do not support exact searching, use KNN queries instead: [{}]",
+                leaf.path
+            )))
+        }
         LeafKind::Range { .. } => Exact::Range(super::range_field::value_bounds(ctx, leaf, value)?),
     })
 }

@@ -18,6 +18,7 @@ mod fuzzy;
 mod geo;
 mod geo_polygon;
 mod ids;
+mod knn;
 mod match_all;
 mod match_bool_prefix;
 mod match_phrase;
@@ -59,7 +60,6 @@ const UNSUPPORTED: &[&str] = &[
     "pinned",
     "terms_set",
     "combined_fields",
-    "knn",
     "neural",
     "hybrid",
 ];
@@ -111,6 +111,7 @@ pub fn parse_query(value: &Value) -> Result<QueryAst> {
         "geo_bounding_box" => geo::parse_bounding_box(body),
         "geo_polygon" => geo_polygon::parse(body),
         "query_string" => query_string::parse(body),
+        "knn" => knn::parse(body),
         "simple_query_string" => simple_query_string::parse(body),
         other if UNSUPPORTED.contains(&other) => Err(Error::parsing(format!(
             "[{other}] query is not supported by Tessera"

@@ -15,6 +15,7 @@ pub mod documents;
 pub mod indices;
 pub mod ingest;
 pub mod jvm_stats;
+pub mod knn;
 pub mod msearch;
 pub mod nodes;
 pub mod pending_tasks;
