@@ -1603,6 +1603,9 @@ fn match_all_terms_counted_from_the_dictionary_equal_the_model() {
     }
 }
 
+/// A range's `from` and `to`, `None` where it is open.
+type Bounds = (Option<i64>, Option<i64>);
+
 /// A lone `range` aggregation on an integer or date field counts whole segments from the
 /// field's sorted values (under a match-all, or a range query on the same field): the counts
 /// are the model's, with and without slices.
@@ -1617,7 +1620,7 @@ fn lone_range_aggregations_counted_from_sorted_values_equal_the_model() {
         let t = TestIndex::build(&mut rng, plan);
         let targets = engine.targets(&t.index);
         let day = 86_400_000i64;
-        let cases: [(&str, Vec<(Option<i64>, Option<i64>)>); 2] = [
+        let cases: [(&str, Vec<Bounds>); 2] = [
             (
                 "n",
                 vec![
