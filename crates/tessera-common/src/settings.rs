@@ -422,28 +422,65 @@ pub fn human_bytes(bytes: u64) -> String {
     format!("{bytes}b")
 }
 
+/// Parses a byte size as OpenSearch's `ByteSizeValue.parseBytesSizeValue` does: the units
+/// `b`, `k`/`kb`, `m`/`mb`, `g`/`gb`, `t`/`tb`, `p`/`pb` in any case (the public nyc_taxis index
+/// body sets `"4g"`), whole numbers only (a fraction is OpenSearch's error). A bare number of
+/// bytes is accepted too, more leniently than OpenSearch, which only takes `0` and `-1` bare.
 pub fn parse_byte_size(value: &str, setting: &str) -> Result<u64> {
     let lower = value.trim().to_ascii_lowercase();
-    for (suffix, factor) in [
+    const UNITS: [(&str, u64); 11] = [
         ("pb", 1u64 << 50),
+        ("p", 1 << 50),
         ("tb", 1 << 40),
+        ("t", 1 << 40),
         ("gb", 1 << 30),
+        ("g", 1 << 30),
         ("mb", 1 << 20),
+        ("m", 1 << 20),
         ("kb", 1 << 10),
+        ("k", 1 << 10),
         ("b", 1),
-        ("", 1),
-    ] {
-        if let Some(number) = lower.strip_suffix(suffix) {
-            if let Ok(n) = number.trim().parse::<f64>() {
-                if n >= 0.0 {
-                    return Ok((n * factor as f64) as u64);
-                }
-            }
+    ];
+    let (number, factor) = match UNITS.iter().find(|(suffix, _)| lower.ends_with(suffix)) {
+        Some((suffix, factor)) => (lower[..lower.len() - suffix.len()].trim(), *factor),
+        None if !lower.is_empty() && lower.bytes().all(|b| b.is_ascii_digit()) => {
+            (lower.as_str(), 1)
         }
+        None => {
+            return Err(Error::illegal_argument(format!(
+                "failed to parse setting [{setting}] with value [{value}] as a size in bytes: unit is missing or unrecognized"
+            )))
+        }
+    };
+    let number_error = || {
+        Error::new(
+            "number_format_exception",
+            400,
+            format!("For input string: \"{number}\""),
+        )
+    };
+    let n: i64 = match number.parse() {
+        Ok(n) => n,
+        Err(_) if number.parse::<f64>().is_ok() => {
+            let reason = format!(
+                "Failed to parse bytes value [{value}]. Fractional bytes values have been deprecated since Legacy 6.2. Use non-fractional bytes values instead: found for setting [{setting}]"
+            );
+            return Err(Error::illegal_argument(reason.clone())
+                .caused_by(Error::new("parse_exception", 400, reason).caused_by(number_error())));
+        }
+        Err(_) => {
+            return Err(Error::illegal_argument(format!(
+                "Failed to parse value [{value}] for setting [{setting}]"
+            ))
+            .caused_by(number_error()))
+        }
+    };
+    if n < 0 {
+        return Err(Error::illegal_argument(format!(
+            "Values less than -1 bytes are not supported: {value}"
+        )));
     }
-    Err(Error::illegal_argument(format!(
-        "failed to parse setting [{setting}] with value [{value}] as a size in bytes: unit is missing or unrecognized"
-    )))
+    Ok((n as u64).saturating_mul(factor))
 }
 
 /// The registry: a fixed table of settings plus prefixes whose keys are accepted as given.
@@ -614,6 +651,32 @@ mod tests {
         assert_eq!(parse_byte_size("100mb", "x").unwrap(), 100 << 20);
         assert_eq!(parse_byte_size("512", "x").unwrap(), 512);
         assert!(parse_byte_size("lots", "x").is_err());
+        // every unit OpenSearch accepts, in any case (nyc_taxis's index body has "4g")
+        for (text, bytes) in [
+            ("4g", 4u64 << 30),
+            ("4G", 4 << 30),
+            ("4gb", 4 << 30),
+            ("2T", 2 << 40),
+            ("1p", 1 << 50),
+            ("1PB", 1 << 50),
+            ("10KB", 10 << 10),
+            ("3k", 3 << 10),
+            (" 5m ", 5 << 20),
+            ("512b", 512),
+        ] {
+            assert_eq!(parse_byte_size(text, "x").unwrap(), bytes, "{text}");
+        }
+        // OpenSearch 2.19.6's errors for a fraction, an unknown unit and a negative size
+        let reason = |text: &str| parse_byte_size(text, "x").unwrap_err().reason().to_string();
+        assert!(reason("0.5gb").starts_with("Failed to parse bytes value [0.5gb]. Fractional"));
+        assert_eq!(
+            reason("1kib"),
+            "Failed to parse value [1kib] for setting [x]"
+        );
+        assert_eq!(
+            reason("-2b"),
+            "Values less than -1 bytes are not supported: -2b"
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ use crate::collapse::{CollapseField, CollapseKey, SegmentCollapseKeys, TopGroups
 use crate::collect_plan::{plan_part, AggShortcuts, PartPath};
 use crate::hits::{HitSort, QueryResult, ShardHit, TopK};
 use crate::slice::{SegmentPart, Slice};
-use crate::sort::{Order, SortField, SortValue};
+use crate::sort::{Missing, Order, SortField, SortValue};
 use crate::sort_keys::SegmentSortKeys;
 
 /// What a slice collector needs to know about the request.
@@ -105,6 +105,22 @@ impl CollectParams<'_> {
             && self.min_score.is_none()
             && self.terminate_after.is_none();
         plain.then_some(field.as_str())
+    }
+
+    /// Whether the first sort field puts documents without a value last (its default): then a
+    /// sparse column's sorted copy can still name the top (see
+    /// [`SegmentSortKeys::top_candidates`]).
+    pub fn candidate_missing_last(&self) -> bool {
+        let HitSort::Fields { fields, .. } = self.sort else {
+            return false;
+        };
+        matches!(
+            fields.first(),
+            Some(SortField::Field {
+                missing: Missing::Last,
+                ..
+            })
+        )
     }
 
     /// When the hits are sorted by `_doc` or `_shard_doc` ascending alone (the order a slice
@@ -760,12 +776,10 @@ impl SliceCollector<'_, '_> {
         let Some(sorted) = self.snapshot.sorted.get(reader, field)? else {
             return Ok(None);
         };
-        // documents without a value would sort by `missing`: only when every one has a value
-        if sorted.values.len() != reader.num_docs() as usize {
-            return Ok(None);
-        }
+        // documents without a value sort by `missing`: `top_candidates` decides whether the
+        // copy still holds the whole top
         let after = params.search_after.and_then(|after| after.sort.first());
-        Ok(keys.top_candidates(params.k, &sorted, after))
+        Ok(keys.top_candidates(params.k, &sorted, after, reader.num_docs() as usize))
     }
 }
 

@@ -141,6 +141,18 @@ fn column_is_full(reader: &SegmentReader, field: &str) -> bool {
     }
 }
 
+/// `field` is a single-valued numeric column of the segment, with a value in some documents.
+fn column_has_values(reader: &SegmentReader, field: &str) -> bool {
+    let fast = reader.fast_fields();
+    let single =
+        |index: &ColumnIndex| matches!(index, ColumnIndex::Full | ColumnIndex::Optional(_));
+    match (fast.column_opt::<i64>(field), fast.column_opt::<f64>(field)) {
+        (Ok(Some(column)), _) => single(&column.index),
+        (_, Ok(Some(column))) => single(&column.index),
+        _ => false,
+    }
+}
+
 /// The path for the part of `reader` a slice collects (`whole_segment`: all of it); `aggs`:
 /// what the request's aggregations can count without documents, `None` without aggregations.
 pub fn plan_part(
@@ -213,9 +225,12 @@ pub fn estimate_part(
             sorted_candidates: true,
         } => PartPath::Docs {
             first_hits_only,
-            sorted_candidates: params
-                .candidate_sort_field()
-                .is_some_and(|field| column_is_full(reader, field)),
+            // a sparse column narrows the sort too when missing values come last (unless
+            // it holds fewer than k values, which only running it finds out)
+            sorted_candidates: params.candidate_sort_field().is_some_and(|field| {
+                column_is_full(reader, field)
+                    || (params.candidate_missing_last() && column_has_values(reader, field))
+            }),
         },
         path => path,
     }

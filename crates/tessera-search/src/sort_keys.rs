@@ -1,9 +1,15 @@
 //! Reading a document's sort values in one segment (from fast-field columns).
+//!
+//! Most documents of a large segment cannot enter the top hits, so the first sort field is
+//! compared before a key is built: a number from its column, a keyword by its term ordinal
+//! (ordinals order as the terms do within a segment; only a kept hit's key is turned into a
+//! string, for the merge across segments and shards), a missing value by the `missing` rule.
 
+use std::cell::Cell;
 use std::net::Ipv6Addr;
 
 use serde_json::Value;
-use tantivy::columnar::{Column, StrColumn};
+use tantivy::columnar::{Column, StrColumn, TermOrdHit};
 use tantivy::{DocId, SegmentReader};
 use tessera_common::{Error, Result};
 use tessera_index::sorted_columns::{float_key, key_float, SortedValues};
@@ -54,6 +60,9 @@ pub struct SegmentSortKeys {
     /// Set when the first sort field can be read as a number without allocating (see
     /// [`SegmentSortKeys::cannot_beat`]).
     lead: Option<Lead>,
+    /// For a keyword lead: the worst kept hit's value placed among this segment's term
+    /// ordinals, recomputed only when the worst hit changes.
+    ord_bound: Cell<Option<OrdBound>>,
 }
 
 /// How the first sort field's value of a document compares with the worst kept hit's.
@@ -62,6 +71,38 @@ struct Lead {
     /// The only sort field: a tie with the worst kept hit cannot win either, since a slice
     /// visits documents in index order, the tie-breaker.
     sole: bool,
+    /// A keyword field compared by term ordinal (else one number per document).
+    keyword: bool,
+}
+
+/// Where a kept hit's keyword value falls in a segment's terms dictionary.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct OrdBound {
+    /// The hit it was computed for: shard, segment, doc.
+    hit: (u32, u32, u32),
+    place: OrdPlace,
+}
+
+/// A keyword value's place among a segment's term ordinals.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum OrdPlace {
+    /// The segment has the term, with this ordinal.
+    Exact(u64),
+    /// The segment lacks it; this is the ordinal of the first term after it.
+    Before(u64),
+}
+
+impl OrdPlace {
+    /// How a document whose value has ordinal `ord` compares with the value placed, in the
+    /// terms' natural (ascending) order.
+    #[inline]
+    fn natural(self, ord: u64) -> std::cmp::Ordering {
+        match self {
+            OrdPlace::Exact(at) => ord.cmp(&at),
+            OrdPlace::Before(next) if ord >= next => std::cmp::Ordering::Greater,
+            OrdPlace::Before(_) => std::cmp::Ordering::Less,
+        }
+    }
 }
 
 /// Whether a sort field renders missing values as numbers (true) or null.
@@ -297,32 +338,83 @@ impl SegmentSortKeys {
         }
         let lead = readers
             .first()
-            .filter(|first| first.is_single_number())
-            .map(|_| Lead {
+            .filter(|first| first.is_single_number() || first.is_keyword())
+            .map(|first| Lead {
                 spec: SortSpec::for_field(&fields[0]),
                 sole: fields.len() == 1,
+                keyword: first.is_keyword(),
             });
-        Ok(SegmentSortKeys { readers, lead })
+        Ok(SegmentSortKeys {
+            readers,
+            lead,
+            ord_bound: Cell::new(None),
+        })
     }
 
     /// True when `doc` surely sorts after `worst` (so it cannot enter a full top-k); false
-    /// when unsure (no value, a lead field that is not one number per document, or a tie that
-    /// later sort fields decide). Sorting a large segment by one numeric field otherwise
-    /// builds a key and a hit for every match; with this check almost every document costs
-    /// one column read and one comparison.
+    /// when unsure (a lead field that is not one number per document or a keyword, or a tie
+    /// that later sort fields decide). Sorting a large segment by one field otherwise builds a
+    /// key and a hit for every match; with this check almost every document costs one column
+    /// read and one comparison. A document without a value compares by the field's `missing`
+    /// (a sparse field's documents mostly lack it).
     #[inline]
     pub fn cannot_beat(&self, doc: u32, worst: &ShardHit) -> bool {
         let (Some(lead), Some(worst_lead)) = (&self.lead, worst.sort.first()) else {
             return false;
         };
-        let Some(value) = self.readers[0].single_number(doc) else {
-            return false;
+        let first = &self.readers[0];
+        let order = if lead.keyword {
+            match first.lead_ord(doc) {
+                Some(ord) => {
+                    let SortValue::Str(worst_text) = worst_lead else {
+                        return false;
+                    };
+                    let Some(place) = self.ord_place(worst, worst_text) else {
+                        return false;
+                    };
+                    match lead.spec.order {
+                        Order::Asc => place.natural(ord),
+                        Order::Desc => place.natural(ord).reverse(),
+                    }
+                }
+                None => lead.spec.compare(&first.missing, worst_lead),
+            }
+        } else {
+            match first.single_number(doc) {
+                Some(value) => lead.spec.compare(&value, worst_lead),
+                None if first.has_no_value(doc) => lead.spec.compare(&first.missing, worst_lead),
+                None => return false,
+            }
         };
-        match lead.spec.compare(&value, worst_lead) {
+        match order {
             std::cmp::Ordering::Greater => true,
             std::cmp::Ordering::Equal => lead.sole,
             std::cmp::Ordering::Less => false,
         }
+    }
+
+    /// Where the worst kept hit's keyword `text` falls among this segment's ordinals (cached
+    /// for that hit: the worst hit changes rarely once the top is full).
+    fn ord_place(&self, worst: &ShardHit, text: &str) -> Option<OrdPlace> {
+        let hit = (worst.shard_index, worst.segment_ord, worst.doc);
+        if let Some(bound) = self.ord_bound.get().filter(|b| b.hit == hit) {
+            return Some(bound.place);
+        }
+        let Reader::Str {
+            column: Some(column),
+            ..
+        } = &self.readers[0].reader
+        else {
+            return None;
+        };
+        let dictionary = column.dictionary();
+        let place = match dictionary.term_ord_or_next(text.as_bytes()).ok()? {
+            TermOrdHit::Exact(ord) => OrdPlace::Exact(ord),
+            // past the last block: after every term
+            TermOrdHit::Next(ord) => OrdPlace::Before(ord.min(dictionary.num_terms() as u64)),
+        };
+        self.ord_bound.set(Some(OrdBound { hit, place }));
+        Some(place)
     }
 
     /// Whether the first sort field is one number per document read from a numeric column
@@ -348,18 +440,29 @@ impl SegmentSortKeys {
     /// With `after` (the lead value of a `search_after` or a scroll's position), the top
     /// after it: every document tied with it (the hit's tie-break decides) and those up to the
     /// k-th value beyond, ties included.
+    ///
+    /// `live_docs` is the segment's number of live documents: when some have no value (a
+    /// sparse field), they sort by `missing`, so the copy can only narrow a sort whose
+    /// missing values come last and only when it holds the whole top (k values at least
+    /// beyond the `after` position): the documents without a value are then never visited.
     pub fn top_candidates(
         &self,
         k: usize,
         sorted: &SortedValues,
         after: Option<&SortValue>,
+        live_docs: usize,
     ) -> Option<Vec<DocId>> {
         let lead = self.lead.as_ref()?;
         // the copy's keys must be of the column's kind: floats for a double, else integers
-        let first = &self.readers.first()?.reader;
+        let first_reader = self.readers.first()?;
+        let first = &first_reader.reader;
         let floats = matches!(first, Reader::F64 { .. });
         let values = &sorted.values;
         if !self.numeric_lead() || floats != sorted.floats || k == 0 || values.len() <= k {
+            return None;
+        }
+        let sparse = values.len() != live_docs;
+        if sparse && (lead.spec.missing_first || first_reader.missing != SortValue::Missing) {
             return None;
         }
         if sorted.floats {
@@ -386,10 +489,12 @@ impl SegmentSortKeys {
             let range = match lead.spec.order {
                 Order::Asc => match values.get(ties.end + k - 1) {
                     Some(&kth) => ties.start..run_of(kth).end,
+                    None if sparse => return None,
                     None => ties.start..values.len(),
                 },
                 Order::Desc => match ties.start.checked_sub(k) {
                     Some(at) => run_of(values[at]).start..ties.end,
+                    None if sparse => return None,
                     None => 0..ties.end,
                 },
             };
@@ -485,6 +590,48 @@ impl KeyReader {
             _ => false,
         };
         column && matches!(self.mode, SortMode::Min | SortMode::Max)
+    }
+
+    /// A keyword column: its term ordinals order as its values do.
+    fn is_keyword(&self) -> bool {
+        matches!(
+            self.reader,
+            Reader::Str {
+                column: Some(_),
+                ..
+            }
+        )
+    }
+
+    /// The ordinal of the term [`KeyReader::value`] would pick for `doc` in a keyword column
+    /// (the least, or the greatest with `max`), `None` when the document has none.
+    #[inline]
+    fn lead_ord(&self, doc: u32) -> Option<u64> {
+        let Reader::Str {
+            column: Some(column),
+            ..
+        } = &self.reader
+        else {
+            return None;
+        };
+        let mode = if self.mode == SortMode::Max {
+            SortMode::Max
+        } else {
+            SortMode::Min
+        };
+        pick_ord(column.term_ords(doc), mode)
+    }
+
+    /// Whether a numeric column has no value for `doc` (so it sorts by `missing`).
+    #[inline]
+    fn has_no_value(&self, doc: u32) -> bool {
+        match &self.reader {
+            Reader::I64 {
+                column: Some(c), ..
+            } => c.first(doc).is_none(),
+            Reader::F64 { column: Some(c) } => c.first(doc).is_none(),
+            _ => false,
+        }
     }
 
     /// The value [`KeyReader::value`] gives a document of a [`KeyReader::is_single_number`]

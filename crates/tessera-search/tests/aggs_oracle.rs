@@ -1602,3 +1602,174 @@ fn match_all_terms_counted_from_the_dictionary_equal_the_model() {
         }
     }
 }
+
+/// A range's `from` and `to`, `None` where it is open.
+type Bounds = (Option<i64>, Option<i64>);
+
+/// A lone `range` aggregation on an integer or date field counts whole segments from the
+/// field's sorted values (under a match-all, or a range query on the same field): the counts
+/// are the model's, with and without slices.
+#[test]
+fn lone_range_aggregations_counted_from_sorted_values_equal_the_model() {
+    let engine = Engine::new();
+    for seed in seeds(0x5A_06, 4) {
+        let mut rng = Rng::new(seed);
+        let shards = if rng.chance(0.5) { 1 } else { 3 };
+        let docs = rng.usize(100, 800);
+        let plan = LayoutPlan::random(&mut rng, docs, shards);
+        let t = TestIndex::build(&mut rng, plan);
+        let targets = engine.targets(&t.index);
+        let day = 86_400_000i64;
+        let cases: [(&str, Vec<Bounds>); 2] = [
+            (
+                "n",
+                vec![
+                    (None, Some(-500)),
+                    (Some(-500), Some(0)),
+                    (Some(-100), Some(100)),
+                    (Some(0), None),
+                ],
+            ),
+            (
+                "ts",
+                vec![
+                    (None, Some(base_millis() + 3 * day)),
+                    (Some(base_millis() + 2 * day), Some(base_millis() + 9 * day)),
+                    (Some(base_millis() + 9 * day), None),
+                ],
+            ),
+        ];
+        for (field, bounds) in cases {
+            let value = |d: &Doc| if field == "n" { d.n } else { d.ts };
+            let ranges: Vec<Value> = bounds
+                .iter()
+                .map(|(from, to)| {
+                    let mut r = Map::new();
+                    if let Some(from) = from {
+                        r.insert("from".into(), json!(from));
+                    }
+                    if let Some(to) = to {
+                        r.insert("to".into(), json!(to));
+                    }
+                    Value::Object(r)
+                })
+                .collect();
+            // under a match-all, and under a range query on `n` (the aggregated field or not)
+            for query in [
+                json!({"match_all": {}}),
+                json!({"range": {"n": {"gte": -300, "lte": 600}}}),
+            ] {
+                let in_query = |d: &Doc| {
+                    query.get("range").is_none() || d.n.is_some_and(|n| (-300..=600).contains(&n))
+                };
+                let mut want: Vec<(Option<i64>, Option<i64>, u64)> = bounds
+                    .iter()
+                    .map(|(from, to)| {
+                        let count = t
+                            .live
+                            .values()
+                            .filter(|d| in_query(d))
+                            .filter_map(value)
+                            .filter(|v| from.is_none_or(|f| *v >= f) && to.is_none_or(|t| *v < t))
+                            .count() as u64;
+                        (*from, *to, count)
+                    })
+                    .collect();
+                // the response lists ranges by (from, to)
+                want.sort_by_key(|(from, to, _)| {
+                    (from.unwrap_or(i64::MIN), to.unwrap_or(i64::MAX))
+                });
+                let want: Vec<u64> = want.into_iter().map(|(_, _, c)| c).collect();
+                let body = json!({"size": 0, "query": query,
+                    "aggs": {"r": {"range": {"field": field, "ranges": ranges}}}});
+                for (name, settings) in [("none".to_string(), mode_none())]
+                    .into_iter()
+                    .chain(sliced_modes())
+                {
+                    let response = engine.search(&targets, &body, settings);
+                    let got: Vec<u64> = response["aggregations"]["r"]["buckets"]
+                        .as_array()
+                        .expect("buckets")
+                        .iter()
+                        .map(|b| b["doc_count"].as_u64().expect("doc_count"))
+                        .collect();
+                    assert_eq!(
+                        got,
+                        want,
+                        "seed {seed}, {name}, {}, request {body}",
+                        t.describe()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A lone `composite` of one daily `date_histogram` source counts whole segments from the
+/// date's sorted values: every page (followed by `after_key`, both orders) holds the model's
+/// days and counts, with and without slices.
+#[test]
+fn lone_composite_date_histograms_counted_from_sorted_values_equal_the_model() {
+    let engine = Engine::new();
+    for seed in seeds(0xC0_4D, 4) {
+        let mut rng = Rng::new(seed);
+        let shards = if rng.chance(0.5) { 1 } else { 3 };
+        let docs = rng.usize(100, 800);
+        let plan = LayoutPlan::random(&mut rng, docs, shards);
+        let t = TestIndex::build(&mut rng, plan);
+        let targets = engine.targets(&t.index);
+        let mut days: BTreeMap<i64, u64> = BTreeMap::new();
+        for doc in t.live.values() {
+            if let Some(ts) = doc.ts {
+                *days.entry(ts.div_euclid(DAY_MS) * DAY_MS).or_default() += 1;
+            }
+        }
+        for asc in [true, false] {
+            let mut want: Vec<(i64, u64)> = days.iter().map(|(k, v)| (*k, *v)).collect();
+            if !asc {
+                want.reverse();
+            }
+            let size = rng.usize(1, 6);
+            for (name, settings) in [("none".to_string(), mode_none())]
+                .into_iter()
+                .chain(sliced_modes())
+            {
+                let mut got = Vec::new();
+                let mut after: Option<Value> = None;
+                loop {
+                    let mut composite = json!({
+                        "size": size,
+                        "sources": [{"day": {"date_histogram": {"field": "ts",
+                            "calendar_interval": "day", "order": if asc { "asc" } else { "desc" }}}}],
+                    });
+                    if let Some(after) = &after {
+                        composite["after"] = after.clone();
+                    }
+                    let body = json!({"size": 0, "query": {"match_all": {}},
+                        "aggs": {"c": {"composite": composite}}});
+                    let response = engine.search(&targets, &body, settings);
+                    let buckets = response["aggregations"]["c"]["buckets"]
+                        .as_array()
+                        .expect("buckets")
+                        .clone();
+                    for b in &buckets {
+                        got.push((
+                            b["key"]["day"].as_i64().expect("key"),
+                            b["doc_count"].as_u64().expect("doc_count"),
+                        ));
+                    }
+                    if buckets.len() < size {
+                        break;
+                    }
+                    after = Some(response["aggregations"]["c"]["after_key"].clone());
+                }
+                assert_eq!(
+                    got,
+                    want,
+                    "seed {seed}, {name}, {}, asc {asc}",
+                    t.describe()
+                );
+            }
+        }
+    }
+}

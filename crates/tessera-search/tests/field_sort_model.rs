@@ -184,3 +184,165 @@ fn match_all_sorts_by_a_numeric_column_visit_only_candidates() {
         }
     }
 }
+
+/// A `match_all` sorted by a sparse numeric field (some live documents lack it): with
+/// missing values last, the sorted copy still names the whole top when it holds k values
+/// beyond the position, so the documents without a value are never visited; with `_first`
+/// or a `missing` value every document is. Either way the hits are, hit for hit, those of the
+/// visit-everything path (a `post_filter`), and so is the next page from a hit's sort values.
+#[test]
+fn match_all_sorts_by_a_sparse_numeric_column_match_visiting_everything() {
+    let engine = Engine::new();
+    for seed in seeds(0x50_29, 4) {
+        let mut rng = Rng::new(seed);
+        let t = TestIndex::random(&mut rng, (50, 400), &[1, 3]);
+        let layout = format!("{:?}", t.plan);
+        let targets = engine.targets(&t.index);
+        for _ in 0..20 {
+            let field = *rng.pick(&["n", "price", "ts", "x"]);
+            let order = if rng.chance(0.5) { "asc" } else { "desc" };
+            let missing = match rng.below(4) {
+                0 => json!("_first"),
+                1 => json!(0),
+                _ => json!("_last"),
+            };
+            let size = *rng.pick(&[1usize, 3, 10, 40, 1000]);
+            let body = json!({
+                "query": {"match_all": {}},
+                "sort": [{field: {"order": order, "missing": missing}}],
+                "size": size,
+            });
+            let mut everything = body.clone();
+            everything["post_filter"] = json!({"match_all": {}});
+            for (name, concurrency) in [("none".to_string(), mode_none())]
+                .into_iter()
+                .chain(sliced_modes())
+            {
+                let got = engine.search(&targets, &body, concurrency);
+                let reference = engine.search(&targets, &everything, concurrency);
+                assert_eq!(
+                    got["hits"], reference["hits"],
+                    "seed {seed}, {name}, layout {layout}, request {body}"
+                );
+                let hits = reference["hits"]["hits"].as_array().unwrap();
+                if !hits.is_empty() {
+                    let after = hits[rng.below(hits.len() as u64) as usize]["sort"].clone();
+                    let (mut next, mut next_everything) = (body.clone(), everything.clone());
+                    next["search_after"] = after.clone();
+                    next_everything["search_after"] = after;
+                    let got = engine.search(&targets, &next, concurrency);
+                    let reference = engine.search(&targets, &next_everything, concurrency);
+                    assert_eq!(
+                        got["hits"], reference["hits"],
+                        "seed {seed}, {name}, layout {layout}, request {next}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The expected sort values of the first `size` matches sorted by a keyword field: the least
+/// of a document's values ascending, the greatest descending, a document without one last (or
+/// first with `_first`), rendered as `null`.
+fn expected_keywords(
+    t: &TestIndex,
+    filter: &Filter,
+    field: &str,
+    asc: bool,
+    missing_first: bool,
+    size: usize,
+) -> Vec<Value> {
+    let mut keys: Vec<Option<String>> = t
+        .live
+        .values()
+        .filter(|d| filter.matches(d))
+        .map(|d| {
+            let values = d.keywords(field);
+            if asc {
+                values.into_iter().min()
+            } else {
+                values.into_iter().max()
+            }
+        })
+        .collect();
+    keys.sort_by(|a, b| match (a, b) {
+        (None, None) => std::cmp::Ordering::Equal,
+        (None, _) if missing_first => std::cmp::Ordering::Less,
+        (None, _) => std::cmp::Ordering::Greater,
+        (_, None) if missing_first => std::cmp::Ordering::Greater,
+        (_, None) => std::cmp::Ordering::Less,
+        (Some(a), Some(b)) if asc => a.cmp(b),
+        (Some(a), Some(b)) => b.cmp(a),
+    });
+    keys.truncate(size);
+    keys.into_iter().map(|k| json!([k])).collect()
+}
+
+/// Sorting by a keyword field compares term ordinals within a segment and skips documents
+/// that cannot beat the worst kept hit (by ordinal, or by `missing` when they have no
+/// value): the sort values are the model's, position by position, and in one shard the hits
+/// (ids included, so ties keep index order) are those of the same sort with `_doc` as a
+/// second field, where ties with the worst kept hit are not skipped.
+#[test]
+fn keyword_sorts_compare_ordinals_and_return_the_best_values() {
+    let engine = Engine::new();
+    for seed in seeds(0x50_2a, 4) {
+        let mut rng = Rng::new(seed);
+        let t = TestIndex::random(&mut rng, (50, 400), &[1, 3]);
+        let layout = format!("{:?}", t.plan);
+        let targets = engine.targets(&t.index);
+        for _ in 0..20 {
+            let filter = Filter::random(&mut rng, t.users, 2);
+            let field = *rng.pick(&["user", "color"]);
+            let asc = rng.chance(0.5);
+            let missing_first = rng.chance(0.3);
+            let size = *rng.pick(&[1usize, 3, 10, 40]);
+            let spec = json!({
+                "order": if asc { "asc" } else { "desc" },
+                "missing": if missing_first { "_first" } else { "_last" },
+            });
+            let body = json!({
+                "query": {"bool": {"filter": [filter.to_json()]}},
+                "sort": [{field: spec.clone()}],
+                "size": size,
+                "_source": false,
+            });
+            let mut with_doc = body.clone();
+            with_doc["sort"] = json!([{field: spec}, "_doc"]);
+            let want = expected_keywords(&t, &filter, field, asc, missing_first, size);
+            let ids = |response: &Value| -> Vec<Value> {
+                response["hits"]["hits"]
+                    .as_array()
+                    .expect("hits")
+                    .iter()
+                    .map(|h| h["_id"].clone())
+                    .collect()
+            };
+            let mut settings = vec![("none".to_string(), mode_none())];
+            settings.extend(sliced_modes());
+            for (name, concurrency) in settings {
+                let got = engine.search(&targets, &body, concurrency);
+                let sorts: Vec<Value> = got["hits"]["hits"]
+                    .as_array()
+                    .expect("hits")
+                    .iter()
+                    .map(|h| h["sort"].clone())
+                    .collect();
+                assert_eq!(
+                    sorts, want,
+                    "seed {seed}, {name}, layout {layout}, request {body}"
+                );
+                // `_doc` orders as the hits' tie-break (shard, then index order) in one shard
+                if t.plan.shards == 1 {
+                    let reference = engine.search(&targets, &with_doc, concurrency);
+                    assert_eq!(
+                        ids(&got),
+                        ids(&reference),
+                        "seed {seed}, {name}, layout {layout}, request {body}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -30,7 +30,7 @@ use tessera_date::{CalendarUnit, DateFormat, TimeZone};
 
 use crate::bucket::auto_date_histogram::zone_error;
 use crate::bucket::date_histogram::{parse_date_value, parse_offset, DateInterval, Rounding};
-use crate::collector::{Collector, SegmentContext, SubCollectors};
+use crate::collector::{Collector, SegmentContext, SortedSegment, SubCollectors};
 use crate::format::{Formatter, ValueFormat};
 use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext, ShardFinish};
 use crate::prepare::{AggContext, Factory};
@@ -974,9 +974,19 @@ struct CompositeCollector {
 
 impl CompositeCollector {
     fn offer(&mut self, doc: DocId, key: SortKey) {
+        if let Some(ord) = self.offer_count(key, 1) {
+            if !self.subs.is_empty() {
+                self.subs.push(doc, ord);
+            }
+        }
+    }
+
+    /// Adds `count` documents to the bucket `key` when it is among the slice's first `size`
+    /// keys after `after`; its ordinal, or `None` when it is not.
+    fn offer_count(&mut self, key: SortKey, count: u64) -> Option<u32> {
         if let Some(after) = &self.after {
             if key <= *after {
-                return;
+                return None;
             }
         }
         let ord = match self.queue.get(&key) {
@@ -984,7 +994,7 @@ impl CompositeCollector {
             None => {
                 if self.queue.len() >= self.size {
                     match self.queue.last_key_value() {
-                        Some((largest, _)) if key > *largest => return,
+                        Some((largest, _)) if key > *largest => return None,
                         _ => {}
                     }
                     self.queue.pop_last();
@@ -995,14 +1005,63 @@ impl CompositeCollector {
                 ord
             }
         };
-        self.counts[ord as usize] += 1;
-        if !self.subs.is_empty() {
-            self.subs.push(doc, ord);
-        }
+        self.counts[ord as usize] += count;
+        Some(ord)
     }
 }
 
 impl Collector for CompositeCollector {
+    /// One `date_histogram` source on a single-valued integer or date column, without
+    /// sub-aggregations or a missing bucket: each bucket's count is a run of the column's
+    /// sorted values (see [`SortedSegment`]), found by binary search.
+    fn sorted_field(&self) -> Option<&str> {
+        let [source] = self.sources.as_slice() else {
+            return None;
+        };
+        let spec = &source.spec;
+        if !self.subs.is_empty()
+            || spec.missing_bucket
+            || spec.rounding.is_none()
+            || spec.kind != ValueKind::Long
+        {
+            return None;
+        }
+        match &spec.source {
+            ValueSource::Numeric {
+                path,
+                kind: NumericKind::Long | NumericKind::Date(_),
+            } => Some(path.as_str()),
+            _ => None,
+        }
+    }
+
+    fn collect_sorted(&mut self, segment: &SortedSegment) {
+        let values = segment.values;
+        let range = segment.matching();
+        let order = self.orders[0];
+        let Some(rounding) = self.sources[0].spec.rounding.as_mut() else {
+            return;
+        };
+        let mut runs = Vec::new();
+        let (mut i, end) = (range.start, range.end);
+        while i < end {
+            let key = rounding.round(values[i]);
+            let next = rounding.next(key);
+            let j = (i + values[i..end].partition_point(|v| *v < next)).max(i + 1);
+            runs.push((key, (j - i) as u64));
+            i = j;
+        }
+        for (key, count) in runs {
+            let val = Val::I(key);
+            let directed = if order.asc {
+                Directed::Asc(val)
+            } else {
+                Directed::Desc(Reverse(val))
+            };
+            self.offer_count(vec![Part(1, directed)], count);
+        }
+    }
+
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
         for source in &mut self.sources {
             source.set_segment(segment)?;

@@ -2,6 +2,10 @@
 //!
 //! As in OpenSearch, ranges are sorted by `(from, to)` once at parse time and the response
 //! keeps that order; keys default to `from-to` with `*` for open ends.
+//!
+//! A lone `range` on a single-valued integer or date field, without sub-aggregations or
+//! `missing`, counts a whole segment from the field's sorted values (two binary searches per
+//! range, see [`SortedSegment`]) instead of reading the value of every matching document.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -9,7 +13,7 @@ use tantivy::DocId;
 use tessera_common::{Error, Result};
 
 use crate::bucket::histogram::{bucket_list, java_double};
-use crate::collector::{Collector, SegmentContext, SubCollectors};
+use crate::collector::{Collector, SegmentContext, SortedSegment, SubCollectors};
 use crate::format::ValueFormat;
 use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext};
 use crate::ords::slot;
@@ -17,7 +21,7 @@ use crate::prepare::{AggContext, Factory};
 use crate::request::{
     bool_param, string_param, unknown_field, AggKind, AggRequest, ValuesSourceParams,
 };
-use crate::values::{Accepts, NumericValues, ValueSource};
+use crate::values::{Accepts, NumericKind, NumericValues, ValueSource};
 
 /// One range as requested: bounds are kept as given (numbers, or strings parsed on the shard).
 #[derive(Clone, Debug, PartialEq)]
@@ -202,8 +206,9 @@ pub fn factory(
 }
 
 impl Factory for RangeFactory {
-    fn collector(&self, subs: SubCollectors, _single_parent: bool) -> Result<Box<dyn Collector>> {
+    fn collector(&self, subs: SubCollectors, single_parent: bool) -> Result<Box<dyn Collector>> {
         Ok(Box::new(RangeCollector {
+            single_parent,
             source: self.source.clone(),
             format: self.format.clone(),
             ranges: self.ranges.clone(),
@@ -228,9 +233,34 @@ struct RangeCollector {
     subs: SubCollectors,
     hits: Vec<(u32, u32)>,
     doc_ranges: Vec<u32>,
+    single_parent: bool,
 }
 
 impl Collector for RangeCollector {
+    fn sorted_field(&self) -> Option<&str> {
+        let ValueSource::Numeric { path, kind, .. } = &self.source else {
+            return None;
+        };
+        if !self.subs.is_empty() || !self.single_parent || self.missing.is_some() {
+            return None;
+        }
+        // the sorted values are the column's integers, which `collect` reads as they are
+        matches!(kind, NumericKind::Long | NumericKind::Date(_)).then_some(path.as_str())
+    }
+
+    fn collect_sorted(&mut self, segment: &SortedSegment) {
+        let values = &segment.values[segment.matching()];
+        for (i, range) in self.ranges.iter().enumerate() {
+            // `from <= v < to` as `collect` tests it, on values in ascending order
+            let start = values.partition_point(|v| (*v as f64) < range.from);
+            let end = values.partition_point(|v| (*v as f64) < range.to);
+            let count = end.saturating_sub(start) as u64;
+            if count > 0 {
+                *slot(&mut self.counts, i as u32) += count;
+            }
+        }
+    }
+
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
         self.values = Some(NumericValues::open(&self.source, segment.reader)?);
         self.subs.set_segment(segment)

@@ -52,6 +52,30 @@ pub fn workload() -> Workload {
             "keyword-terms",
             include_str!("../../workloads/big5/extra/keyword-terms.json"),
         ),
+        x(
+            "sort_keyword_can_match_shortcut",
+            include_str!("../../workloads/big5/extra/sort_keyword_can_match_shortcut.json"),
+        ),
+        x(
+            "sort_keyword_no_can_match_shortcut",
+            include_str!("../../workloads/big5/extra/sort_keyword_no_can_match_shortcut.json"),
+        ),
+        x(
+            "range-agg-1",
+            include_str!("../../workloads/big5/extra/range-agg-1.json"),
+        ),
+        x(
+            "range-agg-2",
+            include_str!("../../workloads/big5/extra/range-agg-2.json"),
+        ),
+        x(
+            "keyword-terms-low-cardinality",
+            include_str!("../../workloads/big5/extra/keyword-terms-low-cardinality.json"),
+        ),
+        x(
+            "composite-date_histogram-daily",
+            include_str!("../../workloads/big5/extra/composite-date_histogram-daily.json"),
+        ),
     ];
     Workload {
         name: "big5",

@@ -51,6 +51,18 @@ pub fn workload() -> Workload {
             "range-aggregation",
             include_str!("../../workloads/noaa/extra/range-aggregation.json"),
         ),
+        x(
+            "asc_sort_awnd",
+            include_str!("../../workloads/noaa/extra/asc_sort_awnd.json"),
+        ),
+        x(
+            "desc_sort_awnd",
+            include_str!("../../workloads/noaa/extra/desc_sort_awnd.json"),
+        ),
+        x(
+            "date-histo-geohash-box",
+            include_str!("../../workloads/noaa/extra/date-histo-geohash-box.json"),
+        ),
     ];
     Workload {
         name: "noaa",

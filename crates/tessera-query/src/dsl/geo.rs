@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 use tessera_common::{Error, Result};
-use tessera_mapping::geo::{parse_distance, parse_point, GeoPoint};
+use tessera_mapping::geo::{checked, decode_geohash, parse_distance, parse_point, GeoPoint};
 
 use super::{as_bool, as_f32, object};
 use crate::ast::QueryAst;
@@ -10,6 +10,84 @@ use crate::ast::QueryAst;
 fn point(query: &str, value: &Value) -> Result<GeoPoint> {
     parse_point(value)
         .map_err(|e| Error::parsing(format!("[{query}] failed to parse point: {}", e.reason())))
+}
+
+/// Which corner of a bounding box a point gives.
+#[derive(Clone, Copy)]
+enum Corner {
+    TopLeft,
+    TopRight,
+    BottomLeft,
+    BottomRight,
+}
+
+/// A bounding box's corner. A geohash (a bare string, or `{"geohash": ..}`) stands for its
+/// cell's matching corner, as OpenSearch's `GeoUtils.EffectivePoint` takes it: `top_left: "c"`
+/// is the top-left corner of cell `c`, so a box of whole cells covers them entirely.
+fn corner(spec: &Value, which: Corner) -> Result<GeoPoint> {
+    let hash = match spec {
+        Value::String(s) => {
+            let s = s.trim();
+            let is_hash = !s.is_empty()
+                && s.len() <= 12
+                && !s.contains(',')
+                && !s.to_ascii_lowercase().contains("point");
+            is_hash.then_some(s)
+        }
+        Value::Object(o) if o.len() == 1 => o.get("geohash").and_then(Value::as_str),
+        _ => None,
+    };
+    let Some(hash) = hash else {
+        return point("geo_bounding_box", spec);
+    };
+    let centre = decode_geohash(hash).map_err(|e| {
+        Error::parsing(format!(
+            "[geo_bounding_box] failed to parse point: {}",
+            e.reason()
+        ))
+    })?;
+    // a cell of n characters halves longitude ceil(5n/2) times and latitude floor(5n/2)
+    // times; the centre plus or minus half a cell is exact in binary
+    let bits = 5 * hash.chars().count() as i32;
+    let half_lon = 180.0 / 2f64.powi((bits + 1) / 2);
+    let half_lat = 90.0 / 2f64.powi(bits / 2);
+    let (min_lat, max_lat) = (centre.lat - half_lat, centre.lat + half_lat);
+    let (min_lon, max_lon) = (centre.lon - half_lon, centre.lon + half_lon);
+    let (lat, lon) = match which {
+        Corner::TopLeft => (max_lat, min_lon),
+        Corner::TopRight => (max_lat, max_lon),
+        Corner::BottomLeft => (min_lat, min_lon),
+        Corner::BottomRight => (min_lat, max_lon),
+    };
+    checked(GeoPoint { lat, lon })
+}
+
+/// The sides of a WKT `BBOX (minLon, maxLon, maxLat, minLat)`: `(top, left, bottom, right)`.
+fn wkt_bbox(spec: &Value) -> Result<(f64, f64, f64, f64)> {
+    let text = spec
+        .as_str()
+        .ok_or_else(|| Error::parsing("[geo_bounding_box] [wkt] must be a string"))?;
+    let bad = || Error::parsing(format!("failed to parse WKT bounding box [{text}]"));
+    let trimmed = text.trim();
+    let upper = trimmed.to_ascii_uppercase();
+    let inner = upper
+        .strip_prefix("BBOX")
+        .map(str::trim)
+        .and_then(|rest| rest.strip_prefix('('))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .ok_or_else(|| {
+            Error::parsing(format!(
+                "failed to parse bounding box. [{trimmed}] is not a BBOX"
+            ))
+        })?;
+    let numbers = inner
+        .split(',')
+        .map(|n| n.trim().parse::<f64>().map_err(|_| bad()))
+        .collect::<Result<Vec<_>>>()?;
+    match numbers[..] {
+        [min_lon, max_lon, max_lat, min_lat] => Ok((max_lat, min_lon, min_lat, max_lon)),
+        _ => Err(bad()),
+    }
 }
 
 pub fn parse_distance_query(body: &Value) -> Result<QueryAst> {
@@ -61,41 +139,52 @@ pub fn parse_bounding_box(body: &Value) -> Result<QueryAst> {
             name => {
                 let corners = object("geo_bounding_box", value)?;
                 let (mut top, mut left, mut bottom, mut right) = (None, None, None, None);
-                for (corner, spec) in corners {
+                let mut wkt = None;
+                for (corner_name, spec) in corners {
                     let number = |v: &Value| {
                         v.as_f64().ok_or_else(|| {
                             Error::parsing(format!(
-                                "[geo_bounding_box] [{corner}] must be a number"
+                                "[geo_bounding_box] [{corner_name}] must be a number"
                             ))
                         })
                     };
-                    match corner.as_str() {
+                    match corner_name.as_str() {
                         "top_left" => {
-                            let p = point("geo_bounding_box", spec)?;
+                            let p = corner(spec, Corner::TopLeft)?;
                             (top, left) = (Some(p.lat), Some(p.lon));
                         }
                         "bottom_right" => {
-                            let p = point("geo_bounding_box", spec)?;
+                            let p = corner(spec, Corner::BottomRight)?;
                             (bottom, right) = (Some(p.lat), Some(p.lon));
                         }
                         "top_right" => {
-                            let p = point("geo_bounding_box", spec)?;
+                            let p = corner(spec, Corner::TopRight)?;
                             (top, right) = (Some(p.lat), Some(p.lon));
                         }
                         "bottom_left" => {
-                            let p = point("geo_bounding_box", spec)?;
+                            let p = corner(spec, Corner::BottomLeft)?;
                             (bottom, left) = (Some(p.lat), Some(p.lon));
                         }
                         "top" => top = Some(number(spec)?),
                         "left" => left = Some(number(spec)?),
                         "bottom" => bottom = Some(number(spec)?),
                         "right" => right = Some(number(spec)?),
+                        "wkt" => wkt = Some(wkt_bbox(spec)?),
                         other => {
                             return Err(Error::parsing(format!(
                                 "[geo_bounding_box] unexpected field [{other}]"
                             )))
                         }
                     }
+                }
+                if let Some(sides) = wkt {
+                    if top.is_some() || left.is_some() || bottom.is_some() || right.is_some() {
+                        return Err(Error::parsing(
+                            "failed to parse bounding box. Conflicting definition found using well-known text and explicit corners.",
+                        ));
+                    }
+                    (top, left, bottom, right) =
+                        (Some(sides.0), Some(sides.1), Some(sides.2), Some(sides.3));
                 }
                 match (top, left, bottom, right) {
                     (Some(top), Some(left), Some(bottom), Some(right)) => {
@@ -167,5 +256,47 @@ mod tests {
         );
         assert!(parse_distance_query(&json!({"loc": [1, 2]})).is_err());
         assert!(parse_bounding_box(&json!({"loc": {"top": 1, "left": 2}})).is_err());
+    }
+
+    /// Geohash corners are the cells' corners (OpenSearch 2.19.6 finds the points of cells
+    /// `c` and `9` with `top_left: "c", bottom_right: "9"`; the centres made a box of no width).
+    #[test]
+    fn geohash_corners_are_the_cells_corners() {
+        let sides = |q: Value| match parse_bounding_box(&q).unwrap() {
+            QueryAst::GeoBoundingBox {
+                top,
+                left,
+                bottom,
+                right,
+                ..
+            } => (top, left, bottom, right),
+            other => panic!("{other:?}"),
+        };
+        let whole = (90.0, -135.0, 0.0, -90.0);
+        assert_eq!(
+            sides(json!({"loc": {"top_left": "c", "bottom_right": "9"}})),
+            whole
+        );
+        assert_eq!(
+            sides(json!({"loc": {"top_right": "c", "bottom_left": "9"}})),
+            whole
+        );
+        assert_eq!(
+            sides(json!({"loc": {"top_left": {"geohash": "c"}, "bottom_right": "9"}})),
+            whole
+        );
+        assert_eq!(
+            sides(json!({"loc": {"wkt": "BBOX (-135, -90, 90, 0)"}})),
+            whole
+        );
+        // a point string is still a point
+        assert_eq!(
+            sides(json!({"loc": {"top_left": "50,-120", "bottom_right": "POINT (-100 10)"}})),
+            (50.0, -120.0, 10.0, -100.0)
+        );
+        assert!(
+            parse_bounding_box(&json!({"loc": {"wkt": "BBOX (-135, -90, 90, 0)", "top": 1}}))
+                .is_err()
+        );
     }
 }
