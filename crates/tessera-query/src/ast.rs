@@ -380,6 +380,30 @@ pub struct MultiMatchQuery {
     pub boost: f32,
 }
 
+impl MultiMatchQuery {
+    /// A `multi_match` of `kind` over `fields` with OpenSearch's defaults (the text is set by
+    /// the parser).
+    pub fn new(fields: Vec<FieldPattern>, kind: MultiMatchType) -> MultiMatchQuery {
+        MultiMatchQuery {
+            fields,
+            query: Value::Null,
+            kind,
+            operator: Operator::Or,
+            minimum_should_match: None,
+            tie_breaker: None,
+            fuzziness: None,
+            prefix_length: 0,
+            max_expansions: crate::compile::DEFAULT_MAX_EXPANSIONS,
+            fuzzy_transpositions: true,
+            slop: 0,
+            analyzer: None,
+            zero_terms_query: ZeroTermsQuery::None,
+            lenient: false,
+            boost: 1.0,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 pub struct BoolQuery {
     pub must: Vec<QueryAst>,

@@ -40,6 +40,35 @@ struct ShardRun {
     collapse: Option<CollapseField>,
 }
 
+/// The collection parameters of a request on one shard: every match counted, no limits.
+fn params<'a>(
+    sort: &'a HitSort,
+    k: usize,
+    scoring: bool,
+    constant_score: bool,
+    shard_index: u32,
+    collapse: Option<&'a CollapseField>,
+) -> CollectParams<'a> {
+    CollectParams {
+        sort,
+        k,
+        total_hits_threshold: u64::MAX,
+        terminate_after: None,
+        deadline: None,
+        cancelled: None,
+        breaker: None,
+        min_score: None,
+        search_after: None,
+        constant_score,
+        scoring,
+        shard_index,
+        post_filter: None,
+        column_filter: None,
+        matches_all: false,
+        collapse,
+    }
+}
+
 /// The whole-segment single slice a sequential search runs.
 fn sequential_slice(snapshot: &ShardSnapshot) -> Slice {
     let readers = snapshot.searcher.segment_readers();
@@ -234,24 +263,14 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
             }
             checked += 1;
             let collect = |run: &ShardRun, shard_index: u32, slice: &Slice| {
-                let params = CollectParams {
-                    sort: &sort,
+                let params = params(
+                    &sort,
                     k,
-                    total_hits_threshold: u64::MAX,
-                    terminate_after: None,
-                    deadline: None,
-                    cancelled: None,
-                    breaker: None,
-                    min_score: None,
-                    search_after: None,
-                    constant_score: ast.is_constant_score(),
                     scoring,
+                    ast.is_constant_score(),
                     shard_index,
-                    post_filter: None,
-                    column_filter: None,
-                    matches_all: false,
-                    collapse: run.collapse.as_ref(),
-                };
+                    run.collapse.as_ref(),
+                );
                 let mut aggregator = run.prepared.slice_aggregator().expect("slice aggregator");
                 let hits = collect_slice(
                     &run.snapshot,
@@ -308,24 +327,14 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                 // the model: every hit, sorted, the first of each group kept
                 let mut all = Vec::new();
                 for (i, run) in runs.iter().enumerate() {
-                    let params = CollectParams {
-                        sort: &sort,
-                        k: 1 << 20,
-                        total_hits_threshold: u64::MAX,
-                        terminate_after: None,
-                        deadline: None,
-                        cancelled: None,
-                        breaker: None,
-                        min_score: None,
-                        search_after: None,
-                        constant_score: ast.is_constant_score(),
+                    let params = params(
+                        &sort,
+                        1 << 20,
                         scoring,
-                        shard_index: i as u32,
-                        post_filter: None,
-                        column_filter: None,
-                        matches_all: false,
-                        collapse: None,
-                    };
+                        ast.is_constant_score(),
+                        i as u32,
+                        None,
+                    );
                     let slice = sequential_slice(&run.snapshot);
                     let mut found =
                         collect_slice(&run.snapshot, run.weight.as_ref(), &slice, &params, None)

@@ -131,17 +131,7 @@ fn parse_vector(value: &Value) -> Result<Vec<f32>> {
     items
         .iter()
         .map(|item| {
-            let parsed = match item {
-                Value::Number(n) => n.as_f64().map(|f| f as f32),
-                Value::String(s) => match s.trim() {
-                    "NaN" => Some(f32::NAN),
-                    "Infinity" => Some(f32::INFINITY),
-                    "-Infinity" => Some(f32::NEG_INFINITY),
-                    t => t.parse::<f64>().ok().map(|f| f as f32),
-                },
-                _ => None,
-            };
-            parsed.ok_or_else(|| {
+            tessera_mapping::knn::number(item).ok_or_else(|| {
                 field_error("vector", format!("For input string: \"{}\"", plain(item)))
             })
         })

@@ -8,34 +8,20 @@ use super::{
     as_bool, as_f32, as_scalar, as_string, as_u32, parse_fuzziness, parse_fuzzy_rewrite,
     parse_minimum_should_match, parse_operator, single_field, unknown,
 };
-use crate::ast::{
-    FieldPattern, MultiMatchQuery, MultiMatchType, Operator, QueryAst, ZeroTermsQuery,
-};
+use crate::ast::{FieldPattern, MultiMatchQuery, MultiMatchType, QueryAst};
 
 const NAME: &str = "match_bool_prefix";
 
 pub fn parse(body: &Value) -> Result<QueryAst> {
     let (field, spec, outer_boost) = single_field(NAME, body)?;
-    let mut query = MultiMatchQuery {
-        fields: vec![FieldPattern {
-            pattern: field.clone(),
-            boost: 1.0,
-        }],
-        query: Value::Null,
-        kind: MultiMatchType::BoolPrefix,
-        operator: Operator::Or,
-        minimum_should_match: None,
-        tie_breaker: None,
-        fuzziness: None,
-        prefix_length: 0,
-        max_expansions: crate::compile::DEFAULT_MAX_EXPANSIONS,
-        fuzzy_transpositions: true,
-        slop: 0,
-        analyzer: None,
-        zero_terms_query: ZeroTermsQuery::None,
-        lenient: false,
-        boost: outer_boost.unwrap_or(1.0),
+    let pattern = FieldPattern {
+        pattern: field.clone(),
+        boost: 1.0,
     };
+    let mut query = MultiMatchQuery::new(vec![pattern], MultiMatchType::BoolPrefix);
+    if let Some(boost) = outer_boost {
+        query.boost = boost;
+    }
     match spec {
         Value::Object(options) => {
             let mut text = None;
@@ -79,6 +65,7 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ast::Operator;
     use serde_json::json;
 
     #[test]

@@ -7,9 +7,7 @@ use super::{
     as_bool, as_f32, as_scalar, as_string, as_u32, object, parse_fuzziness, parse_fuzzy_rewrite,
     parse_minimum_should_match, parse_operator, parse_zero_terms, unknown,
 };
-use crate::ast::{
-    FieldPattern, MultiMatchQuery, MultiMatchType, Operator, QueryAst, ZeroTermsQuery,
-};
+use crate::ast::{FieldPattern, MultiMatchQuery, MultiMatchType, QueryAst};
 
 pub fn parse_type(value: &Value) -> Result<MultiMatchType> {
     Ok(
@@ -50,23 +48,7 @@ pub fn parse_fields(query: &str, value: &Value) -> Result<Vec<FieldPattern>> {
 }
 
 pub fn parse(body: &Value) -> Result<QueryAst> {
-    let mut query = MultiMatchQuery {
-        fields: Vec::new(),
-        query: Value::Null,
-        kind: MultiMatchType::BestFields,
-        operator: Operator::Or,
-        minimum_should_match: None,
-        tie_breaker: None,
-        fuzziness: None,
-        prefix_length: 0,
-        max_expansions: crate::compile::DEFAULT_MAX_EXPANSIONS,
-        fuzzy_transpositions: true,
-        slop: 0,
-        analyzer: None,
-        zero_terms_query: ZeroTermsQuery::None,
-        lenient: false,
-        boost: 1.0,
-    };
+    let mut query = MultiMatchQuery::new(Vec::new(), MultiMatchType::BestFields);
     let mut text = None;
     // top_terms_blended_freqs_N: N terms, whatever max_expansions says
     let mut rewrite_size = None;
