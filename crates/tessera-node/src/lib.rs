@@ -26,6 +26,7 @@ pub mod reindex;
 pub mod resize;
 pub mod resolve;
 pub mod rollover;
+pub mod scripts;
 pub mod search_service;
 pub mod snapshots;
 pub mod tasks;

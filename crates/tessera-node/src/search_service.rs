@@ -87,6 +87,23 @@ impl SearchService {
         body: Option<&serde_json::Value>,
         locate: impl FnOnce(Error) -> Error,
     ) -> Result<Search> {
+        // stored scripts become inline ones here, where the cluster state is at hand
+        let mut source = source;
+        let mut inlined = None;
+        if source.body.as_deref().is_some_and(|b| b.contains("\"id\"")) {
+            let parsed = match body {
+                Some(body) => Some(body.clone()),
+                None => serde_json::from_str(source.body.as_deref().unwrap_or_default()).ok(),
+            };
+            if let Some(mut parsed) = parsed {
+                let state = self.node.cluster_state();
+                if crate::scripts::inline_stored_scripts(&state, &mut parsed) {
+                    source.body = Some(parsed.to_string());
+                    inlined = Some(parsed);
+                }
+            }
+        }
+        let body = inlined.as_ref().or(body);
         let mut request = match body {
             Some(body) => source.parse_body(Some(body), locate)?,
             None => source.parse_with(locate)?,

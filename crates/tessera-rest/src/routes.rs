@@ -451,6 +451,30 @@ pub fn all() -> Vec<Route> {
             params: &[],
             handler: handler!(scripts::execute),
         },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/_scripts/{id}",
+            params: &["context", "master_timeout", "cluster_manager_timeout", "timeout"],
+            handler: handler!(scripts::put_stored),
+        },
+        Route {
+            methods: &[PUT, POST],
+            pattern: "/_scripts/{id}/{context}",
+            params: &["master_timeout", "cluster_manager_timeout", "timeout"],
+            handler: handler!(scripts::put_stored),
+        },
+        Route {
+            methods: &[GET],
+            pattern: "/_scripts/{id}",
+            params: &["master_timeout", "cluster_manager_timeout"],
+            handler: handler!(scripts::get_stored),
+        },
+        Route {
+            methods: &[DELETE],
+            pattern: "/_scripts/{id}",
+            params: &["master_timeout", "cluster_manager_timeout", "timeout"],
+            handler: handler!(scripts::delete_stored),
+        },
         // index statistics
         Route {
             methods: &[GET],

@@ -3,10 +3,17 @@
 //! script leaves when the cache is full (OpenSearch's `script.cache.max_size` is 100).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use crate::compile::{compile, Script, ScriptContext};
 use crate::error::ScriptError;
+
+/// The process's compiled scripts, shared by every request, shard and node of the process
+/// (a compiled script depends on its source and context only).
+pub fn shared() -> &'static ScriptCache {
+    static SHARED: LazyLock<ScriptCache> = LazyLock::new(ScriptCache::default);
+    &SHARED
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ScriptKey {

@@ -7,7 +7,8 @@
 //! `value` holds the runtime values (Java's toString and HashMap order included), `builtins`
 //! the methods of strings, lists, maps, dates, geo points and `Math`, `doc` the interface the
 //! search side implements for `doc[...]`, `error` OpenSearch's `script_exception` shape, and
-//! `cache` the bounded map of compiled scripts keyed by (lang, source, context).
+//! `cache` the bounded map of compiled scripts keyed by (lang, source, context), `spec` the
+//! `script` object of a request.
 
 pub mod ast;
 pub mod builtins;
@@ -17,6 +18,7 @@ pub mod doc;
 pub mod error;
 pub mod lexer;
 pub mod parser;
+pub mod spec;
 pub mod value;
 
 #[cfg(test)]
@@ -26,6 +28,7 @@ pub use cache::{ScriptCache, ScriptKey};
 pub use compile::{compile, Env, Runner, Script, ScriptContext};
 pub use doc::{DocValues, GeoPoint};
 pub use error::{ScriptError, ScriptErrorKind};
+pub use spec::ScriptSpec;
 pub use value::Value;
 
 /// The most loop iterations (weighted by the statements of the loop body) one execution may

@@ -1,21 +1,21 @@
+//! The `_scripts` endpoints. Stored scripts: `PUT/POST /_scripts/{id}[/{context}]`,
+//! `GET /_scripts/{id}`, `DELETE /_scripts/{id}` (kept by `tessera_node::scripts`).
 //! `POST /_scripts/painless/_execute`: runs an inline Painless script (the `tessera_script`
 //! subset) in the `painless_test` context and answers `{"result": <toString of its value>}`,
 //! or OpenSearch's `script_exception`. The `score` and `filter` contexts need a document
 //! indexed against an index's mapping (`context_setup`), which Tessera does not build yet:
 //! they are refused with a 400 rather than answered wrongly.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 use tessera_common::{Error, Result};
 use tessera_node::{Node, ResolveOptions};
-use tessera_script::{Env, ScriptCache, ScriptContext, Value as ScriptValue};
+use tessera_node::scripts::{get_response, script_cache};
+use tessera_script::{Env, ScriptContext, Value as ScriptValue};
 
 use crate::request::{key_position, RestRequest};
 use crate::response::RestResponse;
-
-/// The node's compiled painless scripts, by source and context.
-static SCRIPTS: LazyLock<ScriptCache> = LazyLock::new(ScriptCache::default);
 
 /// The line and column of the value of the first `"key"` in the body.
 fn value_position(body: &[u8], key: &str) -> (usize, usize) {
@@ -229,7 +229,7 @@ pub async fn execute(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
         .pools
         .search
         .run(move || {
-            let script = SCRIPTS
+            let script = script_cache()
                 .get_or_compile(&parsed.source, ScriptContext::PainlessTest)
                 .map_err(|e| e.to_exception(&parsed.source))?;
             let params = ScriptValue::from_json(&parsed.params);
@@ -240,6 +240,60 @@ pub async fn execute(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
         })
         .await?;
     Ok(RestResponse::ok(json!({ "result": result })))
+}
+
+/// `PUT/POST /_scripts/{id}[/{context}]` (the context also as `?context=`).
+pub async fn put_stored(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    if !request.has_body() {
+        return Err(Error::new("parse_exception", 400, "request body is required"));
+    }
+    let body = crate::request::parse_json(&request.body)?;
+    let id = request.path_param("id").to_string();
+    let context = request
+        .path_params
+        .get("context")
+        .cloned()
+        .or_else(|| request.param("context").map(str::to_string));
+    let positioned = |e: Error| {
+        // OpenSearch positions the parse errors of the body's top level
+        if e.kind() != "parsing_exception" {
+            return e;
+        }
+        let (line, col) = match e.reason().strip_prefix("unexpected field [") {
+            Some(rest) => key_position(&request.body, rest.split(']').next().unwrap_or("")),
+            None => value_position(&request.body, "script"),
+        };
+        e.with_meta("line", line).with_meta("col", col)
+    };
+    let runner = node.clone();
+    node.pools
+        .management
+        .run(move || runner.put_stored_script(&id, &body, context.as_deref()))
+        .await
+        .map_err(positioned)?;
+    Ok(RestResponse::ok(json!({"acknowledged": true})))
+}
+
+/// `GET /_scripts/{id}`: `found: false` with 404 when there is none.
+pub async fn get_stored(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let id = request.path_param("id");
+    let script = node.stored_script(id);
+    let status = if script.is_some() { 200 } else { 404 };
+    Ok(RestResponse::json(
+        status,
+        get_response(id, script.as_ref()),
+    ))
+}
+
+/// `DELETE /_scripts/{id}`.
+pub async fn delete_stored(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
+    let id = request.path_param("id").to_string();
+    let runner = node.clone();
+    node.pools
+        .management
+        .run(move || runner.delete_stored_script(&id))
+        .await?;
+    Ok(RestResponse::ok(json!({"acknowledged": true})))
 }
 
 #[cfg(test)]
