@@ -99,8 +99,13 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
         AggKind::AutoDateHistogram(r) => bucket::auto_date_histogram::factory(request, r, ctx)?,
         AggKind::Range(r) => bucket::range::factory(request, r, ctx)?,
         AggKind::DateRange(r) => bucket::date_range::factory(request, r, ctx)?,
+        AggKind::GeoDistance(r) => bucket::geo_distance::factory(request, r, ctx)?,
+        AggKind::IpRange(r) => bucket::ip_range::factory(request, r, ctx)?,
+        AggKind::RareTerms(r) => bucket::rare_terms::factory(request, r, ctx)?,
+        AggKind::GeoGrid(r) => bucket::geo_grid::factory(request, r, ctx)?,
         AggKind::Filter(r) => bucket::filter::filter_factory(r, ctx)?,
         AggKind::Filters(r) => bucket::filter::filters_factory(r, ctx)?,
+        AggKind::AdjacencyMatrix(r) => bucket::adjacency_matrix::factory(r, ctx)?,
         AggKind::Missing(r) => bucket::missing::factory(request, r, ctx)?,
         AggKind::Global => bucket::filter::global_factory(),
         AggKind::Metric(r) => metric::stats::factory(request, r, ctx)?,
@@ -112,6 +117,9 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
         AggKind::GeoCentroid(r) => metric::geo::centroid_factory(request, r, ctx)?,
         AggKind::Percentiles(r) | AggKind::PercentileRanks(r) => {
             metric::percentiles::factory(request, r, ctx)?
+        }
+        AggKind::MedianAbsoluteDeviation(r) => {
+            metric::median_absolute_deviation::factory(request, r, ctx)?
         }
     };
     // a composite aggregation only runs at the top level

@@ -104,7 +104,7 @@ impl FiltersRequest {
 }
 
 /// Compiles a filter query into a weight for this shard.
-fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option<Arc<dyn Weight>>> {
+pub(crate) fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option<Arc<dyn Weight>>> {
     if matches!(query, QueryAst::MatchAll { .. }) {
         return Ok(None);
     }
@@ -125,14 +125,14 @@ fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option<Arc<dyn We
 }
 
 /// A filter's matches in the current segment, computed on first use.
-struct SegmentFilter {
+pub(crate) struct SegmentFilter {
     weight: Option<Arc<dyn Weight>>,
     matches: Option<BitSet>,
     reader: Option<SegmentReader>,
 }
 
 impl SegmentFilter {
-    fn new(weight: Option<Arc<dyn Weight>>) -> SegmentFilter {
+    pub(crate) fn new(weight: Option<Arc<dyn Weight>>) -> SegmentFilter {
         SegmentFilter {
             weight,
             matches: None,
@@ -140,13 +140,13 @@ impl SegmentFilter {
         }
     }
 
-    fn set_segment(&mut self, reader: &SegmentReader) {
+    pub(crate) fn set_segment(&mut self, reader: &SegmentReader) {
         self.matches = None;
         self.reader = Some(reader.clone());
     }
 
     #[inline]
-    fn contains(&mut self, doc: DocId) -> bool {
+    pub(crate) fn contains(&mut self, doc: DocId) -> bool {
         let Some(weight) = &self.weight else {
             return true;
         };
@@ -473,8 +473,10 @@ impl InternalFilters {
         request: &AggRequest,
         ctx: &mut RenderContext,
     ) -> Result<Map<String, Value>> {
-        let AggKind::Filters(filters) = &request.kind else {
-            return Err(Error::illegal_state("filters result for another request"));
+        let filters = match &request.kind {
+            AggKind::Filters(filters) => filters,
+            AggKind::AdjacencyMatrix(matrix) => return matrix.render(self, request, ctx),
+            _ => return Err(Error::illegal_state("filters result for another request")),
         };
         let mut rendered = Vec::with_capacity(self.buckets.len());
         for (i, bucket) in self.buckets.into_iter().enumerate() {
