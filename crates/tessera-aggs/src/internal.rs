@@ -246,7 +246,11 @@ impl InternalAgg {
             AggKind::DateRange(r) => {
                 InternalAgg::Range(InternalRange::empty(&r.range, &request.subs))
             }
-            AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global => {
+            AggKind::Filter(_)
+            | AggKind::Missing(_)
+            | AggKind::Global
+            | AggKind::Nested(_)
+            | AggKind::ReverseNested(_) => {
                 InternalAgg::SingleBucket(InternalSingleBucket::empty(&request.subs))
             }
             AggKind::Filters(f) => InternalAgg::Filters(InternalFilters::empty(f, &request.subs)),

@@ -53,6 +53,8 @@ pub enum AggKind {
     Filters(FiltersRequest),
     Missing(MissingRequest),
     Global,
+    Nested(crate::bucket::nested::NestedRequest),
+    ReverseNested(crate::bucket::nested::ReverseNestedRequest),
     /// min, max, sum, avg, stats, value_count.
     Metric(MetricRequest),
     ExtendedStats(ExtendedStatsRequest),
@@ -93,6 +95,8 @@ impl AggKind {
             AggKind::Filters(_) => "filters",
             AggKind::Missing(_) => "missing",
             AggKind::Global => "global",
+            AggKind::Nested(_) => "nested",
+            AggKind::ReverseNested(_) => "reverse_nested",
             AggKind::Metric(m) => m.kind.type_name(),
             AggKind::ExtendedStats(_) => "extended_stats",
             AggKind::WeightedAvg(_) => "weighted_avg",
@@ -135,7 +139,9 @@ impl AggKind {
             | AggKind::Filter(_)
             | AggKind::Filters(_)
             | AggKind::Missing(_)
-            | AggKind::Global => None,
+            | AggKind::Global
+            | AggKind::Nested(_)
+            | AggKind::ReverseNested(_) => None,
         }
     }
 
@@ -163,9 +169,7 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "matrix_stats",
     "median_absolute_deviation",
     "moving_avg",
-    "nested",
     "rare_terms",
-    "reverse_nested",
     "sampler",
     "scripted_metric",
     "significant_text",
@@ -366,6 +370,10 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
         "filter" => AggKind::Filter(FilterRequest::parse(body)?),
         "filters" => AggKind::Filters(FiltersRequest::parse(name, &object(body)?)?),
         "missing" => AggKind::Missing(MissingRequest::parse(&object(body)?)?),
+        "nested" => AggKind::Nested(crate::bucket::nested::NestedRequest::parse(name, body)?),
+        "reverse_nested" => AggKind::ReverseNested(
+            crate::bucket::nested::ReverseNestedRequest::parse(name, body)?,
+        ),
         "global" => {
             if let Some(key) = object(body)?.keys().next() {
                 return Err(unknown_field("global", key));

@@ -8,6 +8,7 @@ pub mod filter;
 pub mod histogram;
 pub mod missing;
 pub mod multi_terms;
+pub mod nested;
 pub mod order;
 pub mod range;
 pub mod range_histogram;
