@@ -262,7 +262,11 @@ impl InternalAgg {
             AggKind::IpRange(r) => InternalAgg::IpRange(InternalIpRange::empty(r, &request.subs)),
             AggKind::RareTerms(_) => InternalAgg::RareTerms(InternalRareTerms::empty()),
             AggKind::GeoGrid(_) => InternalAgg::GeoGrid(InternalGeoGrid::default()),
-            AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global => {
+            AggKind::Filter(_)
+            | AggKind::Missing(_)
+            | AggKind::Global
+            | AggKind::Nested(_)
+            | AggKind::ReverseNested(_) => {
                 InternalAgg::SingleBucket(InternalSingleBucket::empty(&request.subs))
             }
             AggKind::Filters(f) => InternalAgg::Filters(InternalFilters::empty(f, &request.subs)),

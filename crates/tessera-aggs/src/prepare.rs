@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use tantivy::{DocId, Searcher, SegmentReader};
-use tessera_common::Result;
+use tessera_common::{Error, Result};
 use tessera_mapping::FieldTable;
 
 use crate::bucket;
@@ -88,7 +88,9 @@ pub struct PreparedAggs {
     scored: bool,
 }
 
-fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
+/// `scope`: the nested path of the documents this aggregation collects (`None`: root
+/// documents), set by an enclosing `nested` or `reverse_nested` aggregation.
+fn prepare_one(request: &AggRequest, ctx: &AggContext, scope: Option<&str>) -> Result<Prepared> {
     let factory: Box<dyn Factory> = match &request.kind {
         AggKind::Terms(r) => bucket::terms::factory(request, r, ctx)?,
         AggKind::SignificantTerms(r) => bucket::significant_terms::factory(request, r, ctx)?,
@@ -107,7 +109,17 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
         AggKind::Filters(r) => bucket::filter::filters_factory(r, ctx)?,
         AggKind::AdjacencyMatrix(r) => bucket::adjacency_matrix::factory(r, ctx)?,
         AggKind::Missing(r) => bucket::missing::factory(request, r, ctx)?,
-        AggKind::Global => bucket::filter::global_factory(),
+        AggKind::Global => bucket::filter::global_factory(ctx),
+        AggKind::Nested(r) => bucket::nested::nested_factory(&request.name, r, ctx.table, scope)?,
+        AggKind::ReverseNested(r) => {
+            bucket::nested::reverse_nested_factory(&request.name, r, ctx.table, scope)?
+        }
+        // nested documents hold no `_source` of their own to show
+        AggKind::TopHits(_) if scope.is_some() => {
+            return Err(Error::not_supported(
+                "a [top_hits] aggregation under a [nested] aggregation",
+            ))
+        }
         AggKind::Metric(r) => metric::stats::factory(request, r, ctx)?,
         AggKind::ExtendedStats(r) => metric::extended_stats::factory(request, r, ctx)?,
         AggKind::WeightedAvg(r) => metric::weighted_avg::factory(request, r, ctx)?,
@@ -133,14 +145,25 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
     let subs = request
         .subs
         .iter()
-        .map(|sub| prepare_one(sub, ctx))
+        .map(|sub| {
+            let sub_scope = match &request.kind {
+                AggKind::Nested(n) => Some(n.path.as_str()),
+                AggKind::ReverseNested(r) => r.path.as_deref(),
+                _ => scope,
+            };
+            prepare_one(sub, ctx, sub_scope)
+        })
         .collect::<Result<Vec<_>>>()?;
     Ok(Prepared {
         name: request.name.clone(),
         factory,
         single_bucket: matches!(
             request.kind,
-            AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global
+            AggKind::Filter(_)
+                | AggKind::Missing(_)
+                | AggKind::Global
+                | AggKind::Nested(_)
+                | AggKind::ReverseNested(_)
         ),
         subs,
     })
@@ -174,7 +197,7 @@ impl PreparedAggs {
             requests: requests.to_vec(),
             tree: requests
                 .iter()
-                .map(|r| prepare_one(r, ctx))
+                .map(|r| prepare_one(r, ctx, None))
                 .collect::<Result<Vec<_>>>()?,
         })
     }

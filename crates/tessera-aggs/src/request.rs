@@ -65,6 +65,8 @@ pub enum AggKind {
     AdjacencyMatrix(AdjacencyMatrixRequest),
     Missing(MissingRequest),
     Global,
+    Nested(crate::bucket::nested::NestedRequest),
+    ReverseNested(crate::bucket::nested::ReverseNestedRequest),
     /// min, max, sum, avg, stats, value_count.
     Metric(MetricRequest),
     ExtendedStats(ExtendedStatsRequest),
@@ -111,6 +113,8 @@ impl AggKind {
             AggKind::AdjacencyMatrix(_) => "adjacency_matrix",
             AggKind::Missing(_) => "missing",
             AggKind::Global => "global",
+            AggKind::Nested(_) => "nested",
+            AggKind::ReverseNested(_) => "reverse_nested",
             AggKind::Metric(m) => m.kind.type_name(),
             AggKind::ExtendedStats(_) => "extended_stats",
             AggKind::WeightedAvg(_) => "weighted_avg",
@@ -160,7 +164,9 @@ impl AggKind {
             | AggKind::Filter(_)
             | AggKind::Filters(_)
             | AggKind::Missing(_)
-            | AggKind::Global => None,
+            | AggKind::Global
+            | AggKind::Nested(_)
+            | AggKind::ReverseNested(_) => None,
         }
     }
 
@@ -182,8 +188,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "diversified_sampler",
     "matrix_stats",
     "moving_avg",
-    "nested",
-    "reverse_nested",
     "sampler",
     "scripted_metric",
     "significant_text",
@@ -399,6 +403,10 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
             AggKind::AdjacencyMatrix(AdjacencyMatrixRequest::parse(name, &object(body)?)?)
         }
         "missing" => AggKind::Missing(MissingRequest::parse(&object(body)?)?),
+        "nested" => AggKind::Nested(crate::bucket::nested::NestedRequest::parse(name, body)?),
+        "reverse_nested" => AggKind::ReverseNested(
+            crate::bucket::nested::ReverseNestedRequest::parse(name, body)?,
+        ),
         "global" => {
             if let Some(key) = object(body)?.keys().next() {
                 return Err(unknown_field("global", key));

@@ -14,6 +14,7 @@ pub mod highlight;
 pub mod hits;
 pub mod messages;
 pub mod named_queries;
+pub mod nested_inner_hits;
 pub mod pinned;
 pub mod profile;
 pub mod query_phase;

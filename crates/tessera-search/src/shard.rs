@@ -486,6 +486,7 @@ impl LocalShard {
         let search = &request.search;
         let table = &snapshot.table;
         validate_sort(table, &meta.name, &search.sort)?;
+        crate::nested_inner_hits::collect(&search.query)?;
         crate::fetch::validate_docvalue_fields(table, &search.docvalue_fields)?;
         crate::source_fields::validate_fields(table, &search.fields)?;
         let default_fields = meta.default_fields();
@@ -501,6 +502,7 @@ impl LocalShard {
             now_millis: request.now_millis,
             max_terms_count,
             clauses: Default::default(),
+            nested_scope: Default::default(),
         };
         let mut query = compile(&search.query, &ctx)?;
         // what this shard reads of one slice of a sliced scroll or PIT
@@ -509,6 +511,10 @@ impl LocalShard {
             .map(|spec| shard_slice(spec, request.shard_index, request.total_shards))
             .unwrap_or(ShardSlice::All);
         query = slice_query(query, slice, table);
+        // an index with nested fields: only root documents are hits, counted, aggregated
+        if let Some(markers) = table.meta.nested {
+            query = Box::new(tessera_query::nested::RootDocsQuery::new(query, markers));
+        }
         // with aggregations, the post_filter only limits hits: it gets a weight of its own
         let mut separate_post_filter = None;
         if let Some(post_filter) = &search.post_filter {
@@ -607,7 +613,8 @@ impl LocalShard {
         // plan's decision (`collect_plan`), per segment part
         // a slice of a sliced scroll is a query of its own: the query's column shortcuts
         // (which count every match of the query) do not apply
-        let filter = match slice != ShardSlice::All {
+        // nor do they when child documents must be told from root ones (nested fields)
+        let filter = match slice != ShardSlice::All || table.meta.nested.is_some() {
             true => Ok(None),
             false => tessera_query::compile::column_filter(&search.query, &ctx),
         };
@@ -804,13 +811,26 @@ impl LocalShard {
                 .parse()
                 .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT),
             clauses: Default::default(),
+            nested_scope: Default::default(),
         };
         let highlight_terms = match (&spec.highlight, &spec.query) {
             (Some(_), Some(query)) => tessera_query::highlight_terms::highlight_terms(query, &ctx)?,
             _ => Vec::new(),
         };
         let named = named_weights(&search.named_queries, snapshot, &ctx)?;
-        let fetched = fetch_docs(snapshot, docs, &spec, weight, &highlight_terms, &named)?;
+        let mut fetched = fetch_docs(snapshot, docs, &spec, weight, &highlight_terms, &named)?;
+        if !spec.nested_inner_hits.is_empty() {
+            for (doc, &(segment_ord, doc_id)) in fetched.iter_mut().zip(docs) {
+                ctx.clauses.reset();
+                doc.inner_hits = Some(crate::nested_inner_hits::inner_hits(
+                    snapshot,
+                    &ctx,
+                    &meta.name,
+                    tantivy::DocAddress::new(segment_ord, doc_id),
+                    &spec.nested_inner_hits,
+                )?);
+            }
+        }
         if let Ok(shard) = self.index.shard(self.shard_id) {
             shard.stats.record_fetch(started.elapsed());
         }

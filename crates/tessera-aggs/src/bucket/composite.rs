@@ -469,6 +469,8 @@ pub(crate) fn parent_error(parent: &AggKind) -> Error {
         AggKind::Filters(_) => "FiltersAggregatorFactory".to_string(),
         AggKind::Missing(_) => "MissingAggregatorFactory".to_string(),
         AggKind::Global => "GlobalAggregatorFactory".to_string(),
+        AggKind::Nested(_) => "NestedAggregatorFactory".to_string(),
+        AggKind::ReverseNested(_) => "ReverseNestedAggregatorFactory".to_string(),
         AggKind::Composite(_) => "CompositeAggregationFactory".to_string(),
         other => format!("{}AggregatorFactory", other.type_name()),
     };

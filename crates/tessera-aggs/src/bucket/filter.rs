@@ -116,6 +116,7 @@ pub(crate) fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option
         now_millis: ctx.now_millis,
         max_terms_count: ctx.max_terms_count,
         clauses: Default::default(),
+        nested_scope: Default::default(),
     };
     let compiled = compile(query, &compile_ctx)?;
     let weight = compiled
@@ -227,31 +228,55 @@ impl Collector for FilterCollector {
 
 // ---- global ----
 
-struct GlobalFactory;
+/// `nested`: the markers of an index with nested fields, whose child documents `global`
+/// leaves out as every search does.
+struct GlobalFactory {
+    nested: Option<tessera_mapping::NestedMarkers>,
+}
 
-pub fn global_factory() -> Box<dyn Factory> {
-    Box::new(GlobalFactory)
+pub fn global_factory(ctx: &AggContext) -> Box<dyn Factory> {
+    Box::new(GlobalFactory {
+        nested: ctx.table.meta.nested,
+    })
 }
 
 impl Factory for GlobalFactory {
     fn collector(&self, subs: SubCollectors, _single_parent: bool) -> Result<Box<dyn Collector>> {
-        Ok(Box::new(GlobalCollector { doc_count: 0, subs }))
+        Ok(Box::new(GlobalCollector {
+            doc_count: 0,
+            subs,
+            nested: self.nested,
+        }))
     }
 }
 
 struct GlobalCollector {
     doc_count: u64,
     subs: SubCollectors,
+    nested: Option<tessera_mapping::NestedMarkers>,
 }
 
 impl Collector for GlobalCollector {
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
         self.subs.set_segment(segment)?;
         let alive = segment.reader.alive_bitset();
+        let roots = match self.nested {
+            Some(markers) => Some(
+                tessera_query::nested::level_bits(
+                    segment.reader,
+                    markers,
+                    &tessera_query::nested::Level::Root,
+                )
+                .map_err(|e| Error::internal("read the root documents", e))?,
+            ),
+            None => None,
+        };
         let mut block = Vec::with_capacity(1024);
         let end = segment.docs.end.min(segment.reader.max_doc());
         for doc in segment.docs.start..end {
-            if alive.is_none_or(|a| a.is_alive(doc)) {
+            if alive.is_none_or(|a| a.is_alive(doc))
+                && roots.as_ref().is_none_or(|r| r.contains(doc))
+            {
                 block.push(doc);
                 if block.len() == block.capacity() {
                     self.doc_count += block.len() as u64;

@@ -12,6 +12,7 @@ pub mod histogram;
 pub mod ip_range;
 pub mod missing;
 pub mod multi_terms;
+pub mod nested;
 pub mod order;
 pub mod range;
 pub mod range_histogram;

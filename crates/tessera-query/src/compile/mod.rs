@@ -63,9 +63,22 @@ pub struct CompileContext<'a> {
     /// Boolean clauses built so far for this query (see [`max_clause_count`]); start with
     /// `Default::default()`.
     pub clauses: ClauseCount,
+    /// The nested path of the `nested` query being compiled (`None`: the root documents);
+    /// start with `Default::default()`.
+    pub nested_scope: NestedScope,
 }
 
+/// Where a `nested` query sits: the path of the enclosing `nested` query, whose documents are
+/// the parents a `nested` query inside it joins to (the root documents at the top level).
+#[derive(Debug, Default)]
+pub struct NestedScope(std::cell::RefCell<Option<String>>);
+
 impl CompileContext<'_> {
+    /// Sets the nested path the queries compiled next sit in, answering the previous one.
+    pub fn nested_scope_replace(&self, scope: Option<String>) -> Option<String> {
+        self.nested_scope.0.replace(scope)
+    }
+
     pub(crate) fn error(&self, reason: impl Into<String>) -> Error {
         Error::query_shard(self.index, reason)
     }
@@ -227,6 +240,45 @@ fn metadata_query(ast: &QueryAst, ctx: &CompileContext) -> Option<Result<Box<dyn
         }
         _ => return None,
     })
+}
+
+/// `nested`: the query on the children of `path`, joined to their parents at the level the
+/// query sits in.
+fn nested_query(
+    ctx: &CompileContext,
+    query: &crate::ast::NestedQueryAst,
+) -> Result<Box<dyn Query>> {
+    use crate::nested::{Level, NestedQuery};
+    let path = query.path.as_str();
+    let (Some(_), Some(markers)) = (ctx.table.nested_path(path), ctx.table.meta.nested) else {
+        if query.ignore_unmapped {
+            return Ok(match_none());
+        }
+        let is_object = ctx.table.leaves().any(|leaf| {
+            leaf.path.len() > path.len()
+                && leaf.path.starts_with(path)
+                && leaf.path.as_bytes()[path.len()] == b'.'
+        });
+        let reason = if is_object {
+            format!("[nested] nested object under path [{path}] is not of nested type")
+        } else {
+            format!("[nested] failed to find nested object under path [{path}]")
+        };
+        return Err(ctx
+            .error(format!("failed to create query: {reason}"))
+            .caused_by(Error::illegal_state(reason)));
+    };
+    let parent = ctx.nested_scope_replace(Some(path.to_string()));
+    let child = compile(&query.query, ctx);
+    ctx.nested_scope_replace(parent.clone());
+    let joined = NestedQuery::new(
+        child?,
+        markers,
+        path.to_string(),
+        Level::of(parent.as_deref()),
+        query.score_mode,
+    );
+    Ok(boosted(Box::new(joined), query.boost))
 }
 
 /// Compiles `ast` for the shard described by `ctx`.
@@ -395,6 +447,7 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
             Ok(boosted(Box::new(query), *boost))
         }
         QueryAst::Knn(query) => knn::knn(ctx, query),
+        QueryAst::Nested(query) => nested_query(ctx, query),
         QueryAst::FunctionScore(query) => {
             Ok(boosted(function_score::compile(ctx, query)?, query.boost))
         }
