@@ -191,11 +191,14 @@ fn compute_level(
 
 // ---- root documents only ----
 
-/// `inner`, limited to root documents: the top-level query of an index with nested fields.
+/// `inner`, limited to root documents: the top-level query of an index with nested fields
+/// (or, [`RootDocsQuery::at`], to the documents of one level: a `match_all` inside a `nested`
+/// query means the path's children).
 #[derive(Debug)]
 pub struct RootDocsQuery {
     inner: Box<dyn Query>,
     markers: NestedMarkers,
+    level: Level,
 }
 
 impl Clone for RootDocsQuery {
@@ -203,13 +206,23 @@ impl Clone for RootDocsQuery {
         RootDocsQuery {
             inner: self.inner.box_clone(),
             markers: self.markers,
+            level: self.level.clone(),
         }
     }
 }
 
 impl RootDocsQuery {
     pub fn new(inner: Box<dyn Query>, markers: NestedMarkers) -> RootDocsQuery {
-        RootDocsQuery { inner, markers }
+        Self::at(inner, markers, Level::Root)
+    }
+
+    /// `inner`, limited to the documents of `level`.
+    pub fn at(inner: Box<dyn Query>, markers: NestedMarkers, level: Level) -> RootDocsQuery {
+        RootDocsQuery {
+            inner,
+            markers,
+            level,
+        }
     }
 }
 
@@ -218,6 +231,7 @@ impl Query for RootDocsQuery {
         Ok(Box::new(RootDocsWeight {
             inner: self.inner.weight(enable_scoring)?,
             markers: self.markers,
+            level: self.level.clone(),
         }))
     }
 
@@ -229,11 +243,12 @@ impl Query for RootDocsQuery {
 struct RootDocsWeight {
     inner: Box<dyn Weight>,
     markers: NestedMarkers,
+    level: Level,
 }
 
 impl Weight for RootDocsWeight {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
-        let roots = level_bits(reader, self.markers, &Level::Root)?;
+        let roots = level_bits(reader, self.markers, &self.level)?;
         let mut scorer = FilteredScorer {
             inner: self.inner.scorer(reader, boost)?,
             keep: roots,

@@ -290,7 +290,22 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
         return query;
     }
     match ast {
-        QueryAst::MatchAll { boost } => Ok(constant(Box::new(AllQuery), *boost)),
+        QueryAst::MatchAll { boost } => {
+            // inside a `nested` query every document means every child of the path, so that
+            // what scores them (a function_score's functions) never sees another document
+            let scope = ctx.nested_scope.0.borrow().clone();
+            match (scope, ctx.table.meta.nested) {
+                (Some(path), Some(markers)) => Ok(constant(
+                    Box::new(crate::nested::RootDocsQuery::at(
+                        Box::new(AllQuery),
+                        markers,
+                        crate::nested::Level::Path(path),
+                    )),
+                    *boost,
+                )),
+                _ => Ok(constant(Box::new(AllQuery), *boost)),
+            }
+        }
         QueryAst::MatchNone => Ok(match_none()),
         QueryAst::Term {
             field,

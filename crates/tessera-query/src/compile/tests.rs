@@ -657,7 +657,10 @@ fn nested_query_joins_children_to_parents_with_each_score_mode() {
         expected(&[("1", 6.0), ("4", 6.0), ("2", 3.0)])
     );
     assert_eq!(scores("max")[0], ("1".into(), 5.0));
-    assert_eq!(scores("min")[0], ("4".into(), 2.0));
+    assert_eq!(
+        scores("min"),
+        expected(&[("2", 3.0), ("4", 2.0), ("1", 1.0)])
+    );
     assert!(scores("none").iter().all(|(_, s)| *s == 0.0));
     // conjunctions seek the join: a parent must have one child matching both conditions
     let both = json!({"bool": {"must": [
