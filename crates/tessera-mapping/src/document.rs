@@ -457,10 +457,14 @@ impl<'a> Walker<'a> {
         }
         let parts: Vec<&str> = path.split('.').collect();
         let mut node = &mut self.updates;
-        for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
+        // the mapping's objects along the path, one level per part: `Mapping::field` tries
+        // every split of a dotted path and is exponential in the depth of an unmapped one
+        let mut mapped = Some(&self.mapping.properties);
+        for part in &parts[..parts.len() - 1] {
             // an enclosing field the mapping has keeps its type (a nested one stays nested)
-            let enclosing = parts[..=i].join(".");
-            let kind = match self.mapping.field(&enclosing) {
+            let existing = mapped.and_then(|props| props.get(*part));
+            mapped = existing.map(|field| &field.properties);
+            let kind = match existing {
                 Some(existing) if existing.field_type == FieldType::Nested => FieldType::Nested,
                 _ => FieldType::Object,
             };
