@@ -15,7 +15,7 @@ use tantivy::DocId;
 use tessera_common::{Error, Result};
 
 use crate::bucket::histogram::bucket_list;
-use crate::bucket::range::{RangeBucket, RangeTally};
+use crate::bucket::range::{reduce_buckets, RangeBucket, RangeTally};
 use crate::bucket::token;
 use crate::collector::{Collector, SegmentContext, SubCollectors};
 use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext};
@@ -317,30 +317,12 @@ impl InternalIpRange {
 
     pub fn reduce(parts: Vec<InternalIpRange>, request: &AggRequest) -> Result<InternalIpRange> {
         let ranges = request_of(request)?.ranges.clone();
-        let n = ranges.len();
-        let mut counts = vec![0u64; n];
-        let mut subs: Vec<Vec<InternalAggregations>> = vec![Vec::new(); n];
-        for part in parts {
-            if part.buckets.len() != n {
-                return Err(Error::illegal_state(
-                    "ip_range results with different bucket counts",
-                ));
-            }
-            for (i, bucket) in part.buckets.into_iter().enumerate() {
-                counts[i] += bucket.doc_count;
-                subs[i].push(bucket.subs);
-            }
-        }
-        let buckets = counts
-            .into_iter()
-            .zip(subs)
-            .map(|(doc_count, parts)| {
-                Ok(RangeBucket {
-                    doc_count,
-                    subs: InternalAggregations::reduce(parts, &request.subs)?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let buckets = reduce_buckets(
+            parts.into_iter().map(|p| p.buckets),
+            ranges.len(),
+            "ip_range",
+            request,
+        )?;
         Ok(InternalIpRange { buckets, ranges })
     }
 

@@ -405,6 +405,40 @@ impl Collector for RangeCollector {
 
 // ---- intermediate result ----
 
+/// The buckets of `n` ranges summed over partial results (one bucket list per part, in the
+/// same range order), their sub-aggregations reduced; `agg` names the aggregation in the
+/// error for parts of different lengths.
+pub(crate) fn reduce_buckets(
+    parts: impl IntoIterator<Item = Vec<RangeBucket>>,
+    n: usize,
+    agg: &str,
+    request: &AggRequest,
+) -> Result<Vec<RangeBucket>> {
+    let mut counts = vec![0u64; n];
+    let mut subs: Vec<Vec<InternalAggregations>> = vec![Vec::new(); n];
+    for buckets in parts {
+        if buckets.len() != n {
+            return Err(Error::illegal_state(format!(
+                "{agg} results with different bucket counts"
+            )));
+        }
+        for (i, bucket) in buckets.into_iter().enumerate() {
+            counts[i] += bucket.doc_count;
+            subs[i].push(bucket.subs);
+        }
+    }
+    counts
+        .into_iter()
+        .zip(subs)
+        .map(|(doc_count, parts)| {
+            Ok(RangeBucket {
+                doc_count,
+                subs: InternalAggregations::reduce(parts, &request.subs)?,
+            })
+        })
+        .collect()
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RangeBucket {
     pub doc_count: u64,
@@ -461,30 +495,12 @@ impl InternalRange {
             .find(|p| p.ranges.iter().all(|r| !r.from.is_nan() && !r.to.is_nan()))
             .map(|p| p.ranges.clone())
             .unwrap_or_else(|| parts[0].ranges.clone());
-        let n = ranges.len();
-        let mut counts = vec![0u64; n];
-        let mut subs: Vec<Vec<InternalAggregations>> = vec![Vec::new(); n];
-        for part in parts {
-            if part.buckets.len() != n {
-                return Err(Error::illegal_state(
-                    "range results with different bucket counts",
-                ));
-            }
-            for (i, bucket) in part.buckets.into_iter().enumerate() {
-                counts[i] += bucket.doc_count;
-                subs[i].push(bucket.subs);
-            }
-        }
-        let buckets = counts
-            .into_iter()
-            .zip(subs)
-            .map(|(doc_count, parts)| {
-                Ok(RangeBucket {
-                    doc_count,
-                    subs: InternalAggregations::reduce(parts, &request.subs)?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let buckets = reduce_buckets(
+            parts.into_iter().map(|p| p.buckets),
+            ranges.len(),
+            "range",
+            request,
+        )?;
         Ok(InternalRange {
             buckets,
             format,
