@@ -1085,21 +1085,12 @@ fn lookup<'a>(props: &'a BTreeMap<String, FieldMapping>, path: &str) -> Option<&
     if let Some(field) = props.get(path) {
         return Some(field);
     }
-    // try every split point: `a.b.c` may be object a → b.c, or leaf a.b with multi-field c
-    let mut split = path.len();
-    while let Some(dot) = path[..split].rfind('.') {
-        let (head, rest) = (&path[..dot], &path[dot + 1..]);
-        if let Some(field) = lookup(props, head) {
-            if let Some(found) = lookup(&field.properties, rest) {
-                return Some(found);
-            }
-            if let Some(sub) = field.fields.get(rest) {
-                return Some(sub);
-            }
-        }
-        split = dot;
-    }
-    None
+    // names in `properties` never hold a dot (`parse_properties` expands `a.b` into objects), so
+    // `a.b.c` is object a → `b.c`, or leaf a with multi-field `b.c`: one level per part, linear
+    // in the depth of the path
+    let (head, rest) = path.split_once('.')?;
+    let field = props.get(head)?;
+    lookup(&field.properties, rest).or_else(|| field.fields.get(rest))
 }
 
 fn collect_leaves<'a>(
@@ -1427,5 +1418,26 @@ mod tests {
         assert!(mapping.check_limits(1000, 2).is_err());
         assert!(mapping.check_limits(2, 20).is_err());
         mapping.check_limits(1000, 20).unwrap();
+    }
+
+    #[test]
+    fn lookup_of_deep_paths_walks_one_level_per_part() {
+        // 80 levels: trying every split of the path at every level would never finish
+        let depth = 80;
+        let mut definition = json!({"type": "keyword", "fields": {"raw": {"type": "keyword"}}});
+        for _ in 0..depth {
+            definition = json!({"properties": {"o": definition}});
+        }
+        let mapping = Mapping::parse(&json!({"properties": {"o": definition}})).unwrap();
+        let leaf = vec!["o"; depth + 1].join(".");
+        assert_eq!(mapping.field(&leaf).unwrap().field_type, FieldType::Keyword);
+        assert!(
+            mapping.field(&format!("{leaf}.raw")).is_some(),
+            "a multi-field"
+        );
+        assert!(mapping.field(&format!("{leaf}.nope")).is_none());
+        assert!(mapping
+            .field(&format!("{}.x.o.o", vec!["o"; depth].join(".")))
+            .is_none());
     }
 }
