@@ -58,7 +58,7 @@ pub enum SortField {
         unmapped_type: Option<String>,
         format: Option<String>,
         /// `nested`: the value comes from the nested objects of a path.
-        nested: Option<NestedSort>,
+        nested: Option<Box<NestedSort>>,
     },
 }
 
@@ -215,7 +215,7 @@ pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
                                     }
                                     ("numeric_type", _) => {}
                                     ("nested", SortField::Field { nested, .. }) => {
-                                        *nested = parse_nested_sort(v)?
+                                        *nested = parse_nested_sort(v)?.map(Box::new)
                                     }
                                     // the older form of `nested.path` and `nested.filter`
                                     ("nested_path", SortField::Field { nested, .. }) => {
@@ -223,11 +223,11 @@ pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
                                         match nested {
                                             Some(n) => n.path = path,
                                             None => {
-                                                *nested = Some(NestedSort {
+                                                *nested = Some(Box::new(NestedSort {
                                                     path,
                                                     filter: None,
                                                     max_children: None,
-                                                })
+                                                }))
                                             }
                                         }
                                     }
@@ -236,11 +236,11 @@ pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
                                         match nested {
                                             Some(n) => n.filter = filter,
                                             None => {
-                                                *nested = Some(NestedSort {
+                                                *nested = Some(Box::new(NestedSort {
                                                     path: String::new(),
                                                     filter,
                                                     max_children: None,
-                                                })
+                                                }))
                                             }
                                         }
                                     }
