@@ -21,7 +21,7 @@ fn fixture(mapping: Value, docs: &[(&str, Value)]) -> Fixture {
     let (table, _) = FieldTable::build(&mapping, None).unwrap();
     let index = Index::builder()
         .schema(table.schema().clone())
-        .register_plugin(std::sync::Arc::new(tessera_knn::segment::KnnPlugin))
+        .register_plugin(std::sync::Arc::new(tessera_knn::segment::KnnPlugin::default()))
         .create_in_ram()
         .unwrap();
     tessera_mapping::analysis::register_analyzers(&index);
@@ -50,6 +50,7 @@ impl Fixture {
             now_millis: NOW,
             max_terms_count: DEFAULT_MAX_TERMS_COUNT,
             clauses: Default::default(),
+            knn: Default::default(),
         };
         let compiled = compile(&ast, &ctx).unwrap();
         let top = searcher
@@ -89,6 +90,7 @@ impl Fixture {
             now_millis: NOW,
             max_terms_count: DEFAULT_MAX_TERMS_COUNT,
             clauses: Default::default(),
+            knn: Default::default(),
         };
         compile(&ast, &ctx).expect_err("expected an error")
     }
@@ -583,6 +585,7 @@ fn knn_is_the_shards_top_k_with_opensearch_scores_and_errors() {
         now_millis: NOW,
         max_terms_count: DEFAULT_MAX_TERMS_COUNT,
         clauses: Default::default(),
+        knn: Default::default(),
     };
     let error = |query: Value| compile(&parse_query(&query).unwrap(), &ctx).err().unwrap();
     let e = error(json!({"knn": {"tag": {"vector": [0, 0], "k": 1}}}));
