@@ -20,8 +20,9 @@
 //! Slices (concurrent segment search): the segments are spread over the slices by their
 //! estimated cost ([`segment_cost`]: a graph walk ≈ ef·M·log n distance computations, exact
 //! ≈ c, each times dim), largest first, and the slices share the k-th best distance found so
-//! far ([`SharedBound`]) so that later walks stop earlier. The shard's hits are sorted by
-//! (distance, segment, doc) whatever the slicing.
+//! far ([`SharedBound`]) to drop hits that cannot reach the shard's top k. Nothing a slice does
+//! changes another's walk, so the shard's hits, sorted by (distance, segment, doc), are the
+//! same for any slicing (a property test).
 
 use std::sync::Arc;
 
@@ -180,7 +181,6 @@ pub fn search_segment(
                     let mut request = SearchRequest::new(&search.vector, k, search.ef_search);
                     request.filter = filter;
                     request.visit_budget = accepted.map(|(_, count)| *count);
-                    request.bound = Some(bound);
                     let outcome = graph.search(vectors, &request);
                     crate::stats::STATS.graph_searched();
                     if outcome.budget_exhausted || outcome.hits.len() < k {
@@ -210,8 +210,14 @@ pub fn search_segment(
             bound.offer(last.1);
         }
     }
+    // k hits at most this far exist: a farther one cannot reach the shard's top k (ties can)
+    let cut = match search.limit {
+        Limit::TopK(_) => bound.get(),
+        Limit::Within(_) => f32::INFINITY,
+    };
     Ok(hits
         .into_iter()
+        .take_while(|&(_, d)| d <= cut)
         .map(|(ord, d)| (vectors.doc(ord), d))
         .collect())
 }
