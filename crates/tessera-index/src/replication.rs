@@ -1116,6 +1116,7 @@ mod tests {
                 id: id.to_string(),
                 auto_id: false,
                 doc,
+                nested: Vec::new(),
                 source: Bytes::from(serde_json::to_vec(source).unwrap()),
                 routing: None,
             };
@@ -1337,6 +1338,7 @@ mod tests {
             id: "x".into(),
             auto_id: false,
             doc,
+            nested: Vec::new(),
             source: Bytes::from_static(br#"{"n":1}"#),
             routing: None,
         };

@@ -227,16 +227,17 @@ impl WriteState {
 
     /// Indexes a logged operation again (translog replay), without validating it anew.
     fn replay(&mut self, mapping: &Mapping, op: Operation) -> Result<()> {
-        let id_term = Term::from_field_text(self.table.meta.id, &op.id);
-        self.queue(UserOperation::Delete(id_term), 0)?;
+        for term in block_terms(&self.table, &op.id) {
+            self.queue(UserOperation::Delete(term), 0)?;
+        }
         if op.kind == OpKind::Index {
             let table = self.table.clone();
-            let doc = match tessera_mapping::Json::parse(&op.source) {
+            let (nested, doc) = match tessera_mapping::Json::parse(&op.source) {
                 Ok(source) => {
                     tessera_mapping::parse_document_for_replay(mapping, &table, &op.id, &source)
                 }
                 // a source that no longer parses is still the acknowledged document
-                Err(_) => TantivyDocument::new(),
+                Err(_) => (Vec::new(), TantivyDocument::new()),
             };
             let version = DocVersion {
                 version: op.version,
@@ -251,7 +252,7 @@ impl WriteState {
                 op.routing.as_deref(),
                 &op.source,
             );
-            self.queue(UserOperation::Add(doc), op.source.len())?;
+            self.queue_block(nested, doc, op.source.len())?;
         }
         self.next_seq_no = self.next_seq_no.max(op.seq_no + 1);
         self.dirty = true;
@@ -266,6 +267,23 @@ impl WriteState {
             self.send_pending()?;
         }
         Ok(())
+    }
+
+    /// Queues a document with its nested children (children first), sending the group only
+    /// after the whole block: one writer batch lands in one segment, contiguous.
+    fn queue_block(
+        &mut self,
+        nested: Vec<TantivyDocument>,
+        doc: TantivyDocument,
+        bytes: usize,
+    ) -> Result<()> {
+        if nested.is_empty() {
+            return self.queue(UserOperation::Add(doc), bytes);
+        }
+        for child in nested {
+            self.pending.push((UserOperation::Add(child), 0));
+        }
+        self.queue(UserOperation::Add(doc), bytes)
     }
 
     /// Hands the queued writes to the writer, in order.
@@ -1278,6 +1296,16 @@ pub fn plan_merge_groups(
         .collect()
 }
 
+/// The terms that delete document `id` with the whole of its block: its `_id`, and in shards
+/// with nested fields, its children's parent id.
+pub(crate) fn block_terms(table: &FieldTable, id: &str) -> impl Iterator<Item = Term> {
+    let children = table
+        .meta
+        .nested
+        .map(|markers| Term::from_field_text(markers.parent_id, id));
+    std::iter::once(Term::from_field_text(table.meta.id, id)).chain(children)
+}
+
 /// Adds the metadata fields every indexed document carries.
 pub(crate) fn with_meta_fields(
     mut doc: TantivyDocument,
@@ -1395,6 +1423,9 @@ pub struct PreparedDoc {
     /// True for ids Tessera generated: no previous version can exist.
     pub auto_id: bool,
     pub doc: TantivyDocument,
+    /// Its nested objects' child documents, indexed just before it in the same writer
+    /// batch (so that the block stays whole in one segment).
+    pub nested: Vec<TantivyDocument>,
     pub source: Bytes,
     pub routing: Option<String>,
 }
@@ -1581,12 +1612,12 @@ impl WriteBatch<'_> {
         let queued = if prepared.auto_id {
             Ok(())
         } else {
-            let id = Term::from_field_text(table.meta.id, &prepared.id);
-            self.state.queue(UserOperation::Delete(id), 0)
+            block_terms(&table, &prepared.id)
+                .try_for_each(|term| self.state.queue(UserOperation::Delete(term), 0))
         }
         .and_then(|_| {
             self.state
-                .queue(UserOperation::Add(doc), prepared.source.len())
+                .queue_block(prepared.nested, doc, prepared.source.len())
         });
         queued.map_err(|e| self.failed(e))?;
         if prepared.auto_id {
@@ -1641,8 +1672,8 @@ impl WriteBatch<'_> {
             source: Bytes::new(),
         })?;
         if current.is_some() {
-            let term = Term::from_field_text(table.meta.id, id);
-            let queued = self.state.queue(UserOperation::Delete(term), 0);
+            let queued = block_terms(&table, id)
+                .try_for_each(|term| self.state.queue(UserOperation::Delete(term), 0));
             queued.map_err(|e| self.failed(e))?;
         }
         self.state.live.insert(
@@ -1756,6 +1787,7 @@ mod tests {
             id: id.to_string(),
             auto_id: false,
             doc,
+            nested: Vec::new(),
             source: Bytes::from(serde_json::to_vec(&source).unwrap()),
             routing: None,
         }
@@ -2045,6 +2077,7 @@ mod tests {
                     id: "new".into(),
                     auto_id: false,
                     doc,
+                    nested: Vec::new(),
                     source: Bytes::from_static(b"{}"),
                     routing: None,
                 },

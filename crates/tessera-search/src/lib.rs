@@ -15,6 +15,7 @@ pub mod hits;
 pub mod knn_slices;
 pub mod messages;
 pub mod named_queries;
+pub mod nested_inner_hits;
 pub mod pinned;
 pub mod profile;
 pub mod query_phase;

@@ -500,6 +500,7 @@ impl LocalShard {
         let search = &request.search;
         let table = &snapshot.table;
         validate_sort(table, &meta.name, &search.sort)?;
+        crate::nested_inner_hits::collect(&search.query)?;
         crate::fetch::validate_docvalue_fields(table, &search.docvalue_fields)?;
         crate::source_fields::validate_fields(table, &search.fields)?;
         let default_fields = meta.default_fields();
@@ -526,6 +527,7 @@ impl LocalShard {
                 ef_search: knn_ef_search(&meta),
                 slices: Some(&knn_slices),
             },
+            nested_scope: Default::default(),
         };
         let mut query = compile(&search.query, &ctx)?;
         // what this shard reads of one slice of a sliced scroll or PIT
@@ -534,6 +536,10 @@ impl LocalShard {
             .map(|spec| shard_slice(spec, request.shard_index, request.total_shards))
             .unwrap_or(ShardSlice::All);
         query = slice_query(query, slice, table);
+        // an index with nested fields: only root documents are hits, counted, aggregated
+        if let Some(markers) = table.meta.nested {
+            query = Box::new(tessera_query::nested::RootDocsQuery::new(query, markers));
+        }
         // with aggregations, the post_filter only limits hits: it gets a weight of its own
         let mut separate_post_filter = None;
         if let Some(post_filter) = &search.post_filter {
@@ -632,7 +638,8 @@ impl LocalShard {
         // plan's decision (`collect_plan`), per segment part
         // a slice of a sliced scroll is a query of its own: the query's column shortcuts
         // (which count every match of the query) do not apply
-        let filter = match slice != ShardSlice::All {
+        // nor do they when child documents must be told from root ones (nested fields)
+        let filter = match slice != ShardSlice::All || table.meta.nested.is_some() {
             true => Ok(None),
             false => tessera_query::compile::column_filter(&search.query, &ctx),
         };
@@ -833,13 +840,26 @@ impl LocalShard {
                 ef_search: knn_ef_search(&meta),
                 slices: None,
             },
+            nested_scope: Default::default(),
         };
         let highlight_terms = match (&spec.highlight, &spec.query) {
             (Some(_), Some(query)) => tessera_query::highlight_terms::highlight_terms(query, &ctx)?,
             _ => Vec::new(),
         };
         let named = named_weights(&search.named_queries, snapshot, &ctx)?;
-        let fetched = fetch_docs(snapshot, docs, &spec, weight, &highlight_terms, &named)?;
+        let mut fetched = fetch_docs(snapshot, docs, &spec, weight, &highlight_terms, &named)?;
+        if !spec.nested_inner_hits.is_empty() {
+            for (doc, &(segment_ord, doc_id)) in fetched.iter_mut().zip(docs) {
+                ctx.clauses.reset();
+                doc.inner_hits = Some(crate::nested_inner_hits::inner_hits(
+                    snapshot,
+                    &ctx,
+                    &meta.name,
+                    tantivy::DocAddress::new(segment_ord, doc_id),
+                    &spec.nested_inner_hits,
+                )?);
+            }
+        }
         if let Ok(shard) = self.index.shard(self.shard_id) {
             shard.stats.record_fetch(started.elapsed());
         }
