@@ -529,6 +529,14 @@ fn discard_translog(shard_path: &Path) -> Result<()> {
     }
 }
 
+/// `index.knn.advanced.approximate_threshold` (validated when set).
+fn knn_threshold(metadata: &IndexMetadata) -> i64 {
+    metadata
+        .setting("index.knn.advanced.approximate_threshold")
+        .parse()
+        .unwrap_or(tessera_knn::segment_graph::DEFAULT_APPROXIMATE_THRESHOLD)
+}
+
 fn shard_config(metadata: &IndexMetadata, resources: &NodeResources) -> ShardConfig {
     let threads = resources.indexing_threads.max(1);
     let per_shard = resources.indexing_buffer_bytes / metadata.number_of_shards.max(1) as usize;
@@ -539,6 +547,7 @@ fn shard_config(metadata: &IndexMetadata, resources: &NodeResources) -> ShardCon
         merge_threads: resources.merge_threads,
         merges: metadata.setting("index.merge.enabled") != "false",
         verify_checksums: metadata.setting("index.shard.check_on_startup") != "false",
+        knn_threshold: knn_threshold(metadata),
     }
 }
 
@@ -741,6 +750,7 @@ impl IndexService {
         if let ShardSlot::Started(shard) = &slot {
             // settings may have changed while it opened
             shard.set_durability(self.metadata().durability());
+            shard.set_knn_threshold(knn_threshold(&self.metadata()));
         }
         self.listen(id, &slot);
         self.shards.write().unwrap()[id as usize] = slot.clone();
@@ -1023,6 +1033,7 @@ impl IndexService {
                     eprintln!("[{}][{shard_id}] shard recovered", metadata.name);
                     // settings may have changed while it opened
                     shard.set_durability(self.metadata().durability());
+                    shard.set_knn_threshold(knn_threshold(&self.metadata()));
                     started += 1;
                 }
                 slot
@@ -1116,9 +1127,11 @@ impl IndexService {
     fn install(&self, next: IndexMetadata) -> Result<()> {
         persist(&self.path, &next)?;
         let durability = next.durability();
+        let threshold = knn_threshold(&next);
         *self.metadata.write().unwrap() = Arc::new(next);
         for shard in self.shards() {
             shard.set_durability(durability);
+            shard.set_knn_threshold(threshold);
         }
         Ok(())
     }

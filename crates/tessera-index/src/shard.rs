@@ -10,7 +10,7 @@ use crate::sorted_columns::SortedColumns;
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv6Addr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Instant;
 
@@ -67,6 +67,9 @@ pub struct ShardConfig {
     /// `index.shard.check_on_startup` other than `false`: verify every segment file's checksum
     /// when the shard opens.
     pub verify_checksums: bool,
+    /// `index.knn.advanced.approximate_threshold`: segments with at least this many vectors of
+    /// a field get its HNSW graph (-1 never, 0 always).
+    pub knn_threshold: i64,
 }
 
 impl Default for ShardConfig {
@@ -78,6 +81,7 @@ impl Default for ShardConfig {
             merge_threads: 1,
             merges: true,
             verify_checksums: true,
+            knn_threshold: tessera_knn::segment_graph::DEFAULT_APPROXIMATE_THRESHOLD,
         }
     }
 }
@@ -304,6 +308,17 @@ impl WriteState {
 /// refuses a writer whose plugins differ, so an older shard opens without it and simply has no
 /// vectors).
 pub fn open_index(dir: &Path) -> tantivy::Result<Index> {
+    open_index_with(
+        dir,
+        &Arc::new(AtomicI64::new(
+            tessera_knn::segment_graph::DEFAULT_APPROXIMATE_THRESHOLD,
+        )),
+    )
+}
+
+/// [`open_index`] with the shard's k-NN graph threshold, which the plugin reads at each flush
+/// and merge.
+pub fn open_index_with(dir: &Path, knn_threshold: &Arc<AtomicI64>) -> tantivy::Result<Index> {
     let mut index = Index::open_in_dir(dir)?;
     if index
         .load_metas()?
@@ -311,7 +326,9 @@ pub fn open_index(dir: &Path) -> tantivy::Result<Index> {
         .iter()
         .any(|ext| ext == tessera_knn::segment::EXTENSION)
     {
-        index.register_plugin(Arc::new(tessera_knn::segment::KnnPlugin));
+        index.register_plugin(Arc::new(tessera_knn::segment::KnnPlugin::new(
+            knn_threshold.clone(),
+        )));
     }
     Ok(index)
 }
@@ -380,6 +397,8 @@ pub struct Shard {
     pub(crate) writer_closed: Arc<std::sync::atomic::AtomicBool>,
     /// Called after each commit (see [`Shard::set_commit_listener`]).
     pub(crate) commit_listener: std::sync::OnceLock<CommitListener>,
+    /// `index.knn.advanced.approximate_threshold`, shared with the shard's k-NN plugin.
+    pub(crate) knn_threshold: Arc<AtomicI64>,
 }
 
 /// See [`Shard::set_commit_listener`].
@@ -513,6 +532,7 @@ impl Shard {
         std::fs::create_dir_all(&index_dir).map_err(|e| {
             Error::internal(format!("create shard directory {}", index_dir.display()), e)
         })?;
+        let knn_threshold = Arc::new(AtomicI64::new(config.knn_threshold));
         // pins of a previous process serve no replica any more
         replication::release_all_pins(path)?;
         // a replica's copy being promoted: its commit names a translog of the old primary's
@@ -532,7 +552,8 @@ impl Shard {
             ));
         }
         if exists {
-            let index = open_index(&index_dir).map_err(corruption("open shard"))?;
+            let index =
+                open_index_with(&index_dir, &knn_threshold).map_err(corruption("open shard"))?;
             // the writer's lock, held while the files are read and meta.json may be rewritten:
             // a writer of a failed engine that still runs merges keeps it until they end
             let lock = index
@@ -555,11 +576,14 @@ impl Shard {
             Index::builder()
                 .schema(table.schema().clone())
                 .settings(index_settings())
-                .register_plugin(Arc::new(tessera_knn::segment::KnnPlugin))
+                .register_plugin(Arc::new(tessera_knn::segment::KnnPlugin::new(
+                    knn_threshold.clone(),
+                )))
                 .create_in_dir(&index_dir)
                 .map_err(tantivy_err("create shard"))?;
         }
-        let index = open_index(&index_dir).map_err(corruption("open shard"))?;
+        let index =
+            open_index_with(&index_dir, &knn_threshold).map_err(corruption("open shard"))?;
         let (table, _) = FieldTable::build(mapping, Some(&index.schema()))?;
         check_knn_support(&index, &table)?;
         let (committed_next, commit_has_translog) = commit_payload(&index)?;
@@ -629,6 +653,7 @@ impl Shard {
             failure: Mutex::new(None),
             writer_closed: Arc::default(),
             commit_listener: std::sync::OnceLock::new(),
+            knn_threshold,
         };
         if replayed || promoted {
             // a promoted copy commits once so its commit names its own translog
@@ -723,7 +748,8 @@ impl Shard {
                 .map_err(tantivy_err("stop the shard writer"))?;
             let index_dir = self.path.join("index");
             grow_schema(&index_dir, table.schema())?;
-            let index = open_index(&index_dir).map_err(tantivy_err("reopen shard"))?;
+            let index = open_index_with(&index_dir, &self.knn_threshold)
+                .map_err(tantivy_err("reopen shard"))?;
             let (writer, reader) = Self::open_writer_and_reader(&index, &self.config)?;
             state.index = index;
             state.writer = Some(writer);
@@ -1189,6 +1215,12 @@ impl Shard {
         } else {
             Durability::Request
         }
+    }
+
+    /// `index.knn.advanced.approximate_threshold` is dynamic: segments flushed or merged from
+    /// now on follow the new value.
+    pub fn set_knn_threshold(&self, threshold: i64) {
+        self.knn_threshold.store(threshold, Ordering::Relaxed);
     }
 
     /// `index.translog.durability` is dynamic.

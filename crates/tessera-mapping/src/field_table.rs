@@ -458,7 +458,13 @@ fn leaf_entry(path: &str, mapping: &FieldMapping) -> Option<FieldEntry> {
                 name,
                 CustomOptions::new(
                     tessera_knn::segment::KNN_VECTOR_TYPE,
-                    serde_json::json!({"dimension": spec.dimension}),
+                    // what the segment plugin builds the field's graphs with
+                    tessera_knn::segment_graph::field_params(
+                        spec.dimension,
+                        spec.space,
+                        spec.m.unwrap_or(crate::knn::DEFAULT_M),
+                        spec.ef_construction.unwrap_or(crate::knn::DEFAULT_EF_CONSTRUCTION),
+                    ),
                 ),
             )
         }

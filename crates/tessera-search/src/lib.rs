@@ -12,6 +12,7 @@ pub mod decimal_format;
 pub mod fetch;
 pub mod highlight;
 pub mod hits;
+pub mod knn_slices;
 pub mod messages;
 pub mod named_queries;
 pub mod nested_inner_hits;

@@ -22,12 +22,13 @@ use tessera_index::index_service::IndexMetadata;
 
 use crate::collapse::CollapseField;
 use crate::concurrent::{ConcurrencySettings, ConcurrentMode, SliceExecutor};
+use crate::knn_slices::KnnSlices;
 use crate::query_phase::{PhaseOutcome, QueryPhase};
 use tessera_common::{Error, Result};
 use tessera_index::shard::SEARCH_IDLE_AFTER_MILLIS;
 use tessera_index::{IndexService, ShardSnapshot};
 use tessera_query::ast::QueryAst;
-use tessera_query::compile::ColumnFilter;
+use tessera_query::compile::{ColumnFilter, KnnContext};
 use tessera_query::{compile, CompileContext};
 
 use crate::fetch::{fetch_docs, FetchSpec, FetchedDoc};
@@ -258,6 +259,17 @@ impl LocalShard {
         meta: &IndexMetadata,
         search: &SearchRequest,
     ) -> usize {
+        match Self::concurrency(meta, search) {
+            (ConcurrentMode::None, _) => 1,
+            // 0 = Lucene's heuristic, in `plan_slices`
+            (ConcurrentMode::All, cap) => cap,
+            (ConcurrentMode::Auto, cap) => self.services.executor.auto_slices(phase.work(), cap),
+        }
+    }
+
+    /// The request's concurrent search mode and `max_slice_count`: the index's settings over
+    /// the cluster's.
+    fn concurrency(meta: &IndexMetadata, search: &SearchRequest) -> (ConcurrentMode, usize) {
         let settings = &meta.settings;
         let index_level = ConcurrencySettings::from_values(
             settings.get_str("index.search.concurrent_segment_search.mode"),
@@ -268,12 +280,7 @@ impl LocalShard {
                 .get_str("index.search.concurrent.max_slice_count")
                 .and_then(|v| v.parse().ok()),
         );
-        match ConcurrencySettings::resolve(index_level, search.concurrency) {
-            (ConcurrentMode::None, _) => 1,
-            // 0 = Lucene's heuristic, in `plan_slices`
-            (ConcurrentMode::All, cap) => cap,
-            (ConcurrentMode::Auto, cap) => self.services.executor.auto_slices(phase.work(), cap),
-        }
+        ConcurrencySettings::resolve(index_level, search.concurrency)
     }
 
     /// The shard's current reader, refreshed first if the shard was search-idle with writes
@@ -336,6 +343,13 @@ fn named_weights(
         out.push((name, weight));
     }
     Ok(out)
+}
+
+/// `index.knn.algo_param.ef_search` (validated when set).
+fn knn_ef_search(meta: &IndexMetadata) -> usize {
+    meta.setting("index.knn.algo_param.ef_search")
+        .parse()
+        .unwrap_or(tessera_query::compile::DEFAULT_EF_SEARCH)
 }
 
 /// Plans slices over the snapshot's segments taken in index order, so that each slice walks its
@@ -494,6 +508,13 @@ impl LocalShard {
             .setting("index.max_terms_count")
             .parse()
             .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT);
+        let (mode, cap) = Self::concurrency(&meta, search);
+        let knn_slices = KnnSlices {
+            executor: self.services.executor.clone(),
+            mode,
+            cap,
+            cancelled: request.cancelled.clone(),
+        };
         let ctx = CompileContext {
             searcher: Some(&snapshot.searcher),
             table,
@@ -502,6 +523,10 @@ impl LocalShard {
             now_millis: request.now_millis,
             max_terms_count,
             clauses: Default::default(),
+            knn: KnnContext {
+                ef_search: knn_ef_search(&meta),
+                slices: Some(&knn_slices),
+            },
             nested_scope: Default::default(),
         };
         let mut query = compile(&search.query, &ctx)?;
@@ -811,6 +836,10 @@ impl LocalShard {
                 .parse()
                 .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT),
             clauses: Default::default(),
+            knn: KnnContext {
+                ef_search: knn_ef_search(&meta),
+                slices: None,
+            },
             nested_scope: Default::default(),
         };
         let highlight_terms = match (&spec.highlight, &spec.query) {

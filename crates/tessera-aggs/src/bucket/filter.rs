@@ -116,6 +116,7 @@ pub(crate) fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option
         now_millis: ctx.now_millis,
         max_terms_count: ctx.max_terms_count,
         clauses: Default::default(),
+        knn: Default::default(),
         nested_scope: Default::default(),
     };
     let compiled = compile(query, &compile_ctx)?;

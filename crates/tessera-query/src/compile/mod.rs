@@ -63,10 +63,33 @@ pub struct CompileContext<'a> {
     /// Boolean clauses built so far for this query (see [`max_clause_count`]); start with
     /// `Default::default()`.
     pub clauses: ClauseCount,
+    /// What a `knn` query needs of the shard besides its searcher.
+    pub knn: KnnContext<'a>,
     /// The nested path of the `nested` query being compiled (`None`: the root documents);
     /// start with `Default::default()`.
     pub nested_scope: NestedScope,
 }
+
+/// The index's k-NN settings and the shard's slices, for the `knn` rewrite.
+#[derive(Clone, Copy)]
+pub struct KnnContext<'a> {
+    /// `index.knn.algo_param.ef_search`: the graph's beam width when the query sets none.
+    pub ef_search: usize,
+    /// Runs the per-segment searches on the shard's slices; `None`: one slice, this thread.
+    pub slices: Option<&'a dyn tessera_knn::search::SliceRunner>,
+}
+
+impl Default for KnnContext<'_> {
+    fn default() -> Self {
+        KnnContext {
+            ef_search: DEFAULT_EF_SEARCH,
+            slices: None,
+        }
+    }
+}
+
+/// `index.knn.algo_param.ef_search`'s default.
+pub const DEFAULT_EF_SEARCH: usize = 100;
 
 /// Where a `nested` query sits: the path of the enclosing `nested` query, whose documents are
 /// the parents a `nested` query inside it joins to (the root documents at the top level).

@@ -21,7 +21,7 @@ fn fixture(mapping: Value, docs: &[(&str, Value)]) -> Fixture {
     let (table, _) = FieldTable::build(&mapping, None).unwrap();
     let index = Index::builder()
         .schema(table.schema().clone())
-        .register_plugin(std::sync::Arc::new(tessera_knn::segment::KnnPlugin))
+        .register_plugin(std::sync::Arc::new(tessera_knn::segment::KnnPlugin::default()))
         .create_in_ram()
         .unwrap();
     tessera_mapping::analysis::register_analyzers(&index);
@@ -58,6 +58,7 @@ impl Fixture {
             now_millis: NOW,
             max_terms_count: DEFAULT_MAX_TERMS_COUNT,
             clauses: Default::default(),
+            knn: Default::default(),
             nested_scope: Default::default(),
         };
         let compiled = compile(&ast, &ctx).unwrap();
@@ -98,6 +99,7 @@ impl Fixture {
             now_millis: NOW,
             max_terms_count: DEFAULT_MAX_TERMS_COUNT,
             clauses: Default::default(),
+            knn: Default::default(),
             nested_scope: Default::default(),
         };
         compile(&ast, &ctx).expect_err("expected an error")
@@ -593,6 +595,7 @@ fn knn_is_the_shards_top_k_with_opensearch_scores_and_errors() {
         now_millis: NOW,
         max_terms_count: DEFAULT_MAX_TERMS_COUNT,
         clauses: Default::default(),
+        knn: Default::default(),
         nested_scope: Default::default(),
     };
     let error = |query: Value| compile(&parse_query(&query).unwrap(), &ctx).err().unwrap();
