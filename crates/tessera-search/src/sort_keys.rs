@@ -93,6 +93,7 @@ impl NestedDocs {
                     now_millis: tessera_common::time::now_millis(),
                     max_terms_count: tessera_query::compile::DEFAULT_MAX_TERMS_COUNT,
                     clauses: Default::default(),
+                    knn: Default::default(),
                     nested_scope: Default::default(),
                 };
                 ctx.nested_scope_replace(Some(nested.path.clone()));

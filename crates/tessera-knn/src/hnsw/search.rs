@@ -277,7 +277,7 @@ mod tests {
     use super::*;
     use crate::distance::Space;
     use crate::hnsw::test_data::{clustered, recall, Rng};
-    use crate::hnsw::{build_graph, exact_search, HnswParams, SliceStore};
+    use crate::hnsw::{build_graph, HnswParams, SliceStore};
 
     const DIM: usize = 16;
 
