@@ -11,13 +11,17 @@ use tessera_common::{Error, Result};
 use crate::bucket::auto_date_histogram::InternalAutoDateHistogram;
 use crate::bucket::composite::InternalComposite;
 use crate::bucket::filter::{InternalFilters, InternalSingleBucket};
+use crate::bucket::geo_grid::InternalGeoGrid;
 use crate::bucket::histogram::{InternalDateHistogram, InternalHistogram};
+use crate::bucket::ip_range::InternalIpRange;
 use crate::bucket::range::InternalRange;
+use crate::bucket::rare_terms::InternalRareTerms;
 use crate::bucket::significant_terms::InternalSignificantTerms;
 use crate::bucket::terms::InternalTerms;
 use crate::metric::cardinality::InternalCardinality;
 use crate::metric::extended_stats::InternalExtendedStats;
 use crate::metric::geo::{GeoBounds, GeoCentroid};
+use crate::metric::median_absolute_deviation;
 use crate::metric::percentiles::InternalPercentiles;
 use crate::metric::stats::InternalStats;
 use crate::metric::top_hits::InternalTopHits;
@@ -33,11 +37,15 @@ pub struct InternalAggregations(pub Vec<(String, InternalAgg)>);
 pub enum InternalAgg {
     Terms(InternalTerms),
     SignificantTerms(InternalSignificantTerms),
+    RareTerms(InternalRareTerms),
     Histogram(InternalHistogram),
     DateHistogram(InternalDateHistogram),
     AutoDateHistogram(InternalAutoDateHistogram),
     Composite(InternalComposite),
     Range(InternalRange),
+    IpRange(InternalIpRange),
+    /// geohash_grid, geotile_grid.
+    GeoGrid(InternalGeoGrid),
     /// filter, missing, global.
     SingleBucket(InternalSingleBucket),
     Filters(InternalFilters),
@@ -48,6 +56,8 @@ pub enum InternalAgg {
     Cardinality(InternalCardinality),
     /// percentiles and percentile_ranks.
     Percentiles(InternalPercentiles),
+    /// median_absolute_deviation: the same sketch as percentiles.
+    MedianAbsoluteDeviation(InternalPercentiles),
     TopHits(InternalTopHits),
     GeoBounds(GeoBounds),
     GeoCentroid(GeoCentroid),
@@ -246,10 +256,21 @@ impl InternalAgg {
             AggKind::DateRange(r) => {
                 InternalAgg::Range(InternalRange::empty(&r.range, &request.subs))
             }
-            AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global => {
+            AggKind::GeoDistance(g) => {
+                InternalAgg::Range(InternalRange::empty_distances(g, &request.subs))
+            }
+            AggKind::IpRange(r) => InternalAgg::IpRange(InternalIpRange::empty(r, &request.subs)),
+            AggKind::RareTerms(_) => InternalAgg::RareTerms(InternalRareTerms::empty()),
+            AggKind::GeoGrid(_) => InternalAgg::GeoGrid(InternalGeoGrid::default()),
+            AggKind::Filter(_)
+            | AggKind::Missing(_)
+            | AggKind::Global
+            | AggKind::Nested(_)
+            | AggKind::ReverseNested(_) => {
                 InternalAgg::SingleBucket(InternalSingleBucket::empty(&request.subs))
             }
             AggKind::Filters(f) => InternalAgg::Filters(InternalFilters::empty(f, &request.subs)),
+            AggKind::AdjacencyMatrix(m) => InternalAgg::Filters(m.empty(&request.subs)),
             AggKind::Metric(_) => InternalAgg::Stats(InternalStats::default()),
             AggKind::ExtendedStats(_) => {
                 InternalAgg::ExtendedStats(InternalExtendedStats::default())
@@ -260,6 +281,9 @@ impl InternalAgg {
             }
             AggKind::Percentiles(_) | AggKind::PercentileRanks(_) => {
                 InternalAgg::Percentiles(InternalPercentiles::empty(request))
+            }
+            AggKind::MedianAbsoluteDeviation(m) => {
+                InternalAgg::MedianAbsoluteDeviation(median_absolute_deviation::empty(m))
             }
             AggKind::TopHits(_) => InternalAgg::TopHits(InternalTopHits::default()),
             AggKind::GeoBounds(_) => InternalAgg::GeoBounds(GeoBounds::default()),
@@ -303,6 +327,15 @@ impl InternalAgg {
             Some(InternalAgg::Range(_)) => {
                 InternalAgg::Range(InternalRange::reduce(gather!(Range), request)?)
             }
+            Some(InternalAgg::RareTerms(_)) => {
+                InternalAgg::RareTerms(InternalRareTerms::reduce(gather!(RareTerms), request)?)
+            }
+            Some(InternalAgg::GeoGrid(_)) => {
+                InternalAgg::GeoGrid(InternalGeoGrid::reduce(gather!(GeoGrid), request)?)
+            }
+            Some(InternalAgg::IpRange(_)) => {
+                InternalAgg::IpRange(InternalIpRange::reduce(gather!(IpRange), request)?)
+            }
             Some(InternalAgg::SingleBucket(_)) => InternalAgg::SingleBucket(
                 InternalSingleBucket::reduce(gather!(SingleBucket), request)?,
             ),
@@ -324,6 +357,9 @@ impl InternalAgg {
             Some(InternalAgg::Percentiles(_)) => {
                 InternalAgg::Percentiles(InternalPercentiles::reduce(gather!(Percentiles))?)
             }
+            Some(InternalAgg::MedianAbsoluteDeviation(_)) => InternalAgg::MedianAbsoluteDeviation(
+                InternalPercentiles::reduce(gather!(MedianAbsoluteDeviation))?,
+            ),
             Some(InternalAgg::TopHits(_)) => {
                 InternalAgg::TopHits(InternalTopHits::reduce(gather!(TopHits), request)?)
             }
@@ -347,6 +383,9 @@ impl InternalAgg {
             InternalAgg::AutoDateHistogram(h) => h.finish_shard(request, ctx),
             InternalAgg::Composite(c) => c.finish_shard(request, ctx),
             InternalAgg::Range(r) => r.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
+            InternalAgg::IpRange(r) => r.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
+            InternalAgg::RareTerms(r) => r.finish_shard(request, ctx),
+            InternalAgg::GeoGrid(g) => g.finish_shard(request, ctx),
             InternalAgg::SingleBucket(b) => b.subs.finish_shard(&request.subs, ctx),
             InternalAgg::Filters(f) => f.for_each_subs(|s| s.finish_shard(&request.subs, ctx)),
             InternalAgg::Stats(_)
@@ -354,6 +393,7 @@ impl InternalAgg {
             | InternalAgg::WeightedAvg(_)
             | InternalAgg::Cardinality(_)
             | InternalAgg::Percentiles(_)
+            | InternalAgg::MedianAbsoluteDeviation(_)
             | InternalAgg::GeoBounds(_)
             | InternalAgg::GeoCentroid(_) => Ok(()),
             InternalAgg::TopHits(t) => t.finish_shard(request, ctx),
@@ -368,6 +408,7 @@ impl InternalAgg {
             (_, AggKind::MultiTerms(_)) => "multi_terms",
             (InternalAgg::Terms(t), _) => t.value_type.typed_name(),
             (InternalAgg::SignificantTerms(t), _) => t.typed_name(),
+            (InternalAgg::RareTerms(t), _) => t.typed_name(),
             (_, AggKind::Percentiles(_)) => "tdigest_percentiles",
             (_, AggKind::PercentileRanks(_)) => "tdigest_percentile_ranks",
             (_, kind) => kind.type_name(),
@@ -387,6 +428,9 @@ impl InternalAgg {
             InternalAgg::AutoDateHistogram(h) => h.render(request, ctx)?,
             InternalAgg::Composite(c) => c.render(request, ctx)?,
             InternalAgg::Range(r) => r.render(request, ctx)?,
+            InternalAgg::IpRange(r) => r.render(request, ctx)?,
+            InternalAgg::RareTerms(r) => r.render(request, ctx)?,
+            InternalAgg::GeoGrid(g) => g.render(request, ctx)?,
             InternalAgg::SingleBucket(b) => b.render(request, ctx)?,
             InternalAgg::Filters(f) => f.render(request, ctx)?,
             InternalAgg::Stats(s) => s.render(request)?,
@@ -394,6 +438,7 @@ impl InternalAgg {
             InternalAgg::WeightedAvg(w) => w.render(),
             InternalAgg::Cardinality(c) => c.render(),
             InternalAgg::Percentiles(p) => p.render(request)?,
+            InternalAgg::MedianAbsoluteDeviation(m) => median_absolute_deviation::render(&m),
             InternalAgg::TopHits(t) => t.render(request)?,
             InternalAgg::GeoBounds(b) => b.render(request),
             InternalAgg::GeoCentroid(c) => c.render(),
@@ -411,6 +456,9 @@ impl InternalAgg {
             InternalAgg::WeightedAvg(w) => Ok(w.sort_value()),
             InternalAgg::Cardinality(c) => Ok(c.value() as f64),
             InternalAgg::Percentiles(p) => p.sort_value(metric, request),
+            InternalAgg::MedianAbsoluteDeviation(m) => {
+                Ok(median_absolute_deviation::value(&m.sketch))
+            }
             InternalAgg::SingleBucket(b) if metric.is_none() => Ok(b.doc_count as f64),
             _ => Err(Error::new(
                 "aggregation_execution_exception",

@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use tantivy::{DocId, Searcher, SegmentReader};
-use tessera_common::Result;
+use tessera_common::{Error, Result};
 use tessera_mapping::FieldTable;
 
 use crate::bucket;
@@ -88,7 +88,9 @@ pub struct PreparedAggs {
     scored: bool,
 }
 
-fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
+/// `scope`: the nested path of the documents this aggregation collects (`None`: root
+/// documents), set by an enclosing `nested` or `reverse_nested` aggregation.
+fn prepare_one(request: &AggRequest, ctx: &AggContext, scope: Option<&str>) -> Result<Prepared> {
     let factory: Box<dyn Factory> = match &request.kind {
         AggKind::Terms(r) => bucket::terms::factory(request, r, ctx)?,
         AggKind::SignificantTerms(r) => bucket::significant_terms::factory(request, r, ctx)?,
@@ -99,10 +101,25 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
         AggKind::AutoDateHistogram(r) => bucket::auto_date_histogram::factory(request, r, ctx)?,
         AggKind::Range(r) => bucket::range::factory(request, r, ctx)?,
         AggKind::DateRange(r) => bucket::date_range::factory(request, r, ctx)?,
+        AggKind::GeoDistance(r) => bucket::geo_distance::factory(request, r, ctx)?,
+        AggKind::IpRange(r) => bucket::ip_range::factory(request, r, ctx)?,
+        AggKind::RareTerms(r) => bucket::rare_terms::factory(request, r, ctx)?,
+        AggKind::GeoGrid(r) => bucket::geo_grid::factory(request, r, ctx)?,
         AggKind::Filter(r) => bucket::filter::filter_factory(r, ctx)?,
         AggKind::Filters(r) => bucket::filter::filters_factory(r, ctx)?,
+        AggKind::AdjacencyMatrix(r) => bucket::adjacency_matrix::factory(r, ctx)?,
         AggKind::Missing(r) => bucket::missing::factory(request, r, ctx)?,
-        AggKind::Global => bucket::filter::global_factory(),
+        AggKind::Global => bucket::filter::global_factory(ctx),
+        AggKind::Nested(r) => bucket::nested::nested_factory(&request.name, r, ctx.table, scope)?,
+        AggKind::ReverseNested(r) => {
+            bucket::nested::reverse_nested_factory(&request.name, r, ctx.table, scope)?
+        }
+        // nested documents hold no `_source` of their own to show
+        AggKind::TopHits(_) if scope.is_some() => {
+            return Err(Error::not_supported(
+                "a [top_hits] aggregation under a [nested] aggregation",
+            ))
+        }
         AggKind::Metric(r) => metric::stats::factory(request, r, ctx)?,
         AggKind::ExtendedStats(r) => metric::extended_stats::factory(request, r, ctx)?,
         AggKind::WeightedAvg(r) => metric::weighted_avg::factory(request, r, ctx)?,
@@ -112,6 +129,9 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
         AggKind::GeoCentroid(r) => metric::geo::centroid_factory(request, r, ctx)?,
         AggKind::Percentiles(r) | AggKind::PercentileRanks(r) => {
             metric::percentiles::factory(request, r, ctx)?
+        }
+        AggKind::MedianAbsoluteDeviation(r) => {
+            metric::median_absolute_deviation::factory(request, r, ctx)?
         }
     };
     // a composite aggregation only runs at the top level
@@ -125,14 +145,25 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext) -> Result<Prepared> {
     let subs = request
         .subs
         .iter()
-        .map(|sub| prepare_one(sub, ctx))
+        .map(|sub| {
+            let sub_scope = match &request.kind {
+                AggKind::Nested(n) => Some(n.path.as_str()),
+                AggKind::ReverseNested(r) => r.path.as_deref(),
+                _ => scope,
+            };
+            prepare_one(sub, ctx, sub_scope)
+        })
         .collect::<Result<Vec<_>>>()?;
     Ok(Prepared {
         name: request.name.clone(),
         factory,
         single_bucket: matches!(
             request.kind,
-            AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global
+            AggKind::Filter(_)
+                | AggKind::Missing(_)
+                | AggKind::Global
+                | AggKind::Nested(_)
+                | AggKind::ReverseNested(_)
         ),
         subs,
     })
@@ -166,7 +197,7 @@ impl PreparedAggs {
             requests: requests.to_vec(),
             tree: requests
                 .iter()
-                .map(|r| prepare_one(r, ctx))
+                .map(|r| prepare_one(r, ctx, None))
                 .collect::<Result<Vec<_>>>()?,
         })
     }

@@ -7,6 +7,11 @@
 use serde_json::{Map, Value};
 use tessera_common::{Error, Result};
 
+use crate::bucket::adjacency_matrix::AdjacencyMatrixRequest;
+use crate::bucket::geo_distance::GeoDistanceRequest;
+use crate::bucket::geo_grid::{GeoGridRequest, Grid};
+use crate::bucket::ip_range::IpRangeRequest;
+use crate::bucket::rare_terms::RareTermsRequest;
 use crate::bucket::{
     auto_date_histogram::AutoDateHistogramRequest, composite::CompositeRequest,
     date_histogram::DateHistogramRequest, date_range::DateRangeRequest, filter::FilterRequest,
@@ -17,6 +22,7 @@ use crate::bucket::{
 use crate::metric::cardinality::CardinalityRequest;
 use crate::metric::extended_stats::ExtendedStatsRequest;
 use crate::metric::geo::GeoMetricRequest;
+use crate::metric::median_absolute_deviation::MedianAbsoluteDeviationRequest;
 use crate::metric::percentiles::{PercentilesKind, PercentilesRequest};
 use crate::metric::stats::{MetricRequest, StatsKind};
 use crate::metric::top_hits::TopHitsRequest;
@@ -42,6 +48,7 @@ pub struct AggRequest {
 pub enum AggKind {
     Terms(TermsRequest),
     SignificantTerms(SignificantTermsRequest),
+    RareTerms(RareTermsRequest),
     MultiTerms(MultiTermsRequest),
     Composite(CompositeRequest),
     Histogram(HistogramRequest),
@@ -49,10 +56,17 @@ pub enum AggKind {
     AutoDateHistogram(AutoDateHistogramRequest),
     Range(RangeRequest),
     DateRange(DateRangeRequest),
+    GeoDistance(GeoDistanceRequest),
+    IpRange(IpRangeRequest),
+    /// geohash_grid, geotile_grid.
+    GeoGrid(GeoGridRequest),
     Filter(FilterRequest),
     Filters(FiltersRequest),
+    AdjacencyMatrix(AdjacencyMatrixRequest),
     Missing(MissingRequest),
     Global,
+    Nested(crate::bucket::nested::NestedRequest),
+    ReverseNested(crate::bucket::nested::ReverseNestedRequest),
     /// min, max, sum, avg, stats, value_count.
     Metric(MetricRequest),
     ExtendedStats(ExtendedStatsRequest),
@@ -60,6 +74,7 @@ pub enum AggKind {
     Cardinality(CardinalityRequest),
     Percentiles(PercentilesRequest),
     PercentileRanks(PercentilesRequest),
+    MedianAbsoluteDeviation(MedianAbsoluteDeviationRequest),
     TopHits(TopHitsRequest),
     GeoBounds(GeoMetricRequest),
     GeoCentroid(GeoMetricRequest),
@@ -89,16 +104,24 @@ impl AggKind {
             AggKind::AutoDateHistogram(_) => "auto_date_histogram",
             AggKind::Range(_) => "range",
             AggKind::DateRange(_) => "date_range",
+            AggKind::GeoDistance(_) => "geo_distance",
+            AggKind::IpRange(_) => "ip_range",
+            AggKind::RareTerms(_) => "rare_terms",
+            AggKind::GeoGrid(g) => g.grid.type_name(),
             AggKind::Filter(_) => "filter",
             AggKind::Filters(_) => "filters",
+            AggKind::AdjacencyMatrix(_) => "adjacency_matrix",
             AggKind::Missing(_) => "missing",
             AggKind::Global => "global",
+            AggKind::Nested(_) => "nested",
+            AggKind::ReverseNested(_) => "reverse_nested",
             AggKind::Metric(m) => m.kind.type_name(),
             AggKind::ExtendedStats(_) => "extended_stats",
             AggKind::WeightedAvg(_) => "weighted_avg",
             AggKind::Cardinality(_) => "cardinality",
             AggKind::Percentiles(_) => "percentiles",
             AggKind::PercentileRanks(_) => "percentile_ranks",
+            AggKind::MedianAbsoluteDeviation(_) => "median_absolute_deviation",
             AggKind::TopHits(_) => "top_hits",
             AggKind::GeoBounds(_) => "geo_bounds",
             AggKind::GeoCentroid(_) => "geo_centroid",
@@ -114,9 +137,10 @@ impl AggKind {
     pub fn metric_shape(&self) -> Option<MetricShape> {
         match self {
             AggKind::Metric(m) if m.kind.is_multi_value() => Some(MetricShape::Multi),
-            AggKind::Metric(_) | AggKind::WeightedAvg(_) | AggKind::Cardinality(_) => {
-                Some(MetricShape::Single)
-            }
+            AggKind::Metric(_)
+            | AggKind::WeightedAvg(_)
+            | AggKind::Cardinality(_)
+            | AggKind::MedianAbsoluteDeviation(_) => Some(MetricShape::Single),
             AggKind::ExtendedStats(_) | AggKind::Percentiles(_) | AggKind::PercentileRanks(_) => {
                 Some(MetricShape::Multi)
             }
@@ -132,10 +156,17 @@ impl AggKind {
             | AggKind::AutoDateHistogram(_)
             | AggKind::Range(_)
             | AggKind::DateRange(_)
+            | AggKind::GeoDistance(_)
+            | AggKind::IpRange(_)
+            | AggKind::RareTerms(_)
+            | AggKind::GeoGrid(_)
+            | AggKind::AdjacencyMatrix(_)
             | AggKind::Filter(_)
             | AggKind::Filters(_)
             | AggKind::Missing(_)
-            | AggKind::Global => None,
+            | AggKind::Global
+            | AggKind::Nested(_)
+            | AggKind::ReverseNested(_) => None,
         }
     }
 
@@ -153,19 +184,10 @@ impl AggKind {
 /// OpenSearch aggregation types Tessera does not run (yet): a clear error instead of a
 /// silently missing result.
 const UNSUPPORTED_TYPES: &[&str] = &[
-    "adjacency_matrix",
     "children",
     "diversified_sampler",
-    "geo_distance",
-    "geohash_grid",
-    "geotile_grid",
-    "ip_range",
     "matrix_stats",
-    "median_absolute_deviation",
     "moving_avg",
-    "nested",
-    "rare_terms",
-    "reverse_nested",
     "sampler",
     "scripted_metric",
     "significant_text",
@@ -350,6 +372,9 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
             name,
             &object(body)?,
         )?),
+        "median_absolute_deviation" => AggKind::MedianAbsoluteDeviation(
+            MedianAbsoluteDeviationRequest::parse(name, &object(body)?)?,
+        ),
         "terms" => AggKind::Terms(TermsRequest::parse(name, &object(body)?)?),
         "multi_terms" => AggKind::MultiTerms(MultiTermsRequest::parse(name, &object(body)?)?),
         "composite" => AggKind::Composite(CompositeRequest::parse(&object(body)?)?),
@@ -363,9 +388,25 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
         }
         "range" => AggKind::Range(RangeRequest::parse(name, &object(body)?)?),
         "date_range" => AggKind::DateRange(DateRangeRequest::parse(&object(body)?)?),
+        "geo_distance" => AggKind::GeoDistance(GeoDistanceRequest::parse(name, &object(body)?)?),
+        "ip_range" => AggKind::IpRange(IpRangeRequest::parse(&object(body)?)?),
+        "rare_terms" => AggKind::RareTerms(RareTermsRequest::parse(name, &object(body)?)?),
+        "geohash_grid" => {
+            AggKind::GeoGrid(GeoGridRequest::parse(Grid::Geohash, name, &object(body)?)?)
+        }
+        "geotile_grid" => {
+            AggKind::GeoGrid(GeoGridRequest::parse(Grid::Geotile, name, &object(body)?)?)
+        }
         "filter" => AggKind::Filter(FilterRequest::parse(body)?),
         "filters" => AggKind::Filters(FiltersRequest::parse(name, &object(body)?)?),
+        "adjacency_matrix" => {
+            AggKind::AdjacencyMatrix(AdjacencyMatrixRequest::parse(name, &object(body)?)?)
+        }
         "missing" => AggKind::Missing(MissingRequest::parse(&object(body)?)?),
+        "nested" => AggKind::Nested(crate::bucket::nested::NestedRequest::parse(name, body)?),
+        "reverse_nested" => AggKind::ReverseNested(
+            crate::bucket::nested::ReverseNestedRequest::parse(name, body)?,
+        ),
         "global" => {
             if let Some(key) = object(body)?.keys().next() {
                 return Err(unknown_field("global", key));
@@ -616,7 +657,7 @@ mod tests {
             reason(json!({"x": {"avg": {"field": "k"}, "aggs": {"y": {"max": {"field": "n"}}}}})),
             "Aggregator [x] of type [avg] cannot accept sub-aggregations"
         );
-        assert!(reason(json!({"x": {"geohash_grid": {"field": "n"}}})).contains("not supported"));
+        assert!(reason(json!({"x": {"matrix_stats": {"fields": ["n"]}}})).contains("not supported"));
     }
 
     #[test]

@@ -97,6 +97,8 @@ pub enum Accepts {
     /// Anything with doc values, range fields included: aggregations that only count the
     /// documents with a value (value_count, missing).
     Counted,
+    /// Ip fields only (ip_range).
+    Ip,
 }
 
 impl ValueSource {
@@ -164,8 +166,12 @@ impl ValueSource {
             | LeafKind::Range { .. }
             | LeafKind::KnnVector(_) => return Err(unsupported()),
         };
-        let numeric = matches!(source, ValueSource::Numeric { .. });
-        if accepts == Accepts::Numeric && !numeric {
+        let accepted = match accepts {
+            Accepts::Numeric => matches!(source, ValueSource::Numeric { .. }),
+            Accepts::Ip => matches!(source, ValueSource::Ip { .. }),
+            Accepts::Any | Accepts::Counted => true,
+        };
+        if !accepted {
             return Err(unsupported());
         }
         Ok(source)

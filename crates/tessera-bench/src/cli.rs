@@ -41,6 +41,9 @@ pub enum BenchCommand {
     Workloads,
     /// Adaptive replica selection: start a cluster, slow one data node, and compare ARS off vs on
     Ars(crate::ars::ArsArgs),
+    /// k-NN: load synthetic clustered vectors, query them (plain and filtered) and report latency,
+    /// throughput and recall against exact ground truth
+    Vectorsearch(crate::vectorsearch::VectorArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -291,6 +294,7 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
         BenchCommand::Report(a) => cmd_report(a),
         BenchCommand::Workloads => cmd_workloads(),
         BenchCommand::Ars(a) => crate::ars::run(a),
+        BenchCommand::Vectorsearch(a) => crate::vectorsearch::run(a),
     }
 }
 
@@ -316,7 +320,10 @@ fn cmd_workloads() -> Result<i32> {
             )?;
         }
     }
-    writeln!(out, "vectorsearch: not available yet")?;
+    writeln!(
+        out,
+        "vectorsearch (`tessera bench vectorsearch`): prod-queries, filtered-relaxed, filtered-restrictive"
+    )?;
     Ok(0)
 }
 
@@ -380,7 +387,7 @@ fn cmd_generate(a: GenerateArgs) -> Result<i32> {
 
 /// Parses `[LABEL=]URL`.
 /// `KEY=VALUE` of `--setting`.
-fn parse_setting(spec: &str) -> std::result::Result<(String, String), String> {
+pub(crate) fn parse_setting(spec: &str) -> std::result::Result<(String, String), String> {
     match spec.split_once('=') {
         Some((key, value)) if !key.trim().is_empty() => {
             Ok((key.trim().to_string(), value.trim().to_string()))
@@ -389,7 +396,7 @@ fn parse_setting(spec: &str) -> std::result::Result<(String, String), String> {
     }
 }
 
-fn parse_target(spec: &str) -> (Option<String>, String) {
+pub(crate) fn parse_target(spec: &str) -> (Option<String>, String) {
     match spec.split_once('=') {
         Some((l, u)) if !l.contains("://") && !l.is_empty() => (Some(l.to_string()), u.to_string()),
         _ => (None, spec.to_string()),
@@ -909,6 +916,6 @@ mod tests {
         assert!(run(cli.cmd)
             .unwrap_err()
             .to_string()
-            .contains("not available yet"));
+            .contains("tessera bench vectorsearch"));
     }
 }

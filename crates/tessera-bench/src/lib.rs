@@ -9,6 +9,9 @@
 //! results file. It speaks only the OpenSearch REST API, so the same command measures Tessera and
 //! a reference OpenSearch side by side.
 //!
+//! `tessera bench vectorsearch` ([`vectorsearch`]) measures k-NN search: synthetic clustered
+//! vectors, exact ground truth, latency, throughput and recall.
+//!
 //! `tessera bench ars` ([`ars`]) runs the adaptive replica selection experiment: it starts a
 //! cluster of its own, slows one data node, and compares round robin with ARS.
 //!
@@ -31,6 +34,7 @@ pub mod rng;
 pub mod runner;
 pub mod system;
 pub mod timefmt;
+pub mod vectorsearch;
 pub mod workload;
 
 pub use cli::{run, BenchCommand};

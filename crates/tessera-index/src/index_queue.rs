@@ -92,7 +92,9 @@ impl IndexQueue {
 
     fn has_room(&self, docs: usize, bytes: usize) -> bool {
         let (queued_docs, queued_bytes) = self.queued();
-        queued_docs + docs <= self.max_docs
+        // a group larger than the whole queue (a document with many nested objects, which
+        // must go in one group) still enters an empty queue
+        (queued_docs + docs <= self.max_docs || queued_docs == 0)
             && (queued_bytes + bytes <= self.max_bytes || queued_bytes == 0)
     }
 

@@ -109,6 +109,11 @@ impl IndexMetadata {
             .parse()
             .unwrap_or(20);
         mapping.check_limits(total_limit, depth_limit)?;
+        mapping.check_nested_limit(
+            self.setting("index.mapping.nested_fields.limit")
+                .parse()
+                .unwrap_or(50),
+        )?;
         // the schema must be buildable before the mapping is accepted
         tessera_mapping::FieldTable::build(&mapping, None)?;
         let mut next = self.clone();
@@ -524,6 +529,14 @@ fn discard_translog(shard_path: &Path) -> Result<()> {
     }
 }
 
+/// `index.knn.advanced.approximate_threshold` (validated when set).
+fn knn_threshold(metadata: &IndexMetadata) -> i64 {
+    metadata
+        .setting("index.knn.advanced.approximate_threshold")
+        .parse()
+        .unwrap_or(tessera_knn::segment_graph::DEFAULT_APPROXIMATE_THRESHOLD)
+}
+
 fn shard_config(metadata: &IndexMetadata, resources: &NodeResources) -> ShardConfig {
     let threads = resources.indexing_threads.max(1);
     let per_shard = resources.indexing_buffer_bytes / metadata.number_of_shards.max(1) as usize;
@@ -534,6 +547,7 @@ fn shard_config(metadata: &IndexMetadata, resources: &NodeResources) -> ShardCon
         merge_threads: resources.merge_threads,
         merges: metadata.setting("index.merge.enabled") != "false",
         verify_checksums: metadata.setting("index.shard.check_on_startup") != "false",
+        knn_threshold: knn_threshold(metadata),
     }
 }
 
@@ -595,6 +609,11 @@ impl IndexService {
                 .unwrap_or(20),
         );
         mapping.check_limits(limits.0, limits.1)?;
+        mapping.check_nested_limit(
+            index_settings::value(&settings, "index.mapping.nested_fields.limit")
+                .parse()
+                .unwrap_or(50),
+        )?;
         let mut settings = settings;
         let creation_date = tessera_common::time::now_millis();
         settings.set("index.creation_date", creation_date.to_string());
@@ -731,6 +750,7 @@ impl IndexService {
         if let ShardSlot::Started(shard) = &slot {
             // settings may have changed while it opened
             shard.set_durability(self.metadata().durability());
+            shard.set_knn_threshold(knn_threshold(&self.metadata()));
         }
         self.listen(id, &slot);
         self.shards.write().unwrap()[id as usize] = slot.clone();
@@ -1013,6 +1033,7 @@ impl IndexService {
                     eprintln!("[{}][{shard_id}] shard recovered", metadata.name);
                     // settings may have changed while it opened
                     shard.set_durability(self.metadata().durability());
+                    shard.set_knn_threshold(knn_threshold(&self.metadata()));
                     started += 1;
                 }
                 slot
@@ -1106,9 +1127,11 @@ impl IndexService {
     fn install(&self, next: IndexMetadata) -> Result<()> {
         persist(&self.path, &next)?;
         let durability = next.durability();
+        let threshold = knn_threshold(&next);
         *self.metadata.write().unwrap() = Arc::new(next);
         for shard in self.shards() {
             shard.set_durability(durability);
+            shard.set_knn_threshold(threshold);
         }
         Ok(())
     }
@@ -1165,16 +1188,19 @@ impl IndexService {
                 }
             };
             match parse_json_document(&meta.mapping, &table, &id, &json)? {
-                ParseOutcome::Document(doc) => {
+                ParseOutcome::MappingUpdate(update) => self.merge_dynamic(&update)?,
+                parsed => {
+                    let (nested, doc) = parsed.into_block().expect("not a mapping update");
+                    check_nested_objects(&meta, nested.len())?;
                     return Ok(PreparedDoc {
                         id,
                         auto_id,
                         doc,
+                        nested,
                         source: Self::source_bytes(&meta, &json, source),
                         routing,
-                    })
+                    });
                 }
-                ParseOutcome::MappingUpdate(update) => self.merge_dynamic(&update)?,
             }
         }
     }
@@ -1195,16 +1221,19 @@ impl IndexService {
             let meta = self.metadata();
             let table = batch.table_for(&meta.mapping, meta.mapping_version)?;
             match parse_json_document(&meta.mapping, &table, id, &json)? {
-                ParseOutcome::Document(doc) => {
+                ParseOutcome::MappingUpdate(update) => self.merge_dynamic(&update)?,
+                parsed => {
+                    let (nested, doc) = parsed.into_block().expect("not a mapping update");
+                    check_nested_objects(&meta, nested.len())?;
                     return Ok(PreparedDoc {
                         id: id.to_string(),
                         auto_id: false,
                         doc,
+                        nested,
                         source: Self::source_bytes(&meta, &json, &bytes),
                         routing,
-                    })
+                    });
                 }
-                ParseOutcome::MappingUpdate(update) => self.merge_dynamic(&update)?,
             }
         }
     }
@@ -1572,6 +1601,24 @@ pub fn render_index(meta: &IndexMetadata, flat: bool) -> Value {
     body.insert("mappings".into(), meta.mapping.to_json());
     body.insert("settings".into(), settings_json);
     Value::Object(body)
+}
+
+/// `index.mapping.nested_objects.limit`: the most nested child documents one document may
+/// hold, refused with OpenSearch's message.
+fn check_nested_objects(meta: &IndexMetadata, count: usize) -> Result<()> {
+    if count == 0 {
+        return Ok(());
+    }
+    let limit: usize = meta
+        .setting("index.mapping.nested_objects.limit")
+        .parse()
+        .unwrap_or(10_000);
+    if count > limit {
+        return Err(Error::mapper_parsing(format!(
+            "The number of nested documents has exceeded the allowed limit of [{limit}]. This limit can be set by changing the [index.mapping.nested_objects.limit] index level setting."
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

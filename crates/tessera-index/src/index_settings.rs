@@ -71,7 +71,7 @@ static DEFS: &[SettingDef] = &[
     def("index.max_result_window", true, POSITIVE, "10000"),
     // k-NN (OpenSearch's k-NN plugin): Tessera serves knn_vector fields whether or not
     // `index.knn` is set; ef_search is the graph's default beam width; the threshold is the
-    // segment size below which no graph is built
+    // segment size below which no graph is built (0, the default: always; -1: never)
     def("index.knn", false, Kind::Bool, "false"),
     def(
         "index.knn.algo_param.ef_search",

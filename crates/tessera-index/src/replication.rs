@@ -836,8 +836,10 @@ impl Shard {
             .map_err(|e| Error::internal(format!("create shard directory {}", dir.display()), e))?;
         // pins of the primary this directory may have held before
         release_all_pins(path)?;
+        let knn_threshold = Arc::new(std::sync::atomic::AtomicI64::new(config.knn_threshold));
         let (index, table, held) = if dir.join(META_FILE).exists() {
-            let index = crate::shard::open_index(&dir).map_err(corruption("open replica"))?;
+            let index = crate::shard::open_index_with(&dir, &knn_threshold)
+                .map_err(corruption("open replica"))?;
             if config.verify_checksums {
                 verify_checksums(&index)?;
             }
@@ -898,6 +900,7 @@ impl Shard {
             failure: Mutex::new(None),
             writer_closed: Arc::new(AtomicBool::new(true)),
             commit_listener: std::sync::OnceLock::new(),
+            knn_threshold,
         })
     }
 
@@ -1113,6 +1116,7 @@ mod tests {
                 id: id.to_string(),
                 auto_id: false,
                 doc,
+                nested: Vec::new(),
                 source: Bytes::from(serde_json::to_vec(source).unwrap()),
                 routing: None,
             };
@@ -1334,6 +1338,7 @@ mod tests {
             id: "x".into(),
             auto_id: false,
             doc,
+            nested: Vec::new(),
             source: Bytes::from_static(br#"{"n":1}"#),
             routing: None,
         };

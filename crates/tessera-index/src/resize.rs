@@ -28,9 +28,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use tantivy::indexer::NoMergePolicy;
+use tantivy::indexer::{NoMergePolicy, UserOperation};
 use tantivy::schema::{Schema, Value as _};
-use tantivy::{DocAddress, Index, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{DocAddress, Index, IndexWriter, ReloadPolicy, TantivyDocument};
 use tessera_common::{Error, Result};
 use tessera_mapping::field_table::{
     ID_FIELD, PRIMARY_TERM_FIELD, ROUTING_FIELD, SEQ_NO_FIELD, SOURCE_FIELD, VERSION_FIELD,
@@ -174,7 +174,9 @@ fn build_in(
         let own = MetaFieldsOf::new(&index.schema())?;
         visit_live_docs(&index, &own, |doc| {
             if !keep(&doc.id, doc.routing.as_deref()) {
-                writer.delete_term(Term::from_field_text(table.meta.id, &doc.id));
+                for term in crate::shard::block_terms(&table, &doc.id) {
+                    writer.delete_term(term);
+                }
             }
             Ok(())
         })?;
@@ -184,7 +186,7 @@ fn build_in(
             .map_err(tantivy_err("open a source shard's commit"))?;
         let fields = MetaFieldsOf::new(&index.schema())?;
         visit_live_docs(&index, &fields, |doc| {
-            let parsed = match tessera_mapping::Json::parse(&doc.source) {
+            let (nested, parsed) = match tessera_mapping::Json::parse(&doc.source) {
                 Ok(json) => tessera_mapping::parse_document_for_replay(
                     target.mapping,
                     &table,
@@ -192,7 +194,7 @@ fn build_in(
                     &json,
                 ),
                 // a source that no longer parses is still the acknowledged document
-                Err(_) => TantivyDocument::new(),
+                Err(_) => (Vec::new(), TantivyDocument::new()),
             };
             let tantivy_doc = with_meta_fields(
                 parsed,
@@ -202,8 +204,14 @@ fn build_in(
                 doc.routing.as_deref(),
                 &doc.source,
             );
+            // one batch: a document and its nested children stay together in one segment
+            let block: Vec<UserOperation<TantivyDocument>> = nested
+                .into_iter()
+                .chain(std::iter::once(tantivy_doc))
+                .map(UserOperation::Add)
+                .collect();
             writer
-                .add_document(tantivy_doc)
+                .run(block)
                 .map_err(tantivy_err("index a document of a source shard"))?;
             Ok(())
         })?;
@@ -298,11 +306,11 @@ fn visit_live_docs(
             let stored: TantivyDocument = searcher
                 .doc(DocAddress::new(ord as u32, doc_id))
                 .map_err(tantivy_err("read a stored document"))?;
-            let id = stored
-                .get_first(fields.id)
-                .and_then(|v| v.as_str())
-                .unwrap_or_default()
-                .to_string();
+            // nested child documents have no `_id`: they go and come with their root document
+            let Some(id) = stored.get_first(fields.id).and_then(|v| v.as_str()) else {
+                continue;
+            };
+            let id = id.to_string();
             let routing = stored
                 .get_first(fields.routing)
                 .and_then(|v| v.as_str())
@@ -334,6 +342,7 @@ mod tests {
     use crate::shard::{Conditions, PreparedDoc, Shard, ShardConfig};
     use bytes::Bytes;
     use serde_json::Value;
+    use tantivy::Term;
     use tessera_mapping::{parse_document, ParseOutcome};
 
     fn mapping(fields: &[&str]) -> Mapping {
@@ -358,6 +367,7 @@ mod tests {
             id: id.to_string(),
             auto_id: false,
             doc,
+            nested: Vec::new(),
             source: Bytes::from(serde_json::to_vec(&source).unwrap()),
             routing: None,
         };

@@ -10,7 +10,7 @@ use crate::sorted_columns::SortedColumns;
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv6Addr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Instant;
 
@@ -67,6 +67,9 @@ pub struct ShardConfig {
     /// `index.shard.check_on_startup` other than `false`: verify every segment file's checksum
     /// when the shard opens.
     pub verify_checksums: bool,
+    /// `index.knn.advanced.approximate_threshold`: segments with at least this many vectors of
+    /// a field get its HNSW graph (-1 never, 0 always).
+    pub knn_threshold: i64,
 }
 
 impl Default for ShardConfig {
@@ -78,6 +81,7 @@ impl Default for ShardConfig {
             merge_threads: 1,
             merges: true,
             verify_checksums: true,
+            knn_threshold: tessera_knn::segment_graph::DEFAULT_APPROXIMATE_THRESHOLD,
         }
     }
 }
@@ -223,16 +227,17 @@ impl WriteState {
 
     /// Indexes a logged operation again (translog replay), without validating it anew.
     fn replay(&mut self, mapping: &Mapping, op: Operation) -> Result<()> {
-        let id_term = Term::from_field_text(self.table.meta.id, &op.id);
-        self.queue(UserOperation::Delete(id_term), 0)?;
+        for term in block_terms(&self.table, &op.id) {
+            self.queue(UserOperation::Delete(term), 0)?;
+        }
         if op.kind == OpKind::Index {
             let table = self.table.clone();
-            let doc = match tessera_mapping::Json::parse(&op.source) {
+            let (nested, doc) = match tessera_mapping::Json::parse(&op.source) {
                 Ok(source) => {
                     tessera_mapping::parse_document_for_replay(mapping, &table, &op.id, &source)
                 }
                 // a source that no longer parses is still the acknowledged document
-                Err(_) => TantivyDocument::new(),
+                Err(_) => (Vec::new(), TantivyDocument::new()),
             };
             let version = DocVersion {
                 version: op.version,
@@ -247,7 +252,7 @@ impl WriteState {
                 op.routing.as_deref(),
                 &op.source,
             );
-            self.queue(UserOperation::Add(doc), op.source.len())?;
+            self.queue_block(nested, doc, op.source.len())?;
         }
         self.next_seq_no = self.next_seq_no.max(op.seq_no + 1);
         self.dirty = true;
@@ -262,6 +267,23 @@ impl WriteState {
             self.send_pending()?;
         }
         Ok(())
+    }
+
+    /// Queues a document with its nested children (children first), sending the group only
+    /// after the whole block: one writer batch lands in one segment, contiguous.
+    fn queue_block(
+        &mut self,
+        nested: Vec<TantivyDocument>,
+        doc: TantivyDocument,
+        bytes: usize,
+    ) -> Result<()> {
+        if nested.is_empty() {
+            return self.queue(UserOperation::Add(doc), bytes);
+        }
+        for child in nested {
+            self.pending.push((UserOperation::Add(child), 0));
+        }
+        self.queue(UserOperation::Add(doc), bytes)
     }
 
     /// Hands the queued writes to the writer, in order.
@@ -286,6 +308,17 @@ impl WriteState {
 /// refuses a writer whose plugins differ, so an older shard opens without it and simply has no
 /// vectors).
 pub fn open_index(dir: &Path) -> tantivy::Result<Index> {
+    open_index_with(
+        dir,
+        &Arc::new(AtomicI64::new(
+            tessera_knn::segment_graph::DEFAULT_APPROXIMATE_THRESHOLD,
+        )),
+    )
+}
+
+/// [`open_index`] with the shard's k-NN graph threshold, which the plugin reads at each flush
+/// and merge.
+pub fn open_index_with(dir: &Path, knn_threshold: &Arc<AtomicI64>) -> tantivy::Result<Index> {
     let mut index = Index::open_in_dir(dir)?;
     if index
         .load_metas()?
@@ -293,7 +326,9 @@ pub fn open_index(dir: &Path) -> tantivy::Result<Index> {
         .iter()
         .any(|ext| ext == tessera_knn::segment::EXTENSION)
     {
-        index.register_plugin(Arc::new(tessera_knn::segment::KnnPlugin));
+        index.register_plugin(Arc::new(tessera_knn::segment::KnnPlugin::new(
+            knn_threshold.clone(),
+        )));
     }
     Ok(index)
 }
@@ -362,6 +397,8 @@ pub struct Shard {
     pub(crate) writer_closed: Arc<std::sync::atomic::AtomicBool>,
     /// Called after each commit (see [`Shard::set_commit_listener`]).
     pub(crate) commit_listener: std::sync::OnceLock<CommitListener>,
+    /// `index.knn.advanced.approximate_threshold`, shared with the shard's k-NN plugin.
+    pub(crate) knn_threshold: Arc<AtomicI64>,
 }
 
 /// See [`Shard::set_commit_listener`].
@@ -495,6 +532,7 @@ impl Shard {
         std::fs::create_dir_all(&index_dir).map_err(|e| {
             Error::internal(format!("create shard directory {}", index_dir.display()), e)
         })?;
+        let knn_threshold = Arc::new(AtomicI64::new(config.knn_threshold));
         // pins of a previous process serve no replica any more
         replication::release_all_pins(path)?;
         // a replica's copy being promoted: its commit names a translog of the old primary's
@@ -514,7 +552,8 @@ impl Shard {
             ));
         }
         if exists {
-            let index = open_index(&index_dir).map_err(corruption("open shard"))?;
+            let index =
+                open_index_with(&index_dir, &knn_threshold).map_err(corruption("open shard"))?;
             // the writer's lock, held while the files are read and meta.json may be rewritten:
             // a writer of a failed engine that still runs merges keeps it until they end
             let lock = index
@@ -537,11 +576,14 @@ impl Shard {
             Index::builder()
                 .schema(table.schema().clone())
                 .settings(index_settings())
-                .register_plugin(Arc::new(tessera_knn::segment::KnnPlugin))
+                .register_plugin(Arc::new(tessera_knn::segment::KnnPlugin::new(
+                    knn_threshold.clone(),
+                )))
                 .create_in_dir(&index_dir)
                 .map_err(tantivy_err("create shard"))?;
         }
-        let index = open_index(&index_dir).map_err(corruption("open shard"))?;
+        let index =
+            open_index_with(&index_dir, &knn_threshold).map_err(corruption("open shard"))?;
         let (table, _) = FieldTable::build(mapping, Some(&index.schema()))?;
         check_knn_support(&index, &table)?;
         let (committed_next, commit_has_translog) = commit_payload(&index)?;
@@ -611,6 +653,7 @@ impl Shard {
             failure: Mutex::new(None),
             writer_closed: Arc::default(),
             commit_listener: std::sync::OnceLock::new(),
+            knn_threshold,
         };
         if replayed || promoted {
             // a promoted copy commits once so its commit names its own translog
@@ -705,7 +748,8 @@ impl Shard {
                 .map_err(tantivy_err("stop the shard writer"))?;
             let index_dir = self.path.join("index");
             grow_schema(&index_dir, table.schema())?;
-            let index = open_index(&index_dir).map_err(tantivy_err("reopen shard"))?;
+            let index = open_index_with(&index_dir, &self.knn_threshold)
+                .map_err(tantivy_err("reopen shard"))?;
             let (writer, reader) = Self::open_writer_and_reader(&index, &self.config)?;
             state.index = index;
             state.writer = Some(writer);
@@ -1173,6 +1217,12 @@ impl Shard {
         }
     }
 
+    /// `index.knn.advanced.approximate_threshold` is dynamic: segments flushed or merged from
+    /// now on follow the new value.
+    pub fn set_knn_threshold(&self, threshold: i64) {
+        self.knn_threshold.store(threshold, Ordering::Relaxed);
+    }
+
     /// `index.translog.durability` is dynamic.
     pub fn set_durability(&self, durability: Durability) {
         self.async_durability
@@ -1244,6 +1294,16 @@ pub fn plan_merge_groups(
         .map(|(_, ids)| ids)
         .filter(|g| !g.is_empty())
         .collect()
+}
+
+/// The terms that delete document `id` with the whole of its block: its `_id`, and in shards
+/// with nested fields, its children's parent id.
+pub(crate) fn block_terms(table: &FieldTable, id: &str) -> impl Iterator<Item = Term> {
+    let children = table
+        .meta
+        .nested
+        .map(|markers| Term::from_field_text(markers.parent_id, id));
+    std::iter::once(Term::from_field_text(table.meta.id, id)).chain(children)
 }
 
 /// Adds the metadata fields every indexed document carries.
@@ -1363,6 +1423,9 @@ pub struct PreparedDoc {
     /// True for ids Tessera generated: no previous version can exist.
     pub auto_id: bool,
     pub doc: TantivyDocument,
+    /// Its nested objects' child documents, indexed just before it in the same writer
+    /// batch (so that the block stays whole in one segment).
+    pub nested: Vec<TantivyDocument>,
     pub source: Bytes,
     pub routing: Option<String>,
 }
@@ -1549,12 +1612,12 @@ impl WriteBatch<'_> {
         let queued = if prepared.auto_id {
             Ok(())
         } else {
-            let id = Term::from_field_text(table.meta.id, &prepared.id);
-            self.state.queue(UserOperation::Delete(id), 0)
+            block_terms(&table, &prepared.id)
+                .try_for_each(|term| self.state.queue(UserOperation::Delete(term), 0))
         }
         .and_then(|_| {
             self.state
-                .queue(UserOperation::Add(doc), prepared.source.len())
+                .queue_block(prepared.nested, doc, prepared.source.len())
         });
         queued.map_err(|e| self.failed(e))?;
         if prepared.auto_id {
@@ -1609,8 +1672,8 @@ impl WriteBatch<'_> {
             source: Bytes::new(),
         })?;
         if current.is_some() {
-            let term = Term::from_field_text(table.meta.id, id);
-            let queued = self.state.queue(UserOperation::Delete(term), 0);
+            let queued = block_terms(&table, id)
+                .try_for_each(|term| self.state.queue(UserOperation::Delete(term), 0));
             queued.map_err(|e| self.failed(e))?;
         }
         self.state.live.insert(
@@ -1724,6 +1787,7 @@ mod tests {
             id: id.to_string(),
             auto_id: false,
             doc,
+            nested: Vec::new(),
             source: Bytes::from(serde_json::to_vec(&source).unwrap()),
             routing: None,
         }
@@ -2013,6 +2077,7 @@ mod tests {
                     id: "new".into(),
                     auto_id: false,
                     doc,
+                    nested: Vec::new(),
                     source: Bytes::from_static(b"{}"),
                     routing: None,
                 },

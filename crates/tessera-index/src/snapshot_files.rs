@@ -309,6 +309,7 @@ mod tests {
                 id,
                 auto_id: false,
                 doc,
+                nested: Vec::new(),
                 source: Bytes::from(serde_json::to_vec(&source).unwrap()),
                 routing: None,
             };

@@ -1,8 +1,8 @@
 //! Tessera's vector search: the distance spaces of OpenSearch's k-NN plugin and their scores
 //! (`distance`), an HNSW graph of our own (`hnsw`: hnswlib's algorithm, read in place from a
 //! memory map), the per-segment vector file written and merged by a tantivy `SegmentPlugin`
-//! (`segment`), exact (and, once wired in, graph) search per segment with the shard's top-k
-//! rewrite (`search`), the fixed `(segment, doc, score)` query it produces (`query`), and the
+//! (`segment`), which segments get a graph and how merges reuse one (`segment_graph`), graph or
+//! exact search per segment run slice by slice with the shard's top-k rewrite (`search`), the fixed `(segment, doc, score)` query it produces (`query`), and the
 //! node's counters (`stats`).
 //!
 //! Why our own graph: measured on 150k 256-d embeddings, hnswlib answers in a third of Lucene's
@@ -13,6 +13,7 @@ pub mod hnsw;
 pub mod query;
 pub mod search;
 pub mod segment;
+pub mod segment_graph;
 pub mod stats;
 
 pub use distance::Space;

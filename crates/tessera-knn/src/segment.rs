@@ -14,7 +14,8 @@
 //! ```text
 //! per field: vectors  count × dim f32   (ordinal order: dense, 0..count)
 //!            docs     count u32          (ordinal → doc id, strictly increasing)
-//!            graph    graph_len bytes    (empty today: the HNSW graph's slot)
+//!            graph    graph_len bytes    (the HNSW graph, `hnsw::format`; empty when the
+//!                                         segment is below the build threshold)
 //! table:     per field 48 bytes: field u32, dim u32, count u32, 0 u32,
 //!            vectors_offset u64, docs_offset u64, graph_offset u64, graph_len u64
 //! footer:    table_offset u64, field_count u32, MAGIC u32
@@ -29,6 +30,8 @@
 use std::any::Any;
 use std::borrow::Cow;
 use std::io::Write;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 
 use tantivy::directory::WritePtr;
 use tantivy::directory::{OwnedBytes, TerminatingWrite};
@@ -39,7 +42,10 @@ use tantivy::schema::document::{ErasedDocument, ErasedValue, ReferenceValueLeaf}
 use tantivy::schema::{Field, FieldType, Schema};
 use tantivy::{DocId, Segment, TantivyError};
 
-use crate::hnsw::VectorStore;
+use crate::hnsw::{build_graph, HnswGraph, SliceStore, VectorStore};
+use crate::segment_graph::{
+    builds_graph, graph_settings, merge_graph, MergeSource, DEFAULT_APPROXIMATE_THRESHOLD,
+};
 
 /// The custom field type name of `knn_vector` fields in a shard's tantivy schema.
 pub const KNN_VECTOR_TYPE: &str = "knn_vector";
@@ -84,8 +90,30 @@ fn corrupt(what: impl Into<String>) -> TantivyError {
     TantivyError::InternalError(format!("knn vectors: {}", what.into()))
 }
 
-/// The plugin every shard registers: writes and merges each segment's `knn` file.
-pub struct KnnPlugin;
+/// The plugin every shard registers: writes and merges each segment's `knn` file, with a graph
+/// for segments at or above the shard's `index.knn.advanced.approximate_threshold` (shared with
+/// the shard, which updates it when the dynamic setting changes).
+pub struct KnnPlugin {
+    threshold: Arc<AtomicI64>,
+}
+
+impl KnnPlugin {
+    pub fn new(threshold: Arc<AtomicI64>) -> KnnPlugin {
+        KnnPlugin { threshold }
+    }
+
+    /// A plugin with a fixed threshold (tests, tools).
+    pub fn with_threshold(threshold: i64) -> KnnPlugin {
+        KnnPlugin::new(Arc::new(AtomicI64::new(threshold)))
+    }
+}
+
+impl Default for KnnPlugin {
+    /// OpenSearch's default threshold.
+    fn default() -> Self {
+        KnnPlugin::with_threshold(DEFAULT_APPROXIMATE_THRESHOLD)
+    }
+}
 
 impl SegmentPlugin for KnnPlugin {
     fn extensions(&self) -> &[&str] {
@@ -102,7 +130,10 @@ impl SegmentPlugin for KnnPlugin {
                 docs: Vec::new(),
             })
             .collect();
-        Ok(Box::new(KnnWriter { fields }))
+        Ok(Box::new(KnnWriter {
+            fields,
+            threshold: self.threshold.load(Ordering::Relaxed),
+        }))
     }
 
     fn merge(&self, ctx: PluginMergeContext) -> tantivy::Result<()> {
@@ -131,11 +162,34 @@ impl SegmentPlugin for KnnPlugin {
             .iter()
             .map(SegmentVectors::open)
             .collect::<tantivy::Result<_>>()?;
+        let threshold = self.threshold.load(Ordering::Relaxed);
         let mut out = FileWriter::new(ctx.target_segment.open_write(component())?);
         for (field, dim) in knn_fields(ctx.schema) {
             let vectors_offset = out.align()?;
             let mut docs = Vec::new();
-            for (source, map) in sources.iter().zip(&old_to_new) {
+            // kept in memory only when a graph will be built over them
+            let settings = graph_settings(ctx.schema, field);
+            let mut merged: Vec<f32> = Vec::new();
+            let mut graph_sources = Vec::new();
+            let surviving: usize = sources
+                .iter()
+                .zip(&old_to_new)
+                .filter_map(|(source, map)| {
+                    let vectors = source.as_ref()?.field(field)?;
+                    Some(
+                        (0..vectors.len())
+                            .filter(|&ord| {
+                                map.get(vectors.doc(ord) as usize)
+                                    .copied()
+                                    .flatten()
+                                    .is_some()
+                            })
+                            .count(),
+                    )
+                })
+                .sum();
+            let build = settings.is_some() && builds_graph(threshold, surviving);
+            for ((source, map), reader) in sources.iter().zip(&old_to_new).zip(ctx.readers) {
                 let Some(vectors) = source.as_ref().and_then(|s| s.field(field)) else {
                     continue;
                 };
@@ -146,17 +200,41 @@ impl SegmentPlugin for KnnPlugin {
                         vectors.dim()
                     )));
                 }
+                let start = docs.len() as u32;
                 for ord in 0..vectors.len() {
                     let old = vectors.doc(ord);
                     if let Some(new) = map.get(old as usize).copied().flatten() {
                         out.write_f32s(vectors.vector(ord))?;
+                        if build {
+                            merged.extend_from_slice(vectors.vector(ord));
+                        }
                         docs.push(new);
                     }
+                }
+                if build {
+                    // a source's graph is reusable only if every one of its nodes survives
+                    let graph = match vectors.graph()? {
+                        Some(graph) if reader.alive_bitset().is_none() => Some(graph),
+                        _ => None,
+                    };
+                    graph_sources.push(MergeSource {
+                        start,
+                        len: docs.len() as u32 - start,
+                        graph,
+                    });
                 }
             }
             let docs_offset = out.align()?;
             out.write_u32s(&docs)?;
             let graph_offset = out.align()?;
+            let mut graph_len = 0;
+            if let (true, Some((space, params))) = (build && dim > 0, settings) {
+                let graph = merge_graph(space, &params, &merged, dim, &graph_sources);
+                drop(graph_sources);
+                out.bytes(&graph)?;
+                graph_len = graph.len() as u64;
+                crate::stats::STATS.graph_built();
+            }
             out.entries.push(Entry {
                 field: field.field_id(),
                 dim: dim as u32,
@@ -164,7 +242,7 @@ impl SegmentPlugin for KnnPlugin {
                 vectors_offset,
                 docs_offset,
                 graph_offset,
-                graph_len: 0,
+                graph_len,
             });
         }
         out.finish()
@@ -181,6 +259,8 @@ struct FieldBuffer {
 /// Collects a segment's vectors while it is indexed.
 struct KnnWriter {
     fields: Vec<FieldBuffer>,
+    /// `index.knn.advanced.approximate_threshold` when the segment started.
+    threshold: i64,
 }
 
 impl PluginWriter for KnnWriter {
@@ -225,6 +305,7 @@ impl PluginWriter for KnnWriter {
         if doc_id_map.is_some() {
             return Err(corrupt("index sorting is not supported"));
         }
+        let schema = segment.schema();
         let mut out = FileWriter::new(segment.open_write(component())?);
         for buffer in &self.fields {
             let vectors_offset = out.align()?;
@@ -232,6 +313,16 @@ impl PluginWriter for KnnWriter {
             let docs_offset = out.align()?;
             out.write_u32s(&buffer.docs)?;
             let graph_offset = out.align()?;
+            let mut graph_len = 0;
+            if let Some((space, params)) = graph_settings(&schema, buffer.field) {
+                if buffer.dim > 0 && builds_graph(self.threshold, buffer.docs.len()) {
+                    let store = SliceStore::new(&buffer.vectors, buffer.dim);
+                    let graph = build_graph(space, &store, &params);
+                    out.bytes(&graph)?;
+                    graph_len = graph.len() as u64;
+                    crate::stats::STATS.graph_built();
+                }
+            }
             out.entries.push(Entry {
                 field: buffer.field.field_id(),
                 dim: buffer.dim as u32,
@@ -239,7 +330,7 @@ impl PluginWriter for KnnWriter {
                 vectors_offset,
                 docs_offset,
                 graph_offset,
-                graph_len: 0,
+                graph_len,
             });
         }
         out.finish()
@@ -411,7 +502,7 @@ impl SegmentVectors {
             dim: e.dim as usize,
             vectors: cast_f32(vectors),
             docs: cast_u32(docs),
-            graph,
+            graph_bytes: graph,
         })
     }
 
@@ -462,16 +553,40 @@ fn cast_u32(bytes: &[u8]) -> Cow<'_, [u32]> {
     )
 }
 
-/// One field's vectors in one segment: dense ordinals, their doc ids, and the slot of the
-/// field's graph (`None` until graphs are built).
+/// One field's vectors in one segment: dense ordinals, their doc ids, and the field's graph
+/// when the segment has one.
 pub struct FieldVectors<'a> {
     dim: usize,
     vectors: Cow<'a, [f32]>,
     docs: Cow<'a, [u32]>,
-    pub graph: Option<&'a [u8]>,
+    graph_bytes: Option<&'a [u8]>,
 }
 
-impl FieldVectors<'_> {
+impl<'a> FieldVectors<'a> {
+    /// Whether the segment has a graph for the field.
+    pub fn has_graph(&self) -> bool {
+        self.graph_bytes.is_some()
+    }
+
+    /// The field's graph, read in place from the file; `None` for a segment searched exactly.
+    /// A graph that does not open, or is not over these vectors, is a corrupt file.
+    pub fn graph(&self) -> tantivy::Result<Option<HnswGraph<'a>>> {
+        let Some(bytes) = self.graph_bytes else {
+            return Ok(None);
+        };
+        let graph = HnswGraph::open(bytes).map_err(corrupt)?;
+        if graph.len() as usize != self.docs.len() || graph.dim() != self.dim {
+            return Err(corrupt(format!(
+                "a graph of {} vectors of dimension {} beside {} vectors of dimension {}",
+                graph.len(),
+                graph.dim(),
+                self.docs.len(),
+                self.dim
+            )));
+        }
+        Ok(Some(graph))
+    }
+
     /// The doc id of ordinal `ord`.
     pub fn doc(&self, ord: u32) -> DocId {
         self.docs[ord as usize]
@@ -495,6 +610,10 @@ impl VectorStore for FieldVectors<'_> {
     fn vector(&self, ord: u32) -> &[f32] {
         &self.vectors[ord as usize * self.dim..][..self.dim]
     }
+
+    fn contiguous(&self) -> Option<&[f32]> {
+        Some(&self.vectors)
+    }
 }
 
 #[cfg(test)]
@@ -514,7 +633,7 @@ mod tests {
         let v = builder.add_custom_field("v", KNN_VECTOR_TYPE, json!({"dimension": 2}));
         let index = Index::builder()
             .schema(builder.build())
-            .register_plugin(Arc::new(KnnPlugin))
+            .register_plugin(Arc::new(KnnPlugin::default()))
             .create_in_ram()
             .unwrap();
         (index, id, v)
@@ -616,6 +735,101 @@ mod tests {
             .unwrap();
         assert_eq!(vectors.field(v).unwrap().len(), 0);
         assert!(vectors.field(Field::from_field_id(99)).is_none());
+    }
+
+    /// An index on disk whose field gets graphs (m 8) under `threshold`.
+    fn graph_index(dir: &std::path::Path, threshold: i64) -> (Index, Field, Field) {
+        let mut builder = Schema::builder();
+        let id = builder.add_text_field("id", STRING);
+        let v = builder.add_custom_field(
+            "v",
+            KNN_VECTOR_TYPE,
+            crate::segment_graph::field_params(4, crate::Space::L2, 8, 40),
+        );
+        let index = Index::builder()
+            .schema(builder.build())
+            .register_plugin(Arc::new(KnnPlugin::with_threshold(threshold)))
+            .create_in_dir(dir)
+            .unwrap();
+        (index, id, v)
+    }
+
+    fn add_many(writer: &mut IndexWriter, id: Field, v: Field, from: usize, to: usize) {
+        let data = crate::hnsw::test_data::clustered(to, 4, 5, 11);
+        for i in from..to {
+            let mut doc = TantivyDocument::new();
+            doc.add_text(id, i.to_string());
+            doc.add_custom(v, &encode_vector(&data[i * 4..(i + 1) * 4]));
+            writer.add_document(doc).unwrap();
+        }
+    }
+
+    /// Per segment (largest first): vector count and graph node count (0: no graph).
+    fn graphs(index: &Index, v: Field) -> Vec<(u32, u32)> {
+        let searcher = index.reader().unwrap().searcher();
+        let mut out: Vec<(u32, u32)> = searcher
+            .segment_readers()
+            .iter()
+            .map(|reader| {
+                let segment = SegmentVectors::open(reader).unwrap().unwrap();
+                let field = segment.field(v).unwrap();
+                let nodes = field.graph().unwrap().map_or(0, |g| g.len());
+                (field.len(), nodes)
+            })
+            .collect();
+        out.sort_by(|a, b| b.cmp(a));
+        out
+    }
+
+    #[test]
+    fn segments_at_the_threshold_get_a_graph_at_flush_and_merge_and_keep_it_on_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let (index, id, v) = graph_index(dir.path(), 100);
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
+        writer.set_merge_policy(Box::new(NoMergePolicy));
+        add_many(&mut writer, id, v, 0, 300);
+        writer.commit().unwrap();
+        add_many(&mut writer, id, v, 300, 350);
+        writer.commit().unwrap();
+        // below the threshold: exact only
+        assert_eq!(graphs(&index, v), vec![(300, 300), (50, 0)]);
+        // a merge of a graph without deletes and one without graph reuses the first
+        let ids = index.searchable_segment_ids().unwrap();
+        writer.merge(&ids).wait().unwrap();
+        assert_eq!(graphs(&index, v), vec![(350, 350)]);
+        // deletes: the merged graph is built afresh over the survivors
+        writer.delete_term(Term::from_field_text(id, "7"));
+        add_many(&mut writer, id, v, 350, 360);
+        writer.commit().unwrap();
+        let ids = index.searchable_segment_ids().unwrap();
+        writer.merge(&ids).wait().unwrap();
+        assert_eq!(graphs(&index, v), vec![(359, 359)]);
+        drop(writer);
+        drop(index);
+        // reopened from disk: the graph is read in place and walks to each vector
+        let mut index = Index::open_in_dir(dir.path()).unwrap();
+        index.register_plugin(Arc::new(KnnPlugin::default()));
+        assert_eq!(graphs(&index, v), vec![(359, 359)]);
+        let searcher = index.reader().unwrap().searcher();
+        let segment = SegmentVectors::open(&searcher.segment_readers()[0])
+            .unwrap()
+            .unwrap();
+        let field = segment.field(v).unwrap();
+        let graph = field.graph().unwrap().unwrap();
+        for ord in [0u32, 100, 358] {
+            let request = crate::hnsw::SearchRequest::new(field.vector(ord), 1, 32);
+            assert_eq!(graph.search(&field, &request).hits[0].0, ord);
+        }
+    }
+
+    #[test]
+    fn a_threshold_of_minus_one_never_builds() {
+        let dir = tempfile::tempdir().unwrap();
+        let (index, id, v) = graph_index(dir.path(), -1);
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
+        add_many(&mut writer, id, v, 0, 200);
+        writer.commit().unwrap();
+        assert_eq!(graphs(&index, v), vec![(200, 0)]);
     }
 
     #[test]

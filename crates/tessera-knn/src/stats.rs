@@ -1,6 +1,7 @@
 //! The node's k-NN counters behind `_plugins/_knn/stats`: honest values only (requests by
-//! kind, segments searched); the graph cache figures OpenSearch reports are zero while there is
-//! no graph to cache.
+//! kind, graphs built and walked, segments searched); the graph cache figures OpenSearch
+//! reports for its native libraries stay zero (Tessera's graphs are read in place from the
+//! segment's memory map: there is no cache to fill or evict).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -14,6 +15,7 @@ pub struct KnnStats {
     pub min_score_query_requests: AtomicU64,
     pub min_score_query_with_filter_requests: AtomicU64,
     pub graph_query_requests: AtomicU64,
+    pub graph_index_requests: AtomicU64,
     pub exact_segment_searches: AtomicU64,
     pub warmup_requests: AtomicU64,
 }
@@ -27,11 +29,22 @@ pub static STATS: KnnStats = KnnStats {
     min_score_query_requests: AtomicU64::new(0),
     min_score_query_with_filter_requests: AtomicU64::new(0),
     graph_query_requests: AtomicU64::new(0),
+    graph_index_requests: AtomicU64::new(0),
     exact_segment_searches: AtomicU64::new(0),
     warmup_requests: AtomicU64::new(0),
 };
 
 impl KnnStats {
+    /// A graph was built (flush or merge).
+    pub(crate) fn graph_built(&self) {
+        self.graph_index_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A segment was searched through its graph.
+    pub(crate) fn graph_searched(&self) {
+        self.graph_query_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(crate) fn segment_searched(&self) {
         self.exact_segment_searches.fetch_add(1, Ordering::Relaxed);
     }

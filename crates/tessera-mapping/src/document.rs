@@ -24,8 +24,27 @@ use crate::values;
 pub enum ParseOutcome {
     /// The document, ready to index (metadata fields are added by the shard).
     Document(TantivyDocument),
+    /// A document with `nested` objects: their hidden child documents (each before its own
+    /// parent, see `tessera_query::nested`) and the root document, indexed together in this
+    /// order.
+    Block {
+        nested: Vec<TantivyDocument>,
+        doc: TantivyDocument,
+    },
     /// The document has fields the mapping lacks: merge these properties, then parse again.
     MappingUpdate(BTreeMap<String, FieldMapping>),
+}
+
+impl ParseOutcome {
+    /// The document and its nested children (empty without nested objects); `None` for a
+    /// mapping update.
+    pub fn into_block(self) -> Option<(Vec<TantivyDocument>, TantivyDocument)> {
+        match self {
+            ParseOutcome::Document(doc) => Some((Vec::new(), doc)),
+            ParseOutcome::Block { nested, doc } => Some((nested, doc)),
+            ParseOutcome::MappingUpdate(_) => None,
+        }
+    }
 }
 
 const METADATA: &[&str] = &[
@@ -68,7 +87,12 @@ pub fn parse_json_document(
     if let Some(timestamp) = &mapping.data_stream_timestamp {
         check_data_stream_timestamp(table, &walker.doc, timestamp)?;
     }
-    Ok(ParseOutcome::Document(walker.finish()))
+    let (nested, doc) = walker.finish();
+    if nested.is_empty() {
+        Ok(ParseOutcome::Document(doc))
+    } else {
+        Ok(ParseOutcome::Block { nested, doc })
+    }
 }
 
 /// Parses a document logged in the translog, for replay: it was acknowledged, so whatever the
@@ -76,19 +100,21 @@ pub fn parse_json_document(
 /// limit) it is indexed again without failing. Fields the current mapping cannot take are left
 /// out of the index (they stay in `_source`); a document that cannot be walked at all is
 /// indexed with its metadata fields only, so it is never lost.
+///
+/// Answers the nested children (in indexing order) and the root document.
 pub fn parse_document_for_replay(
     mapping: &Mapping,
     table: &FieldTable,
     id: &str,
     source: &Json,
-) -> TantivyDocument {
+) -> (Vec<TantivyDocument>, TantivyDocument) {
     let Json::Object(root) = source else {
-        return TantivyDocument::new();
+        return (Vec::new(), TantivyDocument::new());
     };
     let mut walker = Walker::new(mapping, table, id, true);
     match walker.object(root, "", Some(&mapping.properties), mapping.dynamic) {
         Ok(()) => walker.finish(),
-        Err(_) => TantivyDocument::new(),
+        Err(_) => (Vec::new(), TantivyDocument::new()),
     }
 }
 
@@ -102,22 +128,123 @@ impl<'a> Walker<'a> {
             updates: BTreeMap::new(),
             field_names: Vec::new(),
             lenient,
+            nested: Vec::new(),
+            outer: Vec::new(),
+            flattening: 0,
         }
     }
 
-    /// The document with its `_field_names`.
-    fn finish(self) -> TantivyDocument {
-        let meta_field_names = self.table.meta.field_names;
-        let mut doc = self.doc;
-        let mut field_names = self.field_names;
+    /// The nested children and the document, each with its `_field_names`.
+    fn finish(mut self) -> (Vec<TantivyDocument>, TantivyDocument) {
+        let mut doc = std::mem::take(&mut self.doc);
+        let field_names = std::mem::take(&mut self.field_names);
+        self.add_field_names(&mut doc, field_names);
+        (self.nested, doc)
+    }
+
+    fn add_field_names(&self, doc: &mut TantivyDocument, mut field_names: Vec<&'a str>) {
         field_names.sort_unstable();
         field_names.dedup();
         for name in field_names {
-            doc.add_text(meta_field_names, name);
+            doc.add_text(self.table.meta.field_names, name);
         }
-        doc
+    }
+
+    /// A `nested` field's value: each object becomes a child document (its own nested
+    /// objects before it), added to `self.nested`; `include_in_parent`/`include_in_root`
+    /// index its values again in the enclosing or the root document.
+    fn nested_value(
+        &mut self,
+        path: &str,
+        name: &str,
+        value: &Json,
+        field: &'a FieldMapping,
+        dynamic: Dynamic,
+    ) -> Result<()> {
+        let items: &[Json] = match value {
+            Json::Array(items) => items,
+            Json::Null => return Ok(()),
+            single => std::slice::from_ref(single),
+        };
+        let Some(markers) = self.table.meta.nested else {
+            return Err(Error::illegal_state(format!(
+                "nested field [{path}] has no nested metadata fields in the shard schema"
+            )));
+        };
+        let include_in_parent = field.params.get("include_in_parent") == Some(&Value::Bool(true));
+        let include_in_root = field.params.get("include_in_root") == Some(&Value::Bool(true));
+        for item in items {
+            let inner = match item {
+                Json::Object(inner) => inner,
+                Json::Null => continue,
+                Json::Array(_) => {
+                    self.nested_value(path, name, item, field, dynamic)?;
+                    continue;
+                }
+                _ if self.lenient => continue,
+                _ => {
+                    return Err(Error::mapper_parsing(format!(
+                        "object mapping for [{path}] tried to parse field [{name}] as object, but found a concrete value"
+                    )))
+                }
+            };
+            // the child document
+            let outer_doc = std::mem::take(&mut self.doc);
+            let outer_names = std::mem::take(&mut self.field_names);
+            self.outer.push((outer_doc, outer_names));
+            let walked = self.object(inner, path, Some(&field.properties), dynamic);
+            let (outer_doc, outer_names) = self.outer.pop().expect("pushed above");
+            let mut child = std::mem::replace(&mut self.doc, outer_doc);
+            let child_names = std::mem::replace(&mut self.field_names, outer_names);
+            walked?;
+            self.add_field_names(&mut child, child_names);
+            child.add_text(markers.path, path);
+            child.add_text(markers.parent_id, self.id);
+            self.nested.push(child);
+            if self.nested.len() > MAX_NESTED_DOCS {
+                return Err(Error::mapper_parsing(format!(
+                    "The number of nested documents has exceeded the allowed limit of [{MAX_NESTED_DOCS}]."
+                )));
+            }
+            // the same values, flattened into the enclosing document
+            let into_parent = include_in_parent || (include_in_root && self.outer.is_empty());
+            if into_parent {
+                self.walk_flat(inner, path, field, dynamic)?;
+            }
+            if include_in_root && !self.outer.is_empty() {
+                // the root document is the bottom of the stack of enclosing documents
+                std::mem::swap(&mut self.doc, &mut self.outer[0].0);
+                std::mem::swap(&mut self.field_names, &mut self.outer[0].1);
+                let walked = self.walk_flat(inner, path, field, dynamic);
+                std::mem::swap(&mut self.doc, &mut self.outer[0].0);
+                std::mem::swap(&mut self.field_names, &mut self.outer[0].1);
+                walked?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A walk of a nested object's own values into the current document (nested objects
+    /// inside it are copied only where they are themselves `include_in_parent`).
+    fn walk_flat(
+        &mut self,
+        inner: &[(Cow<'_, str>, Json<'_>)],
+        path: &str,
+        field: &'a FieldMapping,
+        dynamic: Dynamic,
+    ) -> Result<()> {
+        let saved = std::mem::take(&mut self.nested);
+        self.flattening += 1;
+        let walked = self.object(inner, path, Some(&field.properties), dynamic);
+        self.flattening -= 1;
+        self.nested = saved;
+        walked
     }
 }
+
+/// The most nested documents one document may hold before `index.mapping.nested_objects.limit`
+/// is checked by the caller: a bound on memory for a document that is all nested objects.
+const MAX_NESTED_DOCS: usize = 1_000_000;
 
 /// `_data_stream_timestamp`: a document must hold exactly one doc value of the timestamp
 /// field, as OpenSearch's `DataStreamFieldMapper.postParse` checks (it counts the field's
@@ -160,6 +287,13 @@ struct Walker<'a> {
     /// it may fail now: unmapped fields are skipped (as with `dynamic: false`) and so are values
     /// the mapping cannot take (as with `ignore_malformed`).
     lenient: bool,
+    /// Nested child documents finished so far, in indexing order.
+    nested: Vec<TantivyDocument>,
+    /// The documents enclosing the one being walked (the root first), while walking a nested
+    /// object.
+    outer: Vec<(TantivyDocument, Vec<&'a str>)>,
+    /// Above 0 while a nested object's values are copied into its parent or root document.
+    flattening: usize,
 }
 
 /// The dotted path of `name` under `prefix`; top-level names (most fields of most documents)
@@ -236,6 +370,22 @@ impl<'a> Walker<'a> {
             }
         }
         match props.and_then(|p| p.get(name)) {
+            Some(field) if field.field_type == FieldType::Nested => {
+                if !field.enabled() {
+                    return Ok(());
+                }
+                let inner_dynamic = field.dynamic().unwrap_or(dynamic);
+                if self.flattening == 0 {
+                    return self.nested_value(&path, name, value, field, inner_dynamic);
+                }
+                // inside a nested object copied into its parent: a nested object in it is
+                // copied too only when it is itself `include_in_parent`
+                if field.params.get("include_in_parent") == Some(&Value::Bool(true)) {
+                    self.object_value(&path, name, value, Some(&field.properties), inner_dynamic)
+                } else {
+                    Ok(())
+                }
+            }
             Some(field) if field.field_type == FieldType::Object => {
                 if !field.enabled() {
                     return Ok(());
@@ -301,12 +451,26 @@ impl<'a> Walker<'a> {
     }
 
     fn record_update(&mut self, path: &str, field: FieldMapping) {
+        if self.flattening > 0 {
+            // the walk of the nested object itself records it
+            return;
+        }
         let parts: Vec<&str> = path.split('.').collect();
         let mut node = &mut self.updates;
+        // the mapping's objects along the path, one level per part: `Mapping::field` tries
+        // every split of a dotted path and is exponential in the depth of an unmapped one
+        let mut mapped = Some(&self.mapping.properties);
         for part in &parts[..parts.len() - 1] {
+            // an enclosing field the mapping has keeps its type (a nested one stays nested)
+            let existing = mapped.and_then(|props| props.get(*part));
+            mapped = existing.map(|field| &field.properties);
+            let kind = match existing {
+                Some(existing) if existing.field_type == FieldType::Nested => FieldType::Nested,
+                _ => FieldType::Object,
+            };
             node = &mut node
                 .entry(part.to_string())
-                .or_insert_with(FieldMapping::object)
+                .or_insert_with(|| FieldMapping::leaf(kind))
                 .properties;
         }
         node.entry(parts[parts.len() - 1].to_string())
@@ -723,8 +887,69 @@ mod tests {
     fn doc(mapping: &Mapping, source: Value) -> TantivyDocument {
         match parse(mapping, source).unwrap() {
             ParseOutcome::Document(d) => d,
+            ParseOutcome::Block { .. } => panic!("unexpected nested documents"),
             ParseOutcome::MappingUpdate(u) => panic!("unexpected update {u:?}"),
         }
+    }
+
+    fn texts(table: &FieldTable, doc: &TantivyDocument, path: &str) -> Vec<String> {
+        let field = table.schema().get_field(path).unwrap();
+        doc.get_all(field)
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect()
+    }
+
+    #[test]
+    fn nested_objects_become_child_documents_before_their_parent() {
+        let m = Mapping::parse(&json!({"properties": {
+            "title": {"type": "keyword"},
+            "c": {"type": "nested", "properties": {
+                "who": {"type": "keyword"},
+                "r": {"type": "nested", "include_in_root": true,
+                      "properties": {"n": {"type": "keyword"}}}
+            }},
+            "p": {"type": "nested", "include_in_parent": true,
+                  "properties": {"k": {"type": "keyword"}}}
+        }}))
+        .unwrap();
+        let t = table(&m);
+        let source = json!({"title": "t", "c": [
+            {"who": "a", "r": [{"n": "x"}, {"n": "y"}]},
+            {"who": "b"}
+        ], "p": {"k": "v"}});
+        let Ok(ParseOutcome::Block { nested, doc }) = parse(&m, source) else {
+            panic!("expected a block");
+        };
+        let paths: Vec<Vec<String>> = nested
+            .iter()
+            .map(|d| texts(&t, d, "_nested_path"))
+            .collect();
+        assert_eq!(paths, [["c.r"], ["c.r"], ["c"], ["c"], ["p"]]);
+        assert_eq!(texts(&t, &nested[0], "c.r.n"), ["x"]);
+        assert_eq!(texts(&t, &nested[2], "c.who"), ["a"]);
+        assert!(
+            texts(&t, &nested[2], "title").is_empty(),
+            "the parent's fields stay out"
+        );
+        assert!(nested
+            .iter()
+            .all(|d| texts(&t, d, "_nested_parent_id") == ["1"]));
+        // the root holds its own fields, and those included in it
+        assert_eq!(texts(&t, &doc, "title"), ["t"]);
+        assert!(texts(&t, &doc, "c.who").is_empty());
+        assert_eq!(texts(&t, &doc, "c.r.n"), ["x", "y"]);
+        assert_eq!(texts(&t, &doc, "p.k"), ["v"]);
+        assert!(texts(&t, &doc, "_nested_path").is_empty());
+        // a concrete value where a nested object belongs
+        assert!(parse(&m, json!({"c": "text"})).is_err());
+        // a new field inside a nested object keeps the enclosing field nested
+        let Ok(ParseOutcome::MappingUpdate(update)) = parse(&m, json!({"c": [{"new": 1}]})) else {
+            panic!("expected a mapping update");
+        };
+        assert_eq!(update["c"].field_type, FieldType::Nested);
+        let mut merged = m.clone();
+        merged.merge_properties(&update).unwrap();
+        assert!(merged.field("c.new").is_some());
     }
 
     fn strict_mapping() -> Mapping {
@@ -876,7 +1101,7 @@ mod tests {
             parse(&m, json!({"new": {"deep": 1}})),
             Ok(ParseOutcome::MappingUpdate(_))
         ));
-        let replayed = parse_document_for_replay(&m, &t, "1", &Json::from_value(&source));
+        let (_, replayed) = parse_document_for_replay(&m, &t, "1", &Json::from_value(&source));
         assert_eq!(
             replayed.len(),
             doc(&m, json!({})).len(),
@@ -884,7 +1109,7 @@ mod tests {
         );
         // what fits is indexed as usual
         let ok = json!({"n": 5, "o": {"k": "v"}, "extra": true});
-        let replayed = parse_document_for_replay(&m, &t, "1", &Json::from_value(&ok));
+        let (_, replayed) = parse_document_for_replay(&m, &t, "1", &Json::from_value(&ok));
         assert_eq!(
             replayed.len(),
             doc(&m, json!({"n": 5, "o": {"k": "v"}})).len()

@@ -18,7 +18,7 @@ use tessera_common::{Error, Result};
 use tessera_date::DateFormat;
 
 use crate::field_type::FieldType;
-use crate::mapping::{FieldMapping, Mapping};
+use crate::mapping::{FieldMapping, Mapping, NestedPath};
 use crate::range::{range_column, RangeKind};
 
 pub const ID_FIELD: &str = "_id";
@@ -28,6 +28,11 @@ pub const VERSION_FIELD: &str = "_version";
 pub const PRIMARY_TERM_FIELD: &str = "_primary_term";
 pub const ROUTING_FIELD: &str = "_routing";
 pub const FIELD_NAMES_FIELD: &str = "_field_names";
+/// On a nested child document: the path of its nested field (root documents have none).
+pub const NESTED_PATH_FIELD: &str = "_nested_path";
+/// On a nested child document: its root document's `_id`, so that deleting or replacing the
+/// root deletes the whole block.
+pub const NESTED_PARENT_ID_FIELD: &str = "_nested_parent_id";
 
 /// The tokenizer of keyword fields with the `lowercase` normalizer.
 pub const LOWERCASE_KEYWORD_TOKENIZER: &str = "lowercase_keyword";
@@ -119,6 +124,16 @@ pub struct MetaFields {
     pub primary_term: Field,
     pub routing: Field,
     pub field_names: Field,
+    /// The markers of nested child documents: only in shards whose mapping has (or had) a
+    /// `nested` field, so that other shards pay nothing for them.
+    pub nested: Option<NestedMarkers>,
+}
+
+/// The hidden fields of nested child documents.
+#[derive(Clone, Copy, Debug)]
+pub struct NestedMarkers {
+    pub path: Field,
+    pub parent_id: Field,
 }
 
 /// A shard's schema plus the map from mapped paths to tantivy fields.
@@ -128,6 +143,8 @@ pub struct FieldTable {
     /// By path; looked up for every field of every indexed document, hence the fast hasher.
     leaves: FxHashMap<String, Arc<LeafField>>,
     pub meta: MetaFields,
+    /// The mapping's `nested` fields, outermost first.
+    pub nested: Vec<NestedPath>,
 }
 
 impl FieldTable {
@@ -149,6 +166,15 @@ impl FieldTable {
                 builder.add_field(entry);
                 grew = true;
             }
+        }
+        let nested = mapping.nested_paths();
+        let has_nested_fields = names.contains_key(NESTED_PATH_FIELD);
+        if !nested.is_empty() && !has_nested_fields {
+            for entry in nested_entries() {
+                names.insert(entry.name().to_string(), ());
+                builder.add_field(entry);
+            }
+            grew = true;
         }
         let leaves = mapping.leaves();
         for (path, field) in &leaves {
@@ -212,6 +238,13 @@ impl FieldTable {
             primary_term: field(PRIMARY_TERM_FIELD)?,
             routing: field(ROUTING_FIELD)?,
             field_names: field(FIELD_NAMES_FIELD)?,
+            nested: match (
+                schema.get_field(NESTED_PATH_FIELD),
+                schema.get_field(NESTED_PARENT_ID_FIELD),
+            ) {
+                (Ok(path), Ok(parent_id)) => Some(NestedMarkers { path, parent_id }),
+                _ => None,
+            },
         };
         let mut table = FxHashMap::default();
         for (path, mapping) in leaves {
@@ -223,6 +256,7 @@ impl FieldTable {
                 schema,
                 leaves: table,
                 meta,
+                nested,
             },
             grew,
         ))
@@ -230,6 +264,24 @@ impl FieldTable {
 
     pub fn schema(&self) -> &Schema {
         &self.schema
+    }
+
+    /// The nested field `path`, if the mapping has one there.
+    pub fn nested_path(&self, path: &str) -> Option<&NestedPath> {
+        self.nested.iter().find(|n| n.path == path)
+    }
+
+    /// The innermost nested field holding `path` (a leaf or a nested field itself is held by
+    /// the nested field around it); `None`: the root document.
+    pub fn nested_scope(&self, path: &str) -> Option<&NestedPath> {
+        self.nested
+            .iter()
+            .filter(|n| {
+                path.len() > n.path.len()
+                    && path.starts_with(n.path.as_str())
+                    && path.as_bytes()[n.path.len()] == b'.'
+            })
+            .max_by_key(|n| n.path.len())
     }
 
     pub fn leaf(&self, path: &str) -> Option<&Arc<LeafField>> {
@@ -261,6 +313,21 @@ impl FieldTable {
 /// The column holding one coordinate (`lat` or `lon`) of a geo point field.
 pub fn geo_column(path: &str, coordinate: &str) -> String {
     format!("{path}#{coordinate}")
+}
+
+/// The nested markers: raw terms, indexed only (the root-document filter and the block deletes
+/// read their postings).
+fn nested_entries() -> Vec<FieldEntry> {
+    let raw_indexed = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("raw")
+            .set_index_option(IndexRecordOption::Basic)
+            .set_fieldnorms(false),
+    );
+    vec![
+        FieldEntry::new_text(NESTED_PATH_FIELD.into(), raw_indexed.clone()),
+        FieldEntry::new_text(NESTED_PARENT_ID_FIELD.into(), raw_indexed),
+    ]
 }
 
 fn meta_entries() -> Vec<FieldEntry> {
@@ -383,14 +450,21 @@ fn leaf_entry(path: &str, mapping: &FieldMapping) -> Option<FieldEntry> {
         | FieldType::DoubleRange
         | FieldType::DateRange
         | FieldType::IpRange
-        | FieldType::Object => return None,
+        | FieldType::Object
+        | FieldType::Nested => return None,
         FieldType::KnnVector => {
             let spec = crate::knn::KnnSpec::from_params(&mapping.params);
             FieldEntry::new_custom(
                 name,
                 CustomOptions::new(
                     tessera_knn::segment::KNN_VECTOR_TYPE,
-                    serde_json::json!({"dimension": spec.dimension}),
+                    // what the segment plugin builds the field's graphs with
+                    tessera_knn::segment_graph::field_params(
+                        spec.dimension,
+                        spec.space,
+                        spec.m.unwrap_or(crate::knn::DEFAULT_M),
+                        spec.ef_construction.unwrap_or(crate::knn::DEFAULT_EF_CONSTRUCTION),
+                    ),
                 ),
             )
         }
@@ -474,7 +548,7 @@ fn resolve_leaf(schema: &Schema, path: &str, mapping: &FieldMapping) -> Result<L
                 copy_to: mapping.copy_to().map(String::from).collect(),
             });
         }
-        FieldType::Object => {
+        FieldType::Object | FieldType::Nested => {
             return Err(Error::illegal_state(format!(
                 "object [{path}] is not a leaf"
             )));

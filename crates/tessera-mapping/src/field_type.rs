@@ -34,11 +34,13 @@ pub enum FieldType {
     /// A dense vector for k-NN search (see [`crate::knn`]).
     KnnVector,
     Object,
+    /// An object whose array items are each indexed as a hidden child document (see
+    /// `crate::nested`).
+    Nested,
 }
 
 /// Types OpenSearch has that Tessera does not implement: named so the error can say so.
 const UNSUPPORTED_TYPES: &[&str] = &[
-    "nested",
     "flat_object",
     "join",
     "alias",
@@ -96,6 +98,7 @@ impl FieldType {
             "ip_range" => FieldType::IpRange,
             "knn_vector" => FieldType::KnnVector,
             "object" => FieldType::Object,
+            "nested" => FieldType::Nested,
             other if UNSUPPORTED_TYPES.contains(&other) => {
                 return Err(Error::mapper_parsing(format!(
                     "No handler for type [{other}] declared on field [{field}]: the type is not supported by Tessera"
@@ -134,7 +137,13 @@ impl FieldType {
             FieldType::IpRange => "ip_range",
             FieldType::KnnVector => "knn_vector",
             FieldType::Object => "object",
+            FieldType::Nested => "nested",
         }
+    }
+
+    /// Objects and nested objects: fields with `properties` and no value of their own.
+    pub fn is_object(self) -> bool {
+        matches!(self, FieldType::Object | FieldType::Nested)
     }
 
     pub fn is_text(self) -> bool {
@@ -278,6 +287,15 @@ impl FieldType {
                 "store",
             ],
             FieldType::Object => return vec!["properties", "dynamic", "enabled"],
+            FieldType::Nested => {
+                return vec![
+                    "properties",
+                    "dynamic",
+                    "enabled",
+                    "include_in_parent",
+                    "include_in_root",
+                ]
+            }
             FieldType::KnnVector => {
                 return vec![
                     "dimension",
@@ -349,7 +367,8 @@ mod tests {
             e.reason(),
             "No handler for type [bogus] declared on field [f]"
         );
-        let e = FieldType::parse("nested", "f").unwrap_err();
+        assert_eq!(FieldType::parse("nested", "f").unwrap(), FieldType::Nested);
+        let e = FieldType::parse("join", "f").unwrap_err();
         assert!(e.reason().contains("not supported by Tessera"));
         assert_eq!(
             FieldType::parse("double_range", "f").unwrap(),

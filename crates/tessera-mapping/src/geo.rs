@@ -170,6 +170,47 @@ pub fn haversine_meters(a: GeoPoint, b: GeoPoint) -> f64 {
     2.0 * EARTH_RADIUS_METERS * h.sqrt().min(1.0).asin()
 }
 
+/// OpenSearch's `plane` distance in meters: flat-earth Pythagoras on the equirectangular
+/// projection at the points' mean latitude, cheaper and less accurate than [`haversine_meters`].
+pub fn plane_meters(a: GeoPoint, b: GeoPoint) -> f64 {
+    let x = (b.lon - a.lon).to_radians() * ((a.lat + b.lat) / 2.0).to_radians().cos();
+    let y = (b.lat - a.lat).to_radians();
+    (x * x + y * y).sqrt() * EARTH_RADIUS_METERS
+}
+
+/// OpenSearch's distance units and their length in meters, longest names first so that a
+/// suffix match picks `nmi` over `mi` and `mm` over `m`.
+const DISTANCE_UNITS: &[(&str, f64)] = &[
+    ("NM", 1852.0),
+    ("nauticalmiles", 1852.0),
+    ("nmi", 1852.0),
+    ("kilometers", 1000.0),
+    ("km", 1000.0),
+    ("miles", 1609.344),
+    ("mi", 1609.344),
+    ("yards", 0.9144),
+    ("yd", 0.9144),
+    ("feet", 0.3048),
+    ("ft", 0.3048),
+    ("inch", 0.0254),
+    ("in", 0.0254),
+    ("centimeters", 0.01),
+    ("cm", 0.01),
+    ("millimeters", 0.001),
+    ("mm", 0.001),
+    ("meters", 1.0),
+    ("m", 1.0),
+];
+
+/// The length in meters of a distance unit named as OpenSearch names it (`km`, `kilometers`,
+/// `mi`, `NM`, ...); `None` for an unknown name.
+pub fn unit_meters(name: &str) -> Option<f64> {
+    DISTANCE_UNITS
+        .iter()
+        .find(|(unit, _)| *unit == name)
+        .map(|&(_, meters)| meters)
+}
+
 /// Parses a distance (`100km`, `12mi`, `500m`, or a number of meters).
 pub fn parse_distance(value: &Value) -> Result<f64> {
     let text = match value {
@@ -185,27 +226,7 @@ pub fn parse_distance(value: &Value) -> Result<f64> {
             )))
         }
     };
-    const UNITS: &[(&str, f64)] = &[
-        ("nauticalmiles", 1852.0),
-        ("nmi", 1852.0),
-        ("kilometers", 1000.0),
-        ("km", 1000.0),
-        ("miles", 1609.344),
-        ("mi", 1609.344),
-        ("yards", 0.9144),
-        ("yd", 0.9144),
-        ("feet", 0.3048),
-        ("ft", 0.3048),
-        ("inch", 0.0254),
-        ("in", 0.0254),
-        ("centimeters", 0.01),
-        ("cm", 0.01),
-        ("millimeters", 0.001),
-        ("mm", 0.001),
-        ("meters", 1.0),
-        ("m", 1.0),
-    ];
-    for (suffix, factor) in UNITS {
+    for (suffix, factor) in DISTANCE_UNITS {
         if let Some(number) = text.strip_suffix(suffix) {
             if let Ok(n) = number.trim().parse::<f64>() {
                 return Ok(n * factor);

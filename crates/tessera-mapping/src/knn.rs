@@ -16,6 +16,9 @@ pub const MAX_DIMENSION: u64 = 16_000;
 const ENGINES: &[&str] = &["lucene", "faiss", "nmslib"];
 /// OpenSearch 2.19's engine when `method` names none.
 const DEFAULT_ENGINE: &str = "faiss";
+/// OpenSearch's HNSW defaults when `method.parameters` leaves them out.
+pub const DEFAULT_M: u32 = 16;
+pub const DEFAULT_EF_CONSTRUCTION: u32 = 100;
 
 /// `data_type`: how values are checked (a byte vector holds integers in -128..=127).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -232,9 +232,10 @@ impl FieldMapping {
                     for (name, sub) in subs {
                         let sub_path = format!("{path}.{name}");
                         let sub_mapping = FieldMapping::parse(&sub_path, sub)?;
-                        if sub_mapping.field_type == FieldType::Object {
+                        if sub_mapping.field_type.is_object() {
                             return Err(Error::mapper_parsing(format!(
-                                "Type [object] cannot be used in multi field [{sub_path}]"
+                                "Type [{}] cannot be used in multi field [{sub_path}]",
+                                sub_mapping.field_type.name()
                             )));
                         }
                         mapping.fields.insert(name.clone(), sub_mapping);
@@ -316,7 +317,7 @@ impl FieldMapping {
             if current == Some(value) {
                 continue;
             }
-            if key == "enabled" && self.field_type == FieldType::Object {
+            if key == "enabled" && self.field_type.is_object() {
                 if value.as_bool() != Some(self.enabled()) {
                     return Err(Error::illegal_argument(format!(
                         "the [enabled] parameter can't be updated for the object mapping [{path}]"
@@ -448,7 +449,7 @@ fn as_number_param(path: &str, key: &str, value: &Value, integer: bool) -> Resul
 fn validate_param(path: &str, field_type: FieldType, key: &str, value: &Value) -> Result<Value> {
     match key {
         "index" | "doc_values" | "store" | "norms" | "coerce" | "ignore_malformed" | "eager_global_ordinals"
-        | "index_phrases" | "enabled" | "ignore_z_value" | "split_queries_on_whitespace" => {
+        | "index_phrases" | "enabled" | "include_in_parent" | "include_in_root" | "ignore_z_value" | "split_queries_on_whitespace" => {
             as_bool_param(path, key, value)
         }
         "fielddata" => {
@@ -665,6 +666,19 @@ fn check_field_name(path: &str, name: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// A `nested` field of a mapping: its objects are indexed as child documents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NestedPath {
+    /// The field's full dotted path.
+    pub path: String,
+    /// The nearest enclosing nested path (`None`: the root document).
+    pub parent: Option<String>,
+    /// Its values are also indexed in the parent document.
+    pub include_in_parent: bool,
+    /// Its values are also indexed in the root document.
+    pub include_in_root: bool,
 }
 
 /// A whole mapping: root options and the tree of fields.
@@ -981,6 +995,66 @@ impl Mapping {
         depth(&self.properties)
     }
 
+    /// The nested object fields, outermost first (a path before the paths inside it).
+    pub fn nested_paths(&self) -> Vec<NestedPath> {
+        fn walk(
+            prefix: &str,
+            parent: Option<&str>,
+            props: &BTreeMap<String, FieldMapping>,
+            out: &mut Vec<NestedPath>,
+        ) {
+            for (name, field) in props {
+                if !field.field_type.is_object() {
+                    continue;
+                }
+                let path = if prefix.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{prefix}.{name}")
+                };
+                let mut inner_parent = parent.map(String::from);
+                if field.field_type == FieldType::Nested {
+                    out.push(NestedPath {
+                        path: path.clone(),
+                        parent: parent.map(String::from),
+                        include_in_parent: field.bool_param("include_in_parent", false),
+                        include_in_root: field.bool_param("include_in_root", false),
+                    });
+                    inner_parent = Some(path.clone());
+                }
+                walk(&path, inner_parent.as_deref(), &field.properties, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk("", None, &self.properties, &mut out);
+        out
+    }
+
+    /// Rejects more `nested` fields than `index.mapping.nested_fields.limit`, and k-NN vectors
+    /// inside nested objects (the k-NN search finds documents, which would be hidden children).
+    pub fn check_nested_limit(&self, nested_fields_limit: usize) -> Result<()> {
+        let nested = self.nested_paths();
+        if nested.len() > nested_fields_limit {
+            return Err(Error::illegal_argument(format!(
+                "Limit of nested fields [{nested_fields_limit}] has been exceeded"
+            )));
+        }
+        for (path, field) in self.leaves() {
+            let inside = nested.iter().find(|n| {
+                path.len() > n.path.len()
+                    && path.starts_with(n.path.as_str())
+                    && path.as_bytes()[n.path.len()] == b'.'
+            });
+            if let (FieldType::KnnVector, Some(n)) = (field.field_type, inside) {
+                return Err(Error::mapper_parsing(format!(
+                    "[knn_vector] field [{path}] inside the nested field [{}] is not supported by Tessera",
+                    n.path
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Rejects mappings over the index's field-count or depth limits.
     pub fn check_limits(&self, total_fields_limit: usize, depth_limit: usize) -> Result<()> {
         let total = self.total_fields();
@@ -1011,21 +1085,12 @@ fn lookup<'a>(props: &'a BTreeMap<String, FieldMapping>, path: &str) -> Option<&
     if let Some(field) = props.get(path) {
         return Some(field);
     }
-    // try every split point: `a.b.c` may be object a → b.c, or leaf a.b with multi-field c
-    let mut split = path.len();
-    while let Some(dot) = path[..split].rfind('.') {
-        let (head, rest) = (&path[..dot], &path[dot + 1..]);
-        if let Some(field) = lookup(props, head) {
-            if let Some(found) = lookup(&field.properties, rest) {
-                return Some(found);
-            }
-            if let Some(sub) = field.fields.get(rest) {
-                return Some(sub);
-            }
-        }
-        split = dot;
-    }
-    None
+    // names in `properties` never hold a dot (`parse_properties` expands `a.b` into objects), so
+    // `a.b.c` is object a → `b.c`, or leaf a with multi-field `b.c`: one level per part, linear
+    // in the depth of the path
+    let (head, rest) = path.split_once('.')?;
+    let field = props.get(head)?;
+    lookup(&field.properties, rest).or_else(|| field.fields.get(rest))
 }
 
 fn collect_leaves<'a>(
@@ -1039,7 +1104,7 @@ fn collect_leaves<'a>(
         } else {
             format!("{prefix}.{name}")
         };
-        if field.field_type == FieldType::Object {
+        if field.field_type.is_object() {
             collect_leaves(&path, &field.properties, out);
             continue;
         }
@@ -1054,6 +1119,57 @@ fn collect_leaves<'a>(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn nested_fields_parse_render_and_count() {
+        let m = Mapping::parse(&json!({"properties": {
+            "a": {"type": "nested", "include_in_parent": "true", "properties": {
+                "b": {"type": "nested", "properties": {"k": {"type": "keyword"}}},
+                "o": {"properties": {"n": {"type": "long"}}}
+            }},
+            "e": {"type": "nested"}
+        }}))
+        .unwrap();
+        assert_eq!(
+            m.to_json(),
+            json!({"properties": {
+                "a": {"type": "nested", "include_in_parent": true, "properties": {
+                    "b": {"type": "nested", "properties": {"k": {"type": "keyword"}}},
+                    "o": {"properties": {"n": {"type": "long"}}}
+                }},
+                "e": {"type": "nested"}
+            }})
+        );
+        let paths: Vec<(String, Option<String>, bool)> = m
+            .nested_paths()
+            .into_iter()
+            .map(|n| (n.path, n.parent, n.include_in_parent))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                ("a".to_string(), None, true),
+                ("a.b".to_string(), Some("a".to_string()), false),
+                ("e".to_string(), None, false)
+            ]
+        );
+        let leaves: Vec<String> = m.leaves().into_iter().map(|(p, _)| p).collect();
+        assert_eq!(leaves, ["a.b.k", "a.o.n"]);
+        assert!(m.check_nested_limit(3).is_ok());
+        assert_eq!(
+            m.check_nested_limit(2).unwrap_err().reason(),
+            "Limit of nested fields [2] has been exceeded"
+        );
+        let bogus = Mapping::parse(&json!({"properties": {"a": {"type": "nested", "bogus": 1}}}));
+        assert_eq!(
+            bogus.unwrap_err().reason(),
+            "unknown parameter [bogus] on mapper [a] of type [nested]"
+        );
+        let changed = m
+            .clone()
+            .merge_json(&json!({"properties": {"e": {"type": "object"}}}));
+        assert!(changed.is_err());
+    }
 
     #[test]
     fn parses_and_renders_only_what_was_set() {
@@ -1302,5 +1418,26 @@ mod tests {
         assert!(mapping.check_limits(1000, 2).is_err());
         assert!(mapping.check_limits(2, 20).is_err());
         mapping.check_limits(1000, 20).unwrap();
+    }
+
+    #[test]
+    fn lookup_of_deep_paths_walks_one_level_per_part() {
+        // 80 levels: trying every split of the path at every level would never finish
+        let depth = 80;
+        let mut definition = json!({"type": "keyword", "fields": {"raw": {"type": "keyword"}}});
+        for _ in 0..depth {
+            definition = json!({"properties": {"o": definition}});
+        }
+        let mapping = Mapping::parse(&json!({"properties": {"o": definition}})).unwrap();
+        let leaf = vec!["o"; depth + 1].join(".");
+        assert_eq!(mapping.field(&leaf).unwrap().field_type, FieldType::Keyword);
+        assert!(
+            mapping.field(&format!("{leaf}.raw")).is_some(),
+            "a multi-field"
+        );
+        assert!(mapping.field(&format!("{leaf}.nope")).is_none());
+        assert!(mapping
+            .field(&format!("{}.x.o.o", vec!["o"; depth].join(".")))
+            .is_none());
     }
 }

@@ -136,10 +136,24 @@ pub enum QueryAst {
     /// `knn`: the nearest vectors of a `knn_vector` field, rewritten on each shard into the
     /// shard's top k (`compile::knn`).
     Knn(Box<KnnQuery>),
+    /// `nested`: parents of the nested objects of `path` that match a query (`crate::nested`).
+    Nested(Box<NestedQueryAst>),
     /// Lowered into the other variants by `query_string::lower` once fields are known.
     QueryString(QueryStringQuery),
     /// Lowered into the other variants by `query_string::lower_simple` once fields are known.
     SimpleQueryString(SimpleQueryStringQuery),
+}
+
+/// The `nested` query.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NestedQueryAst {
+    pub path: String,
+    pub query: QueryAst,
+    pub score_mode: crate::nested::ScoreMode,
+    pub ignore_unmapped: bool,
+    pub boost: f32,
+    /// `inner_hits` as given (parsed by the search layer, which fetches them).
+    pub inner_hits: Option<serde_json::Value>,
 }
 
 impl QueryAst {
@@ -170,6 +184,7 @@ impl QueryAst {
             QueryAst::Boosting { .. } => "boosting",
             QueryAst::FunctionScore(_) => "function_score",
             QueryAst::Knn(_) => "knn",
+            QueryAst::Nested(_) => "nested",
             QueryAst::QueryString(_) => "query_string",
             QueryAst::SimpleQueryString(_) => "simple_query_string",
         }

@@ -6,6 +6,7 @@ pub mod ast;
 pub mod compile;
 pub mod dsl;
 pub mod highlight_terms;
+pub mod nested;
 pub mod query_string;
 
 pub use ast::QueryAst;

@@ -663,7 +663,7 @@ pub async fn search(
             _source: doc.source,
             fields: (!doc.fields.is_empty()).then_some(doc.fields),
             sort: rendered_sort,
-            inner_hits: None,
+            inner_hits: doc.inner_hits,
             matched_queries: doc.matched_queries,
         });
     }

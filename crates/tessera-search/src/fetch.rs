@@ -31,6 +31,8 @@ pub struct FetchSpec {
     pub highlight: Option<crate::highlight::HighlightSpec>,
     /// The query, for highlighting.
     pub query: Option<tessera_query::QueryAst>,
+    /// The `inner_hits` of the query's `nested` queries (checked by the query phase).
+    pub nested_inner_hits: Vec<crate::nested_inner_hits::NestedInnerHits>,
 }
 
 impl FetchSpec {
@@ -56,6 +58,8 @@ impl FetchSpec {
             explain: request.explain,
             highlight: request.highlight.clone(),
             query: request.highlight.as_ref().map(|_| request.query.clone()),
+            nested_inner_hits: crate::nested_inner_hits::collect(&request.query)
+                .unwrap_or_default(),
         }
     }
 }
@@ -76,6 +80,8 @@ pub struct FetchedDoc {
     pub highlight: Option<Map<String, Value>>,
     /// The names of the request's named queries the document matches, in OpenSearch's order.
     pub matched_queries: Vec<String>,
+    /// The `inner_hits` of the query's `nested` queries, by name.
+    pub inner_hits: Option<Map<String, Value>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -91,6 +97,7 @@ struct WireFetchedDoc {
     explanation: Option<WireJson>,
     highlight: Option<Vec<(String, WireJson)>>,
     matched_queries: Vec<String>,
+    inner_hits: Option<Vec<(String, WireJson)>>,
 }
 
 /// A JSON value in the binary encoding, numbers with their exact type and bits. JSON text
@@ -168,6 +175,7 @@ impl From<FetchedDoc> for WireFetchedDoc {
             explanation: doc.explanation.map(WireJson::from),
             highlight: doc.highlight.map(wire_map),
             matched_queries: doc.matched_queries,
+            inner_hits: doc.inner_hits.map(wire_map),
         }
     }
 }
@@ -187,6 +195,7 @@ impl TryFrom<WireFetchedDoc> for FetchedDoc {
             explanation: wire.explanation.map(Value::from),
             highlight: wire.highlight.map(json_map),
             matched_queries: wire.matched_queries,
+            inner_hits: wire.inner_hits.map(json_map),
         })
     }
 }
@@ -308,6 +317,7 @@ pub fn fetch_docs(
             explanation,
             highlight,
             matched_queries: matched_queries(snapshot, address, named)?,
+            inner_hits: None,
         });
     }
     Ok(out)

@@ -259,6 +259,7 @@ mod tests {
             mode: None,
             unmapped_type: None,
             format: None,
+            nested: None,
         }]);
         for collapsed in [false, true] {
             let hits: Vec<ShardHit> = (0..20u32)

@@ -315,6 +315,10 @@ mod tests {
             explanation: Some(explanation.clone()),
             highlight: Some(highlight.clone()),
             matched_queries: vec!["zeta".into(), "alpha".into()],
+            inner_hits: Some(serde_json::Map::from_iter([(
+                "c".to_string(),
+                json!({"hits": {"total": {"value": 1}, "hits": [{"_score": 0.5}]}}),
+            )])),
         };
         let round: FetchedDoc = decode(&encode(&doc).unwrap()).unwrap();
         let bits = |v: &serde_json::Value| -> Vec<u64> {

@@ -22,12 +22,13 @@ use tessera_index::index_service::IndexMetadata;
 
 use crate::collapse::CollapseField;
 use crate::concurrent::{ConcurrencySettings, ConcurrentMode, SliceExecutor};
+use crate::knn_slices::KnnSlices;
 use crate::query_phase::{PhaseOutcome, QueryPhase};
 use tessera_common::{Error, Result};
 use tessera_index::shard::SEARCH_IDLE_AFTER_MILLIS;
 use tessera_index::{IndexService, ShardSnapshot};
 use tessera_query::ast::QueryAst;
-use tessera_query::compile::ColumnFilter;
+use tessera_query::compile::{ColumnFilter, KnnContext};
 use tessera_query::{compile, CompileContext};
 
 use crate::fetch::{fetch_docs, FetchSpec, FetchedDoc};
@@ -258,6 +259,17 @@ impl LocalShard {
         meta: &IndexMetadata,
         search: &SearchRequest,
     ) -> usize {
+        match Self::concurrency(meta, search) {
+            (ConcurrentMode::None, _) => 1,
+            // 0 = Lucene's heuristic, in `plan_slices`
+            (ConcurrentMode::All, cap) => cap,
+            (ConcurrentMode::Auto, cap) => self.services.executor.auto_slices(phase.work(), cap),
+        }
+    }
+
+    /// The request's concurrent search mode and `max_slice_count`: the index's settings over
+    /// the cluster's.
+    fn concurrency(meta: &IndexMetadata, search: &SearchRequest) -> (ConcurrentMode, usize) {
         let settings = &meta.settings;
         let index_level = ConcurrencySettings::from_values(
             settings.get_str("index.search.concurrent_segment_search.mode"),
@@ -268,12 +280,7 @@ impl LocalShard {
                 .get_str("index.search.concurrent.max_slice_count")
                 .and_then(|v| v.parse().ok()),
         );
-        match ConcurrencySettings::resolve(index_level, search.concurrency) {
-            (ConcurrentMode::None, _) => 1,
-            // 0 = Lucene's heuristic, in `plan_slices`
-            (ConcurrentMode::All, cap) => cap,
-            (ConcurrentMode::Auto, cap) => self.services.executor.auto_slices(phase.work(), cap),
-        }
+        ConcurrencySettings::resolve(index_level, search.concurrency)
     }
 
     /// The shard's current reader, refreshed first if the shard was search-idle with writes
@@ -336,6 +343,13 @@ fn named_weights(
         out.push((name, weight));
     }
     Ok(out)
+}
+
+/// `index.knn.algo_param.ef_search` (validated when set).
+fn knn_ef_search(meta: &IndexMetadata) -> usize {
+    meta.setting("index.knn.algo_param.ef_search")
+        .parse()
+        .unwrap_or(tessera_query::compile::DEFAULT_EF_SEARCH)
 }
 
 /// Plans slices over the snapshot's segments taken in index order, so that each slice walks its
@@ -486,6 +500,7 @@ impl LocalShard {
         let search = &request.search;
         let table = &snapshot.table;
         validate_sort(table, &meta.name, &search.sort)?;
+        crate::nested_inner_hits::collect(&search.query)?;
         crate::fetch::validate_docvalue_fields(table, &search.docvalue_fields)?;
         crate::source_fields::validate_fields(table, &search.fields)?;
         let default_fields = meta.default_fields();
@@ -493,6 +508,13 @@ impl LocalShard {
             .setting("index.max_terms_count")
             .parse()
             .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT);
+        let (mode, cap) = Self::concurrency(&meta, search);
+        let knn_slices = KnnSlices {
+            executor: self.services.executor.clone(),
+            mode,
+            cap,
+            cancelled: request.cancelled.clone(),
+        };
         let ctx = CompileContext {
             searcher: Some(&snapshot.searcher),
             table,
@@ -501,6 +523,11 @@ impl LocalShard {
             now_millis: request.now_millis,
             max_terms_count,
             clauses: Default::default(),
+            knn: KnnContext {
+                ef_search: knn_ef_search(&meta),
+                slices: Some(&knn_slices),
+            },
+            nested_scope: Default::default(),
         };
         let mut query = compile(&search.query, &ctx)?;
         // what this shard reads of one slice of a sliced scroll or PIT
@@ -509,6 +536,10 @@ impl LocalShard {
             .map(|spec| shard_slice(spec, request.shard_index, request.total_shards))
             .unwrap_or(ShardSlice::All);
         query = slice_query(query, slice, table);
+        // an index with nested fields: only root documents are hits, counted, aggregated
+        if let Some(markers) = table.meta.nested {
+            query = Box::new(tessera_query::nested::RootDocsQuery::new(query, markers));
+        }
         // with aggregations, the post_filter only limits hits: it gets a weight of its own
         let mut separate_post_filter = None;
         if let Some(post_filter) = &search.post_filter {
@@ -607,7 +638,8 @@ impl LocalShard {
         // plan's decision (`collect_plan`), per segment part
         // a slice of a sliced scroll is a query of its own: the query's column shortcuts
         // (which count every match of the query) do not apply
-        let filter = match slice != ShardSlice::All {
+        // nor do they when child documents must be told from root ones (nested fields)
+        let filter = match slice != ShardSlice::All || table.meta.nested.is_some() {
             true => Ok(None),
             false => tessera_query::compile::column_filter(&search.query, &ctx),
         };
@@ -804,13 +836,30 @@ impl LocalShard {
                 .parse()
                 .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT),
             clauses: Default::default(),
+            knn: KnnContext {
+                ef_search: knn_ef_search(&meta),
+                slices: None,
+            },
+            nested_scope: Default::default(),
         };
         let highlight_terms = match (&spec.highlight, &spec.query) {
             (Some(_), Some(query)) => tessera_query::highlight_terms::highlight_terms(query, &ctx)?,
             _ => Vec::new(),
         };
         let named = named_weights(&search.named_queries, snapshot, &ctx)?;
-        let fetched = fetch_docs(snapshot, docs, &spec, weight, &highlight_terms, &named)?;
+        let mut fetched = fetch_docs(snapshot, docs, &spec, weight, &highlight_terms, &named)?;
+        if !spec.nested_inner_hits.is_empty() {
+            for (doc, &(segment_ord, doc_id)) in fetched.iter_mut().zip(docs) {
+                ctx.clauses.reset();
+                doc.inner_hits = Some(crate::nested_inner_hits::inner_hits(
+                    snapshot,
+                    &ctx,
+                    &meta.name,
+                    tantivy::DocAddress::new(segment_ord, doc_id),
+                    &spec.nested_inner_hits,
+                )?);
+            }
+        }
         if let Ok(shard) = self.index.shard(self.shard_id) {
             shard.stats.record_fetch(started.elapsed());
         }

@@ -57,7 +57,59 @@ pub enum SortField {
         mode: Option<SortMode>,
         unmapped_type: Option<String>,
         format: Option<String>,
+        /// `nested`: the value comes from the nested objects of a path.
+        nested: Option<Box<NestedSort>>,
     },
+}
+
+/// A field sort's `nested`: the sort value of a document is picked (by `mode`) among the
+/// values of its nested objects of `path` that match `filter`, the first `max_children` of
+/// them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NestedSort {
+    pub path: String,
+    pub filter: Option<tessera_query::QueryAst>,
+    pub max_children: Option<usize>,
+}
+
+/// Parses `nested` (`path`, `filter`, `max_children`).
+fn parse_nested_sort(value: &Value) -> Result<Option<NestedSort>> {
+    let failed = |cause: Error| {
+        Error::new(
+            "x_content_parse_exception",
+            400,
+            "[field_sort] failed to parse field [nested]",
+        )
+        .caused_by(cause)
+    };
+    let Value::Object(options) = value else {
+        return Err(failed(Error::illegal_argument(
+            "malformed nested sort format",
+        )));
+    };
+    let (mut path, mut filter, mut max_children) = (None, None, None);
+    for (key, v) in options {
+        match key.as_str() {
+            "path" => path = v.as_str().map(String::from),
+            "filter" => filter = Some(tessera_query::parse_query(v)?),
+            "max_children" => max_children = v.as_u64().map(|n| n as usize),
+            "nested" => {
+                return Err(Error::not_supported(
+                    "a [nested] sort inside a [nested] sort",
+                ))
+            }
+            other => {
+                return Err(failed(Error::illegal_argument(format!(
+                    "malformed nested sort format, unknown field name [{other}]"
+                ))))
+            }
+        }
+    }
+    Ok(path.map(|path| NestedSort {
+        path,
+        filter,
+        max_children,
+    }))
 }
 
 impl SortField {
@@ -119,6 +171,7 @@ fn field_sort(name: &str, order: Option<Order>) -> SortField {
             mode: None,
             unmapped_type: None,
             format: None,
+            nested: None,
         },
     }
 }
@@ -161,8 +214,40 @@ pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
                                         *format = v.as_str().map(String::from)
                                     }
                                     ("numeric_type", _) => {}
+                                    ("nested", SortField::Field { nested, .. }) => {
+                                        *nested = parse_nested_sort(v)?.map(Box::new)
+                                    }
+                                    // the older form of `nested.path` and `nested.filter`
+                                    ("nested_path", SortField::Field { nested, .. }) => {
+                                        let path = v.as_str().unwrap_or_default().to_string();
+                                        match nested {
+                                            Some(n) => n.path = path,
+                                            None => {
+                                                *nested = Some(Box::new(NestedSort {
+                                                    path,
+                                                    filter: None,
+                                                    max_children: None,
+                                                }))
+                                            }
+                                        }
+                                    }
+                                    ("nested_filter", SortField::Field { nested, .. }) => {
+                                        let filter = Some(tessera_query::parse_query(v)?);
+                                        match nested {
+                                            Some(n) => n.filter = filter,
+                                            None => {
+                                                *nested = Some(Box::new(NestedSort {
+                                                    path: String::new(),
+                                                    filter,
+                                                    max_children: None,
+                                                }))
+                                            }
+                                        }
+                                    }
                                     ("nested" | "nested_path" | "nested_filter", _) => {
-                                        return Err(Error::not_supported("[nested] sort"))
+                                        return Err(Error::parsing(format!(
+                                            "[field_sort] unknown field [{key}]"
+                                        )))
                                     }
                                     (other, _) => {
                                         return Err(Error::parsing(format!(
@@ -182,6 +267,7 @@ pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
                                         mode,
                                         unmapped_type,
                                         format,
+                                        nested,
                                         ..
                                     } => SortField::Field {
                                         field,
@@ -190,6 +276,8 @@ pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
                                         mode,
                                         unmapped_type,
                                         format,
+                                        // `nested_filter` without `nested_path` is no nested sort
+                                        nested: nested.filter(|n| !n.path.is_empty()),
                                     },
                                 };
                             }
@@ -414,6 +502,7 @@ mod tests {
             mode: None,
             unmapped_type: None,
             format: None,
+            nested: None,
         };
         assert_eq!(
             render_sort_value(&SortValue::Missing, &asc, true),
@@ -426,6 +515,7 @@ mod tests {
             mode: None,
             unmapped_type: None,
             format: None,
+            nested: None,
         };
         assert_eq!(
             render_sort_value(&SortValue::Missing, &desc, true),

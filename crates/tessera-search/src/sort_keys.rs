@@ -16,7 +16,10 @@ use tessera_index::sorted_columns::{float_key, key_float, SortedValues};
 use tessera_mapping::{FieldTable, LeafField, LeafKind};
 
 use crate::hits::ShardHit;
-use crate::sort::{Missing, Order, SortField, SortMode, SortSpec, SortValue};
+use crate::sort::{Missing, NestedSort, Order, SortField, SortMode, SortSpec, SortValue};
+use std::sync::Arc;
+use tessera_query::nested::{level_bits, DocBits, Level};
+use tessera_query::CompileContext;
 
 enum Reader {
     Score,
@@ -52,6 +55,85 @@ struct KeyReader {
     reader: Reader,
     mode: SortMode,
     missing: SortValue,
+    /// A nested sort: the value is read from these nested documents of each document.
+    nested: Option<NestedDocs>,
+    /// The documents a value is read from (the document itself, or its nested documents).
+    docs: Vec<DocId>,
+}
+
+/// A nested sort's documents in one segment.
+struct NestedDocs {
+    /// The nested documents of the path that pass the filter.
+    children: Arc<DocBits>,
+    roots: Arc<DocBits>,
+    max_children: Option<usize>,
+}
+
+impl NestedDocs {
+    fn open(
+        table: &FieldTable,
+        nested: &NestedSort,
+        segment: &SegmentReader,
+    ) -> Result<Option<NestedDocs>> {
+        let (Some(markers), Some(_)) = (table.meta.nested, table.nested_path(&nested.path)) else {
+            return Ok(None);
+        };
+        let internal = |e: tantivy::TantivyError| Error::internal("read the nested documents", e);
+        let children =
+            level_bits(segment, markers, &Level::Path(nested.path.clone())).map_err(internal)?;
+        let roots = level_bits(segment, markers, &Level::Root).map_err(internal)?;
+        let children = match &nested.filter {
+            None => children,
+            Some(filter) => {
+                let ctx = CompileContext {
+                    searcher: None,
+                    table,
+                    index: "",
+                    default_fields: &[],
+                    now_millis: tessera_common::time::now_millis(),
+                    max_terms_count: tessera_query::compile::DEFAULT_MAX_TERMS_COUNT,
+                    clauses: Default::default(),
+                    knn: Default::default(),
+                    nested_scope: Default::default(),
+                };
+                ctx.nested_scope_replace(Some(nested.path.clone()));
+                let weight = tessera_query::compile(filter, &ctx)?
+                    .weight(tantivy::query::EnableScoring::disabled_from_schema(
+                        table.schema(),
+                    ))
+                    .map_err(internal)?;
+                let mut scorer = weight.scorer(segment, 1.0).map_err(internal)?;
+                let mut matching = Vec::new();
+                let mut doc = scorer.doc();
+                while doc != tantivy::TERMINATED {
+                    if children.contains(doc) {
+                        matching.push(doc);
+                    }
+                    doc = scorer.advance();
+                }
+                Arc::new(DocBits::from_docs(segment.max_doc(), &matching))
+            }
+        };
+        Ok(Some(NestedDocs {
+            children,
+            roots,
+            max_children: nested.max_children,
+        }))
+    }
+
+    /// The nested documents of the root document `doc`, in order.
+    fn of(&self, doc: DocId, out: &mut Vec<DocId>) {
+        out.clear();
+        let start = self.roots.prev_set(doc).map_or(0, |d| d + 1);
+        let mut child = self.children.next_set(start);
+        while child != tantivy::TERMINATED && child < doc {
+            if self.max_children.is_some_and(|max| out.len() >= max) {
+                break;
+            }
+            out.push(child);
+            child = self.children.next_set(child + 1);
+        }
+    }
 }
 
 /// The sort values of documents of one segment.
@@ -130,9 +212,13 @@ pub fn validate_sort(table: &FieldTable, index: &str, fields: &[SortField]) -> R
         if let SortField::Field {
             field,
             unmapped_type,
+            nested,
             ..
         } = field
         {
+            if let Some(nested) = nested.as_ref().filter(|n| !n.path.is_empty()) {
+                check_nested_path(table, index, &nested.path)?;
+            }
             match table.leaf(field) {
                 None if unmapped_type.is_some() || field == "_id" => {}
                 None => {
@@ -146,6 +232,24 @@ pub fn validate_sort(table: &FieldTable, index: &str, fields: &[SortField]) -> R
         }
     }
     Ok(())
+}
+
+/// A nested sort's `path` must be a nested field, as in OpenSearch.
+fn check_nested_path(table: &FieldTable, index: &str, path: &str) -> Result<()> {
+    if table.nested_path(path).is_some() {
+        return Ok(());
+    }
+    let is_object = table.leaves().any(|leaf| {
+        leaf.path.starts_with(path) && leaf.path.as_bytes().get(path.len()) == Some(&b'.')
+    });
+    Err(Error::query_shard(
+        index,
+        if is_object {
+            format!("[nested] nested object under path [{path}] is not of nested type")
+        } else {
+            format!("[nested] failed to find nested object under path [{path}]")
+        },
+    ))
 }
 
 fn check_sortable(leaf: &LeafField) -> Result<()> {
@@ -330,10 +434,26 @@ impl SegmentSortKeys {
                     (reader, mode, missing)
                 }
             };
+            let nested = match field {
+                SortField::Field {
+                    nested: Some(nested),
+                    ..
+                } if !nested.path.is_empty() => NestedDocs::open(table, nested, segment)?,
+                _ => None,
+            };
+            // a nested sort whose path is not mapped here reads no value
+            let reader = match field {
+                SortField::Field {
+                    nested: Some(n), ..
+                } if !n.path.is_empty() && nested.is_none() => Reader::Unmapped,
+                _ => reader,
+            };
             readers.push(KeyReader {
                 reader,
                 mode,
                 missing,
+                nested,
+                docs: Vec::new(),
             });
         }
         let lead = readers
@@ -580,6 +700,9 @@ impl KeyReader {
     /// A numeric column with one value per document at most, picked by min or max: then the
     /// value is the document's one value, readable without allocating.
     fn is_single_number(&self) -> bool {
+        if self.nested.is_some() {
+            return false;
+        }
         let single =
             |c: tantivy::columnar::Cardinality| c != tantivy::columnar::Cardinality::Multivalued;
         let column = match &self.reader {
@@ -594,13 +717,14 @@ impl KeyReader {
 
     /// A keyword column: its term ordinals order as its values do.
     fn is_keyword(&self) -> bool {
-        matches!(
-            self.reader,
-            Reader::Str {
-                column: Some(_),
-                ..
-            }
-        )
+        self.nested.is_none()
+            && matches!(
+                self.reader,
+                Reader::Str {
+                    column: Some(_),
+                    ..
+                }
+            )
     }
 
     /// The ordinal of the term [`KeyReader::value`] would pick for `doc` in a keyword column
@@ -655,37 +779,61 @@ impl KeyReader {
     }
 
     fn value(&mut self, doc: u32, score: f32) -> SortValue {
+        self.docs.clear();
+        match &self.nested {
+            Some(nested) => nested.of(doc, &mut self.docs),
+            None => self.docs.push(doc),
+        }
+        let docs = &self.docs;
         let value = match &mut self.reader {
             Reader::Score => Some(SortValue::F64(score as f64)),
             Reader::Doc { base } => Some(SortValue::I64((*base + doc as u64) as i64)),
             Reader::I64 {
                 column: Some(column),
                 scale: None,
-            } => match self.mode {
-                SortMode::Min | SortMode::Max => {
-                    pick_ord(column.values_for_doc(doc), self.mode).map(SortValue::I64)
+            } => {
+                let values = docs.iter().flat_map(|d| column.values_for_doc(*d));
+                match self.mode {
+                    SortMode::Min | SortMode::Max => {
+                        pick_ord(values, self.mode).map(SortValue::I64)
+                    }
+                    mode => pick_numeric(values.map(|v| v as f64), mode)
+                        .map(|f| SortValue::I64(f as i64)),
                 }
-                mode => pick_numeric(column.values_for_doc(doc).map(|v| v as f64), mode)
-                    .map(|f| SortValue::I64(f as i64)),
-            },
+            }
             Reader::I64 {
                 column: Some(column),
                 scale: Some(factor),
             } => pick_numeric(
-                column.values_for_doc(doc).map(|v| scaled(v, *factor)),
+                docs.iter()
+                    .flat_map(|d| column.values_for_doc(*d))
+                    .map(|v| scaled(v, *factor)),
                 self.mode,
             )
             .map(SortValue::F64),
             Reader::F64 {
                 column: Some(column),
-            } => pick_numeric(column.values_for_doc(doc), self.mode).map(SortValue::F64),
+            } => pick_numeric(
+                docs.iter().flat_map(|d| column.values_for_doc(*d)),
+                self.mode,
+            )
+            .map(SortValue::F64),
             Reader::Bool {
                 column: Some(column),
-            } => pick_ord(column.values_for_doc(doc).map(|b| b as i64), self.mode)
-                .map(SortValue::I64),
+            } => pick_ord(
+                docs.iter()
+                    .flat_map(|d| column.values_for_doc(*d))
+                    .map(|b| b as i64),
+                self.mode,
+            )
+            .map(SortValue::I64),
             Reader::Ip {
                 column: Some(column),
-            } => pick_ord(column.values_for_doc(doc), self.mode).map(SortValue::Ip),
+            } => pick_ord(
+                docs.iter().flat_map(|d| column.values_for_doc(*d)),
+                self.mode,
+            )
+            .map(SortValue::Ip),
             Reader::Str {
                 column: Some(column),
                 buffer,
@@ -695,7 +843,7 @@ impl KeyReader {
                 } else {
                     SortMode::Min
                 };
-                match pick_ord(column.term_ords(doc), mode) {
+                match pick_ord(docs.iter().flat_map(|d| column.term_ords(*d)), mode) {
                     Some(ord) => {
                         buffer.clear();
                         match column.ord_to_str(ord, buffer) {

@@ -54,6 +54,8 @@ fn a_cancelled_request_stops_its_running_slice() {
         now_millis: 0,
         max_terms_count: tessera_query::compile::DEFAULT_MAX_TERMS_COUNT,
         clauses: Default::default(),
+        knn: Default::default(),
+        nested_scope: Default::default(),
     };
     let query = compile(&parse_query(&json!({"match_all": {}})).unwrap(), &ctx).unwrap();
     let weight = query

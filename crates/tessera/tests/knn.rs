@@ -134,3 +134,67 @@ fn k_is_per_shard_through_the_loopback_transport() {
     let warm = node.get("/_plugins/_knn/warmup/multi").expect(200).json();
     assert_eq!(warm["_shards"]["successful"], 3, "{warm}");
 }
+
+#[test]
+fn graphs_are_built_at_refresh_walked_and_sliced() {
+    let node = Node::start();
+    node.put(
+        "/g",
+        &json!({
+            "settings": {"index.knn": true, "number_of_shards": 1, "number_of_replicas": 0,
+                         "index.knn.algo_param.ef_search": 50},
+            "mappings": {"properties": {
+                "v": {"type": "knn_vector", "dimension": 3,
+                      "method": {"name": "hnsw", "engine": "lucene", "space_type": "l2",
+                                 "parameters": {"m": 8, "ef_construction": 64}}},
+                "tag": {"type": "keyword"}
+            }}
+        }),
+    )
+    .expect(200);
+    let stats = |node: &Node| {
+        let stats = node.get("/_plugins/_knn/stats").expect(200).json();
+        stats["nodes"].as_object().unwrap().values().next().unwrap().clone()
+    };
+    let built_before = stats(&node)["graph_index_requests"].as_u64().unwrap();
+    for batch in 0..4 {
+        load(&node, "g", batch * 300..(batch + 1) * 300);
+        node.refresh("g");
+    }
+    // the default threshold (0) gives every flushed segment its graph
+    let built = stats(&node)["graph_index_requests"].as_u64().unwrap() - built_before;
+    assert!(built >= 4, "{built}");
+    let walked_before = stats(&node)["graph_query_requests"].as_u64().unwrap();
+    let expected = ["450", "451", "449", "452", "448"];
+    for (mode, slices) in [("none", 1), ("all", 2), ("all", 3), ("auto", 0)] {
+        let mut settings = json!({"index.search.concurrent_segment_search.mode": mode});
+        if slices > 0 {
+            settings["index.search.concurrent.max_slice_count"] = json!(slices);
+        }
+        node.put("/g/_settings", &settings).expect(200);
+        assert_eq!(nearest(&node, "g", 450.3, 5), expected, "{mode} {slices}");
+        assert_eq!(
+            knn_ids(
+                &node,
+                "g",
+                json!({"knn": {"v": {"vector": [450.3, 0, 0], "k": 3,
+                                     "method_parameters": {"ef_search": 10},
+                                     "filter": {"term": {"tag": "odd"}}}}})
+            ),
+            ["451", "449", "453"],
+            "{mode} {slices}"
+        );
+    }
+    assert!(stats(&node)["graph_query_requests"].as_u64().unwrap() > walked_before);
+    // -1: merged segments get no graph, and are searched exactly
+    node.put(
+        "/g/_settings",
+        &json!({"index.knn.advanced.approximate_threshold": -1}),
+    )
+    .expect(200);
+    let built_before = stats(&node)["graph_index_requests"].as_u64().unwrap();
+    node.post_empty("/g/_forcemerge?max_num_segments=1")
+        .expect(200);
+    assert_eq!(stats(&node)["graph_index_requests"].as_u64().unwrap(), built_before);
+    assert_eq!(nearest(&node, "g", 450.3, 5), expected);
+}

@@ -14,7 +14,7 @@ use tessera_date::{DateFormat, TimeZone};
 use crate::bucket::auto_date_histogram::zone_error;
 use crate::bucket::date_histogram::parse_date_value;
 use crate::bucket::range::{
-    numeric_bound, parse_range, resolve_ranges, RangeFactory, RangeRequest,
+    numeric_bound, parse_range, resolve_ranges, RangeFactory, RangeInput, RangeRequest,
 };
 use crate::format::ValueFormat;
 use crate::prepare::{AggContext, Factory};
@@ -129,7 +129,7 @@ pub fn factory(
     let ranges = resolve_ranges(&range.ranges, bound)?;
     let missing = range.source.missing.as_ref().map(bound).transpose()?;
     Ok(Box::new(RangeFactory {
-        source,
+        input: RangeInput::Numeric(source),
         format,
         ranges,
         missing,

@@ -104,7 +104,7 @@ impl FiltersRequest {
 }
 
 /// Compiles a filter query into a weight for this shard.
-fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option<Arc<dyn Weight>>> {
+pub(crate) fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option<Arc<dyn Weight>>> {
     if matches!(query, QueryAst::MatchAll { .. }) {
         return Ok(None);
     }
@@ -116,6 +116,8 @@ fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option<Arc<dyn We
         now_millis: ctx.now_millis,
         max_terms_count: ctx.max_terms_count,
         clauses: Default::default(),
+        knn: Default::default(),
+        nested_scope: Default::default(),
     };
     let compiled = compile(query, &compile_ctx)?;
     let weight = compiled
@@ -125,14 +127,14 @@ fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option<Arc<dyn We
 }
 
 /// A filter's matches in the current segment, computed on first use.
-struct SegmentFilter {
+pub(crate) struct SegmentFilter {
     weight: Option<Arc<dyn Weight>>,
     matches: Option<BitSet>,
     reader: Option<SegmentReader>,
 }
 
 impl SegmentFilter {
-    fn new(weight: Option<Arc<dyn Weight>>) -> SegmentFilter {
+    pub(crate) fn new(weight: Option<Arc<dyn Weight>>) -> SegmentFilter {
         SegmentFilter {
             weight,
             matches: None,
@@ -140,13 +142,13 @@ impl SegmentFilter {
         }
     }
 
-    fn set_segment(&mut self, reader: &SegmentReader) {
+    pub(crate) fn set_segment(&mut self, reader: &SegmentReader) {
         self.matches = None;
         self.reader = Some(reader.clone());
     }
 
     #[inline]
-    fn contains(&mut self, doc: DocId) -> bool {
+    pub(crate) fn contains(&mut self, doc: DocId) -> bool {
         let Some(weight) = &self.weight else {
             return true;
         };
@@ -227,31 +229,55 @@ impl Collector for FilterCollector {
 
 // ---- global ----
 
-struct GlobalFactory;
+/// `nested`: the markers of an index with nested fields, whose child documents `global`
+/// leaves out as every search does.
+struct GlobalFactory {
+    nested: Option<tessera_mapping::NestedMarkers>,
+}
 
-pub fn global_factory() -> Box<dyn Factory> {
-    Box::new(GlobalFactory)
+pub fn global_factory(ctx: &AggContext) -> Box<dyn Factory> {
+    Box::new(GlobalFactory {
+        nested: ctx.table.meta.nested,
+    })
 }
 
 impl Factory for GlobalFactory {
     fn collector(&self, subs: SubCollectors, _single_parent: bool) -> Result<Box<dyn Collector>> {
-        Ok(Box::new(GlobalCollector { doc_count: 0, subs }))
+        Ok(Box::new(GlobalCollector {
+            doc_count: 0,
+            subs,
+            nested: self.nested,
+        }))
     }
 }
 
 struct GlobalCollector {
     doc_count: u64,
     subs: SubCollectors,
+    nested: Option<tessera_mapping::NestedMarkers>,
 }
 
 impl Collector for GlobalCollector {
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
         self.subs.set_segment(segment)?;
         let alive = segment.reader.alive_bitset();
+        let roots = match self.nested {
+            Some(markers) => Some(
+                tessera_query::nested::level_bits(
+                    segment.reader,
+                    markers,
+                    &tessera_query::nested::Level::Root,
+                )
+                .map_err(|e| Error::internal("read the root documents", e))?,
+            ),
+            None => None,
+        };
         let mut block = Vec::with_capacity(1024);
         let end = segment.docs.end.min(segment.reader.max_doc());
         for doc in segment.docs.start..end {
-            if alive.is_none_or(|a| a.is_alive(doc)) {
+            if alive.is_none_or(|a| a.is_alive(doc))
+                && roots.as_ref().is_none_or(|r| r.contains(doc))
+            {
                 block.push(doc);
                 if block.len() == block.capacity() {
                     self.doc_count += block.len() as u64;
@@ -473,8 +499,10 @@ impl InternalFilters {
         request: &AggRequest,
         ctx: &mut RenderContext,
     ) -> Result<Map<String, Value>> {
-        let AggKind::Filters(filters) = &request.kind else {
-            return Err(Error::illegal_state("filters result for another request"));
+        let filters = match &request.kind {
+            AggKind::Filters(filters) => filters,
+            AggKind::AdjacencyMatrix(matrix) => return matrix.render(self, request, ctx),
+            _ => return Err(Error::illegal_state("filters result for another request")),
         };
         let mut rendered = Vec::with_capacity(self.buckets.len());
         for (i, bucket) in self.buckets.into_iter().enumerate() {

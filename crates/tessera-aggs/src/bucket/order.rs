@@ -241,7 +241,11 @@ fn resolve_path<'a>(
                         "Buckets can only be sorted on a sub-aggregator path that is built out of zero or more single-bucket aggregations within the path and a final single-bucket or a metrics aggregation at the path end.".into(),
                     ))
                 }
-                (AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global, _)
+                (AggKind::Filter(_)
+            | AggKind::Missing(_)
+            | AggKind::Global
+            | AggKind::Nested(_)
+            | AggKind::ReverseNested(_), _)
                     if key.is_none() => {}
                 _ => {
                     return Err(invalid_path(
@@ -253,7 +257,11 @@ fn resolve_path<'a>(
         } else {
             if !matches!(
                 request.kind,
-                AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global
+                AggKind::Filter(_)
+                    | AggKind::Missing(_)
+                    | AggKind::Global
+                    | AggKind::Nested(_)
+                    | AggKind::ReverseNested(_)
             ) {
                 return Err(invalid_path(
                     path,

@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 use tantivy::DocId;
 use tessera_common::{Error, Result};
 
+use crate::bucket::geo_distance::{DistanceSource, DistanceValues, GeoDistanceRequest};
 use crate::bucket::histogram::{bucket_list, java_double};
 use crate::collector::{Collector, SegmentContext, SortedSegment, SubCollectors};
 use crate::format::ValueFormat;
@@ -163,10 +164,40 @@ pub fn resolve_ranges(
 // ---- collection ----
 
 pub(crate) struct RangeFactory {
-    pub source: ValueSource,
+    pub input: RangeInput,
     pub format: ValueFormat,
     pub ranges: Vec<ResolvedRange>,
     pub missing: Option<f64>,
+}
+
+/// What the ranges are tested against: a numeric field's values (`range`, `date_range`) or the
+/// distances of a geo field's points from an origin (`geo_distance`).
+#[derive(Clone)]
+pub(crate) enum RangeInput {
+    Numeric(ValueSource),
+    Distance(DistanceSource),
+}
+
+/// A segment's values for a [`RangeInput`].
+enum RangeInputValues {
+    Numeric(NumericValues),
+    Distance(DistanceValues),
+}
+
+impl RangeFactory {
+    /// The factory of a `range` over distances (`geo_distance`).
+    pub fn distances(
+        source: DistanceSource,
+        format: ValueFormat,
+        ranges: Vec<ResolvedRange>,
+    ) -> RangeFactory {
+        RangeFactory {
+            input: RangeInput::Distance(source),
+            format,
+            ranges,
+            missing: None,
+        }
+    }
 }
 
 pub fn factory(
@@ -198,7 +229,7 @@ pub fn factory(
     let ranges = resolve_ranges(&range.ranges, bound)?;
     let missing = range.source.missing.as_ref().map(bound).transpose()?;
     Ok(Box::new(RangeFactory {
-        source,
+        input: RangeInput::Numeric(source),
         format,
         ranges,
         missing,
@@ -209,36 +240,100 @@ impl Factory for RangeFactory {
     fn collector(&self, subs: SubCollectors, single_parent: bool) -> Result<Box<dyn Collector>> {
         Ok(Box::new(RangeCollector {
             single_parent,
-            source: self.source.clone(),
+            input: self.input.clone(),
             format: self.format.clone(),
             ranges: self.ranges.clone(),
             missing: self.missing,
             values: None,
-            counts: Vec::new(),
+            tally: RangeTally::default(),
             subs,
             hits: Vec::new(),
-            doc_ranges: Vec::new(),
         }))
     }
 }
 
 struct RangeCollector {
-    source: ValueSource,
+    input: RangeInput,
     format: ValueFormat,
     ranges: Vec<ResolvedRange>,
     missing: Option<f64>,
-    values: Option<NumericValues>,
-    /// Bucket ordinal = parent × ranges + range index.
-    counts: Vec<u64>,
+    values: Option<RangeInputValues>,
+    tally: RangeTally,
     subs: SubCollectors,
     hits: Vec<(u32, u32)>,
-    doc_ranges: Vec<u32>,
     single_parent: bool,
+}
+
+/// The doc counts of possibly overlapping ranges under each parent bucket, shared by the
+/// range-shaped aggregations (`range`, `date_range`, `geo_distance`, `ip_range`): a document
+/// counts once in each range one of its values falls in.
+#[derive(Default)]
+pub(crate) struct RangeTally {
+    /// Bucket ordinal = parent × ranges + range index.
+    counts: Vec<u64>,
+    doc_ranges: Vec<u32>,
+}
+
+impl RangeTally {
+    /// Counts `hits`, `(position in docs, range index)` grouped by position, into the buckets
+    /// of `n` ranges under each doc's parent, and hands each doc to the sub-aggregations once
+    /// per bucket.
+    pub fn add(
+        &mut self,
+        hits: &[(u32, u32)],
+        n: u32,
+        docs: &[DocId],
+        parents: &[u32],
+        subs: &mut SubCollectors,
+    ) {
+        let mut previous = u32::MAX;
+        for &(position, range) in hits {
+            if position != previous {
+                self.doc_ranges.clear();
+                previous = position;
+            } else if self.doc_ranges.contains(&range) {
+                continue;
+            }
+            self.doc_ranges.push(range);
+            let ord = parents[position as usize] * n + range;
+            *slot(&mut self.counts, ord) += 1;
+            if !subs.is_empty() {
+                subs.push(docs[position as usize], ord);
+            }
+        }
+        subs.flush();
+    }
+
+    /// Adds `count` documents to range `range` of the first parent (counts read from sorted
+    /// values).
+    pub fn add_count(&mut self, range: u32, count: u64) {
+        if count > 0 {
+            *slot(&mut self.counts, range) += count;
+        }
+    }
+
+    /// The buckets of `parent`'s `n` ranges, with their sub-aggregation results.
+    pub fn buckets(
+        &mut self,
+        parent: u32,
+        n: u32,
+        subs: &mut SubCollectors,
+    ) -> Result<Vec<RangeBucket>> {
+        (0..n)
+            .map(|i| {
+                let ord = parent.saturating_mul(n).saturating_add(i);
+                Ok(RangeBucket {
+                    doc_count: self.counts.get(ord as usize).copied().unwrap_or(0),
+                    subs: subs.build(ord)?,
+                })
+            })
+            .collect()
+    }
 }
 
 impl Collector for RangeCollector {
     fn sorted_field(&self) -> Option<&str> {
-        let ValueSource::Numeric { path, kind, .. } = &self.source else {
+        let RangeInput::Numeric(ValueSource::Numeric { path, kind, .. }) = &self.input else {
             return None;
         };
         if !self.subs.is_empty() || !self.single_parent || self.missing.is_some() {
@@ -254,15 +349,20 @@ impl Collector for RangeCollector {
             // `from <= v < to` as `collect` tests it, on values in ascending order
             let start = values.partition_point(|v| (*v as f64) < range.from);
             let end = values.partition_point(|v| (*v as f64) < range.to);
-            let count = end.saturating_sub(start) as u64;
-            if count > 0 {
-                *slot(&mut self.counts, i as u32) += count;
-            }
+            self.tally
+                .add_count(i as u32, end.saturating_sub(start) as u64);
         }
     }
 
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
-        self.values = Some(NumericValues::open(&self.source, segment.reader)?);
+        self.values = Some(match &self.input {
+            RangeInput::Numeric(source) => {
+                RangeInputValues::Numeric(NumericValues::open(source, segment.reader)?)
+            }
+            RangeInput::Distance(source) => {
+                RangeInputValues::Distance(source.open(segment.reader)?)
+            }
+        });
         self.subs.set_segment(segment)
     }
 
@@ -273,30 +373,19 @@ impl Collector for RangeCollector {
         let ranges = &self.ranges;
         let hits = &mut self.hits;
         hits.clear();
-        values.for_each_f64_or(docs, self.missing, |p, v| {
+        let record = |p: usize, v: f64| {
             for (i, r) in ranges.iter().enumerate() {
                 if v >= r.from && v < r.to {
                     hits.push((p as u32, i as u32));
                 }
             }
-        });
-        let n = ranges.len() as u32;
-        let mut previous = u32::MAX;
-        for &(position, range) in hits.iter() {
-            if position != previous {
-                self.doc_ranges.clear();
-                previous = position;
-            } else if self.doc_ranges.contains(&range) {
-                continue;
-            }
-            self.doc_ranges.push(range);
-            let ord = parents[position as usize] * n + range;
-            *slot(&mut self.counts, ord) += 1;
-            if !self.subs.is_empty() {
-                self.subs.push(docs[position as usize], ord);
-            }
+        };
+        match values {
+            RangeInputValues::Numeric(values) => values.for_each_f64_or(docs, self.missing, record),
+            RangeInputValues::Distance(values) => values.for_each(docs, record),
         }
-        self.subs.flush();
+        self.tally
+            .add(hits, ranges.len() as u32, docs, parents, &mut self.subs);
     }
 
     fn finish_segment(&mut self) -> Result<()> {
@@ -305,14 +394,7 @@ impl Collector for RangeCollector {
 
     fn build(&mut self, parent: u32) -> Result<InternalAgg> {
         let n = self.ranges.len() as u32;
-        let mut buckets = Vec::with_capacity(n as usize);
-        for i in 0..n {
-            let ord = parent.saturating_mul(n).saturating_add(i);
-            buckets.push(RangeBucket {
-                doc_count: self.counts.get(ord as usize).copied().unwrap_or(0),
-                subs: self.subs.build(ord)?,
-            });
-        }
+        let buckets = self.tally.buckets(parent, n, &mut self.subs)?;
         Ok(InternalAgg::Range(InternalRange {
             buckets,
             format: self.format.clone(),
@@ -322,6 +404,40 @@ impl Collector for RangeCollector {
 }
 
 // ---- intermediate result ----
+
+/// The buckets of `n` ranges summed over partial results (one bucket list per part, in the
+/// same range order), their sub-aggregations reduced; `agg` names the aggregation in the
+/// error for parts of different lengths.
+pub(crate) fn reduce_buckets(
+    parts: impl IntoIterator<Item = Vec<RangeBucket>>,
+    n: usize,
+    agg: &str,
+    request: &AggRequest,
+) -> Result<Vec<RangeBucket>> {
+    let mut counts = vec![0u64; n];
+    let mut subs: Vec<Vec<InternalAggregations>> = vec![Vec::new(); n];
+    for buckets in parts {
+        if buckets.len() != n {
+            return Err(Error::illegal_state(format!(
+                "{agg} results with different bucket counts"
+            )));
+        }
+        for (i, bucket) in buckets.into_iter().enumerate() {
+            counts[i] += bucket.doc_count;
+            subs[i].push(bucket.subs);
+        }
+    }
+    counts
+        .into_iter()
+        .zip(subs)
+        .map(|(doc_count, parts)| {
+            Ok(RangeBucket {
+                doc_count,
+                subs: InternalAggregations::reduce(parts, &request.subs)?,
+            })
+        })
+        .collect()
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RangeBucket {
@@ -356,6 +472,22 @@ impl InternalRange {
         }
     }
 
+    /// Zero-count buckets of a `geo_distance` (its ranges need no field to resolve).
+    pub fn empty_distances(geo: &GeoDistanceRequest, subs: &[AggRequest]) -> InternalRange {
+        let ranges = geo.resolved_ranges().unwrap_or_default();
+        InternalRange {
+            buckets: ranges
+                .iter()
+                .map(|_| RangeBucket {
+                    doc_count: 0,
+                    subs: InternalAggregations::empty(subs),
+                })
+                .collect(),
+            format: ValueFormat::Raw,
+            ranges,
+        }
+    }
+
     pub fn reduce(parts: Vec<InternalRange>, request: &AggRequest) -> Result<InternalRange> {
         let format = ValueFormat::merge(parts.iter().map(|p| &p.format));
         let ranges = parts
@@ -363,30 +495,12 @@ impl InternalRange {
             .find(|p| p.ranges.iter().all(|r| !r.from.is_nan() && !r.to.is_nan()))
             .map(|p| p.ranges.clone())
             .unwrap_or_else(|| parts[0].ranges.clone());
-        let n = ranges.len();
-        let mut counts = vec![0u64; n];
-        let mut subs: Vec<Vec<InternalAggregations>> = vec![Vec::new(); n];
-        for part in parts {
-            if part.buckets.len() != n {
-                return Err(Error::illegal_state(
-                    "range results with different bucket counts",
-                ));
-            }
-            for (i, bucket) in part.buckets.into_iter().enumerate() {
-                counts[i] += bucket.doc_count;
-                subs[i].push(bucket.subs);
-            }
-        }
-        let buckets = counts
-            .into_iter()
-            .zip(subs)
-            .map(|(doc_count, parts)| {
-                Ok(RangeBucket {
-                    doc_count,
-                    subs: InternalAggregations::reduce(parts, &request.subs)?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let buckets = reduce_buckets(
+            parts.into_iter().map(|p| p.buckets),
+            ranges.len(),
+            "range",
+            request,
+        )?;
         Ok(InternalRange {
             buckets,
             format,
@@ -409,6 +523,7 @@ impl InternalRange {
         let keyed = match &request.kind {
             AggKind::Range(r) => r.keyed,
             AggKind::DateRange(r) => r.range.keyed,
+            AggKind::GeoDistance(r) => r.keyed,
             _ => return Err(Error::illegal_state("range result for another request")),
         };
         ctx.add_buckets(self.buckets.len())?;

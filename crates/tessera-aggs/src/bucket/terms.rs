@@ -416,6 +416,7 @@ fn terms_request(request: &AggRequest) -> Result<&TermsRequest> {
     match &request.kind {
         AggKind::Terms(t) => Ok(t),
         AggKind::MultiTerms(m) => Ok(&m.terms),
+        AggKind::RareTerms(r) => Ok(&r.terms),
         _ => Err(Error::illegal_state("terms result for a non-terms request")),
     }
 }
@@ -1112,10 +1113,24 @@ impl Collector for DictionaryTerms {
             Vec::new()
         };
         let terms = &self.terms;
-        let ip = matches!(self.source, ValueSource::Ip { .. });
-        let _ = ip;
+        if matches!(self.source, ValueSource::Ip { .. }) {
+            // ip keys order by address, as OpenSearch orders them, not by their text
+            return self
+                .common
+                .build(parent, |id| ip_key(&terms[id as usize]), &all);
+        }
         self.common
             .build(parent, |id| TermKey::Str(terms[id as usize].clone()), &all)
+    }
+}
+
+/// The key of an ip term from its text (IPv4 mapped into IPv6); text that is no address (a
+/// `missing` value) stays text.
+fn ip_key(text: &str) -> TermKey {
+    match text.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(v4)) => TermKey::Ip(u128::from(v4.to_ipv6_mapped())),
+        Ok(std::net::IpAddr::V6(v6)) => TermKey::Ip(u128::from(v6)),
+        Err(_) => TermKey::Str(text.to_string()),
     }
 }
 

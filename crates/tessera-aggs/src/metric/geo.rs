@@ -61,7 +61,11 @@ impl GeoMetricRequest {
 
 /// The latitude and longitude columns of the request's field, or none (unmapped: empty
 /// results).
-fn columns(ctx: &AggContext, agg: &str, field: Option<&str>) -> Result<Option<(String, String)>> {
+pub(crate) fn columns(
+    ctx: &AggContext,
+    agg: &str,
+    field: Option<&str>,
+) -> Result<Option<(String, String)>> {
     let Some(field) = field else {
         return Err(Error::illegal_argument(format!(
             "Required one of fields [field, script], but none were specified. [{agg}]"

@@ -10,6 +10,7 @@ pub mod exact_sum;
 pub mod extended_stats;
 pub mod geo;
 mod hll_tables;
+pub mod median_absolute_deviation;
 pub mod percentile_ranks;
 pub mod percentiles;
 pub mod quantiles;

@@ -211,11 +211,15 @@ impl PercentilesRequest {
 
 // ---- collection (shared with percentile_ranks) ----
 
-struct PercentilesFactory {
-    source: ValueSource,
-    format: ValueFormat,
-    missing: Option<f64>,
-    capacity: u32,
+/// Collects a numeric field's values into one [`QuantileSketch`] per bucket; `output` wraps the
+/// sketch into the aggregation's result (percentiles, percentile ranks and the median absolute
+/// deviation share this collector).
+pub(crate) struct SketchFactory {
+    pub source: ValueSource,
+    pub format: ValueFormat,
+    pub missing: Option<f64>,
+    pub capacity: u32,
+    pub output: fn(InternalPercentiles) -> InternalAgg,
 }
 
 pub fn factory(
@@ -228,37 +232,40 @@ pub fn factory(
     let source = ValueSource::resolve(ctx.table, field, agg, Accepts::Numeric)?;
     let format = ValueFormat::for_source(&source, percentiles.source.format.as_deref(), None)?;
     let missing = numeric_missing(agg, percentiles.source.missing.as_ref(), &source)?;
-    Ok(Box::new(PercentilesFactory {
+    Ok(Box::new(SketchFactory {
         source,
         format,
         missing,
         capacity: capacity_for(percentiles.compression),
+        output: InternalAgg::Percentiles,
     }))
 }
 
-impl Factory for PercentilesFactory {
+impl Factory for SketchFactory {
     fn collector(&self, _subs: SubCollectors, _single_parent: bool) -> Result<Box<dyn Collector>> {
-        Ok(Box::new(PercentilesCollector {
+        Ok(Box::new(SketchCollector {
             source: self.source.clone(),
             format: self.format.clone(),
             missing: self.missing,
             capacity: self.capacity,
+            output: self.output,
             values: None,
             sketches: Vec::new(),
         }))
     }
 }
 
-struct PercentilesCollector {
+struct SketchCollector {
     source: ValueSource,
     format: ValueFormat,
     missing: Option<f64>,
     capacity: u32,
+    output: fn(InternalPercentiles) -> InternalAgg,
     values: Option<NumericValues>,
     sketches: Vec<CollectingSketch>,
 }
 
-impl Collector for PercentilesCollector {
+impl Collector for SketchCollector {
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
         self.values = Some(NumericValues::open(&self.source, segment.reader)?);
         Ok(())
@@ -287,7 +294,7 @@ impl Collector for PercentilesCollector {
             Some(s) => s.finish(),
             None => QuantileSketch::new(self.capacity),
         };
-        Ok(InternalAgg::Percentiles(InternalPercentiles {
+        Ok((self.output)(InternalPercentiles {
             sketch,
             format: self.format.clone(),
         }))

@@ -224,8 +224,34 @@ impl QuantileSketch {
         self.merge_sorted(0, &runs, count, min, max);
     }
 
+    /// Adds `(value, count)` pairs in any order (NaN values and zero counts are skipped).
+    pub fn add_weighted(&mut self, values: &[(f64, u64)]) {
+        let mut keys: Vec<(i64, u64)> = Vec::with_capacity(values.len());
+        let mut min = f64::INFINITY;
+        let mut max = f64::NEG_INFINITY;
+        let mut count = 0;
+        for &(v, c) in values {
+            if v.is_nan() || c == 0 {
+                continue;
+            }
+            keys.push((key_of(v), c));
+            min = min.min(v);
+            max = max.max(v);
+            count += c;
+        }
+        keys.sort_unstable_by_key(|&(key, _)| key);
+        let mut runs: Vec<(i64, u64)> = Vec::with_capacity(keys.len());
+        for (key, c) in keys {
+            match runs.last_mut() {
+                Some((last, n)) if *last == key => *n += c,
+                _ => runs.push((key, c)),
+            }
+        }
+        self.merge_sorted(0, &runs, count, min, max);
+    }
+
     /// The runs of equal values, as `(value, count)`, in increasing order.
-    fn runs(&self) -> Vec<(f64, u64)> {
+    pub(crate) fn runs(&self) -> Vec<(f64, u64)> {
         let mut runs: Vec<(f64, u64)> = Vec::with_capacity(self.entries.len());
         for &(key, count) in self.entries.iter().filter(|(_, count)| *count > 0) {
             let value = value_of(key, self.level);

@@ -84,6 +84,7 @@ impl TestShard {
                 let doc = match parse_document(&mapping, &table, &id.to_string(), source) {
                     Ok(ParseOutcome::Document(doc)) => doc,
                     Ok(ParseOutcome::MappingUpdate(_)) => panic!("unmapped field in {source}"),
+                    Ok(ParseOutcome::Block { .. }) => panic!("nested objects in {source}"),
                     Err(e) => panic!("bad test document {source}: {e:?}"),
                 };
                 let mut doc: TantivyDocument = doc;

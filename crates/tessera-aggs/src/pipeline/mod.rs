@@ -111,7 +111,11 @@ fn is_histogram(kind: &AggKind) -> bool {
 fn is_single_bucket(kind: &AggKind) -> bool {
     matches!(
         kind,
-        AggKind::Filter(_) | AggKind::Missing(_) | AggKind::Global
+        AggKind::Filter(_)
+            | AggKind::Missing(_)
+            | AggKind::Global
+            | AggKind::Nested(_)
+            | AggKind::ReverseNested(_)
     )
 }
 

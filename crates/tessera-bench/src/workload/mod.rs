@@ -68,12 +68,12 @@ pub fn get(name: &str) -> Result<Workload> {
         "big5" => big5::workload(),
         "noaa" => noaa::workload(),
         "vectorsearch" => bail!(
-            "workload vectorsearch is not available yet: its synthetic clustered vectors with exact \
-             ground truth come later; available workloads: {}",
+            "workload vectorsearch has a command of its own (each query carries its vector and is \
+             scored by recall): `tessera bench vectorsearch --target URL`; workloads of `run`: {}",
             NAMES.join(", ")
         ),
         other => bail!(
-            "unknown workload {other:?}; available workloads: {} (vectorsearch: not available yet)",
+            "unknown workload {other:?}; available workloads: {} (vectorsearch: `tessera bench vectorsearch`)",
             NAMES.join(", ")
         ),
     };
@@ -306,7 +306,7 @@ mod tests {
             "{e}"
         );
         let e = get("vectorsearch").err().unwrap().to_string();
-        assert!(e.contains("not available yet"), "{e}");
+        assert!(e.contains("tessera bench vectorsearch"), "{e}");
         let w = get("big5").unwrap();
         let e = w.select(&["nope".into()]).err().unwrap().to_string();
         assert!(

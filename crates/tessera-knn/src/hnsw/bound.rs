@@ -1,9 +1,10 @@
 //! A k-th best distance shared by the searches of one shard's segments running at once.
 //!
-//! Every segment's search wants the shard's top k; once some segment has found k results within
-//! distance `d`, no other segment needs to expand candidates farther than `d`. The bound only
-//! ever tightens, and a search consults it only after finding k accepted results of its own, so
-//! it prunes work without ever returning a wrong hit (just fewer far ones, which lose anyway).
+//! Once some segment has found k results within distance `d`, a hit farther than `d` from any
+//! other segment ranks after those k and cannot reach the shard's top k: it is dropped where it
+//! is found instead of being carried to the shard's reduce. The bound never cuts a graph walk
+//! short (Lucene's `MultiLeafKnnCollector` does): a walk's result would then depend on which
+//! slice finished first, and the shard's hits must be the same for any slice count.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

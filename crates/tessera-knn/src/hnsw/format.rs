@@ -13,10 +13,11 @@
 //!                                             levels 1..=L, each a count then m slots
 //! ```
 //!
-//! Opening checks the header and every length and offset, so a truncated or corrupt file is an
-//! `Err`, never a panic; neighbour ids are bounds-checked when walked, so a graph whose lists
-//! are garbage still only gives bad answers. The u32 sections are borrowed when the bytes are
-//! 4-byte aligned (a memory map is) and copied once when they are not.
+//! Opening checks the header and every section's length in O(1), so a truncated or corrupt file
+//! is an `Err`, never a panic; neighbour ids and upper blocks are bounds-checked when walked,
+//! so a graph whose lists are garbage still only gives bad answers. The u32 sections are
+//! borrowed when the bytes are 4-byte aligned (a memory map is) and copied once when they are
+//! not.
 
 use std::borrow::Cow;
 
@@ -206,19 +207,9 @@ impl<'a> HnswGraph<'a> {
                 bytes.len() - cursor.at
             ));
         }
-        let block = 1 + m as u64;
-        for (node, &level) in levels.iter().enumerate() {
-            if level as u32 > max_level {
-                return Err(format!(
-                    "hnsw graph node {node} has level {level} above the top level {max_level}"
-                ));
-            }
-            if level > 0 && upper_start[node] as u64 + level as u64 * block > upper_words as u64 {
-                return Err(format!(
-                    "hnsw graph node {node}'s upper layers run past the end of the table"
-                ));
-            }
-        }
+        // Nodes' levels and upper blocks are not checked here, which would cost a pass over every
+        // node each time a segment's graph is opened (once per query): `neighbors` bounds-checks
+        // what it reads instead.
         if len > 0 && levels[entry as usize] as u32 != max_level {
             return Err("hnsw graph's entry point is not on the top level".to_string());
         }
@@ -284,6 +275,63 @@ impl<'a> HnswGraph<'a> {
     }
 }
 
+impl HnswGraph<'_> {
+    /// The same graph with node `i` renamed `new_ids[i]` (a permutation of `0..len`): a merge
+    /// that reuses a source graph inserts that source's vectors first, whatever their place
+    /// among the merged segment's ordinals, and renames the nodes to ordinals afterwards.
+    ///
+    /// Panics when `new_ids` is not as long as the graph (a caller's bug).
+    pub fn relabel(&self, new_ids: &[u32]) -> Vec<u8> {
+        let len = self.len as usize;
+        assert_eq!(new_ids.len(), len, "a relabelling of another length");
+        let m = self.m as usize;
+        let m0 = self.m0 as usize;
+        let rename = |old: u32| new_ids.get(old as usize).copied().unwrap_or(old);
+        let mut levels = vec![0u8; len];
+        let mut layer0 = vec![0u32; len * (1 + m0)];
+        let mut upper: Vec<Vec<u32>> = vec![Vec::new(); len];
+        for old in 0..len {
+            let new = new_ids[old] as usize;
+            levels[new] = self.levels[old];
+            let source = &self.layer0[old * (1 + m0)..][..1 + m0];
+            let target = &mut layer0[new * (1 + m0)..][..1 + m0];
+            let count = (source[0] as usize).min(m0);
+            target[0] = count as u32;
+            for i in 0..count {
+                target[1 + i] = rename(source[1 + i]);
+            }
+            let level = self.levels[old] as usize;
+            if level > 0 {
+                let start = self.upper_start[old] as usize;
+                let mut blocks = self
+                    .upper
+                    .get(start..start + level * (1 + m))
+                    .map(<[u32]>::to_vec)
+                    .unwrap_or_default();
+                for block in blocks.chunks_mut(1 + m) {
+                    let count = (block[0] as usize).min(m);
+                    for slot in &mut block[1..1 + count] {
+                        *slot = rename(*slot);
+                    }
+                }
+                upper[new] = blocks;
+            }
+        }
+        write(&GraphParts {
+            space: self.space,
+            m: self.m,
+            m0: self.m0,
+            dim: self.dim,
+            ef_construction: self.ef_construction,
+            entry: (len > 0).then(|| rename(self.entry)),
+            max_level: self.max_level,
+            levels: &levels,
+            layer0: &layer0,
+            upper: &upper,
+        })
+    }
+}
+
 impl Layers for HnswGraph<'_> {
     #[inline]
     fn prefetch_links(&self, node: u32) {
@@ -308,7 +356,9 @@ impl Layers for HnswGraph<'_> {
             }
             let stride = 1 + self.m as usize;
             let start = self.upper_start[node] as usize + (level - 1) * stride;
-            let block = &self.upper[start..start + stride];
+            let Some(block) = self.upper.get(start..start + stride) else {
+                return &[];
+            };
             let count = (block[0] as usize).min(stride - 1);
             &block[1..1 + count]
         }
@@ -328,6 +378,30 @@ mod tests {
             &SliceStore::new(&data, 8),
             &HnswParams::default(),
         )
+    }
+
+    #[test]
+    fn a_relabelled_graph_has_the_same_links_under_the_new_names() {
+        let bytes = sample();
+        let graph = HnswGraph::open(&bytes).unwrap();
+        // a rotation by 7
+        let new_ids: Vec<u32> = (0..300u32).map(|i| (i + 7) % 300).collect();
+        let moved = graph.relabel(&new_ids);
+        let relabelled = HnswGraph::open(&moved).unwrap();
+        assert_eq!(relabelled.entry(), new_ids[graph.entry() as usize]);
+        assert_eq!(relabelled.max_level(), graph.max_level());
+        for old in 0..300u32 {
+            let new = new_ids[old as usize];
+            assert_eq!(relabelled.level(new), graph.level(old));
+            for level in 0..=graph.level(old) {
+                let renamed: Vec<u32> = graph
+                    .neighbors_of(old, level)
+                    .iter()
+                    .map(|&n| new_ids[n as usize])
+                    .collect();
+                assert_eq!(relabelled.neighbors_of(new, level), renamed.as_slice());
+            }
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! One file per responsibility: `build` inserts nodes into an in-memory graph, `format` writes it
 //! and reads it back in place ([`HnswGraph`]), `search` walks either of them, `exact` is the
 //! brute-force answer (small segments, fallbacks, and the tests' ground truth), `bound` shares a
-//! k-th best distance between the searches of other segments, `scratch` holds the per-thread
+//! k-th best distance between the searches of other segments (to drop hits that cannot win), `scratch` holds the per-thread
 //! visited marks and heaps that a search reuses instead of allocating.
 
 mod bound;

@@ -1,6 +1,6 @@
 //! Walking a graph toward a query: greedy descent through the upper layers, then hnswlib's
 //! ef-bounded best-first search on a layer (used at level 0 by queries and at every level by
-//! inserts), with a filter, a visit budget and a shared bound for queries.
+//! inserts), with a filter and a visit budget for queries.
 //!
 //! The walk is generic over the graph ([`Layers`]: the builder's memory or a file read in place)
 //! and the vectors ([`Vectors`]: a flat slice or the store's trait object), so the hot loop has
@@ -8,7 +8,6 @@
 
 use std::cmp::Reverse;
 
-use super::bound::SharedBound;
 use super::format::HnswGraph;
 use super::scratch::{with_scratch, Scored, Scratch};
 use super::{with_vectors, Layers, VectorStore, Vectors};
@@ -25,15 +24,10 @@ pub struct SearchRequest<'q> {
     pub filter: Option<&'q dyn Fn(u32) -> bool>,
     /// Stop (and report exhausted) after this many distance computations.
     pub visit_budget: Option<usize>,
-    /// A k-th-best distance shared between concurrent searches of other segments. Once this
-    /// search holds ef accepted results it stops at a candidate farther than the bound plus the
-    /// margin between its own k-th and ef-th best (with ef = k: farther than the bound); it
-    /// offers its k-th best distance when done.
-    pub bound: Option<&'q SharedBound>,
 }
 
 impl<'q> SearchRequest<'q> {
-    /// A plain search: no filter, no budget, no shared bound.
+    /// A plain search: no filter, no budget.
     pub fn new(query: &'q [f32], k: usize, ef: usize) -> Self {
         SearchRequest {
             query,
@@ -41,7 +35,6 @@ impl<'q> SearchRequest<'q> {
             ef,
             filter: None,
             visit_budget: None,
-            bound: None,
         }
     }
 }
@@ -59,24 +52,19 @@ pub struct SearchOutcome {
 
 /// The limits of one layer walk.
 pub(crate) struct Walk<'a> {
-    /// Results wanted; the shared bound applies once this many are accepted.
-    pub(crate) k: usize,
     pub(crate) ef: usize,
     pub(crate) filter: Option<&'a dyn Fn(u32) -> bool>,
     /// Distance computations allowed in all (`usize::MAX`: no budget).
     pub(crate) budget: usize,
-    pub(crate) bound: Option<&'a SharedBound>,
 }
 
 impl Walk<'_> {
     /// An insert's walk: everything accepted, nothing else limits it.
     pub(crate) fn construction(ef: usize) -> Walk<'static> {
         Walk {
-            k: ef,
             ef,
             filter: None,
             budget: usize::MAX,
-            bound: None,
         }
     }
 }
@@ -149,15 +137,9 @@ pub(crate) fn search_layer<L: Layers + ?Sized, V: Vectors>(
     } = scratch;
     let accept = |node: u32| walk.filter.is_none_or(|filter| filter(node));
     let ef = walk.ef.max(1);
-    // This search's own k best distances, while a shared bound applies.
-    let best_count = walk.k.max(1);
-    let mut bests: Vec<f32> = Vec::new();
     visited.insert(entry.node);
     if accept(entry.node) {
         results.push(entry);
-        if walk.bound.is_some() {
-            keep_best(&mut bests, best_count, entry.distance);
-        }
     }
     candidates.push(Reverse(entry));
     let mut lower = results.peek().map_or(f32::INFINITY, |top| top.distance);
@@ -166,17 +148,6 @@ pub(crate) fn search_layer<L: Layers + ?Sized, V: Vectors>(
         // is hnswlib's `distance > lowerBound` either way.
         if current.distance > lower && results.len() >= ef {
             break;
-        }
-        if let Some(bound) = walk.bound {
-            // Searching as far past the shard's k-th best as this search would past its own:
-            // the margin between its own k-th and ef-th best. With ef = k that is "stop at a
-            // candidate worse than the bound"; with more ef the breadth that makes the recall.
-            if results.len() >= ef && bests.len() == walk.k {
-                let margin = lower - bests[walk.k - 1];
-                if current.distance > bound.get() + margin {
-                    break;
-                }
-            }
         }
         // The next candidate's list is likely wanted next: start loading it now (hnswlib keeps
         // lists beside vectors, so there it is already warm).
@@ -211,9 +182,6 @@ pub(crate) fn search_layer<L: Layers + ?Sized, V: Vectors>(
                 };
                 candidates.push(Reverse(scored));
                 if accept(neighbor) {
-                    if walk.bound.is_some() {
-                        keep_best(&mut bests, best_count, distance);
-                    }
                     results.push(scored);
                     if results.len() > ef {
                         results.pop();
@@ -226,18 +194,6 @@ pub(crate) fn search_layer<L: Layers + ?Sized, V: Vectors>(
         }
     }
     false
-}
-
-/// Keeps the `count` smallest distances, ascending.
-fn keep_best(bests: &mut Vec<f32>, count: usize, distance: f32) {
-    if bests.len() == count {
-        if distance >= bests[count - 1] {
-            return;
-        }
-        bests.pop();
-    }
-    let at = bests.partition_point(|&d| d <= distance);
-    bests.insert(at, distance);
 }
 
 impl HnswGraph<'_> {
@@ -289,11 +245,9 @@ impl HnswGraph<'_> {
             budget,
         );
         let walk = Walk {
-            k: req.k,
             ef: req.ef.max(req.k),
             filter: req.filter,
             budget,
-            bound: req.bound,
         };
         let mut hits = with_scratch(|scratch| {
             if !exhausted {
@@ -310,11 +264,6 @@ impl HnswGraph<'_> {
         });
         hits.sort_unstable();
         hits.truncate(req.k);
-        if hits.len() >= req.k {
-            if let Some(bound) = req.bound {
-                bound.offer(hits[req.k - 1].distance);
-            }
-        }
         SearchOutcome {
             hits: hits.into_iter().map(|s| (s.node, s.distance)).collect(),
             visited: count,
@@ -328,7 +277,7 @@ mod tests {
     use super::*;
     use crate::distance::Space;
     use crate::hnsw::test_data::{clustered, recall, Rng};
-    use crate::hnsw::{build_graph, exact_search, HnswParams, SliceStore};
+    use crate::hnsw::{build_graph, HnswParams, SliceStore};
 
     const DIM: usize = 16;
 
@@ -501,54 +450,5 @@ mod tests {
         let exact_budget = graph.search(&store, &request);
         assert!(!exact_budget.budget_exhausted);
         assert_eq!(exact_budget.hits, unlimited.hits);
-    }
-
-    #[test]
-    fn a_shared_bound_prunes_without_returning_wrong_hits() {
-        // Two "segments" (halves of the data) searched with one bound, as concurrent slices do.
-        let space = Space::L2;
-        let data = clustered(3000, DIM, 20, 21);
-        let halves = [&data[..1500 * DIM], &data[1500 * DIM..]];
-        let graphs: Vec<Vec<u8>> = halves
-            .iter()
-            .map(|half| build_graph(space, &SliceStore::new(half, DIM), &HnswParams::default()))
-            .collect();
-        let all = SliceStore::new(&data, DIM);
-        let queries = clustered(30, DIM, 20, 22);
-        let (mut found, mut pruned_visits, mut plain_visits) = (0, 0, 0);
-        for query in queries.chunks_exact(DIM) {
-            let bound = SharedBound::new();
-            let mut merged = Vec::new();
-            for (segment, (half, bytes)) in halves.iter().zip(&graphs).enumerate() {
-                let store = SliceStore::new(half, DIM);
-                let graph = HnswGraph::open(bytes).unwrap();
-                let mut request = SearchRequest::new(query, 10, 64);
-                request.bound = Some(&bound);
-                let outcome = graph.search(&store, &request);
-                pruned_visits += outcome.visited;
-                plain_visits += graph
-                    .search(&store, &SearchRequest::new(query, 10, 64))
-                    .visited;
-                assert_eq!(outcome.hits.len(), 10);
-                for pair in outcome.hits.windows(2) {
-                    assert!(pair[0].1 <= pair[1].1);
-                }
-                for &(ord, distance) in &outcome.hits {
-                    assert_eq!(distance, space.distance(query, store.vector(ord)));
-                    merged.push((ord + 1500 * segment as u32, distance));
-                }
-            }
-            merged.sort_by(|a, b| a.1.total_cmp(&b.1));
-            merged.truncate(10);
-            let exact = exact_search(space, &all, query, 10, None);
-            found += exact
-                .iter()
-                .filter(|(ord, _)| merged.iter().any(|(hit, _)| hit == ord))
-                .count();
-        }
-        let recall = found as f64 / (10 * 30) as f64;
-        assert!(recall >= 0.95, "recall {recall} with a shared bound");
-        eprintln!("visits {pruned_visits} with the bound, {plain_visits} without");
-        assert!(pruned_visits < plain_visits);
     }
 }

@@ -17,10 +17,6 @@ use tessera_mapping::knn::DataType;
 use super::{compile, CompileContext};
 use crate::ast::KnnQuery;
 
-/// The beam width of a graph search when neither the query nor the index sets one
-/// (`index.knn.algo_param.ef_search`'s default).
-const DEFAULT_EF_SEARCH: usize = 100;
-
 fn create_error(ctx: &CompileContext, reason: String) -> Error {
     ctx.error(format!("failed to create query: {reason}"))
         .caused_by(Error::illegal_argument(reason))
@@ -137,11 +133,12 @@ pub(super) fn knn(ctx: &CompileContext, query: &KnnQuery) -> Result<Box<dyn Quer
     let search = KnnSearch {
         field,
         space,
-        vector,
+        vector: vector.as_slice().into(),
         limit,
-        ef_search: query.ef_search.map_or(DEFAULT_EF_SEARCH, |e| e as usize),
+        // the query's `method_parameters.ef_search`, else the index's
+        ef_search: query.ef_search.map_or(ctx.knn.ef_search, |e| e as usize),
     };
-    let hits = search_shard(searcher, &search, filter.as_deref())
+    let hits = search_shard(searcher, &search, filter.as_deref(), ctx.knn.slices)
         .map_err(|e| Error::internal("run the knn search", e))?;
     Ok(Box::new(DocScoresQuery::new(
         searcher,

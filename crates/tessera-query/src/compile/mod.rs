@@ -63,9 +63,45 @@ pub struct CompileContext<'a> {
     /// Boolean clauses built so far for this query (see [`max_clause_count`]); start with
     /// `Default::default()`.
     pub clauses: ClauseCount,
+    /// What a `knn` query needs of the shard besides its searcher.
+    pub knn: KnnContext<'a>,
+    /// The nested path of the `nested` query being compiled (`None`: the root documents);
+    /// start with `Default::default()`.
+    pub nested_scope: NestedScope,
 }
 
+/// The index's k-NN settings and the shard's slices, for the `knn` rewrite.
+#[derive(Clone, Copy)]
+pub struct KnnContext<'a> {
+    /// `index.knn.algo_param.ef_search`: the graph's beam width when the query sets none.
+    pub ef_search: usize,
+    /// Runs the per-segment searches on the shard's slices; `None`: one slice, this thread.
+    pub slices: Option<&'a dyn tessera_knn::search::SliceRunner>,
+}
+
+impl Default for KnnContext<'_> {
+    fn default() -> Self {
+        KnnContext {
+            ef_search: DEFAULT_EF_SEARCH,
+            slices: None,
+        }
+    }
+}
+
+/// `index.knn.algo_param.ef_search`'s default.
+pub const DEFAULT_EF_SEARCH: usize = 100;
+
+/// Where a `nested` query sits: the path of the enclosing `nested` query, whose documents are
+/// the parents a `nested` query inside it joins to (the root documents at the top level).
+#[derive(Debug, Default)]
+pub struct NestedScope(std::cell::RefCell<Option<String>>);
+
 impl CompileContext<'_> {
+    /// Sets the nested path the queries compiled next sit in, answering the previous one.
+    pub fn nested_scope_replace(&self, scope: Option<String>) -> Option<String> {
+        self.nested_scope.0.replace(scope)
+    }
+
     pub(crate) fn error(&self, reason: impl Into<String>) -> Error {
         Error::query_shard(self.index, reason)
     }
@@ -229,6 +265,45 @@ fn metadata_query(ast: &QueryAst, ctx: &CompileContext) -> Option<Result<Box<dyn
     })
 }
 
+/// `nested`: the query on the children of `path`, joined to their parents at the level the
+/// query sits in.
+fn nested_query(
+    ctx: &CompileContext,
+    query: &crate::ast::NestedQueryAst,
+) -> Result<Box<dyn Query>> {
+    use crate::nested::{Level, NestedQuery};
+    let path = query.path.as_str();
+    let (Some(_), Some(markers)) = (ctx.table.nested_path(path), ctx.table.meta.nested) else {
+        if query.ignore_unmapped {
+            return Ok(match_none());
+        }
+        let is_object = ctx.table.leaves().any(|leaf| {
+            leaf.path.len() > path.len()
+                && leaf.path.starts_with(path)
+                && leaf.path.as_bytes()[path.len()] == b'.'
+        });
+        let reason = if is_object {
+            format!("[nested] nested object under path [{path}] is not of nested type")
+        } else {
+            format!("[nested] failed to find nested object under path [{path}]")
+        };
+        return Err(ctx
+            .error(format!("failed to create query: {reason}"))
+            .caused_by(Error::illegal_state(reason)));
+    };
+    let parent = ctx.nested_scope_replace(Some(path.to_string()));
+    let child = compile(&query.query, ctx);
+    ctx.nested_scope_replace(parent.clone());
+    let joined = NestedQuery::new(
+        child?,
+        markers,
+        path.to_string(),
+        Level::of(parent.as_deref()),
+        query.score_mode,
+    );
+    Ok(boosted(Box::new(joined), query.boost))
+}
+
 /// Compiles `ast` for the shard described by `ctx`.
 pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
     if let QueryAst::Terms { values, .. } = ast {
@@ -238,7 +313,22 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
         return query;
     }
     match ast {
-        QueryAst::MatchAll { boost } => Ok(constant(Box::new(AllQuery), *boost)),
+        QueryAst::MatchAll { boost } => {
+            // inside a `nested` query every document means every child of the path, so that
+            // what scores them (a function_score's functions) never sees another document
+            let scope = ctx.nested_scope.0.borrow().clone();
+            match (scope, ctx.table.meta.nested) {
+                (Some(path), Some(markers)) => Ok(constant(
+                    Box::new(crate::nested::RootDocsQuery::at(
+                        Box::new(AllQuery),
+                        markers,
+                        crate::nested::Level::Path(path),
+                    )),
+                    *boost,
+                )),
+                _ => Ok(constant(Box::new(AllQuery), *boost)),
+            }
+        }
         QueryAst::MatchNone => Ok(match_none()),
         QueryAst::Term {
             field,
@@ -395,6 +485,7 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
             Ok(boosted(Box::new(query), *boost))
         }
         QueryAst::Knn(query) => knn::knn(ctx, query),
+        QueryAst::Nested(query) => nested_query(ctx, query),
         QueryAst::FunctionScore(query) => {
             Ok(boosted(function_score::compile(ctx, query)?, query.boost))
         }

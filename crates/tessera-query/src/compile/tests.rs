@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use tantivy::collector::TopDocs;
 use tantivy::schema::Value as _;
 use tantivy::{Index, IndexWriter, TantivyDocument};
-use tessera_mapping::{parse_document, FieldTable, Mapping, ParseOutcome};
+use tessera_mapping::{parse_document, FieldTable, Mapping};
 
 use super::{compile, CompileContext, DEFAULT_MAX_TERMS_COUNT};
 use crate::dsl::parse_query;
@@ -21,18 +21,26 @@ fn fixture(mapping: Value, docs: &[(&str, Value)]) -> Fixture {
     let (table, _) = FieldTable::build(&mapping, None).unwrap();
     let index = Index::builder()
         .schema(table.schema().clone())
-        .register_plugin(std::sync::Arc::new(tessera_knn::segment::KnnPlugin))
+        .register_plugin(std::sync::Arc::new(tessera_knn::segment::KnnPlugin::default()))
         .create_in_ram()
         .unwrap();
     tessera_mapping::analysis::register_analyzers(&index);
     let mut writer: IndexWriter = index.writer_with_num_threads(1, 20_000_000).unwrap();
     for (id, source) in docs {
-        let ParseOutcome::Document(mut doc) = parse_document(&mapping, &table, id, source).unwrap()
+        let Some((nested, mut doc)) = parse_document(&mapping, &table, id, source)
+            .unwrap()
+            .into_block()
         else {
             panic!("unexpected mapping update")
         };
         doc.add_text(table.meta.id, id);
-        writer.add_document(doc).unwrap();
+        // a document and its nested children, children first, in one batch
+        let block: Vec<_> = nested
+            .into_iter()
+            .chain(std::iter::once(doc))
+            .map(tantivy::indexer::UserOperation::Add)
+            .collect();
+        writer.run(block).unwrap();
     }
     writer.commit().unwrap();
     Fixture { index, table }
@@ -50,6 +58,8 @@ impl Fixture {
             now_millis: NOW,
             max_terms_count: DEFAULT_MAX_TERMS_COUNT,
             clauses: Default::default(),
+            knn: Default::default(),
+            nested_scope: Default::default(),
         };
         let compiled = compile(&ast, &ctx).unwrap();
         let top = searcher
@@ -89,6 +99,8 @@ impl Fixture {
             now_millis: NOW,
             max_terms_count: DEFAULT_MAX_TERMS_COUNT,
             clauses: Default::default(),
+            knn: Default::default(),
+            nested_scope: Default::default(),
         };
         compile(&ast, &ctx).expect_err("expected an error")
     }
@@ -583,6 +595,8 @@ fn knn_is_the_shards_top_k_with_opensearch_scores_and_errors() {
         now_millis: NOW,
         max_terms_count: DEFAULT_MAX_TERMS_COUNT,
         clauses: Default::default(),
+        knn: Default::default(),
+        nested_scope: Default::default(),
     };
     let error = |query: Value| compile(&parse_query(&query).unwrap(), &ctx).err().unwrap();
     let e = error(json!({"knn": {"tag": {"vector": [0, 0], "k": 1}}}));
@@ -607,4 +621,77 @@ fn knn_is_the_shards_top_k_with_opensearch_scores_and_errors() {
         error(json!({"term": {"v": 1}})).reason(),
         "KNN vector do not support exact searching, use KNN queries instead: [v]"
     );
+}
+
+#[test]
+fn nested_query_joins_children_to_parents_with_each_score_mode() {
+    let f = fixture(
+        json!({"properties": {
+            "t": {"type": "keyword"},
+            "c": {"type": "nested", "properties": {"w": {"type": "keyword"}, "n": {"type": "long"}}}
+        }}),
+        &[
+            (
+                "1",
+                json!({"t": "a", "c": [{"w": "x", "n": 1}, {"w": "y", "n": 5}]}),
+            ),
+            ("2", json!({"t": "b", "c": {"w": "x", "n": 3}})),
+            ("3", json!({"t": "a"})),
+            (
+                "4",
+                json!({"t": "a", "c": [{"w": "y", "n": 2}, {"w": "y", "n": 4}]}),
+            ),
+        ],
+    );
+    let by_n = |mode: &str| {
+        json!({"nested": {"path": "c", "score_mode": mode, "query": {"function_score": {
+            "query": {"match_all": {}}, "field_value_factor": {"field": "c.n"}, "boost_mode": "replace"}}}})
+    };
+    let scores = |mode: &str| f.search(by_n(mode));
+    let expected = |pairs: &[(&str, f32)]| -> Vec<(String, f32)> {
+        pairs.iter().map(|(id, s)| (id.to_string(), *s)).collect()
+    };
+    assert_eq!(
+        scores("avg"),
+        expected(&[("1", 3.0), ("2", 3.0), ("4", 3.0)])
+    );
+    assert_eq!(
+        scores("sum"),
+        expected(&[("1", 6.0), ("4", 6.0), ("2", 3.0)])
+    );
+    assert_eq!(scores("max")[0], ("1".into(), 5.0));
+    assert_eq!(
+        scores("min"),
+        expected(&[("2", 3.0), ("4", 2.0), ("1", 1.0)])
+    );
+    assert!(scores("none").iter().all(|(_, s)| *s == 0.0));
+    // conjunctions seek the join: a parent must have one child matching both conditions
+    let both = json!({"bool": {"must": [
+        {"term": {"t": "a"}},
+        {"nested": {"path": "c", "query": {"bool": {"must": [
+            {"term": {"c.w": "y"}}, {"range": {"c.n": {"gte": 4}}}]}}}}
+    ]}});
+    let mut ids: Vec<String> = f.search(both).into_iter().map(|(id, _)| id).collect();
+    ids.sort();
+    assert_eq!(ids, ["1", "4"]);
+    // a nested object is no document of its own: a query on its fields outside `nested`
+    // matches only children, which the root filter leaves out
+    let searcher = f.index.reader().unwrap().searcher();
+    let markers = f.table.meta.nested.unwrap();
+    let count = |query: Box<dyn tantivy::query::Query>| {
+        let root_only = crate::nested::RootDocsQuery::new(query, markers);
+        searcher
+            .search(&root_only, &tantivy::collector::Count)
+            .unwrap()
+    };
+    assert_eq!(
+        count(Box::new(tantivy::query::AllQuery)),
+        4,
+        "only the root documents"
+    );
+    let term = tantivy::query::TermQuery::new(
+        tantivy::Term::from_field_text(f.table.leaf("c.w").unwrap().field.unwrap(), "x"),
+        tantivy::schema::IndexRecordOption::Basic,
+    );
+    assert_eq!(count(Box::new(term)), 0);
 }

@@ -24,6 +24,7 @@ mod match_bool_prefix;
 mod match_phrase;
 mod match_query;
 mod multi_match;
+mod nested;
 mod prefix;
 mod query_string;
 mod range;
@@ -35,7 +36,6 @@ mod wildcard;
 
 /// Query types OpenSearch has that Tessera does not implement.
 const UNSUPPORTED: &[&str] = &[
-    "nested",
     "has_child",
     "has_parent",
     "parent_id",
@@ -112,6 +112,7 @@ pub fn parse_query(value: &Value) -> Result<QueryAst> {
         "geo_polygon" => geo_polygon::parse(body),
         "query_string" => query_string::parse(body),
         "knn" => knn::parse(body),
+        "nested" => nested::parse(body),
         "simple_query_string" => simple_query_string::parse(body),
         other if UNSUPPORTED.contains(&other) => Err(Error::parsing(format!(
             "[{other}] query is not supported by Tessera"
@@ -616,7 +617,7 @@ mod tests {
             parse_query(&json!({"bogus": {}})).unwrap_err().reason(),
             "unknown query [bogus]"
         );
-        assert!(parse_query(&json!({"nested": {}}))
+        assert!(parse_query(&json!({"has_child": {}}))
             .unwrap_err()
             .reason()
             .contains("not supported"));
