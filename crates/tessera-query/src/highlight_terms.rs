@@ -124,6 +124,7 @@ fn collect(ast: &QueryAst, ctx: &CompileContext, out: &mut Vec<HighlightTerm>) -
         }
         QueryAst::Boosting { positive, .. } => collect(positive, ctx, out)?,
         QueryAst::FunctionScore(query) => collect(&query.query, ctx, out)?,
+        QueryAst::ScriptScore(query) => collect(&query.query, ctx, out)?,
         QueryAst::QueryString(q) => {
             let resolver = crate::compile::shard_resolver(ctx);
             collect(

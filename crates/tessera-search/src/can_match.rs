@@ -47,6 +47,7 @@ pub fn can_match(snapshot: &ShardSnapshot, index: &str, query: &QueryAst, now_mi
         // only required ranges are compiled here
         max_terms_count: tessera_query::compile::DEFAULT_MAX_TERMS_COUNT,
         clauses: Default::default(),
+        deadline: None,
     };
     for range in ranges {
         let Some(leaf) = snapshot.table.leaf(&range.field) else {

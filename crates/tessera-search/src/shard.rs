@@ -501,6 +501,7 @@ impl LocalShard {
             now_millis: request.now_millis,
             max_terms_count,
             clauses: Default::default(),
+            deadline: request.deadline,
         };
         let mut query = compile(&search.query, &ctx)?;
         // what this shard reads of one slice of a sliced scroll or PIT
@@ -804,6 +805,7 @@ impl LocalShard {
                 .parse()
                 .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT),
             clauses: Default::default(),
+            deadline: None,
         };
         let highlight_terms = match (&spec.highlight, &spec.query) {
             (Some(_), Some(query)) => tessera_query::highlight_terms::highlight_terms(query, &ctx)?,

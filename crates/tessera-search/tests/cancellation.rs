@@ -54,6 +54,7 @@ fn a_cancelled_request_stops_its_running_slice() {
         now_millis: 0,
         max_terms_count: tessera_query::compile::DEFAULT_MAX_TERMS_COUNT,
         clauses: Default::default(),
+        deadline: None,
     };
     let query = compile(&parse_query(&json!({"match_all": {}})).unwrap(), &ctx).unwrap();
     let weight = query

@@ -220,6 +220,7 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                     now_millis,
                     max_terms_count: tessera_query::compile::DEFAULT_MAX_TERMS_COUNT,
                     clauses: Default::default(),
+                    deadline: None,
                 };
                 let query = compile(&ast, &ctx).expect("compile the query");
                 let searcher = &snapshot.searcher;

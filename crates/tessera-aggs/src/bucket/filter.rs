@@ -116,6 +116,7 @@ fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option<Arc<dyn We
         now_millis: ctx.now_millis,
         max_terms_count: ctx.max_terms_count,
         clauses: Default::default(),
+        deadline: None,
     };
     let compiled = compile(query, &compile_ctx)?;
     let weight = compiled

@@ -11,6 +11,7 @@ pub mod multi_terms;
 pub mod order;
 pub mod range;
 pub mod range_histogram;
+mod script_terms;
 pub mod significant_terms;
 pub mod terms;
 

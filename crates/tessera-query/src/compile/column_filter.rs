@@ -86,6 +86,7 @@ mod tests {
             now_millis: 0,
             max_terms_count: crate::compile::DEFAULT_MAX_TERMS_COUNT,
             clauses: Default::default(),
+            deadline: None,
         };
         let filter = |q: serde_json::Value| column_filter(&parse_query(&q).unwrap(), &ctx).unwrap();
         assert_eq!(filter(json!({"match_all": {}})), Some(ColumnFilter::All));
