@@ -548,7 +548,10 @@ pub(crate) fn string_param(agg: &str, key: &str, value: &Value) -> Result<String
     }
 }
 
-/// `script` anywhere in an aggregation: Tessera has no scripting.
+/// The aggregations whose values may come from a script instead of a field.
+const SCRIPTED: &[&str] = &["terms"];
+
+/// `script` in an aggregation that does not run scripts (yet).
 pub(crate) fn no_scripts(agg: &str) -> Error {
     Error::not_supported(&format!("[script] in the [{agg}] aggregation"))
 }
@@ -557,6 +560,8 @@ pub(crate) fn no_scripts(agg: &str) -> Error {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ValuesSourceParams {
     pub field: Option<String>,
+    /// A script in place of the field (only the aggregations that run one accept it).
+    pub script: Option<tessera_script::ScriptSpec>,
     pub missing: Option<Value>,
     pub format: Option<String>,
 }
@@ -575,6 +580,9 @@ impl ValuesSourceParams {
             "value_type" | "valueType" => {
                 string_param(agg, key, value)?;
             }
+            "script" if SCRIPTED.contains(&agg) => {
+                self.script = Some(tessera_script::ScriptSpec::parse(agg, value)?)
+            }
             "script" => return Err(no_scripts(agg)),
             _ => return Ok(false),
         }
@@ -589,7 +597,10 @@ impl ValuesSourceParams {
     /// Checks at parse time that a field is given (OpenSearch rejects the request before it
     /// reaches a shard).
     pub(crate) fn require_field_at_parse(&self) -> Result<()> {
-        self.field.as_ref().map(|_| ()).ok_or_else(no_field)
+        match (&self.field, &self.script) {
+            (None, None) => Err(no_field()),
+            _ => Ok(()),
+        }
     }
 }
 

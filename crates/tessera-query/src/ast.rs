@@ -133,6 +133,13 @@ pub enum QueryAst {
     },
     /// `function_score`: the query's score combined with functions of each document.
     FunctionScore(Box<FunctionScoreQuery>),
+    /// `script_score`: the query's documents scored by a script.
+    ScriptScore(Box<ScriptScoreQuery>),
+    /// `script`: the documents a script returns true for.
+    Script {
+        script: Box<tessera_script::ScriptSpec>,
+        boost: f32,
+    },
     /// `knn`: the nearest vectors of a `knn_vector` field, rewritten on each shard into the
     /// shard's top k (`compile::knn`).
     Knn(Box<KnnQuery>),
@@ -183,6 +190,8 @@ impl QueryAst {
             QueryAst::GeoPolygon { .. } => "geo_polygon",
             QueryAst::Boosting { .. } => "boosting",
             QueryAst::FunctionScore(_) => "function_score",
+            QueryAst::ScriptScore(_) => "script_score",
+            QueryAst::Script { .. } => "script",
             QueryAst::Knn(_) => "knn",
             QueryAst::Nested(_) => "nested",
             QueryAst::QueryString(_) => "query_string",
@@ -206,6 +215,7 @@ impl QueryAst {
             | QueryAst::Wildcard { .. }
             | QueryAst::Regexp { .. }
             | QueryAst::Terms { .. }
+            | QueryAst::Script { .. }
             | QueryAst::ConstantScore { .. } => true,
             QueryAst::Bool(b) => b.must.is_empty() && b.should.is_empty(),
             _ => false,
@@ -537,6 +547,16 @@ impl SimpleQueryStringQuery {
     }
 }
 
+/// A `script_score` query: `query`'s documents, scored by `script` (which sees `_score`);
+/// those scoring below `min_score` do not match.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScriptScoreQuery {
+    pub query: QueryAst,
+    pub script: tessera_script::ScriptSpec,
+    pub min_score: Option<f32>,
+    pub boost: f32,
+}
+
 /// A `function_score` query (OpenSearch's `FunctionScoreQuery`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FunctionScoreQuery {
@@ -573,6 +593,8 @@ pub enum ScoreFunction {
     },
     /// `gauss`, `exp` or `linear` decay with the distance of the field's value from an origin.
     Decay(Box<DecayFunction>),
+    /// `script_score`: the script's value (it sees the query's `_score`).
+    Script(Box<tessera_script::ScriptSpec>),
 }
 
 /// A decay function; origin, scale and offset are read with the field's type when compiled.

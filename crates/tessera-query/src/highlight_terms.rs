@@ -126,6 +126,7 @@ fn collect(ast: &QueryAst, ctx: &CompileContext, out: &mut Vec<HighlightTerm>) -
         // nested fields are not in the hit's own document: their terms highlight nothing
         QueryAst::Nested(_) => {}
         QueryAst::FunctionScore(query) => collect(&query.query, ctx, out)?,
+        QueryAst::ScriptScore(query) => collect(&query.query, ctx, out)?,
         QueryAst::QueryString(q) => {
             let resolver = crate::compile::shard_resolver(ctx);
             collect(

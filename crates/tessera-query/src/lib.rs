@@ -8,6 +8,7 @@ pub mod dsl;
 pub mod highlight_terms;
 pub mod nested;
 pub mod query_string;
+pub mod script_docs;
 
 pub use ast::QueryAst;
 pub use compile::{compile, CompileContext};

@@ -116,6 +116,26 @@ impl Script {
     pub fn execute(&self, env: &Env<'_>) -> Result<Value, ScriptError> {
         self.runner().run(env)
     }
+
+    /// A frame of locals for [`Script::run_in`], for a caller that keeps it beside the script
+    /// (a runner borrows the script).
+    pub fn new_frame(&self) -> Vec<Value> {
+        vec![Value::Null; self.slots]
+    }
+
+    /// Runs the script with `locals` (from [`Script::new_frame`]) as its frame.
+    pub fn run_in(&self, locals: &mut [Value], env: &Env<'_>) -> Result<Value, ScriptError> {
+        let mut frame = Frame {
+            locals,
+            env,
+            loop_budget: MAX_LOOP_COUNTER,
+            ret: Value::Null,
+        };
+        match (self.body)(&mut frame) {
+            Ok(_) => Ok(std::mem::take(&mut frame.ret)),
+            Err(e) => Err(*e),
+        }
+    }
 }
 
 /// A script and a frame of locals reused across runs.
@@ -126,16 +146,7 @@ pub struct Runner<'s> {
 
 impl Runner<'_> {
     pub fn run(&mut self, env: &Env<'_>) -> Result<Value, ScriptError> {
-        let mut frame = Frame {
-            locals: &mut self.locals,
-            env,
-            loop_budget: MAX_LOOP_COUNTER,
-            ret: Value::Null,
-        };
-        match (self.script.body)(&mut frame) {
-            Ok(_) => Ok(std::mem::take(&mut frame.ret)),
-            Err(e) => Err(*e),
-        }
+        self.script.run_in(&mut self.locals, env)
     }
 }
 
@@ -416,6 +427,17 @@ impl Compiler<'_> {
         Ok(slot)
     }
 
+    /// A score script returns a double: a value of another static type is Painless's
+    /// compile error.
+    fn check_return(&self, e: &Expr, ty: Ty) -> CResult<()> {
+        if self.context == ScriptContext::Score
+            && !matches!(ty, Ty::Def | Ty::Int | Ty::Long | Ty::Float | Ty::Double)
+        {
+            return Err(cce(e.start(), ty, Ty::Double));
+        }
+        Ok(())
+    }
+
     fn push_scope(&mut self) {
         self.scopes.push(Vec::new());
     }
@@ -536,7 +558,11 @@ impl Compiler<'_> {
                 if !last {
                     not_a_statement(e)?;
                 }
-                let c = self.expr(e)?.f;
+                let c = self.expr(e)?;
+                if last {
+                    self.check_return(e, c.ty)?;
+                }
+                let c = c.f;
                 let body: StmtFn = if last {
                     Box::new(move |f| {
                         f.ret = c(f)?;
@@ -553,7 +579,9 @@ impl Compiler<'_> {
             StmtKind::Return(value) => {
                 let body: StmtFn = match value {
                     Some(e) => {
-                        let c = self.expr(e)?.f;
+                        let c = self.expr(e)?;
+                        self.check_return(e, c.ty)?;
+                        let c = c.f;
                         Box::new(move |f| {
                             f.ret = c(f)?;
                             Ok(Flow::Return)

@@ -49,6 +49,7 @@ pub fn can_match(snapshot: &ShardSnapshot, index: &str, query: &QueryAst, now_mi
         clauses: Default::default(),
         knn: Default::default(),
         nested_scope: Default::default(),
+        deadline: None,
     };
     for range in ranges {
         let Some(leaf) = snapshot.table.leaf(&range.field) else {

@@ -755,6 +755,9 @@ impl SliceCollector<'_, '_> {
             // every live document matched; only the candidates were visited
             self.result.total = total_before + reader.num_docs() as u64;
         }
+        if let Some(e) = keys.as_mut().and_then(SegmentSortKeys::take_error) {
+            return Err(e);
+        }
         Ok(Flow::Continue)
     }
 

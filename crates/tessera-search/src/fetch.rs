@@ -4,6 +4,7 @@
 //! unless `_source` filtering asks for a subset.
 
 use serde::{Deserialize, Serialize};
+use tessera_query::compile::script::PreparedScript;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tantivy::schema::Value as _;
@@ -33,6 +34,7 @@ pub struct FetchSpec {
     pub query: Option<tessera_query::QueryAst>,
     /// The `inner_hits` of the query's `nested` queries (checked by the query phase).
     pub nested_inner_hits: Vec<crate::nested_inner_hits::NestedInnerHits>,
+    pub script_fields: Vec<crate::request::ScriptField>,
 }
 
 impl FetchSpec {
@@ -60,6 +62,7 @@ impl FetchSpec {
             query: request.highlight.as_ref().map(|_| request.query.clone()),
             nested_inner_hits: crate::nested_inner_hits::collect(&request.query)
                 .unwrap_or_default(),
+            script_fields: request.script_fields.clone(),
         }
     }
 }
@@ -221,6 +224,7 @@ pub fn fetch_docs(
     let meta = snapshot.table.meta;
     let filter = SourceFilter::new(spec.source.includes.clone(), spec.source.excludes.clone());
     let want_source = spec.source.enabled && spec.stored_fields.returns_source();
+    let scripts = ScriptFields::prepare(snapshot, &spec.script_fields)?;
     let mut out = Vec::with_capacity(docs.len());
     for &(segment_ord, doc_id) in docs {
         let address = DocAddress::new(segment_ord, doc_id);
@@ -274,6 +278,7 @@ pub fn fetch_docs(
             (None, None)
         };
         let mut fields = docvalue_fields(snapshot, address, &spec.docvalue_fields)?;
+        scripts.add(snapshot, address, &mut fields)?;
         let mut highlight = None;
         if !spec.fields.is_empty() || spec.highlight.is_some() {
             if let Some(bytes) = doc.get_first(meta.source).and_then(|v| v.as_bytes()) {
@@ -321,6 +326,61 @@ pub fn fetch_docs(
         });
     }
     Ok(out)
+}
+
+/// `script_fields`, compiled once per fetch.
+struct ScriptFields<'a> {
+    scripts: Vec<(&'a crate::request::ScriptField, PreparedScript)>,
+}
+
+impl<'a> ScriptFields<'a> {
+    fn prepare(
+        snapshot: &ShardSnapshot,
+        fields: &'a [crate::request::ScriptField],
+    ) -> Result<ScriptFields<'a>> {
+        let scripts = fields
+            .iter()
+            .map(|field| {
+                let script = PreparedScript::prepare(
+                    &snapshot.table,
+                    &field.script,
+                    tessera_script::ScriptContext::Filter,
+                )?;
+                Ok((field, script))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ScriptFields { scripts })
+    }
+
+    /// Adds each script's values for the document at `address` (a list gives its elements,
+    /// anything else one value, as OpenSearch shows script fields).
+    fn add(
+        &self,
+        snapshot: &ShardSnapshot,
+        address: DocAddress,
+        fields: &mut Map<String, Value>,
+    ) -> Result<()> {
+        for (field, script) in &self.scripts {
+            let segment = snapshot.searcher.segment_reader(address.segment_ord);
+            let mut docs = script
+                .fields
+                .open(segment)
+                .map_err(|e| Error::internal("open the script's columns", e))?;
+            docs.set_doc(address.doc_id);
+            let mut frame = script.script.new_frame();
+            let value = match script.run(&mut frame, &docs, 0.0) {
+                Ok(value) => value,
+                Err(_) if field.ignore_failure => continue,
+                Err(e) => return Err(e),
+            };
+            let values = match value.to_json() {
+                Value::Array(items) => items,
+                other => vec![other],
+            };
+            fields.insert(field.name.clone(), Value::Array(values));
+        }
+        Ok(())
+    }
 }
 
 /// The names of `named` (name and non-scoring weight, in the order hits list them) that the

@@ -63,6 +63,8 @@ pub struct SearchRequest {
     pub docvalue_fields: Vec<DocValueField>,
     /// The `fields` option: values read from `_source`, typed and formatted by the mapping.
     pub fields: Vec<DocValueField>,
+    /// `script_fields`: values a script computes for each hit.
+    pub script_fields: Vec<ScriptField>,
     pub search_after: Option<Vec<Value>>,
     pub timeout: Option<Duration>,
     pub terminate_after: Option<u64>,
@@ -158,6 +160,7 @@ impl Default for SearchRequest {
             stored_fields: StoredFields::Default,
             docvalue_fields: Vec::new(),
             fields: Vec::new(),
+            script_fields: Vec::new(),
             search_after: None,
             timeout: None,
             terminate_after: None,
@@ -325,10 +328,63 @@ fn parse_docvalue_fields(value: &Value) -> Result<Vec<DocValueField>> {
         .collect()
 }
 
+/// One entry of `script_fields`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptField {
+    pub name: String,
+    pub script: tessera_script::ScriptSpec,
+    /// A failing script leaves the field out instead of failing the shard.
+    pub ignore_failure: bool,
+}
+
+/// `script_fields`: `{"<name>": {"script": ..., "ignore_failure": false}}`.
+fn parse_script_fields(value: &Value) -> Result<Vec<ScriptField>> {
+    let Value::Object(entries) = value else {
+        return Err(Error::parsing(format!(
+            "Expected [START_OBJECT] in [script_fields] but found [{}]",
+            token(value)
+        )));
+    };
+    entries
+        .iter()
+        .map(|(name, entry)| {
+            let Value::Object(options) = entry else {
+                return Err(Error::parsing(format!(
+                    "Expected [START_OBJECT] in [{name}] but found [{}]",
+                    token(entry)
+                )));
+            };
+            let mut script = None;
+            let mut ignore_failure = false;
+            for (key, option) in options {
+                match (key.as_str(), option) {
+                    ("script", _) => {
+                        script = Some(tessera_script::ScriptSpec::parse("script", option)?)
+                    }
+                    ("ignore_failure", Value::Bool(b)) => ignore_failure = *b,
+                    (other, option) => {
+                        return Err(Error::parsing(format!(
+                            "Unknown key for a {} in [{other}].",
+                            token(option)
+                        )))
+                    }
+                }
+            }
+            let script = script.ok_or_else(|| {
+                Error::illegal_argument(format!("[script_fields] [{name}] requires a [script]"))
+            })?;
+            Ok(ScriptField {
+                name: name.clone(),
+                script,
+                ignore_failure,
+            })
+        })
+        .collect()
+}
+
 /// Keys of the search body that name features Tessera does not implement.
 const UNSUPPORTED_KEYS: &[&str] = &[
     "suggest",
-    "script_fields",
     "indices_boost",
     "point_in_time",
     "runtime_mappings",
@@ -363,6 +419,7 @@ impl SearchRequest {
                 "stored_fields" => request.stored_fields = parse_stored_fields(value)?,
                 "docvalue_fields" => request.docvalue_fields = parse_docvalue_fields(value)?,
                 "fields" => request.fields = parse_docvalue_fields(value)?,
+                "script_fields" => request.script_fields = parse_script_fields(value)?,
                 "search_after" => match value {
                     Value::Array(values) => request.search_after = Some(values.clone()),
                     other => {

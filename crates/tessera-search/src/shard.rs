@@ -528,6 +528,7 @@ impl LocalShard {
                 slices: Some(&knn_slices),
             },
             nested_scope: Default::default(),
+            deadline: request.deadline,
         };
         let mut query = compile(&search.query, &ctx)?;
         // what this shard reads of one slice of a sliced scroll or PIT
@@ -841,6 +842,7 @@ impl LocalShard {
                 slices: None,
             },
             nested_scope: Default::default(),
+            deadline: None,
         };
         let highlight_terms = match (&spec.highlight, &spec.query) {
             (Some(_), Some(query)) => tessera_query::highlight_terms::highlight_terms(query, &ctx)?,

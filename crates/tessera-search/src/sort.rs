@@ -60,6 +60,12 @@ pub enum SortField {
         /// `nested`: the value comes from the nested objects of a path.
         nested: Option<Box<NestedSort>>,
     },
+    /// `_script`: a script's value (`type: number` or `string`).
+    Script {
+        script: Box<tessera_script::ScriptSpec>,
+        numeric: bool,
+        order: Order,
+    },
 }
 
 /// A field sort's `nested`: the sort value of a document is picked (by `mode`) among the
@@ -118,7 +124,8 @@ impl SortField {
             SortField::Score { order }
             | SortField::Doc { order }
             | SortField::ShardDoc { order }
-            | SortField::Field { order, .. } => *order,
+            | SortField::Field { order, .. }
+            | SortField::Script { order, .. } => *order,
         }
     }
 
@@ -176,6 +183,50 @@ fn field_sort(name: &str, order: Option<Order>) -> SortField {
     }
 }
 
+/// `{"_script": {"type": "number"|"string", "script": …, "order": …}}`.
+fn script_sort(options: &Value) -> Result<SortField> {
+    let Value::Object(options) = options else {
+        return Err(Error::parsing("[_script] sort takes an object"));
+    };
+    let (mut script, mut numeric, mut order) = (None, None, Order::Asc);
+    for (key, value) in options {
+        match key.as_str() {
+            "script" => script = Some(tessera_script::ScriptSpec::parse("_script", value)?),
+            "type" => {
+                numeric = Some(match value.as_str() {
+                    Some("number") => true,
+                    Some("string") => false,
+                    _ => {
+                        return Err(Error::illegal_argument(format!(
+                            "Unknown ScriptSortType [{}]",
+                            value.as_str().unwrap_or(&value.to_string())
+                        )))
+                    }
+                })
+            }
+            "order" => order = parse_order(value)?,
+            "mode" => {
+                parse_mode(value)?;
+            }
+            "nested" | "nested_path" | "nested_filter" => {
+                return Err(Error::not_supported("[nested] sort"))
+            }
+            other => {
+                return Err(Error::x_content_parse(format!(
+                    "[_script] unknown field [{other}]"
+                )))
+            }
+        }
+    }
+    let numeric = numeric.ok_or_else(|| Error::illegal_argument("Required [type]"))?;
+    let script = script.ok_or_else(|| Error::illegal_argument("Required [script]"))?;
+    Ok(SortField::Script {
+        script: Box::new(script),
+        numeric,
+        order,
+    })
+}
+
 /// Parses `sort`: `"field"`, `{"field": "desc"}`, `{"field": {"order": …, "missing": …}}`, or
 /// a list of those.
 pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
@@ -189,6 +240,10 @@ pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
             Value::String(name) => out.push(field_sort(name, None)),
             Value::Object(map) => {
                 for (name, spec) in map {
+                    if name == "_script" {
+                        out.push(script_sort(spec)?);
+                        continue;
+                    }
                     match spec {
                         Value::String(_) => out.push(field_sort(name, Some(parse_order(spec)?))),
                         Value::Object(options) => {
@@ -279,6 +334,7 @@ pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
                                         // `nested_filter` without `nested_path` is no nested sort
                                         nested: nested.filter(|n| !n.path.is_empty()),
                                     },
+                                    script @ SortField::Script { .. } => script,
                                 };
                             }
                             out.push(sort);
@@ -347,7 +403,8 @@ impl SortSpec {
         match field {
             SortField::Score { order }
             | SortField::Doc { order }
-            | SortField::ShardDoc { order } => SortSpec {
+            | SortField::ShardDoc { order }
+            | SortField::Script { order, .. } => SortSpec {
                 order: *order,
                 missing_first: false,
             },

@@ -49,6 +49,13 @@ enum Reader {
         field: tantivy::schema::Field,
     },
     Unmapped,
+    /// `_script`: the script, its columns on this segment and its frame.
+    Script {
+        script: std::sync::Arc<tessera_query::compile::script::PreparedScript>,
+        docs: tessera_query::script_docs::SegmentDocs,
+        frame: Vec<tessera_script::Value>,
+        numeric: bool,
+    },
 }
 
 struct KeyReader {
@@ -139,6 +146,8 @@ impl NestedDocs {
 /// The sort values of documents of one segment.
 pub struct SegmentSortKeys {
     readers: Vec<KeyReader>,
+    /// The first failure of a `_script` sort (a key cannot fail: the collector asks).
+    error: Option<Error>,
     /// Set when the first sort field can be read as a number without allocating (see
     /// [`SegmentSortKeys::cannot_beat`]).
     lead: Option<Lead>,
@@ -191,6 +200,7 @@ impl OrdPlace {
 pub fn is_numeric_sort(table: &FieldTable, field: &SortField) -> bool {
     match field {
         SortField::Score { .. } | SortField::Doc { .. } | SortField::ShardDoc { .. } => true,
+        SortField::Script { numeric, .. } => *numeric,
         SortField::Field {
             field,
             unmapped_type,
@@ -303,6 +313,13 @@ pub fn sort_value_for(table: &FieldTable, field: &SortField, value: &Value) -> R
         SortField::Doc { .. } | SortField::ShardDoc { .. } => {
             as_i64().map(SortValue::I64).ok_or_else(bad)
         }
+        SortField::Script { numeric: true, .. } => as_f64().map(SortValue::F64).ok_or_else(bad),
+        SortField::Script { .. } => Ok(SortValue::Str(
+            value
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| value.to_string()),
+        )),
         SortField::Field {
             field,
             unmapped_type,
@@ -378,6 +395,27 @@ impl SegmentSortKeys {
                     SortMode::Min,
                     SortValue::Missing,
                 ),
+                SortField::Script {
+                    script, numeric, ..
+                } => {
+                    let script = tessera_query::compile::script::PreparedScript::prepare(
+                        table,
+                        script,
+                        tessera_script::ScriptContext::Score,
+                    )?;
+                    let docs = script.fields.open(segment).map_err(open_err)?;
+                    let frame = script.script.new_frame();
+                    (
+                        Reader::Script {
+                            script: std::sync::Arc::new(script),
+                            docs,
+                            frame,
+                            numeric: *numeric,
+                        },
+                        SortMode::Min,
+                        SortValue::Missing,
+                    )
+                }
                 SortField::Field {
                     field: path,
                     order,
@@ -466,6 +504,7 @@ impl SegmentSortKeys {
             });
         Ok(SegmentSortKeys {
             readers,
+            error: None,
             lead,
             ord_bound: Cell::new(None),
         })
@@ -644,10 +683,16 @@ impl SegmentSortKeys {
 
     /// The sort values of `doc` (with `score`).
     pub fn key(&mut self, doc: u32, score: f32) -> Vec<SortValue> {
+        let error = &mut self.error;
         self.readers
             .iter_mut()
-            .map(|r| r.value(doc, score))
+            .map(|r| r.value(doc, score, error))
             .collect()
+    }
+
+    /// The first failure of a `_script` sort while building keys, once.
+    pub fn take_error(&mut self) -> Option<Error> {
+        self.error.take()
     }
 }
 
@@ -778,7 +823,7 @@ impl KeyReader {
         }
     }
 
-    fn value(&mut self, doc: u32, score: f32) -> SortValue {
+    fn value(&mut self, doc: u32, score: f32, error: &mut Option<Error>) -> SortValue {
         self.docs.clear();
         match &self.nested {
             Some(nested) => nested.of(doc, &mut self.docs),
@@ -786,6 +831,38 @@ impl KeyReader {
         }
         let docs = &self.docs;
         let value = match &mut self.reader {
+            Reader::Script {
+                script,
+                docs,
+                frame,
+                numeric,
+            } => {
+                docs.set_doc(doc);
+                match script.run(frame, docs, f64::from(score)) {
+                    Ok(v) if *numeric => match v.as_f64() {
+                        Some(f) => Some(SortValue::F64(f)),
+                        None => {
+                            error.get_or_insert_with(|| {
+                                Error::new(
+                                    "class_cast_exception",
+                                    400,
+                                    format!(
+                                        "class {} cannot be cast to class java.lang.Number",
+                                        v.java_class()
+                                    ),
+                                )
+                            });
+                            None
+                        }
+                    },
+                    Ok(tessera_script::Value::Null) => None,
+                    Ok(v) => Some(SortValue::Str(v.to_java_string())),
+                    Err(e) => {
+                        error.get_or_insert(e);
+                        None
+                    }
+                }
+            }
             Reader::Score => Some(SortValue::F64(score as f64)),
             Reader::Doc { base } => Some(SortValue::I64((*base + doc as u64) as i64)),
             Reader::I64 {

@@ -56,6 +56,7 @@ fn a_cancelled_request_stops_its_running_slice() {
         clauses: Default::default(),
         knn: Default::default(),
         nested_scope: Default::default(),
+        deadline: None,
     };
     let query = compile(&parse_query(&json!({"match_all": {}})).unwrap(), &ctx).unwrap();
     let weight = query

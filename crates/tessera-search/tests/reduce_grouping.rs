@@ -222,6 +222,7 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                     clauses: Default::default(),
                     knn: Default::default(),
                     nested_scope: Default::default(),
+                    deadline: None,
                 };
                 let query = compile(&ast, &ctx).expect("compile the query");
                 let searcher = &snapshot.searcher;

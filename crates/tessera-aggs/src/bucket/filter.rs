@@ -118,6 +118,7 @@ pub(crate) fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option
         clauses: Default::default(),
         knn: Default::default(),
         nested_scope: Default::default(),
+        deadline: None,
     };
     let compiled = compile(query, &compile_ctx)?;
     let weight = compiled

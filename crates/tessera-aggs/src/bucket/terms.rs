@@ -14,6 +14,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tantivy::{DocId, SegmentReader};
+use tessera_query::compile::script::PreparedScript;
 use tessera_common::murmur3::murmur3_x86_32;
 use tessera_common::{Error, Result};
 
@@ -640,6 +641,8 @@ struct TermsFactory {
     missing: Option<Value>,
     min_doc_count_zero: bool,
     track_first_seen: bool,
+    /// The script that gives the values instead of a field.
+    script: Option<Arc<PreparedScript>>,
 }
 
 pub fn factory(
@@ -674,6 +677,19 @@ fn make_factory(
         )));
     }
     terms.order.validate(&request.subs)?;
+    if let Some(spec) = &terms.source.script {
+        let script = PreparedScript::prepare(ctx.table, spec, tessera_script::ScriptContext::Filter)?;
+        return Ok(Box::new(TermsFactory {
+            source: ValueSource::Unmapped,
+            format: ValueFormat::for_source(&ValueSource::Unmapped, terms.source.format.as_deref(), None)?,
+            filter: TermFilter::compile(&terms.filter)?.map(Arc::new),
+            missing: terms.source.missing.clone(),
+            min_doc_count_zero: terms.min_doc_count == 0,
+            shard: None,
+            track_first_seen,
+            script: Some(Arc::new(script)),
+        }));
+    }
     let field = terms.source.require_field(&request.name)?;
     let source = ValueSource::resolve(ctx.table, field, "terms", Accepts::Any)?;
     let format = ValueFormat::for_source(&source, terms.source.format.as_deref(), None)?;
@@ -685,6 +701,7 @@ fn make_factory(
         min_doc_count_zero: terms.min_doc_count == 0,
         shard: (terms.min_doc_count == 0).then(|| ctx.searcher.clone()),
         track_first_seen,
+        script: None,
     }))
 }
 
@@ -700,6 +717,17 @@ impl Factory for TermsFactory {
             min_doc_count_zero: self.min_doc_count_zero,
             first_seen: self.track_first_seen.then(FirstSeen::default),
         };
+        if let Some(script) = &self.script {
+            let missing = self.missing.as_ref().map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+            return Ok(Box::new(super::script_terms::ScriptTerms::new(
+                common,
+                script.clone(),
+                missing,
+            )));
+        }
         Ok(match &self.source {
             ValueSource::Numeric { kind, .. } => {
                 let missing = match &self.missing {
@@ -777,20 +805,20 @@ struct FirstSeen {
     earliest: Vec<u64>,
 }
 
-/// State shared by the keyword and numeric collectors.
-struct Common {
+/// State shared by the keyword, numeric and script collectors.
+pub(crate) struct Common {
     ords: BucketOrds,
     counts: Vec<u64>,
-    subs: SubCollectors,
-    filter: Option<Arc<TermFilter>>,
+    pub(crate) subs: SubCollectors,
+    pub(crate) filter: Option<Arc<TermFilter>>,
     format: ValueFormat,
-    min_doc_count_zero: bool,
+    pub(crate) min_doc_count_zero: bool,
     first_seen: Option<FirstSeen>,
 }
 
 impl Common {
     #[inline]
-    fn add(&mut self, doc: DocId, parent: u32, key: u64) {
+    pub(crate) fn add(&mut self, doc: DocId, parent: u32, key: u64) {
         let ord = self.ords.ord(parent, key);
         *slot(&mut self.counts, ord) += 1;
         if !self.subs.is_empty() {
@@ -814,7 +842,7 @@ impl Common {
         *slot(&mut self.counts, ord) += count;
     }
 
-    fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
+    pub(crate) fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
         if let Some(first) = &mut self.first_seen {
             first.column = segment
                 .reader
@@ -833,7 +861,7 @@ impl Common {
     }
 
     /// Builds `parent`'s buckets; `all_keys` adds zero-count buckets (`min_doc_count: 0`).
-    fn build(
+    pub(crate) fn build(
         &mut self,
         parent: u32,
         key_of: impl Fn(u64) -> TermKey,
@@ -874,7 +902,7 @@ impl Common {
 }
 
 const UNRESOLVED: u32 = u32::MAX;
-const EXCLUDED: u32 = u32::MAX - 1;
+pub(crate) const EXCLUDED: u32 = u32::MAX - 1;
 
 /// Terms of keyword and ip fields, counted by slice-wide term id.
 struct DictionaryTerms {

@@ -88,6 +88,18 @@ pub fn workload() -> Workload {
             false,
             d,
         ),
+        op(
+            "script_score_amount_per_distance",
+            include_str!("../../workloads/nyc_taxis/extra/script_score_amount_per_distance.json"),
+            false,
+            d,
+        ),
+        op(
+            "terms_script_payment_type",
+            include_str!("../../workloads/nyc_taxis/extra/terms_script_payment_type.json"),
+            false,
+            d,
+        ),
     ];
     ops[0].aliases = &["match-all", "match_all"];
     Workload {

@@ -88,6 +88,7 @@ mod tests {
             clauses: Default::default(),
             knn: Default::default(),
             nested_scope: Default::default(),
+            deadline: None,
         };
         let filter = |q: serde_json::Value| column_filter(&parse_query(&q).unwrap(), &ctx).unwrap();
         assert_eq!(filter(json!({"match_all": {}})), Some(ColumnFilter::All));

@@ -77,6 +77,7 @@ enum Kind {
         offset: f64,
         mode: MultiValueMode,
     },
+    Script(std::sync::Arc<super::script::PreparedScript>),
 }
 
 struct Function {
@@ -131,6 +132,11 @@ fn only_numeric(field: &str, type_name: &str) -> Error {
 fn prepare(ctx: &CompileContext, function: &ScoreFunction) -> Result<Kind> {
     Ok(match function {
         ScoreFunction::Weight => Kind::Weight,
+        ScoreFunction::Script(spec) => Kind::Script(super::script::prepare(
+            ctx,
+            spec,
+            tessera_script::ScriptContext::Score,
+        )?),
         ScoreFunction::FieldValueFactor {
             field,
             factor,
@@ -404,6 +410,9 @@ impl Weight for FunctionScoreWeight {
 
 /// Whether `kind` could fail on some document of this segment (see the module docs).
 fn may_fail(kind: &Kind, reader: &SegmentReader) -> bool {
+    if let Kind::Script(_) = kind {
+        return true;
+    }
     let Kind::FieldValueFactor {
         column: Some(source),
         factor,
@@ -485,6 +494,8 @@ struct Evaluator {
     kind: Kind,
     column: Option<NumberColumn>,
     values: Vec<f64>,
+    /// A script function's columns on this segment and its frame.
+    script: Option<(crate::script_docs::SegmentDocs, Vec<tessera_script::Value>)>,
 }
 
 impl Evaluator {
@@ -496,17 +507,23 @@ impl Evaluator {
                 None => None,
             },
             Kind::Decay { column, .. } => NumberColumn::open(column, reader)?,
+            Kind::Script(_) => None,
+        };
+        let script = match kind {
+            Kind::Script(script) => Some((script.fields.open(reader)?, script.script.new_frame())),
+            _ => None,
         };
         Ok(Evaluator {
             weight,
             kind: kind.clone(),
             column,
             values: Vec::new(),
+            script,
         })
     }
 
-    /// The function's score of `doc`, times its weight.
-    fn score(&mut self, doc: DocId) -> Result<f64> {
+    /// The function's score of `doc` (whose query score is `query_score`), times its weight.
+    fn score(&mut self, doc: DocId, query_score: f64) -> Result<f64> {
         if let Some(column) = &self.column {
             column.values(doc, &mut self.values);
         } else {
@@ -514,6 +531,25 @@ impl Evaluator {
         }
         let score = match &self.kind {
             Kind::Weight => 1.0,
+            Kind::Script(script) => {
+                let (docs, frame) = self.script.as_mut().expect("opened with the script");
+                docs.set_doc(doc);
+                let value = script.run(frame, docs, query_score)?;
+                let score = super::script::as_score(&value).ok_or_else(|| {
+                    Error::new(
+                        "class_cast_exception",
+                        400,
+                        format!("Cannot cast from [{}] to [double].", value.java_class()),
+                    )
+                })?;
+                if score < 0.0 {
+                    return Err(Error::illegal_argument(format!(
+                        "script score function must not produce negative scores, but got: [{}]",
+                        java_double(score)
+                    )));
+                }
+                score
+            }
             Kind::FieldValueFactor {
                 field,
                 factor,
@@ -605,12 +641,13 @@ impl FunctionScoreScorer {
 
     /// The functions' combined score of `doc` (OpenSearch's `computeScore`).
     fn factor(&mut self, doc: DocId) -> Result<f64> {
+        let query_score = f64::from(self.inner.score());
         let mut factor = 1.0;
         match self.score_mode {
             FunctionScoreMode::First => {
                 for i in 0..self.evaluators.len() {
                     if self.applies(i, doc) {
-                        factor = self.evaluators[i].score(doc)?;
+                        factor = self.evaluators[i].score(doc, query_score)?;
                         break;
                     }
                 }
@@ -618,7 +655,7 @@ impl FunctionScoreScorer {
             FunctionScoreMode::Multiply => {
                 for i in 0..self.evaluators.len() {
                     if self.applies(i, doc) {
-                        factor *= self.evaluators[i].score(doc)?;
+                        factor *= self.evaluators[i].score(doc, query_score)?;
                     }
                 }
             }
@@ -627,7 +664,7 @@ impl FunctionScoreScorer {
                 let mut best: Option<f64> = None;
                 for i in 0..self.evaluators.len() {
                     if self.applies(i, doc) {
-                        let score = self.evaluators[i].score(doc)?;
+                        let score = self.evaluators[i].score(doc, query_score)?;
                         best = Some(match best {
                             Some(b) if max => b.max(score),
                             Some(b) => b.min(score),
@@ -641,7 +678,7 @@ impl FunctionScoreScorer {
                 let (mut total, mut weights) = (0.0, 0.0);
                 for i in 0..self.evaluators.len() {
                     if self.applies(i, doc) {
-                        total += self.evaluators[i].score(doc)?;
+                        total += self.evaluators[i].score(doc, query_score)?;
                         weights += self.evaluators[i].weight.unwrap_or(1.0);
                     }
                 }

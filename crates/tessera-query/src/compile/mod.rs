@@ -16,7 +16,9 @@ mod fuzzy_terms;
 pub use fuzzy_terms::DEFAULT_MAX_EXPANSIONS;
 mod geo;
 mod knn;
+pub mod numeric_script;
 mod range_field;
+pub mod script;
 pub mod sloppy_phrase;
 mod term_level;
 mod values;
@@ -68,6 +70,8 @@ pub struct CompileContext<'a> {
     /// The nested path of the `nested` query being compiled (`None`: the root documents);
     /// start with `Default::default()`.
     pub nested_scope: NestedScope,
+    /// When the request must end: a script scoring or filtering a segment stops there.
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// The index's k-NN settings and the shard's slices, for the `knn` rewrite.
@@ -489,6 +493,8 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
         QueryAst::FunctionScore(query) => {
             Ok(boosted(function_score::compile(ctx, query)?, query.boost))
         }
+        QueryAst::ScriptScore(query) => script::script_score(ctx, query),
+        QueryAst::Script { script, boost } => script::script_filter(ctx, script, *boost),
         QueryAst::DisMax {
             queries,
             tie_breaker,

@@ -60,6 +60,7 @@ impl Fixture {
             clauses: Default::default(),
             knn: Default::default(),
             nested_scope: Default::default(),
+            deadline: None,
         };
         let compiled = compile(&ast, &ctx).unwrap();
         let top = searcher
@@ -101,6 +102,7 @@ impl Fixture {
             clauses: Default::default(),
             knn: Default::default(),
             nested_scope: Default::default(),
+            deadline: None,
         };
         compile(&ast, &ctx).expect_err("expected an error")
     }
@@ -597,6 +599,7 @@ fn knn_is_the_shards_top_k_with_opensearch_scores_and_errors() {
         clauses: Default::default(),
         knn: Default::default(),
         nested_scope: Default::default(),
+        deadline: None,
     };
     let error = |query: Value| compile(&parse_query(&query).unwrap(), &ctx).err().unwrap();
     let e = error(json!({"knn": {"tag": {"vector": [0, 0], "k": 1}}}));
@@ -694,4 +697,123 @@ fn nested_query_joins_children_to_parents_with_each_score_mode() {
         tantivy::schema::IndexRecordOption::Basic,
     );
     assert_eq!(count(Box::new(term)), 0);
+}
+
+fn scripted() -> Fixture {
+    fixture(
+        json!({"properties": {
+            "n": {"type": "long"},
+            "f": {"type": "double"},
+            "price": {"type": "scaled_float", "scaling_factor": 100},
+            "k": {"type": "keyword"},
+            "b": {"type": "boolean"},
+            "d": {"type": "date"},
+            "loc": {"type": "geo_point"},
+            "t": {"type": "text"}
+        }}),
+        &[
+            ("1", json!({"n": 3, "f": 1.5, "price": 10.25, "k": "a", "b": true, "d": "2021-03-04T05:06:07Z", "loc": {"lat": 40.0, "lon": -70.0}, "t": "hello world"})),
+            ("2", json!({"n": 10, "f": 0.25, "price": 3.5, "k": "b", "b": false, "d": "2022-12-31T23:59:59Z", "loc": {"lat": 41.0, "lon": -71.0}, "t": "hello"})),
+            ("3", json!({"k": "c", "t": "world"})),
+        ],
+    )
+}
+
+#[test]
+fn script_score_reads_columns_params_and_the_query_score() {
+    let f = scripted();
+    let scores = f.search(json!({"script_score": {
+        "query": {"exists": {"field": "n"}},
+        "script": {"source": "doc['n'].value * doc['f'].value + doc['price'].value + params.a", "params": {"a": 1}}
+    }}));
+    assert_eq!(
+        scores,
+        vec![("1".to_string(), 15.75), ("2".to_string(), 7.0)]
+    );
+    let scores = f.search(json!({"script_score": {
+        "query": {"exists": {"field": "n"}},
+        "script": {"source": "(doc['k'].value == 'a' ? 1 : 0) + (doc['b'].value ? 10 : 0) + doc['d'].value.getYear() - 2000"},
+        "boost": 2
+    }}));
+    assert_eq!(
+        scores,
+        vec![("1".to_string(), 64.0), ("2".to_string(), 44.0)]
+    );
+    let scores = f.search(json!({"script_score": {
+        "query": {"exists": {"field": "n"}},
+        "script": {"source": "doc['loc'].value.lat + doc['loc'].arcDistance(40.0, -70.0) / 1000"}
+    }}));
+    assert_eq!(scores[0].0, "2");
+    assert!((scores[0].1 - (41.0 + 139.7)).abs() < 1.0, "{scores:?}");
+    assert!((scores[1].1 - 40.0).abs() < 1e-3, "{scores:?}");
+    // _score is the wrapped query's score; min_score drops documents
+    let plain = f.search(json!({"match": {"t": "hello"}}));
+    let scores = f.search(json!({"script_score": {
+        "query": {"match": {"t": "hello"}},
+        "script": {"source": "_score * 2"},
+        "min_score": plain[1].1 * 2.0 + 0.0001
+    }}));
+    assert_eq!(scores.len(), 1);
+    assert!((scores[0].1 - plain[0].1 * 2.0).abs() < 1e-5);
+    // a missing value fails the search; size() guards it
+    let query = parse_query(&json!({"script_score": {"query": {"match_all": {}}, "script": {"source": "doc['n'].value"}}})).unwrap();
+    let searcher = f.index.reader().unwrap().searcher();
+    let ctx = CompileContext {
+        searcher: Some(&searcher),
+        table: &f.table,
+        index: "test",
+        default_fields: &[],
+        now_millis: NOW,
+        max_terms_count: DEFAULT_MAX_TERMS_COUNT,
+        clauses: Default::default(),
+        deadline: None,
+    };
+    let compiled = compile(&query, &ctx).unwrap();
+    let e = searcher
+        .search(&*compiled, &TopDocs::with_limit(10).order_by_score())
+        .unwrap_err();
+    let e = tessera_common::Error::internal("search", e);
+    assert_eq!(e.kind(), "script_exception");
+    assert_eq!(e.reason(), "runtime error");
+    let negative = parse_query(&json!({"script_score": {"query": {"exists": {"field": "n"}}, "script": {"source": "doc['n'].value - 5"}}})).unwrap();
+    let e = searcher
+        .search(&*compile(&negative, &ctx).unwrap(), &TopDocs::with_limit(10).order_by_score())
+        .unwrap_err();
+    assert_eq!(
+        tessera_common::Error::internal("search", e).reason(),
+        "script_score script returned an invalid score [-2.0] for doc [0]. Must be a non-negative score!"
+    );
+}
+
+#[test]
+fn script_errors_when_the_query_is_built() {
+    let f = scripted();
+    let e = f.error(json!({"script_score": {"query": {"match_all": {}}, "script": {"source": "'a'"}}}));
+    assert_eq!(e.kind(), "query_shard_exception");
+    assert_eq!(e.cause().unwrap().kind(), "script_exception");
+    let e = f.error(json!({"script_score": {"query": {"match_all": {}}, "script": {"source": "1", "lang": "expression"}}}));
+    assert_eq!(e.reason(), "failed to create query: script_lang not supported [expression]");
+    let e = f.error(json!({"script": {"script": "doc['t'].value == 'x'"}}));
+    assert!(e.reason().contains("Text fields are not optimised"), "{}", e.reason());
+}
+
+#[test]
+fn script_queries_filter_and_function_score_scripts_score() {
+    let f = scripted();
+    assert_eq!(
+        f.ids(json!({"script": {"script": "doc['n'].size() > 0 && doc['n'].value > params.m", "params": {"m": 5}}})),
+        vec!["2"]
+    );
+    assert_eq!(
+        f.ids(json!({"script": {"script": {"source": "doc['n'].size() > 0 && doc['n'].value > params.m", "params": {"m": 1}}}})),
+        vec!["1", "2"]
+    );
+    let scores = f.search(json!({"script": {"script": "doc['k'].value != 'b'", "boost": 3}}));
+    assert_eq!(scores, vec![("1".to_string(), 3.0), ("3".to_string(), 3.0)]);
+    let scores = f.search(json!({"function_score": {
+        "query": {"exists": {"field": "n"}},
+        "script_score": {"script": "doc['n'].value + _score"},
+        "boost_mode": "replace"
+    }}));
+    assert_eq!(scores, vec![("2".to_string(), 11.0), ("1".to_string(), 4.0)]);
 }

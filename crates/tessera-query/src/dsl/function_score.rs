@@ -2,8 +2,8 @@
 //! weight, a field's value (`field_value_factor`) or a decay with the distance of a field's
 //! value from an origin (`gauss`, `exp`, `linear`). Functions come in a `functions` array
 //! (each with an optional `filter` and `weight`) or as one function at the top level, never
-//! both, as in OpenSearch. `random_score` and `script_score` are refused with a clear error
-//! (Tessera has no scripting, and its random scores would not be OpenSearch's).
+//! both, as in OpenSearch. A `script_score` function is a Painless script (`dsl::script`);
+//! `random_score` is refused with a clear error (its random scores would not be OpenSearch's).
 
 use serde_json::{Map, Value};
 use tessera_common::{Error, Result};
@@ -153,6 +153,7 @@ fn parse_filter_function(item: &Value) -> Result<FilterFunction> {
 fn function_name(function: Option<&ScoreFunction>) -> &'static str {
     match function {
         Some(ScoreFunction::FieldValueFactor { .. }) => "field_value_factor",
+        Some(ScoreFunction::Script(_)) => "script_score",
         Some(ScoreFunction::Decay(decay)) => match decay.curve {
             DecayCurve::Gauss => "gauss",
             DecayCurve::Exp => "exp",
@@ -168,6 +169,9 @@ fn parse_function(name: &str, body: &Value) -> Result<ScoreFunction> {
         "gauss" => parse_decay(DecayCurve::Gauss, name, body),
         "exp" => parse_decay(DecayCurve::Exp, name, body),
         "linear" => parse_decay(DecayCurve::Linear, name, body),
+        "script_score" => Ok(ScoreFunction::Script(Box::new(
+            super::script::parse_script_function(body)?,
+        ))),
         other => Err(Error::parsing(format!(
             "[{other}] function of the [{QUERY}] query is not supported by Tessera"
         ))),

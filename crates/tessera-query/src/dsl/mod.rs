@@ -29,6 +29,7 @@ mod prefix;
 mod query_string;
 mod range;
 mod regexp;
+mod script;
 mod simple_query_string;
 mod term;
 mod terms;
@@ -40,8 +41,6 @@ const UNSUPPORTED: &[&str] = &[
     "has_parent",
     "parent_id",
     "geo_shape",
-    "script",
-    "script_score",
     "more_like_this",
     "percolate",
     "span_term",
@@ -107,6 +106,8 @@ pub fn parse_query(value: &Value) -> Result<QueryAst> {
         "dis_max" => compound::parse_dis_max(body),
         "boosting" => compound::parse_boosting(body),
         "function_score" => function_score::parse(body),
+        "script_score" => script::parse_script_score(body),
+        "script" => script::parse_script(body),
         "geo_distance" => geo::parse_distance_query(body),
         "geo_bounding_box" => geo::parse_bounding_box(body),
         "geo_polygon" => geo_polygon::parse(body),

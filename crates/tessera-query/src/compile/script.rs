@@ -1,0 +1,403 @@
+//! The queries that run a Painless script per document: `script_score` (the wrapped query's
+//! documents scored by the script, which sees `_score`, `doc` and `params`) and `script` (the
+//! documents the script returns true for).
+//!
+//! The script is compiled once per process (`tessera_script::cache::shared`), its `doc[...]`
+//! fields resolved once per shard (`ScriptFields`) and their columns opened once per segment.
+//! A tantivy scorer cannot fail, but a script can (a runtime error, a negative score), and
+//! OpenSearch then fails the shard: so a segment's matches are scored when its scorer is made,
+//! the first failure being the scorer's error, and the scorer replays the scores. The
+//! request's deadline is checked while scoring; past it the segment's remaining documents are
+//! left out and the collector, which checks the same deadline, marks the result timed out.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tantivy::query::{BitSetDocSet, ConstScorer, EnableScoring, Explanation, Query, Scorer, Weight};
+use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED};
+use tessera_common::{Error, Result};
+use tessera_script::{Env, Script, ScriptContext, ScriptSpec, Value};
+
+use super::numeric_script::NumExpr;
+use super::CompileContext;
+use crate::script_docs::{ScriptFields, SegmentDocs};
+
+/// A script compiled for a shard: the script, its `params` converted once, its fields
+/// resolved against the shard's mapping.
+pub struct PreparedScript {
+    pub script: Arc<Script>,
+    pub params: Value,
+    pub fields: ScriptFields,
+    /// The double arithmetic fast path, for a score script that is one (see `numeric_script`).
+    pub fast: Option<NumExpr>,
+}
+
+impl std::fmt::Debug for PreparedScript {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedScript")
+            .field("source", &self.script.source())
+            .finish()
+    }
+}
+
+impl PreparedScript {
+    /// Compiles (or finds compiled) an inline script and resolves its fields against `table`.
+    /// Stored scripts (`id`) are resolved into inline ones by the node before a search
+    /// reaches a shard; one left here is an error rather than a guess.
+    pub fn prepare(
+        table: &tessera_mapping::FieldTable,
+        spec: &ScriptSpec,
+        context: ScriptContext,
+    ) -> Result<PreparedScript> {
+        spec.check_lang()?;
+        let Some(source) = &spec.source else {
+            return Err(Error::new(
+                "resource_not_found_exception",
+                404,
+                format!(
+                    "unable to find script [{}] in cluster state",
+                    spec.id.as_deref().unwrap_or_default()
+                ),
+            ));
+        };
+        let script = tessera_script::cache::shared()
+            .get_or_compile(source, context)
+            .map_err(|e| e.to_exception(source))?;
+        let fields = ScriptFields::resolve(table, script.fields())?;
+        let fast = (context == ScriptContext::Score)
+            .then(|| {
+                NumExpr::build(source, |name| {
+                    let slot = script.fields().iter().position(|f| f == name)?;
+                    fields.is_double(slot).then_some(slot as u32)
+                })
+            })
+            .flatten();
+        Ok(PreparedScript {
+            params: spec.params_value(),
+            script,
+            fields,
+            fast,
+        })
+    }
+
+    /// The script's error as OpenSearch's `script_exception`.
+    pub fn error(&self, e: &tessera_script::ScriptError) -> Error {
+        e.to_exception(self.script.source())
+    }
+
+    /// Runs the script on the document `docs` stands on.
+    pub fn run(
+        &self,
+        frame: &mut [Value],
+        docs: &SegmentDocs,
+        score: f64,
+    ) -> std::result::Result<Value, Error> {
+        let env = Env {
+            params: &self.params,
+            doc: Some(docs),
+            score,
+            ctx: None,
+        };
+        self.script
+            .run_in(frame, &env)
+            .map_err(|e| self.error(&e))
+    }
+}
+
+pub(super) fn prepare(
+    ctx: &CompileContext,
+    spec: &ScriptSpec,
+    context: ScriptContext,
+) -> Result<Arc<PreparedScript>> {
+    PreparedScript::prepare(ctx.table, spec, context)
+        .map(Arc::new)
+        .map_err(|e| match e.kind() {
+            "script_exception" | "resource_not_found_exception" | "illegal_argument_exception" => {
+                ctx.error(format!("failed to create query: {}", e.reason()))
+                    .caused_by(e)
+            }
+            _ => e,
+        })
+}
+
+/// A script's value as a score (a number; OpenSearch casts the script's result to double).
+pub fn as_score(value: &Value) -> Option<f64> {
+    value.as_f64()
+}
+
+fn carried(e: Error) -> tantivy::TantivyError {
+    tantivy::TantivyError::InvalidArgument(e.to_carried_text())
+}
+
+/// Java's `Double.toString`, as OpenSearch's messages show scores.
+fn java_double(value: f64) -> String {
+    Value::Double(value).to_java_string()
+}
+
+/// How often (in documents) scoring looks at the clock.
+const DEADLINE_CHECK: u32 = 1024;
+
+/// `script_score`.
+pub(super) fn script_score(
+    ctx: &CompileContext,
+    query: &crate::ast::ScriptScoreQuery,
+) -> Result<Box<dyn Query>> {
+    let inner = super::compile(&query.query, ctx)?;
+    let script = prepare(ctx, &query.script, ScriptContext::Score)?;
+    Ok(super::boosted(
+        Box::new(ScriptScoreQuery {
+            inner,
+            script,
+            min_score: query.min_score,
+            deadline: ctx.deadline,
+        }),
+        query.boost,
+    ))
+}
+
+/// `script` (a filter: every match scores the query's boost).
+pub(super) fn script_filter(ctx: &CompileContext, spec: &ScriptSpec, boost: f32) -> Result<Box<dyn Query>> {
+    let script = prepare(ctx, spec, ScriptContext::Filter)?;
+    Ok(super::boosted(
+        Box::new(ScriptFilterQuery {
+            script,
+            deadline: ctx.deadline,
+        }),
+        boost,
+    ))
+}
+
+#[derive(Debug)]
+struct ScriptScoreQuery {
+    inner: Box<dyn Query>,
+    script: Arc<PreparedScript>,
+    min_score: Option<f32>,
+    deadline: Option<Instant>,
+}
+
+impl Clone for ScriptScoreQuery {
+    fn clone(&self) -> Self {
+        ScriptScoreQuery {
+            inner: self.inner.box_clone(),
+            script: self.script.clone(),
+            min_score: self.min_score,
+            deadline: self.deadline,
+        }
+    }
+}
+
+impl Query for ScriptScoreQuery {
+    fn weight(&self, enable_scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let inner = self.inner.weight(enable_scoring)?;
+        if !enable_scoring.is_scoring_enabled() && self.min_score.is_none() {
+            // as OpenSearch: without scores (and no min_score), the script does not run
+            return Ok(inner);
+        }
+        Ok(Box::new(ScriptScoreWeight {
+            inner,
+            script: self.script.clone(),
+            min_score: self.min_score,
+            deadline: self.deadline,
+        }))
+    }
+}
+
+struct ScriptScoreWeight {
+    inner: Box<dyn Weight>,
+    script: Arc<PreparedScript>,
+    min_score: Option<f32>,
+    deadline: Option<Instant>,
+}
+
+impl Weight for ScriptScoreWeight {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        let mut inner = self.inner.scorer(reader, 1.0)?;
+        let mut docs = self.script.fields.open(reader)?;
+        let mut frame = self.script.script.new_frame();
+        let (mut ids, mut scores) = (Vec::new(), Vec::new());
+        let alive = reader.alive_bitset();
+        let mut doc = inner.doc();
+        let mut n = 0u32;
+        while doc != TERMINATED {
+            n += 1;
+            if n % DEADLINE_CHECK == 0 && self.deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            if alive.is_some_and(|a| !a.is_alive(doc)) {
+                doc = inner.advance();
+                continue;
+            }
+            let query_score = f64::from(inner.score());
+            let fast = self.script.fast.as_ref().and_then(|fast| {
+                fast.eval(&|slot| docs.first_f64(slot, doc), query_score)
+            });
+            let score = match fast {
+                Some(score) => score,
+                None => {
+                    docs.set_doc(doc);
+                    let value = self
+                        .script
+                        .run(&mut frame, &docs, query_score)
+                        .map_err(carried)?;
+                    match as_score(&value) {
+                        Some(score) => score,
+                        None => {
+                    return Err(carried(Error::new(
+                        "class_cast_exception",
+                        400,
+                        format!(
+                            "Cannot cast from [{}] to [double].",
+                            value.java_class()
+                        ),
+                    )))
+                        }
+                    }
+                }
+            };
+            if !(score >= 0.0) {
+                return Err(carried(Error::illegal_argument(format!(
+                    "script_score script returned an invalid score [{}] for doc [{doc}]. Must be a non-negative score!",
+                    java_double(score)
+                ))));
+            }
+            let score = score as f32;
+            if self.min_score.is_none_or(|min| score >= min) {
+                ids.push(doc);
+                scores.push(score * boost);
+            }
+            doc = inner.advance();
+        }
+        Ok(Box::new(ScoredDocs::new(ids, scores)))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let score = super::score_of_match(self, reader, doc)?;
+        Ok(Explanation::new_with_string(
+            format!(
+                "script score function, computed with script:\"{}\"",
+                self.script.script.source()
+            ),
+            score,
+        ))
+    }
+}
+
+/// Documents with scores computed beforehand, in doc order.
+struct ScoredDocs {
+    ids: Vec<DocId>,
+    scores: Vec<Score>,
+    at: usize,
+}
+
+impl ScoredDocs {
+    fn new(ids: Vec<DocId>, scores: Vec<Score>) -> Self {
+        ScoredDocs { ids, scores, at: 0 }
+    }
+}
+
+impl DocSet for ScoredDocs {
+    fn advance(&mut self) -> DocId {
+        if self.at < self.ids.len() {
+            self.at += 1;
+        }
+        self.doc()
+    }
+
+    fn seek(&mut self, target: DocId) -> DocId {
+        if self.doc() >= target {
+            return self.doc();
+        }
+        self.at += self.ids[self.at..].partition_point(|&d| d < target);
+        self.doc()
+    }
+
+    fn doc(&self) -> DocId {
+        self.ids.get(self.at).copied().unwrap_or(TERMINATED)
+    }
+
+    fn size_hint(&self) -> u32 {
+        (self.ids.len() - self.at.min(self.ids.len())) as u32
+    }
+}
+
+impl Scorer for ScoredDocs {
+    fn score(&mut self) -> Score {
+        self.scores.get(self.at).copied().unwrap_or(0.0)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct ScriptFilterQuery {
+    script: Arc<PreparedScript>,
+    deadline: Option<Instant>,
+}
+
+impl Query for ScriptFilterQuery {
+    fn weight(&self, _: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        Ok(Box::new(self.clone()))
+    }
+}
+
+impl Weight for ScriptFilterQuery {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        let max_doc = reader.max_doc();
+        let alive = reader.alive_bitset();
+        let mut docs = self.script.fields.open(reader)?;
+        let mut frame = self.script.script.new_frame();
+        let mut matched = tantivy::BitSet::with_max_value(max_doc.max(1));
+        for doc in 0..max_doc {
+            if doc % DEADLINE_CHECK == DEADLINE_CHECK - 1
+                && self.deadline.is_some_and(|d| Instant::now() >= d)
+            {
+                break;
+            }
+            if alive.is_some_and(|a| !a.is_alive(doc)) {
+                continue;
+            }
+            docs.set_doc(doc);
+            match self.script.run(&mut frame, &docs, 0.0).map_err(carried)? {
+                Value::Bool(true) => {
+                    matched.insert(doc);
+                }
+                Value::Bool(false) => {}
+                other => {
+                    return Err(carried(Error::new(
+                        "class_cast_exception",
+                        400,
+                        format!("Cannot cast from [{}] to [boolean].", other.java_class()),
+                    )))
+                }
+            }
+        }
+        Ok(Box::new(ConstScorer::new(BitSetDocSet::from(matched), boost)))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let score = super::score_of_match(self, reader, doc)?;
+        Ok(Explanation::new("ScriptQuery", score))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scored_docs_advance_and_seek() {
+        let mut docs = ScoredDocs::new(vec![1, 4, 9], vec![0.5, 1.0, 2.0]);
+        assert_eq!(docs.doc(), 1);
+        assert_eq!(docs.score(), 0.5);
+        assert_eq!(docs.seek(4), 4);
+        assert_eq!(docs.score(), 1.0);
+        assert_eq!(docs.seek(5), 9);
+        assert_eq!(docs.advance(), TERMINATED);
+        assert_eq!(docs.seek(20), TERMINATED);
+        assert_eq!(docs.size_hint(), 0);
+    }
+
+    #[test]
+    fn java_doubles_in_messages() {
+        assert_eq!(java_double(-5.0), "-5.0");
+        assert_eq!(java_double(f64::NAN), "NaN");
+    }
+}
