@@ -30,6 +30,14 @@ const JAVA_EXCEPTIONS: &[&str] = &[
     "x_content_parse_exception",
     "input_coercion_exception",
     "not_x_content_exception",
+    "class_cast_exception",
+    "concurrent_modification_exception",
+    "index_out_of_bounds_exception",
+    "array_index_out_of_bounds_exception",
+    "string_index_out_of_bounds_exception",
+    "negative_array_size_exception",
+    "stack_overflow_error",
+    "painless_error",
 ];
 
 /// `Result` with Tessera's [`Error`].
@@ -165,7 +173,7 @@ impl Error {
     /// Parse errors are the exception: like OpenSearch's `guessRootCauses`, an
     /// `x_content_parse_exception` caused by another parse error reports the inner-most one
     /// (`[range] unknown field [x]` inside `[date_range] failed to parse field [ranges]`).
-    fn root(&self) -> &Error {
+    pub fn root(&self) -> &Error {
         let parse = |e: &Error| {
             matches!(
                 e.kind.as_ref(),

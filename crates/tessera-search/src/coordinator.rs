@@ -190,21 +190,35 @@ fn phase_failure(failures: &[(Arc<dyn ShardSearcher>, Error)], phase: &str, reas
         .iter()
         .map(|(index, error, shard, node)| json!({"shard": shard, "index": index, "node": node_json(node), "reason": error.to_json()}))
         .collect();
+    // each shard's root cause, as OpenSearch's `guessRootCauses`: the deepest OpenSearch
+    // exception of its chain (a missing stored script under the shard's query_shard_exception)
     let mut roots: Vec<Error> = Vec::new();
     for (_, error, _, _) in &grouped {
-        if !roots.contains(error) {
-            roots.push(error.clone());
+        let root = shard_root(error);
+        if !roots.contains(root) {
+            roots.push(root.clone());
         }
     }
     let mut outer = Error::new("search_phase_execution_exception", status, reason)
         .with_meta("phase", phase)
         .with_meta("grouped", true)
         .with_meta("failed_shards", Value::Array(failed_shards))
-        .with_root_causes(roots.clone());
-    if let Some(first) = roots.into_iter().next() {
+        .with_root_causes(roots);
+    if let Some((_, first, _, _)) = grouped.into_iter().next() {
         outer = outer.caused_by(first);
     }
     outer
+}
+
+/// A shard failure's root cause: the deepest OpenSearch exception of its chain, except that a
+/// `parse_exception` under a shard's error is Lucene's query parser (`Failed to parse query`),
+/// a Java exception, which OpenSearch does not unwrap to.
+fn shard_root(error: &Error) -> &Error {
+    let root = error.root();
+    if root.kind() == "parse_exception" && !std::ptr::eq(root, error) {
+        return error;
+    }
+    root
 }
 
 fn failure_json(shard: &Arc<dyn ShardSearcher>, error: &Error) -> Value {
