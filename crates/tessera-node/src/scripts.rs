@@ -135,7 +135,9 @@ impl StoredScript {
             }
         }
         let Some(lang) = lang else {
-            return Err(Error::illegal_argument("must specify lang for stored script"));
+            return Err(Error::illegal_argument(
+                "must specify lang for stored script",
+            ));
         };
         if lang.is_empty() {
             return Err(Error::illegal_argument("lang cannot be empty"));
@@ -172,11 +174,12 @@ impl StoredScript {
     /// Compiles it in `context` (a `PUT /_scripts/{id}/{context}`), as OpenSearch checks a
     /// stored script against the context it names.
     fn check_context(&self, id: &str, context: &str) -> Result<()> {
-        let failed = || Error::illegal_argument(format!("failed to parse/compile stored script [{id}]"));
+        let failed =
+            || Error::illegal_argument(format!("failed to parse/compile stored script [{id}]"));
         if !CONTEXTS.contains(&context) {
-            return Err(
-                failed().caused_by(Error::illegal_argument(format!("Unknown context [{context}]")))
-            );
+            return Err(failed().caused_by(Error::illegal_argument(format!(
+                "Unknown context [{context}]"
+            ))));
         }
         if self.lang == "mustache" {
             if context == "template" {
@@ -189,8 +192,11 @@ impl StoredScript {
         let compile_as = match context {
             "painless_test" => ScriptContext::PainlessTest,
             "score" | "aggs" | "terms_set" => ScriptContext::Score,
-            "filter" | "field" | "number_sort" | "string_sort" | "bucket_aggregation"
-            | "aggregation_selector" => ScriptContext::Filter,
+            "filter" | "field" | "bucket_aggregation" | "aggregation_selector" => {
+                ScriptContext::Filter
+            }
+            "number_sort" => ScriptContext::NumberSort,
+            "string_sort" => ScriptContext::StringSort,
             "update" | "ingest" => ScriptContext::Update,
             // the other contexts' variables are not Tessera's yet: checked when used
             _ => return Ok(()),
@@ -358,7 +364,12 @@ pub fn inline_stored_scripts(state: &ClusterState, body: &mut Value) -> bool {
 fn stored_as_inline(state: &ClusterState, script: &Value) -> Option<Value> {
     let object = script.as_object()?;
     let id = object.get("id")?.as_str()?;
-    if object.contains_key("source") || object.contains_key("inline") {
+    // a stored script named with its own source, `lang` or `options` is left for the parser
+    // to refuse as OpenSearch does ("illegally specified <lang> for a stored script")
+    if ["source", "inline", "lang", "options"]
+        .iter()
+        .any(|key| object.contains_key(*key))
+    {
         return None;
     }
     let stored = stored(state, id)?;

@@ -641,6 +641,7 @@ pub fn methods_of(class: &str) -> &'static [(&'static str, usize)] {
             ("isEmpty", 0),
             ("get", 1),
             ("getLength", 0),
+            ("contains", 1),
             ("arcDistance", 2),
             ("getLat", 0),
             ("getLon", 0),
@@ -949,6 +950,7 @@ fn doc_method(pos: usize, slot: u32, name: &str, args: &[Value], doc: Option<&dy
         ("size" | "getLength", []) => Value::Int(n as i32),
         ("isEmpty", []) => Value::Bool(n == 0),
         ("getValues", []) => Value::new_list((0..n).map(|i| doc.value(slot, i)).collect()),
+        ("contains", [v]) => Value::Bool((0..n).any(|i| doc.value(slot, i).java_equals(v))),
         ("get", [i]) => return index_get(pos, &Value::DocField(slot), i, Some(doc)),
         ("getValue", []) => first_value(pos, slot, doc)?,
         ("getLat" | "getLon", []) => {

@@ -25,11 +25,22 @@ pub enum ScriptContext {
     Filter,
     /// Updates: `params`, `ctx`.
     Update,
+    /// `_script` sorts of `type: number`: `params`, `doc`, `_score`; a double.
+    NumberSort,
+    /// `_script` sorts of `type: string`: `params`, `doc`, `_score`; any value, as its text.
+    StringSort,
 }
 
 impl ScriptContext {
     fn has_doc(self) -> bool {
-        matches!(self, ScriptContext::Score | ScriptContext::Filter)
+        !matches!(self, ScriptContext::PainlessTest | ScriptContext::Update)
+    }
+
+    fn has_score(self) -> bool {
+        matches!(
+            self,
+            ScriptContext::Score | ScriptContext::NumberSort | ScriptContext::StringSort
+        )
     }
 }
 
@@ -132,9 +143,32 @@ impl Script {
             ret: Value::Null,
         };
         match (self.body)(&mut frame) {
-            Ok(_) => Ok(std::mem::take(&mut frame.ret)),
+            Ok(_) => Ok(escaped(std::mem::take(&mut frame.ret), env)),
             Err(e) => Err(*e),
         }
+    }
+}
+
+/// A value leaving the script: a `doc['f']` handle (OpenSearch's `ScriptDocValues`, a `List`)
+/// becomes the list of the field's values, itself or as an element of a returned list.
+fn escaped(value: Value, env: &Env<'_>) -> Value {
+    let values = |slot: u32| match env.doc {
+        Some(doc) => Value::new_list((0..doc.count(slot)).map(|i| doc.value(slot, i)).collect()),
+        None => Value::Null,
+    };
+    match value {
+        Value::DocField(slot) => values(slot),
+        Value::List(list) => {
+            let mut items = crate::value::lock(&list);
+            for item in items.iter_mut() {
+                if let Value::DocField(slot) = *item {
+                    *item = values(slot);
+                }
+            }
+            drop(items);
+            Value::List(list)
+        }
+        other => other,
     }
 }
 
@@ -430,8 +464,10 @@ impl Compiler<'_> {
     /// A score script returns a double: a value of another static type is Painless's
     /// compile error.
     fn check_return(&self, e: &Expr, ty: Ty) -> CResult<()> {
-        if self.context == ScriptContext::Score
-            && !matches!(ty, Ty::Def | Ty::Int | Ty::Long | Ty::Float | Ty::Double)
+        if matches!(
+            self.context,
+            ScriptContext::Score | ScriptContext::NumberSort
+        ) && !matches!(ty, Ty::Def | Ty::Int | Ty::Long | Ty::Float | Ty::Double)
         {
             return Err(cce(e.start(), ty, Ty::Double));
         }
@@ -1071,7 +1107,7 @@ impl Compiler<'_> {
         }
         match name {
             "params" => Ok(dynamic(Ty::Map, Box::new(|f| Ok(f.env.params.clone())))),
-            "_score" if self.context == ScriptContext::Score => Ok(dynamic(
+            "_score" if self.context.has_score() => Ok(dynamic(
                 Ty::Double,
                 Box::new(|f| Ok(Value::Double(f.env.score))),
             )),

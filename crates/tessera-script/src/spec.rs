@@ -91,10 +91,12 @@ impl ScriptSpec {
                     };
                     if spec.source.is_some() || spec.id.is_some() {
                         return Err(failed().caused_by(
-                            Error::x_content_parse(format!("[script] failed to parse field [{key}]"))
-                                .caused_by(Error::illegal_argument(
-                                    "must only use one of [source, id] when specifying a script",
-                                )),
+                            Error::x_content_parse(format!(
+                                "[script] failed to parse field [{key}]"
+                            ))
+                            .caused_by(Error::illegal_argument(
+                                "must only use one of [source, id] when specifying a script",
+                            )),
                         ));
                     }
                     if key == "id" {

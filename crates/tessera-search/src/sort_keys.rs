@@ -102,6 +102,8 @@ impl NestedDocs {
                     clauses: Default::default(),
                     knn: Default::default(),
                     nested_scope: Default::default(),
+                    deadline: None,
+                    failures: None,
                 };
                 ctx.nested_scope_replace(Some(nested.path.clone()));
                 let weight = tessera_query::compile(filter, &ctx)?
@@ -401,7 +403,11 @@ impl SegmentSortKeys {
                     let script = tessera_query::compile::script::PreparedScript::prepare(
                         table,
                         script,
-                        tessera_script::ScriptContext::Score,
+                        if *numeric {
+                            tessera_script::ScriptContext::NumberSort
+                        } else {
+                            tessera_script::ScriptContext::StringSort
+                        },
                     )?;
                     let docs = script.fields.open(segment).map_err(open_err)?;
                     let frame = script.script.new_frame();
