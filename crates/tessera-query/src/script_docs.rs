@@ -107,9 +107,7 @@ impl ScriptFields {
                     Source::Unmapped => Col::Unmapped,
                     Source::Long(p) => fast.column_opt::<i64>(p)?.map_or(Col::Empty, Col::Long),
                     Source::Date(p) => fast.column_opt::<i64>(p)?.map_or(Col::Empty, Col::Date),
-                    Source::Double(p) => {
-                        fast.column_opt::<f64>(p)?.map_or(Col::Empty, Col::Double)
-                    }
+                    Source::Double(p) => fast.column_opt::<f64>(p)?.map_or(Col::Empty, Col::Double),
                     Source::Scaled(p, factor) => fast
                         .column_opt::<i64>(p)?
                         .map_or(Col::Empty, |c| Col::Scaled(c, *factor)),

@@ -50,6 +50,7 @@ pub fn can_match(snapshot: &ShardSnapshot, index: &str, query: &QueryAst, now_mi
         knn: Default::default(),
         nested_scope: Default::default(),
         deadline: None,
+        failures: None,
     };
     for range in ranges {
         let Some(leaf) = snapshot.table.leaf(&range.field) else {

@@ -4,7 +4,6 @@
 //! unless `_source` filtering asks for a subset.
 
 use serde::{Deserialize, Serialize};
-use tessera_query::compile::script::PreparedScript;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tantivy::schema::Value as _;
@@ -14,6 +13,7 @@ use tessera_date::DateFormat;
 use tessera_index::ShardSnapshot;
 use tessera_mapping::range::RangeKind;
 use tessera_mapping::{LeafField, LeafKind, SourceFilter};
+use tessera_query::compile::script::PreparedScript;
 
 use crate::decimal_format::DecimalFormat;
 

@@ -529,6 +529,7 @@ impl LocalShard {
             },
             nested_scope: Default::default(),
             deadline: request.deadline,
+            failures: Some(Default::default()),
         };
         let mut query = compile(&search.query, &ctx)?;
         // what this shard reads of one slice of a sliced scroll or PIT
@@ -691,6 +692,10 @@ impl LocalShard {
             crate::rescore::rescore(&mut hits.hits, searcher, rescorers, &phase.sort)?;
             hits.max_score = hits.hits.first().map(|hit| hit.score).or(hits.max_score);
         }
+        // a query that failed on a document while collecting (a `script` query) fails the shard
+        if let Some(failure) = ctx.failures.as_ref().and_then(|f| f.take()) {
+            return Err(failure);
+        }
         let reduce_started = Instant::now();
         let aggregations = prepared
             .map(|p| p.shard_result(outcome.slice_aggs, request.total_shards as usize))
@@ -843,6 +848,7 @@ impl LocalShard {
             },
             nested_scope: Default::default(),
             deadline: None,
+            failures: None,
         };
         let highlight_terms = match (&spec.highlight, &spec.query) {
             (Some(_), Some(query)) => tessera_query::highlight_terms::highlight_terms(query, &ctx)?,

@@ -57,6 +57,7 @@ fn a_cancelled_request_stops_its_running_slice() {
         knn: Default::default(),
         nested_scope: Default::default(),
         deadline: None,
+        failures: None,
     };
     let query = compile(&parse_query(&json!({"match_all": {}})).unwrap(), &ctx).unwrap();
     let weight = query

@@ -223,6 +223,7 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                     knn: Default::default(),
                     nested_scope: Default::default(),
                     deadline: None,
+                    failures: None,
                 };
                 let query = compile(&ast, &ctx).expect("compile the query");
                 let searcher = &snapshot.searcher;

@@ -119,6 +119,7 @@ pub(crate) fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option
         knn: Default::default(),
         nested_scope: Default::default(),
         deadline: None,
+        failures: None,
     };
     let compiled = compile(query, &compile_ctx)?;
     let weight = compiled

@@ -89,6 +89,7 @@ mod tests {
             knn: Default::default(),
             nested_scope: Default::default(),
             deadline: None,
+            failures: None,
         };
         let filter = |q: serde_json::Value| column_filter(&parse_query(&q).unwrap(), &ctx).unwrap();
         assert_eq!(filter(json!({"match_all": {}})), Some(ColumnFilter::All));

@@ -72,6 +72,10 @@ pub struct CompileContext<'a> {
     pub nested_scope: NestedScope,
     /// When the request must end: a script scoring or filtering a segment stops there.
     pub deadline: Option<std::time::Instant>,
+    /// Where a query evaluated document by document as the collection asks (a `script` query)
+    /// leaves its first failure, for the shard to report once it has collected; `None`: no
+    /// one would read it, so such a query evaluates its segment when its scorer is made.
+    pub failures: Option<QueryFailures>,
 }
 
 /// The index's k-NN settings and the shard's slices, for the `knn` rewrite.
@@ -94,6 +98,36 @@ impl Default for KnnContext<'_> {
 
 /// `index.knn.algo_param.ef_search`'s default.
 pub const DEFAULT_EF_SEARCH: usize = 100;
+
+/// The first failure of a query that cannot fail where it runs (a tantivy scorer cannot):
+/// recorded there, taken by the shard after collecting.
+#[derive(Clone, Debug, Default)]
+pub struct QueryFailures(std::sync::Arc<std::sync::Mutex<Option<Error>>>);
+
+impl QueryFailures {
+    /// Keeps `error` unless an earlier failure is already kept.
+    pub fn record(&self, error: Error) {
+        let mut slot = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        slot.get_or_insert(error);
+    }
+
+    pub fn failed(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .is_some()
+    }
+
+    pub fn take(&self) -> Option<Error> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+}
 
 /// Where a `nested` query sits: the path of the enclosing `nested` query, whose documents are
 /// the parents a `nested` query inside it joins to (the root documents at the top level).

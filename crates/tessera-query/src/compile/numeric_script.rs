@@ -130,7 +130,11 @@ fn convert(e: &Expr, double_field: &impl Fn(&str) -> Option<u32>) -> Option<(Num
         ExprKind::Double(d) => (NumExpr::Const(*d), Ty::Double),
         ExprKind::Int(i) => (NumExpr::Const(f64::from(*i)), Ty::Integral),
         ExprKind::Var(name) if name == "_score" => (NumExpr::Score, Ty::Double),
-        ExprKind::Field { obj, name, null_safe: false } if name == "value" => {
+        ExprKind::Field {
+            obj,
+            name,
+            null_safe: false,
+        } if name == "value" => {
             let ExprKind::Index { obj: doc, index } = &obj.kind else {
                 return None;
             };

@@ -5,21 +5,33 @@
 //! The script is compiled once per process (`tessera_script::cache::shared`), its `doc[...]`
 //! fields resolved once per shard (`ScriptFields`) and their columns opened once per segment.
 //! A tantivy scorer cannot fail, but a script can (a runtime error, a negative score), and
-//! OpenSearch then fails the shard: so a segment's matches are scored when its scorer is made,
-//! the first failure being the scorer's error, and the scorer replays the scores. The
-//! request's deadline is checked while scoring; past it the segment's remaining documents are
-//! left out and the collector, which checks the same deadline, marks the result timed out.
+//! OpenSearch then fails the shard. `script_score` scores a segment's matches when its scorer
+//! is made, the first failure being the scorer's error, and the scorer replays the scores.
+//! A `script` query under the shard's search runs as Lucene's two-phase iteration does: a
+//! document is evaluated only when the collection or a conjunction asks about it (tantivy's
+//! predicate query and `seek_danger`), so a script beside a `match` never sees the documents
+//! the `match` leaves out; its first failure waits in the context's [`QueryFailures`] for the
+//! shard. (A conjunction counted in bulk, without collecting hits, fills a bit set per clause
+//! and so runs the script on every document.) Where nobody would read such a failure
+//! (aggregation filters, `can_match`) the script query evaluates its segment eagerly instead.
+//! The request's deadline is checked while scoring; past it the segment's remaining documents
+//! are left out and the collector, which checks the same deadline, marks the result timed out.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use tantivy::query::{BitSetDocSet, ConstScorer, EnableScoring, Explanation, Query, Scorer, Weight};
-use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED};
+use tantivy::query::doc_predicate_query::{
+    ConstOrVariableSegmentPredicate, DocPredicate, DocPredicateQuery, SegmentDocPredicate,
+};
+use tantivy::query::{
+    AllScorer, BitSetDocSet, ConstScorer, EnableScoring, Explanation, Query, Scorer, Weight,
+};
+use tantivy::{DocId, DocSet, Score, SeekDangerResult, SegmentReader, TERMINATED};
 use tessera_common::{Error, Result};
 use tessera_script::{Env, Script, ScriptContext, ScriptSpec, Value};
 
 use super::numeric_script::NumExpr;
-use super::CompileContext;
+use super::{CompileContext, QueryFailures};
 use crate::script_docs::{ScriptFields, SegmentDocs};
 
 /// A script compiled for a shard: the script, its `params` converted once, its fields
@@ -98,9 +110,7 @@ impl PreparedScript {
             score,
             ctx: None,
         };
-        self.script
-            .run_in(frame, &env)
-            .map_err(|e| self.error(&e))
+        self.script.run_in(frame, &env).map_err(|e| self.error(&e))
     }
 }
 
@@ -156,12 +166,17 @@ pub(super) fn script_score(
 }
 
 /// `script` (a filter: every match scores the query's boost).
-pub(super) fn script_filter(ctx: &CompileContext, spec: &ScriptSpec, boost: f32) -> Result<Box<dyn Query>> {
+pub(super) fn script_filter(
+    ctx: &CompileContext,
+    spec: &ScriptSpec,
+    boost: f32,
+) -> Result<Box<dyn Query>> {
     let script = prepare(ctx, spec, ScriptContext::Filter)?;
     Ok(super::boosted(
         Box::new(ScriptFilterQuery {
             script,
             deadline: ctx.deadline,
+            failures: ctx.failures.clone(),
         }),
         boost,
     ))
@@ -220,7 +235,9 @@ impl Weight for ScriptScoreWeight {
         let mut n = 0u32;
         while doc != TERMINATED {
             n += 1;
-            if n % DEADLINE_CHECK == 0 && self.deadline.is_some_and(|d| Instant::now() >= d) {
+            if n.is_multiple_of(DEADLINE_CHECK)
+                && self.deadline.is_some_and(|d| Instant::now() >= d)
+            {
                 break;
             }
             if alive.is_some_and(|a| !a.is_alive(doc)) {
@@ -228,9 +245,11 @@ impl Weight for ScriptScoreWeight {
                 continue;
             }
             let query_score = f64::from(inner.score());
-            let fast = self.script.fast.as_ref().and_then(|fast| {
-                fast.eval(&|slot| docs.first_f64(slot, doc), query_score)
-            });
+            let fast = self
+                .script
+                .fast
+                .as_ref()
+                .and_then(|fast| fast.eval(&|slot| docs.first_f64(slot, doc), query_score));
             let score = match fast {
                 Some(score) => score,
                 None => {
@@ -242,19 +261,17 @@ impl Weight for ScriptScoreWeight {
                     match as_score(&value) {
                         Some(score) => score,
                         None => {
-                    return Err(carried(Error::new(
-                        "class_cast_exception",
-                        400,
-                        format!(
-                            "Cannot cast from [{}] to [double].",
-                            value.java_class()
-                        ),
-                    )))
+                            return Err(carried(Error::new(
+                                "class_cast_exception",
+                                400,
+                                format!("Cannot cast from [{}] to [double].", value.java_class()),
+                            )))
                         }
                     }
                 }
             };
-            if !(score >= 0.0) {
+            // NaN is no valid score either
+            if score.is_nan() || score < 0.0 {
                 return Err(carried(Error::illegal_argument(format!(
                     "script_score script returned an invalid score [{}] for doc [{doc}]. Must be a non-negative score!",
                     java_double(score)
@@ -330,16 +347,25 @@ impl Scorer for ScoredDocs {
 struct ScriptFilterQuery {
     script: Arc<PreparedScript>,
     deadline: Option<Instant>,
+    /// Given: the script runs on the documents the collection asks about, as Lucene's
+    /// two-phase iteration runs it (inside a conjunction, only where the other clauses match),
+    /// and its failure waits there for the shard.
+    failures: Option<QueryFailures>,
 }
 
-impl Query for ScriptFilterQuery {
-    fn weight(&self, _: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        Ok(Box::new(self.clone()))
+impl ScriptFilterQuery {
+    fn lazy(&self) -> Option<DocPredicateQuery> {
+        self.failures.as_ref().map(|failures| {
+            DocPredicateQuery::from(ScriptPredicate {
+                script: self.script.clone(),
+                deadline: self.deadline,
+                failures: failures.clone(),
+            })
+        })
     }
-}
 
-impl Weight for ScriptFilterQuery {
-    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+    /// Every document of the segment evaluated now: the first failure is the scorer's error.
+    fn eager(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
         let max_doc = reader.max_doc();
         let alive = reader.alive_bitset();
         let mut docs = self.script.fields.open(reader)?;
@@ -355,21 +381,140 @@ impl Weight for ScriptFilterQuery {
                 continue;
             }
             docs.set_doc(doc);
-            match self.script.run(&mut frame, &docs, 0.0).map_err(carried)? {
-                Value::Bool(true) => {
-                    matched.insert(doc);
-                }
-                Value::Bool(false) => {}
-                other => {
-                    return Err(carried(Error::new(
-                        "class_cast_exception",
-                        400,
-                        format!("Cannot cast from [{}] to [boolean].", other.java_class()),
-                    )))
-                }
+            let value = self.script.run(&mut frame, &docs, 0.0).map_err(carried)?;
+            if as_filter_match(&self.script, value).map_err(carried)? {
+                matched.insert(doc);
             }
         }
-        Ok(Box::new(ConstScorer::new(BitSetDocSet::from(matched), boost)))
+        Ok(Box::new(ConstScorer::new(
+            BitSetDocSet::from(matched),
+            boost,
+        )))
+    }
+}
+
+/// A filter script's answer: a boolean, or Painless's cast of its result failing at run time.
+fn as_filter_match(script: &PreparedScript, value: Value) -> Result<bool> {
+    match value {
+        Value::Bool(matched) => Ok(matched),
+        other => Err(script.error(&tessera_script::ScriptError::runtime(
+            0,
+            "class_cast_exception",
+            format!("Cannot cast from [{}] to [boolean].", other.java_class()),
+        ))),
+    }
+}
+
+/// The lazy form of a `script` query (tantivy's predicate query: a document is evaluated when
+/// the collection or a conjunction asks about it).
+#[derive(Debug)]
+struct ScriptPredicate {
+    script: Arc<PreparedScript>,
+    deadline: Option<Instant>,
+    failures: QueryFailures,
+}
+
+impl DocPredicate for ScriptPredicate {
+    type SegmentDocPredicate = SegmentScript;
+
+    fn doc_predicate(
+        &self,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<ConstOrVariableSegmentPredicate<SegmentScript>> {
+        Ok(ConstOrVariableSegmentPredicate::Variable {
+            predicate: SegmentScript {
+                script: self.script.clone(),
+                docs: self.script.fields.open(reader)?,
+                frame: self.script.script.new_frame(),
+                alive: reader.alive_bitset().cloned(),
+                deadline: self.deadline,
+                failures: self.failures.clone(),
+                failed: false,
+                evaluated: 0,
+            },
+            necessary_condition: Box::new(AllScorer::new(reader.max_doc())),
+        })
+    }
+}
+
+/// A `script` query on one segment.
+struct SegmentScript {
+    script: Arc<PreparedScript>,
+    docs: SegmentDocs,
+    frame: Vec<Value>,
+    alive: Option<tantivy::fastfield::AliveBitSet>,
+    deadline: Option<Instant>,
+    failures: QueryFailures,
+    /// After a failure nothing matches: the shard fails anyway.
+    failed: bool,
+    evaluated: u32,
+}
+
+impl SegmentDocPredicate for SegmentScript {
+    fn eval(&mut self, doc: DocId) -> bool {
+        if self.failed || self.alive.as_ref().is_some_and(|a| !a.is_alive(doc)) {
+            return false;
+        }
+        self.evaluated += 1;
+        // past the deadline nothing more matches; the collector marks the result timed out
+        if self.evaluated.is_multiple_of(DEADLINE_CHECK)
+            && self.deadline.is_some_and(|d| Instant::now() >= d)
+        {
+            self.failed = true;
+            return false;
+        }
+        self.docs.set_doc(doc);
+        let outcome = self
+            .script
+            .run(&mut self.frame, &self.docs, 0.0)
+            .and_then(|value| as_filter_match(&self.script, value));
+        match outcome {
+            Ok(matched) => matched,
+            Err(e) => {
+                self.failures.record(e);
+                self.failed = true;
+                false
+            }
+        }
+    }
+
+    fn cost(&self) -> u64 {
+        // a script costs far more per document than advancing a posting list
+        1_000
+    }
+}
+
+impl Query for ScriptFilterQuery {
+    fn weight(&self, _: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        Ok(Box::new(self.clone()))
+    }
+}
+
+impl Weight for ScriptFilterQuery {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        match self.lazy() {
+            Some(lazy) => lazy.scorer(reader, boost),
+            None => self.eager(reader, boost),
+        }
+    }
+
+    fn scorer_danger(
+        &self,
+        reader: &SegmentReader,
+        target: DocId,
+        boost: Score,
+    ) -> tantivy::Result<(SeekDangerResult, Box<dyn Scorer>)> {
+        if let Some(lazy) = self.lazy() {
+            return lazy.scorer_danger(reader, target, boost);
+        }
+        let mut scorer = self.eager(reader, boost)?;
+        let doc = scorer.doc();
+        let found = match doc.cmp(&target) {
+            std::cmp::Ordering::Less => scorer.seek_danger(target),
+            std::cmp::Ordering::Equal => SeekDangerResult::Found,
+            std::cmp::Ordering::Greater => SeekDangerResult::SeekLowerBound(doc),
+        };
+        Ok((found, scorer))
     }
 
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {

@@ -21,7 +21,9 @@ fn fixture(mapping: Value, docs: &[(&str, Value)]) -> Fixture {
     let (table, _) = FieldTable::build(&mapping, None).unwrap();
     let index = Index::builder()
         .schema(table.schema().clone())
-        .register_plugin(std::sync::Arc::new(tessera_knn::segment::KnnPlugin::default()))
+        .register_plugin(std::sync::Arc::new(
+            tessera_knn::segment::KnnPlugin::default(),
+        ))
         .create_in_ram()
         .unwrap();
     tessera_mapping::analysis::register_analyzers(&index);
@@ -61,6 +63,7 @@ impl Fixture {
             knn: Default::default(),
             nested_scope: Default::default(),
             deadline: None,
+            failures: None,
         };
         let compiled = compile(&ast, &ctx).unwrap();
         let top = searcher
@@ -103,6 +106,7 @@ impl Fixture {
             knn: Default::default(),
             nested_scope: Default::default(),
             deadline: None,
+            failures: None,
         };
         compile(&ast, &ctx).expect_err("expected an error")
     }
@@ -600,6 +604,7 @@ fn knn_is_the_shards_top_k_with_opensearch_scores_and_errors() {
         knn: Default::default(),
         nested_scope: Default::default(),
         deadline: None,
+        failures: None,
     };
     let error = |query: Value| compile(&parse_query(&query).unwrap(), &ctx).err().unwrap();
     let e = error(json!({"knn": {"tag": {"vector": [0, 0], "k": 1}}}));
@@ -712,8 +717,14 @@ fn scripted() -> Fixture {
             "t": {"type": "text"}
         }}),
         &[
-            ("1", json!({"n": 3, "f": 1.5, "price": 10.25, "k": "a", "b": true, "d": "2021-03-04T05:06:07Z", "loc": {"lat": 40.0, "lon": -70.0}, "t": "hello world"})),
-            ("2", json!({"n": 10, "f": 0.25, "price": 3.5, "k": "b", "b": false, "d": "2022-12-31T23:59:59Z", "loc": {"lat": 41.0, "lon": -71.0}, "t": "hello"})),
+            (
+                "1",
+                json!({"n": 3, "f": 1.5, "price": 10.25, "k": "a", "b": true, "d": "2021-03-04T05:06:07Z", "loc": {"lat": 40.0, "lon": -70.0}, "t": "hello world"}),
+            ),
+            (
+                "2",
+                json!({"n": 10, "f": 0.25, "price": 3.5, "k": "b", "b": false, "d": "2022-12-31T23:59:59Z", "loc": {"lat": 41.0, "lon": -71.0}, "t": "hello"}),
+            ),
             ("3", json!({"k": "c", "t": "world"})),
         ],
     )
@@ -766,7 +777,10 @@ fn script_score_reads_columns_params_and_the_query_score() {
         now_millis: NOW,
         max_terms_count: DEFAULT_MAX_TERMS_COUNT,
         clauses: Default::default(),
+        knn: Default::default(),
+        nested_scope: Default::default(),
         deadline: None,
+        failures: None,
     };
     let compiled = compile(&query, &ctx).unwrap();
     let e = searcher
@@ -777,7 +791,10 @@ fn script_score_reads_columns_params_and_the_query_score() {
     assert_eq!(e.reason(), "runtime error");
     let negative = parse_query(&json!({"script_score": {"query": {"exists": {"field": "n"}}, "script": {"source": "doc['n'].value - 5"}}})).unwrap();
     let e = searcher
-        .search(&*compile(&negative, &ctx).unwrap(), &TopDocs::with_limit(10).order_by_score())
+        .search(
+            &*compile(&negative, &ctx).unwrap(),
+            &TopDocs::with_limit(10).order_by_score(),
+        )
         .unwrap_err();
     assert_eq!(
         tessera_common::Error::internal("search", e).reason(),
@@ -788,22 +805,36 @@ fn script_score_reads_columns_params_and_the_query_score() {
 #[test]
 fn script_errors_when_the_query_is_built() {
     let f = scripted();
-    let e = f.error(json!({"script_score": {"query": {"match_all": {}}, "script": {"source": "'a'"}}}));
+    let e =
+        f.error(json!({"script_score": {"query": {"match_all": {}}, "script": {"source": "'a'"}}}));
     assert_eq!(e.kind(), "query_shard_exception");
     assert_eq!(e.cause().unwrap().kind(), "script_exception");
     let e = f.error(json!({"script_score": {"query": {"match_all": {}}, "script": {"source": "1", "lang": "expression"}}}));
-    assert_eq!(e.reason(), "failed to create query: script_lang not supported [expression]");
+    assert_eq!(
+        e.reason(),
+        "failed to create query: script_lang not supported [expression]"
+    );
     let e = f.error(json!({"script": {"script": "doc['t'].value == 'x'"}}));
-    assert!(e.reason().contains("Text fields are not optimised"), "{}", e.reason());
+    assert!(
+        e.reason().contains("Text fields are not optimised"),
+        "{}",
+        e.reason()
+    );
 }
 
 #[test]
 fn script_queries_filter_and_function_score_scripts_score() {
     let f = scripted();
     assert_eq!(
-        f.ids(json!({"script": {"script": "doc['n'].size() > 0 && doc['n'].value > params.m", "params": {"m": 5}}})),
+        f.ids(json!({"script": {"script": {"source": "doc['n'].size() > 0 && doc['n'].value > params.m", "params": {"m": 5}}}})),
         vec!["2"]
     );
+    // the parameters belong to the script, not to the query (OpenSearch's words)
+    let e = parse_query(
+        &json!({"script": {"script": "doc['n'].value > params.m", "params": {"m": 5}}}),
+    )
+    .unwrap_err();
+    assert_eq!(e.reason(), "[script] query does not support [params]");
     assert_eq!(
         f.ids(json!({"script": {"script": {"source": "doc['n'].size() > 0 && doc['n'].value > params.m", "params": {"m": 1}}}})),
         vec!["1", "2"]
@@ -815,5 +846,58 @@ fn script_queries_filter_and_function_score_scripts_score() {
         "script_score": {"script": "doc['n'].value + _score"},
         "boost_mode": "replace"
     }}));
-    assert_eq!(scores, vec![("2".to_string(), 11.0), ("1".to_string(), 4.0)]);
+    assert_eq!(
+        scores,
+        vec![("2".to_string(), 11.0), ("1".to_string(), 4.0)]
+    );
+}
+
+#[test]
+fn a_lazy_script_query_runs_only_where_a_conjunction_asks_and_keeps_its_failure() {
+    // documents 1 and 2 have `n`, 3 has not: `doc['n'].value` fails on 3 only
+    let f = scripted();
+    let searcher = f.index.reader().unwrap().searcher();
+    let failures = crate::compile::QueryFailures::default();
+    let ctx = CompileContext {
+        searcher: Some(&searcher),
+        table: &f.table,
+        index: "test",
+        default_fields: &[],
+        now_millis: NOW,
+        max_terms_count: DEFAULT_MAX_TERMS_COUNT,
+        clauses: Default::default(),
+        knn: Default::default(),
+        nested_scope: Default::default(),
+        deadline: None,
+        failures: Some(failures.clone()),
+    };
+    // hits collected one by one (tantivy's dense `Count` of a conjunction fills a bit set per
+    // clause instead, which runs the script on every document)
+    let count = |query: Value| {
+        let compiled = compile(&parse_query(&query).unwrap(), &ctx).unwrap();
+        let top = TopDocs::with_limit(10).order_by_score();
+        searcher.search(&*compiled, &top).unwrap().len()
+    };
+    assert_eq!(count(json!({"exists": {"field": "n"}})), 2);
+    // beside a clause that leaves document 3 out, the script never sees it (Lucene's
+    // two-phase iteration): no failure
+    let beside = json!({"bool": {
+        "must": [{"exists": {"field": "n"}}],
+        "filter": [{"script": {"script": "doc['n'].value > 5"}}]
+    }});
+    assert_eq!(count(beside), 1);
+    assert!(failures.take().is_none());
+    // alone, the script meets document 3: the failure waits for the shard
+    assert_eq!(
+        count(json!({"script": {"script": "doc['n'].value > 5"}})),
+        1
+    );
+    let failure = failures.take().expect("the script failed on document 3");
+    assert_eq!(failure.kind(), "script_exception");
+    assert_eq!(failure.reason(), "runtime error");
+    // a result other than a boolean is Painless's cast error at run time
+    assert_eq!(count(json!({"script": {"script": "doc['k'].size()"}})), 0);
+    let failure = failures.take().expect("not a boolean");
+    assert_eq!(failure.reason(), "runtime error");
+    assert_eq!(failure.cause().unwrap().kind(), "class_cast_exception");
 }

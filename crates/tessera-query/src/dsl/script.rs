@@ -45,7 +45,9 @@ fn number(owner: &str, key: &str, value: &Value) -> Result<f32> {
         _ => None,
     };
     parsed.ok_or_else(|| {
-        let text = value.as_str().map_or_else(|| value.to_string(), str::to_string);
+        let text = value
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_string);
         Error::x_content_parse(format!("[{owner}] failed to parse field [{key}]")).caused_by(
             Error::new(
                 "number_format_exception",
@@ -72,8 +74,8 @@ pub fn parse_script(body: &Value) -> Result<QueryAst> {
             }
         }
     }
-    let script = script
-        .ok_or_else(|| Error::parsing("script must be provided with a [script] filter"))?;
+    let script =
+        script.ok_or_else(|| Error::parsing("script must be provided with a [script] filter"))?;
     Ok(QueryAst::Script {
         script: Box::new(script),
         boost,
@@ -122,7 +124,10 @@ mod tests {
         assert_eq!((q.min_score, q.boost), (Some(1.0), 2.0));
         assert_eq!(q.script.source.as_deref(), Some("_score * 2"));
         let reason = |body| parse_script_score(&body).unwrap_err().reason().to_string();
-        assert_eq!(reason(json!({"script": {"source": "1"}})), "Required [query]");
+        assert_eq!(
+            reason(json!({"script": {"source": "1"}})),
+            "Required [query]"
+        );
         assert_eq!(
             reason(json!({"query": {"match_all": {}}})),
             "Required [script]"
@@ -136,7 +141,9 @@ mod tests {
             "[script_score] script doesn't support values of type: VALUE_STRING"
         );
         assert_eq!(
-            reason(json!({"query": {"match_all": {}}, "script": {"source": "1"}, "min_score": "x"})),
+            reason(
+                json!({"query": {"match_all": {}}, "script": {"source": "1"}, "min_score": "x"})
+            ),
             "[script_score] failed to parse field [min_score]"
         );
     }
