@@ -463,7 +463,8 @@ fn leaf_entry(path: &str, mapping: &FieldMapping) -> Option<FieldEntry> {
                         spec.dimension,
                         spec.space,
                         spec.m.unwrap_or(crate::knn::DEFAULT_M),
-                        spec.ef_construction.unwrap_or(crate::knn::DEFAULT_EF_CONSTRUCTION),
+                        spec.ef_construction
+                            .unwrap_or(crate::knn::DEFAULT_EF_CONSTRUCTION),
                     ),
                 ),
             )

@@ -454,7 +454,12 @@ pub fn all() -> Vec<Route> {
         Route {
             methods: &[PUT, POST],
             pattern: "/_scripts/{id}",
-            params: &["context", "master_timeout", "cluster_manager_timeout", "timeout"],
+            params: &[
+                "context",
+                "master_timeout",
+                "cluster_manager_timeout",
+                "timeout",
+            ],
             handler: handler!(scripts::put_stored),
         },
         Route {

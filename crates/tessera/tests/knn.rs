@@ -154,7 +154,13 @@ fn graphs_are_built_at_refresh_walked_and_sliced() {
     .expect(200);
     let stats = |node: &Node| {
         let stats = node.get("/_plugins/_knn/stats").expect(200).json();
-        stats["nodes"].as_object().unwrap().values().next().unwrap().clone()
+        stats["nodes"]
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .clone()
     };
     let built_before = stats(&node)["graph_index_requests"].as_u64().unwrap();
     for batch in 0..4 {
@@ -195,6 +201,9 @@ fn graphs_are_built_at_refresh_walked_and_sliced() {
     let built_before = stats(&node)["graph_index_requests"].as_u64().unwrap();
     node.post_empty("/g/_forcemerge?max_num_segments=1")
         .expect(200);
-    assert_eq!(stats(&node)["graph_index_requests"].as_u64().unwrap(), built_before);
+    assert_eq!(
+        stats(&node)["graph_index_requests"].as_u64().unwrap(),
+        built_before
+    );
     assert_eq!(nearest(&node, "g", 450.3, 5), expected);
 }

@@ -1,10 +1,10 @@
 """Builds a compat scenario from steps by calling the reference node and recording its answers.
-Usage: gen.py spec.py out.json  (spec defines NAME, DESCRIPTION, CLEANUP, STEPS; each step a dict
+Usage: REFERENCE_URL=http://127.0.0.1:9414 gen.py specs/NAME.py ../scenarios/NAME.json  (spec defines NAME, DESCRIPTION, CLEANUP, STEPS; each step a dict
 with method, path, body?, params?, and 'keep': a function response-json -> expectation, or None to
 record status only)."""
-import json, sys, urllib.request, urllib.parse
+import json, os, sys, urllib.request, urllib.parse
 
-REF = "http://127.0.0.1:9414"
+REF = os.environ.get("REFERENCE_URL", "http://127.0.0.1:9414")
 
 def call(step):
     path = step["path"]
@@ -56,7 +56,7 @@ def hits_expect(body, score=True, source=False):
     return {"hits": {"total": body["hits"]["total"], "hits": hits}}
 
 def main():
-    spec = {}
+    spec = {"os": os, "SPEC": sys.argv[1]}
     exec(open(sys.argv[1]).read(), spec)
     for c in spec["CLEANUP"]:
         call({"method": "DELETE", "path": c})

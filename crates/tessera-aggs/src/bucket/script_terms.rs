@@ -32,7 +32,11 @@ pub(crate) struct ScriptTerms {
 }
 
 impl ScriptTerms {
-    pub(crate) fn new(common: Common, script: Arc<PreparedScript>, missing: Option<String>) -> Self {
+    pub(crate) fn new(
+        common: Common,
+        script: Arc<PreparedScript>,
+        missing: Option<String>,
+    ) -> Self {
         let frame = script.script.new_frame();
         ScriptTerms {
             common,
@@ -52,7 +56,12 @@ impl ScriptTerms {
         if let Some(id) = self.term_ids.get(term) {
             return *id;
         }
-        if self.common.filter.as_ref().is_some_and(|f| !f.accepts(term)) {
+        if self
+            .common
+            .filter
+            .as_ref()
+            .is_some_and(|f| !f.accepts(term))
+        {
             return EXCLUDED;
         }
         let id = self.terms.len() as u32;

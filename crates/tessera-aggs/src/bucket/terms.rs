@@ -14,9 +14,9 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tantivy::{DocId, SegmentReader};
-use tessera_query::compile::script::PreparedScript;
 use tessera_common::murmur3::murmur3_x86_32;
 use tessera_common::{Error, Result};
+use tessera_query::compile::script::PreparedScript;
 
 use crate::bucket::order::BucketOrder;
 use crate::collector::{Collector, SegmentContext, SubCollectors};
@@ -678,10 +678,15 @@ fn make_factory(
     }
     terms.order.validate(&request.subs)?;
     if let Some(spec) = &terms.source.script {
-        let script = PreparedScript::prepare(ctx.table, spec, tessera_script::ScriptContext::Filter)?;
+        let script =
+            PreparedScript::prepare(ctx.table, spec, tessera_script::ScriptContext::Filter)?;
         return Ok(Box::new(TermsFactory {
             source: ValueSource::Unmapped,
-            format: ValueFormat::for_source(&ValueSource::Unmapped, terms.source.format.as_deref(), None)?,
+            format: ValueFormat::for_source(
+                &ValueSource::Unmapped,
+                terms.source.format.as_deref(),
+                None,
+            )?,
             filter: TermFilter::compile(&terms.filter)?.map(Arc::new),
             missing: terms.source.missing.clone(),
             min_doc_count_zero: terms.min_doc_count == 0,

@@ -290,8 +290,8 @@ impl HnswGraph<'_> {
         let mut levels = vec![0u8; len];
         let mut layer0 = vec![0u32; len * (1 + m0)];
         let mut upper: Vec<Vec<u32>> = vec![Vec::new(); len];
-        for old in 0..len {
-            let new = new_ids[old] as usize;
+        for (old, &new) in new_ids.iter().enumerate() {
+            let new = new as usize;
             levels[new] = self.levels[old];
             let source = &self.layer0[old * (1 + m0)..][..1 + m0];
             let target = &mut layer0[new * (1 + m0)..][..1 + m0];

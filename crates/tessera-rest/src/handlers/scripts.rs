@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 use tessera_common::{Error, Result};
-use tessera_node::{Node, ResolveOptions};
 use tessera_node::scripts::{get_response, script_cache};
+use tessera_node::{Node, ResolveOptions};
 use tessera_script::{Env, ScriptContext, Value as ScriptValue};
 
 use crate::request::{key_position, RestRequest};
@@ -245,7 +245,11 @@ pub async fn execute(node: Arc<Node>, request: RestRequest) -> Result<RestRespon
 /// `PUT/POST /_scripts/{id}[/{context}]` (the context also as `?context=`).
 pub async fn put_stored(node: Arc<Node>, request: RestRequest) -> Result<RestResponse> {
     if !request.has_body() {
-        return Err(Error::new("parse_exception", 400, "request body is required"));
+        return Err(Error::new(
+            "parse_exception",
+            400,
+            "request body is required",
+        ));
     }
     let body = crate::request::parse_json(&request.body)?;
     let id = request.path_param("id").to_string();

@@ -1,4 +1,4 @@
-exec(open("/tmp/script/specs/common.py").read())
+exec(open(os.path.join(os.path.dirname(SPEC), "common.py")).read())
 NAME = "script_query"
 DESCRIPTION = "Painless as a filter, in fields and in aggregations: the script query (alone, in bool filters, boost, params, the short string form, errors), script_fields (numbers, lists, maps, null, ignore_failure, parse errors) and terms aggregations over a script's values; expectations copied from OpenSearch 2.19.6"
 CLEANUP = ["/compat-scripts*"]

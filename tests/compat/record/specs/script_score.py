@@ -1,4 +1,4 @@
-exec(open("/tmp/script/specs/common.py").read())
+exec(open(os.path.join(os.path.dirname(SPEC), "common.py")).read())
 NAME = "script_score"
 DESCRIPTION = "Painless in scores: the script_score query (_score, doc[...] over longs, doubles, scaled floats, dates, keywords, booleans and geo points, params, min_score, boost) and function_score's script_score function, with OpenSearch's parse errors, compile errors and invalid (negative, NaN) scores; expectations copied from OpenSearch 2.19.6"
 CLEANUP = ["/compat-scripts*"]

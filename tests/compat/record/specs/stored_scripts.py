@@ -1,4 +1,4 @@
-exec(open("/tmp/script/specs/common.py").read())
+exec(open(os.path.join(os.path.dirname(SPEC), "common.py")).read())
 NAME = "stored_scripts"
 DESCRIPTION = "Stored scripts: PUT/POST/GET/DELETE /_scripts/{id}[/{context}] (OpenSearch's response shapes and errors, compiled when a context is named), and searches naming one by id (its params the request's, a missing id refused); expectations copied from OpenSearch 2.19.6"
 CLEANUP = ["/compat-scripts*", "/_scripts/compat-s1", "/_scripts/compat-s2", "/_scripts/compat-tpl", "/_scripts/compat-bad"]
