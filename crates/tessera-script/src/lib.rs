@@ -7,7 +7,8 @@
 //! `value` holds the runtime values (Java's toString and HashMap order included), `builtins`
 //! the methods of strings, lists, maps, dates, geo points and `Math`, `doc` the interface the
 //! search side implements for `doc[...]`, `error` OpenSearch's `script_exception` shape, and
-//! `cache` the bounded map of compiled scripts keyed by (lang, source, context).
+//! `cache` the bounded map of compiled scripts keyed by (lang, source, context), `source` a
+//! stored document read into values and written back with its key order.
 
 pub mod ast;
 pub mod builtins;
@@ -17,6 +18,7 @@ pub mod doc;
 pub mod error;
 pub mod lexer;
 pub mod parser;
+pub mod source;
 pub mod value;
 
 #[cfg(test)]
