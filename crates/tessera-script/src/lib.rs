@@ -8,7 +8,8 @@
 //! the methods of strings, lists, maps, dates, geo points and `Math`, `doc` the interface the
 //! search side implements for `doc[...]`, `error` OpenSearch's `script_exception` shape, and
 //! `cache` the bounded map of compiled scripts keyed by (lang, source, context), `spec` the
-//! `script` object of a request.
+//! `script` object of a request, `source` a stored document read into values and written
+//! back with its key order.
 
 pub mod ast;
 pub mod builtins;
@@ -18,6 +19,7 @@ pub mod doc;
 pub mod error;
 pub mod lexer;
 pub mod parser;
+pub mod source;
 pub mod spec;
 pub mod value;
 
