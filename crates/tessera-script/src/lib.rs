@@ -19,6 +19,7 @@ pub mod error;
 pub mod lexer;
 pub mod parser;
 pub mod source;
+pub mod spec;
 pub mod value;
 
 #[cfg(test)]
@@ -28,6 +29,7 @@ pub use cache::{ScriptCache, ScriptKey};
 pub use compile::{compile, Env, Runner, Script, ScriptContext};
 pub use doc::{DocValues, GeoPoint};
 pub use error::{ScriptError, ScriptErrorKind};
+pub use spec::ScriptSpec;
 pub use value::Value;
 
 /// The most loop iterations (weighted by the statements of the loop body) one execution may
