@@ -67,6 +67,7 @@ impl DataNode {
                     indexing_threads: 1,
                     indexing_buffer_bytes: 64 << 20,
                     merge_threads: 1,
+                    scripts: Default::default(),
                 },
             )
             .unwrap(),

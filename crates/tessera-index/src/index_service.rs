@@ -20,10 +20,11 @@ use crate::aliases::{aliases_json, parse_aliases, Aliases};
 use crate::blocks::BlockLevel;
 use crate::index_settings::{self, default_routing_shards, VERSION_CREATED};
 use crate::shard::{
-    shard_not_active, Conditions, Durability, PreparedDoc, Shard, ShardConfig, StoredDoc,
-    WriteBatch, WriteOutcome, Written,
+    shard_not_active, Conditions, DocVersion, Durability, PreparedDoc, Shard, ShardConfig,
+    StoredDoc, WriteBatch, WriteOutcome, Written,
 };
 use crate::translog::{write_atomic, Operation};
+use crate::update_script::{self, Current, Scripted, SharedScripts, UpdateScript, Upserted};
 use crate::wire;
 
 const STATE_FILE: &str = "_state.json";
@@ -330,6 +331,10 @@ pub struct UpdateRequest {
     pub doc_as_upsert: bool,
     pub detect_noop: bool,
     pub conditions: Conditions,
+    /// `script`: run on the current document instead of merging `doc` (see `update_script`).
+    pub script: Option<UpdateScript>,
+    /// `scripted_upsert`: a missing document's `upsert` goes through the script too.
+    pub scripted_upsert: bool,
 }
 
 /// The result of one write, with what a response needs.
@@ -342,6 +347,10 @@ pub struct DocWriteResult {
     #[serde(with = "wire::optional_bytes")]
     pub source: Option<Bytes>,
     pub forced_refresh: bool,
+    /// A scripted upsert the script turned into a noop: the document does not exist (OpenSearch
+    /// answers version -1 and no sequence number).
+    #[serde(default)]
+    pub missing: bool,
 }
 
 /// Called with an index's current and next metadata before a mapping or settings update installs
@@ -430,6 +439,8 @@ pub struct NodeResources {
     pub indexing_threads: usize,
     pub indexing_buffer_bytes: usize,
     pub merge_threads: usize,
+    /// The node's compiled scripts: a script sent with many updates compiles once.
+    pub scripts: SharedScripts,
 }
 
 impl Default for NodeResources {
@@ -446,6 +457,7 @@ impl Default for NodeResources {
             // ~4% faster than 256 MB and 128 MB, side by side; 32 MB made more segments to merge)
             indexing_buffer_bytes: 64 << 20,
             merge_threads: (cores / 4).max(1),
+            scripts: SharedScripts::default(),
         }
     }
 }
@@ -1316,6 +1328,7 @@ impl IndexService {
                         written,
                         source: None,
                         forced_refresh: false,
+                        missing: false,
                     })
                 }),
                 (
@@ -1333,6 +1346,7 @@ impl IndexService {
                         written,
                         source: None,
                         forced_refresh: false,
+                        missing: false,
                     }),
                 (DocWrite::Update(update), _) => self.apply_update(&mut batch, shard_id, update),
                 (DocWrite::Index { .. }, None) => {
@@ -1366,9 +1380,50 @@ impl IndexService {
             written,
             source,
             forced_refresh: false,
+            missing: false,
         };
         match current {
             None => {
+                if let (Some(script), true, Some(upsert)) =
+                    (&update.script, update.scripted_upsert, &update.upsert)
+                {
+                    let now = tessera_common::time::now_millis();
+                    let upsert = match update_script::run_upsert(
+                        &self.resources.scripts.0,
+                        script,
+                        upsert,
+                        now,
+                    )? {
+                        Upserted::Create(source) => source,
+                        Upserted::Noop => {
+                            return Ok(DocWriteResult {
+                                missing: true,
+                                ..result(
+                                    Written {
+                                        outcome: WriteOutcome::Noop,
+                                        version: DocVersion {
+                                            version: 0,
+                                            seq_no: 0,
+                                            primary_term: 0,
+                                        },
+                                    },
+                                    None,
+                                )
+                            });
+                        }
+                    };
+                    let prepared =
+                        self.prepare_locked(batch, &update.id, &upsert, update.routing.clone())?;
+                    let source = prepared.source.clone();
+                    let written = batch.index(
+                        prepared,
+                        &Conditions {
+                            create_only: true,
+                            ..conditions
+                        },
+                    )?;
+                    return Ok(result(written, Some(source)));
+                }
                 let upsert = match (&update.upsert, update.doc_as_upsert, &update.doc) {
                     (Some(upsert), _, _) => upsert.clone(),
                     (None, true, Some(doc)) => doc.clone(),
@@ -1400,6 +1455,46 @@ impl IndexService {
                     )
                 })?;
                 let mut merged = parse_source(&source_bytes)?;
+                if let Some(script) = &update.script {
+                    let routing = doc.routing.clone().or(update.routing.clone());
+                    let meta = self.metadata();
+                    let current = Current {
+                        index: &meta.name,
+                        id: &update.id,
+                        version: doc.version.version,
+                        routing: routing.as_deref(),
+                        source: &merged,
+                    };
+                    let now = tessera_common::time::now_millis();
+                    return match update_script::run_update(
+                        &self.resources.scripts.0,
+                        script,
+                        &current,
+                        now,
+                    )? {
+                        Scripted::Index(source) => {
+                            let prepared =
+                                self.prepare_locked(batch, &update.id, &source, routing)?;
+                            let source = prepared.source.clone();
+                            let written = batch.index(prepared, &conditions)?;
+                            Ok(result(written, Some(source)))
+                        }
+                        Scripted::Delete(_) => {
+                            let written =
+                                batch.delete(&update.id, routing.as_deref(), &conditions)?;
+                            Ok(result(written, None))
+                        }
+                        Scripted::Noop(source) => {
+                            let written = Written {
+                                outcome: WriteOutcome::Noop,
+                                version: doc.version,
+                            };
+                            let bytes = serde_json::to_vec(&source)
+                                .map_err(|e| Error::internal("serialise a document", e))?;
+                            Ok(result(written, Some(bytes.into())))
+                        }
+                    };
+                }
                 let Some(partial) = &update.doc else {
                     return Err(Error::action_request_validation(&[
                         "script or doc is missing".into(),
@@ -1640,6 +1735,7 @@ mod tests {
                 indexing_threads: 1,
                 indexing_buffer_bytes: 64 << 20,
                 merge_threads: 1,
+                scripts: SharedScripts::default(),
             },
         )
         .unwrap()
@@ -1687,6 +1783,8 @@ mod tests {
             doc_as_upsert: false,
             detect_noop: true,
             conditions: Conditions::default(),
+            script: None,
+            scripted_upsert: false,
         });
         let items = vec![
             index("1", 1, None),
@@ -1787,6 +1885,18 @@ mod tests {
                 doc_as_upsert: true,
                 detect_noop: false,
                 conditions: Conditions::default(),
+                script: None,
+                scripted_upsert: false,
+            }),
+            DocWrite::Update(UpdateRequest {
+                id: "4".into(),
+                upsert: Some(json!({"n": 0})),
+                script: Some(UpdateScript {
+                    source: "ctx._source.n += params.by".into(),
+                    params: Some(json!({"by": 2})),
+                }),
+                scripted_upsert: true,
+                ..Default::default()
             }),
         ];
         let bytes = postcard::to_allocvec(&writes).unwrap();
@@ -1806,10 +1916,79 @@ mod tests {
             },
             source: Some(Bytes::from_static(br#"{"a":2}"#)),
             forced_refresh: true,
+            missing: true,
         };
         let bytes = postcard::to_allocvec(&result).unwrap();
         let back: DocWriteResult = postcard::from_bytes(&bytes).unwrap();
         assert_eq!(format!("{back:?}"), format!("{result:?}"));
+    }
+
+    fn scripted(id: &str, source: &str, upsert: Option<Value>) -> DocWrite {
+        DocWrite::Update(UpdateRequest {
+            id: id.into(),
+            upsert,
+            script: Some(UpdateScript {
+                source: source.into(),
+                params: Some(json!({"by": 1})),
+            }),
+            detect_noop: true,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn scripted_updates_compile_once_and_write_through_the_translog() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = create(dir.path(), json!({"number_of_shards": 1}), json!({}));
+        let bump = "ctx._source.n += params.by";
+        let mut items = vec![scripted("1", bump, Some(json!({"n": 0})))];
+        items.extend((0..999).map(|_| scripted("1", bump, None)));
+        let (results, ops) = service.write_shard_replicated(0, items, false).unwrap();
+        assert!(results.iter().all(|r| r.is_ok()));
+        assert_eq!(service.resources.scripts.0.compilations(), 1);
+        // every update is an operation of the translog, with the document it wrote
+        assert_eq!(ops.len(), 1000);
+        assert_eq!(&ops[999].source[..], br#"{"n":999}"#);
+        let last = results.last().unwrap().as_ref().unwrap();
+        assert_eq!(last.written.version.version, 1000);
+        // noop and delete
+        let results = service
+            .write_shard(
+                0,
+                vec![
+                    scripted("1", "ctx.op = 'noop'", None),
+                    scripted("1", "ctx.op = 'delete'", None),
+                    scripted("1", bump, None),
+                ],
+                false,
+            )
+            .unwrap();
+        let outcomes: Vec<_> = results
+            .iter()
+            .map(|r| {
+                r.as_ref()
+                    .map(|r| r.written.outcome)
+                    .map_err(|e| e.kind().to_string())
+            })
+            .collect();
+        assert_eq!(
+            outcomes,
+            vec![
+                Ok(WriteOutcome::Noop),
+                Ok(WriteOutcome::Deleted),
+                Err("document_missing_exception".to_string())
+            ]
+        );
+        // a scripted upsert the script turns into a noop creates nothing
+        let mut noop_upsert = scripted("2", "ctx.op = 'none'", Some(json!({"n": 0})));
+        if let DocWrite::Update(update) = &mut noop_upsert {
+            update.scripted_upsert = true;
+        }
+        let result = service.write_shard(0, vec![noop_upsert], false).unwrap();
+        let result = result[0].as_ref().unwrap();
+        assert!(result.missing);
+        assert_eq!(result.written.outcome, WriteOutcome::Noop);
+        assert!(service.get("2", None, true).unwrap().is_none());
     }
 
     fn index(service: &IndexService, id: &str, source: Value) -> Result<DocWriteResult> {
@@ -1839,6 +2018,7 @@ mod tests {
             indexing_threads: 1,
             indexing_buffer_bytes: 64 << 20,
             merge_threads: 1,
+            scripts: SharedScripts::default(),
         };
         {
             let service = create(dir.path(), json!({"number_of_shards": 2}), json!({}));

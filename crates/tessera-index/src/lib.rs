@@ -14,6 +14,7 @@ pub mod snapshot_files;
 pub mod sorted_columns;
 pub mod stats;
 pub mod translog;
+pub mod update_script;
 mod wire;
 
 pub use index_service::{

@@ -28,9 +28,14 @@ pub struct Pipeline {
     pub on_failure: Vec<Configured>,
 }
 
-/// Other pipelines, by id (the `pipeline` processor's).
+/// Other pipelines, by id (the `pipeline` processor's), and the stored scripts.
 pub trait PipelineLookup {
     fn pipeline(&self, id: &str) -> Option<Arc<Pipeline>>;
+
+    /// The stored script `id`: its language and source (a `script` processor's `id`).
+    fn stored_script(&self, _id: &str) -> Option<(String, String)> {
+        None
+    }
 }
 
 /// No other pipelines.
@@ -57,6 +62,8 @@ pub enum TraceStatus {
     Error,
     ErrorIgnored,
     Dropped,
+    /// Its `if` did not hold.
+    Skipped,
 }
 
 /// One processor run, as `_simulate?verbose` shows it.
@@ -69,6 +76,8 @@ pub struct TraceEntry {
     /// The document after the processor (with `_ingest.pipeline`).
     pub doc: Option<IngestDocument>,
     pub error: Option<Error>,
+    /// The processor's `if` and what it gave.
+    pub condition: Option<(String, bool)>,
 }
 
 impl TraceEntry {
@@ -85,6 +94,11 @@ impl TraceEntry {
             status,
             doc: doc.cloned(),
             error: error.cloned(),
+            // an entry of a processor that ran: its condition held
+            condition: processor
+                .condition
+                .as_ref()
+                .map(|condition| (condition.source().to_string(), true)),
         }
     }
 }
@@ -104,6 +118,11 @@ impl<'a> Exec<'a> {
             stack: Vec::new(),
             trace: verbose.then(Vec::new),
         }
+    }
+
+    /// The stored script `id` (language, source), from the lookup.
+    pub fn stored_script(&self, id: &str) -> Option<(String, String)> {
+        self.lookup.stored_script(id)
     }
 
     pub fn current_pipeline(&self) -> Option<&str> {
@@ -327,6 +346,7 @@ pub fn render_trace_entry(entry: &TraceEntry) -> Value {
         TraceStatus::Error => "error",
         TraceStatus::ErrorIgnored => "error_ignored",
         TraceStatus::Dropped => "dropped",
+        TraceStatus::Skipped => "skipped",
     };
     let mut out = Map::new();
     out.insert("processor_type".into(), json!(entry.processor_type));
@@ -336,6 +356,12 @@ pub fn render_trace_entry(entry: &TraceEntry) -> Value {
     }
     if let Some(tag) = &entry.tag {
         out.insert("tag".into(), json!(tag));
+    }
+    if let Some((condition, result)) = &entry.condition {
+        out.insert(
+            "if".into(),
+            json!({"condition": condition, "result": result}),
+        );
     }
     match (entry.status, &entry.error) {
         (TraceStatus::Error, Some(error)) => {

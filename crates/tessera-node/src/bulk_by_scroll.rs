@@ -9,8 +9,8 @@
 //! reports them. The loop stops between batches when its task is cancelled, on the first
 //! failure, or at `max_docs`; `requests_per_second` waits between batches.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
@@ -118,7 +118,8 @@ pub fn parse_requests_per_second(text: &str) -> Result<Option<f64>> {
     Ok(Some(value))
 }
 
-/// Turns a hit into its write: `None` counts as a noop.
+/// Turns a hit into its write: `None` counts as a noop; an error fails the whole request (as
+/// a script's failure does in OpenSearch).
 pub type ToWrite = Arc<dyn Fn(&Hit) -> Result<Option<Operation>> + Send + Sync>;
 
 /// The options the three APIs share (URL parameters, and `conflicts`/`max_docs` of the body).
@@ -170,8 +171,10 @@ pub struct BulkByScroll {
     /// URL parameters of the search (`q`, `df`, …).
     pub search_params: BTreeMap<String, String>,
     pub options: Options,
-    /// The indices `refresh` refreshes (by name: a reindex creates its destination).
+    /// The indices `refresh` refreshes (by name: a reindex creates its destination), with
+    /// those the writes went to (a reindex script may choose another index).
     pub refresh_targets: Vec<String>,
+    pub written_to: Mutex<BTreeSet<String>>,
     pub to_write: ToWrite,
 }
 
@@ -460,9 +463,10 @@ pub async fn run(node: &Arc<Node>, request: BulkByScroll, task: &Task) -> Result
             });
         }
     }
-    if request.options.refresh && !request.refresh_targets.is_empty() {
-        let indices = request
-            .refresh_targets
+    let mut refresh_targets: BTreeSet<String> = request.refresh_targets.iter().cloned().collect();
+    refresh_targets.extend(request.written_to.lock().unwrap().iter().cloned());
+    if request.options.refresh && !refresh_targets.is_empty() {
+        let indices = refresh_targets
             .iter()
             .filter_map(|name| node.index(name))
             .collect();
@@ -553,9 +557,12 @@ async fn run_slice(
         if hits.is_empty() {
             break Ok(());
         }
+        let hit_count = hits.len();
         let batch_started = Instant::now();
         let conflicts_before = progress.version_conflicts;
-        write_batch(node, request, &hits, progress, failures).await;
+        if let Err(e) = write_batch(node, request, hits, progress, failures).await {
+            break Err(e);
+        }
         progress.batches += 1;
         // with conflicts=proceed, max_docs counts the documents written, as in OpenSearch: a
         // conflict leaves room for another document
@@ -563,9 +570,9 @@ async fn run_slice(
             Conflicts::Proceed => progress.version_conflicts - conflicts_before,
             Conflicts::Abort => 0,
         };
-        remaining -= hits.len() as u64 - skipped;
+        remaining -= hit_count as u64 - skipped;
         task.set_status(status(progress));
-        throttle(task, batch_started, hits.len(), progress).await;
+        throttle(task, batch_started, hit_count, progress).await;
         task.set_status(status(progress));
         if !failures.is_empty() || remaining == 0 {
             break Ok(());
@@ -617,20 +624,34 @@ fn search_failures(page: &SearchResponse) -> Option<Vec<Value>> {
     )
 }
 
-/// Writes one batch through the write service and counts each item's outcome.
+/// Writes one batch through the write service and counts each item's outcome. The hits
+/// become writes on the `write` pool (a script may run for each).
 async fn write_batch(
     node: &Arc<Node>,
     request: &BulkByScroll,
-    hits: &[Hit],
+    hits: Vec<Hit>,
     progress: &mut Progress,
     failures: &mut Vec<Value>,
-) {
-    let mut operations = Vec::with_capacity(hits.len());
-    for hit in hits {
-        match (request.to_write)(hit) {
-            Ok(Some(operation)) => operations.push(operation),
-            Ok(None) => progress.noops += 1,
-            Err(e) => failures.push(failure(&hit._index, hit._id.as_deref(), &e)),
+) -> Result<()> {
+    let to_write = request.to_write.clone();
+    let writes = node
+        .pools
+        .write
+        .run(move || hits.iter().map(&*to_write).collect::<Result<Vec<_>>>())
+        .await?;
+    let mut operations = Vec::with_capacity(writes.len());
+    for write in writes {
+        match write {
+            Some(operation) => operations.push(operation),
+            None => progress.noops += 1,
+        }
+    }
+    {
+        let mut written_to = request.written_to.lock().unwrap();
+        for operation in &operations {
+            if !written_to.contains(&operation.index) {
+                written_to.insert(operation.index.clone());
+            }
         }
     }
     let targets: Vec<(String, Option<String>)> = operations
@@ -646,8 +667,10 @@ async fn write_batch(
             Ok(item) => match item.result.written.outcome {
                 WriteOutcome::Created => progress.created += 1,
                 WriteOutcome::Updated => progress.updated += 1,
-                WriteOutcome::Deleted => progress.deleted += 1,
-                WriteOutcome::Noop | WriteOutcome::NotFound => progress.noops += 1,
+                // a delete counts as deleted even when there was nothing to delete (a reindex
+                // script's `ctx.op = "delete"` in a new index), as OpenSearch counts it
+                WriteOutcome::Deleted | WriteOutcome::NotFound => progress.deleted += 1,
+                WriteOutcome::Noop => progress.noops += 1,
             },
             Err(e) if e.kind() == "version_conflict_engine_exception" => {
                 progress.version_conflicts += 1;
@@ -658,6 +681,7 @@ async fn write_batch(
             Err(e) => failures.push(failure(index, id.as_deref(), &e)),
         }
     }
+    Ok(())
 }
 
 /// A write's failure as OpenSearch lists it: index, id, cause, status.

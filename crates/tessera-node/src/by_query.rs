@@ -4,7 +4,8 @@
 //! picks up mapping changes such as new multi-fields), conditioned on the `_seq_no` and
 //! `_primary_term` it was read with, so a document changed meanwhile is a version conflict.
 //!
-//! Scripts are a separate feature: an update-by-query with a `script` is refused with a 400.
+//! An update-by-query's `script` (`crate::hit_script`) runs on each hit first: it may change
+//! the source, skip the hit (`ctx.op = "noop"`, counted in `noops`) or delete it (`deleted`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,8 +17,10 @@ use tessera_index::{Conditions, DocWrite};
 use tessera_search::coordinator::Hit;
 
 use crate::bulk_by_scroll::{BulkByScroll, Conflicts, Kind, Options, ToWrite};
+use crate::hit_script::{HitOp, HitScript};
 use crate::search_service::SearchTarget;
 use crate::write::Operation;
+use crate::Node;
 
 /// The error of a request that carries a script.
 pub fn scripts_unsupported(api: &str) -> Error {
@@ -27,13 +30,13 @@ pub fn scripts_unsupported(api: &str) -> Error {
 }
 
 /// Takes `conflicts` and `max_docs` out of a by-query body (they override the URL's), and
-/// refuses a `script`.
+/// refuses a `script` where the API takes none.
 fn take_request_keys(
     body: &mut Map<String, Value>,
     options: &mut Options,
     api: &str,
 ) -> Result<()> {
-    if body.contains_key("script") {
+    if api != "_update_by_query" && body.contains_key("script") {
         return Err(scripts_unsupported(api));
     }
     if let Some(conflicts) = body.remove("conflicts") {
@@ -102,6 +105,7 @@ fn hit_id(hit: &Hit) -> Result<String> {
 
 /// `POST /{index}/_delete_by_query` over the `resolved` source indices.
 pub fn delete_by_query(
+    _node: &Node,
     source: SearchTarget,
     mut body: Map<String, Value>,
     search_params: BTreeMap<String, String>,
@@ -132,13 +136,15 @@ pub fn delete_by_query(
         search_params,
         options,
         refresh_targets: resolved,
+        written_to: Default::default(),
         to_write,
     })
 }
 
-/// `POST /{index}/_update_by_query` without a script: every matching document indexed again
-/// from its own `_source`.
+/// `POST /{index}/_update_by_query`: every matching document indexed again from its own
+/// `_source`, or from what the `script` made of it.
 pub fn update_by_query(
+    node: &Node,
     source: SearchTarget,
     mut body: Map<String, Value>,
     search_params: BTreeMap<String, String>,
@@ -146,25 +152,52 @@ pub fn update_by_query(
     resolved: Vec<String>,
 ) -> Result<BulkByScroll> {
     take_request_keys(&mut body, &mut options, "_update_by_query")?;
+    let script = match body.remove("script") {
+        Some(value) => Some(HitScript::new(node, "update_by_query", &value)?),
+        None => None,
+    };
     // the documents are written back whole: a source filter of the body does not apply
     body.remove("_source");
-    let to_write: ToWrite = Arc::new(|hit: &Hit| {
-        let source = hit._source.as_ref().ok_or_else(|| {
-            Error::illegal_argument(format!(
-                "[{}] has no _source to update by query with",
-                hit._id.as_deref().unwrap_or_default()
-            ))
-        })?;
-        Ok(Some(Operation {
-            index: hit._index.clone(),
-            write: DocWrite::Index {
-                id: Some(hit_id(hit)?),
-                auto_generated_id: false,
-                source: Bytes::copy_from_slice(source.get().as_bytes()),
-                routing: hit._routing.clone(),
-                conditions: read_as(hit),
-            },
-        }))
+    let to_write: ToWrite = Arc::new(move |hit: &Hit| {
+        let id = hit_id(hit)?;
+        let Some(script) = &script else {
+            let source = hit._source.as_ref().ok_or_else(|| {
+                Error::illegal_argument(format!("[{id}] has no _source to update by query with"))
+            })?;
+            return Ok(Some(reindex_in_place(
+                hit,
+                id,
+                Bytes::copy_from_slice(source.get().as_bytes()),
+            )));
+        };
+        let applied = script.apply(hit)?;
+        for (key, changed) in [
+            ("_index", &applied.index),
+            ("_id", &applied.id),
+            ("_routing", &applied.routing),
+        ] {
+            if changed.is_some() {
+                return Err(Error::illegal_argument(format!(
+                    "Modifying [{key}] not allowed"
+                )));
+            }
+        }
+        Ok(match applied.op {
+            HitOp::Noop => None,
+            HitOp::Delete => Some(Operation {
+                index: hit._index.clone(),
+                write: DocWrite::Delete {
+                    id,
+                    routing: hit._routing.clone(),
+                    conditions: read_as(hit),
+                },
+            }),
+            HitOp::Index => {
+                let source = serde_json::to_vec(&applied.source)
+                    .map_err(|e| Error::internal("write a document", e))?;
+                Some(reindex_in_place(hit, id, source.into()))
+            }
+        })
     });
     Ok(BulkByScroll {
         kind: Kind::UpdateByQuery,
@@ -174,8 +207,23 @@ pub fn update_by_query(
         search_params,
         options,
         refresh_targets: resolved,
+        written_to: Default::default(),
         to_write,
     })
+}
+
+/// The hit indexed again under its id and routing, conditioned on the version it was read at.
+fn reindex_in_place(hit: &Hit, id: String, source: Bytes) -> Operation {
+    Operation {
+        index: hit._index.clone(),
+        write: DocWrite::Index {
+            id: Some(id),
+            auto_generated_id: false,
+            source,
+            routing: hit._routing.clone(),
+            conditions: read_as(hit),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -198,9 +246,17 @@ mod tests {
         value.as_object().unwrap().clone()
     }
 
+    fn node() -> (tempfile::TempDir, Arc<Node>) {
+        let dir = tempfile::tempdir().unwrap();
+        let node = crate::write::tests::start(dir.path());
+        (dir, node)
+    }
+
     #[test]
     fn a_delete_by_query_needs_a_query() {
+        let (_dir, node) = node();
         let e = delete_by_query(
+            &node,
             target(),
             Map::new(),
             BTreeMap::new(),
@@ -211,12 +267,16 @@ mod tests {
         .unwrap();
         assert_eq!(e.reason(), "Validation Failed: 1: query is missing;");
         let q = BTreeMap::from([("q".to_string(), "a:1".to_string())]);
-        assert!(delete_by_query(target(), Map::new(), q, Options::default(), vec![]).is_ok());
+        assert!(
+            delete_by_query(&node, target(), Map::new(), q, Options::default(), vec![]).is_ok()
+        );
     }
 
     #[test]
     fn body_keys_override_the_url_and_leave_the_search() {
+        let (_dir, node) = node();
         let request = delete_by_query(
+            &node,
             target(),
             body(json!({"query": {"match_all": {}}, "conflicts": "proceed", "max_docs": 3})),
             BTreeMap::new(),
@@ -228,6 +288,7 @@ mod tests {
         assert_eq!(request.options.conflicts, Conflicts::Proceed);
         assert_eq!(request.options.max_docs, Some(3));
         let sized = update_by_query(
+            &node,
             target(),
             body(json!({"size": 2})),
             BTreeMap::new(),
@@ -252,17 +313,35 @@ mod tests {
     }
 
     #[test]
-    fn scripts_are_refused() {
-        let e = update_by_query(
+    fn scripts_are_compiled_when_the_request_is_parsed() {
+        let (_dir, node) = node();
+        let parse = |script: Value| {
+            update_by_query(
+                &node,
+                target(),
+                body(json!({ "script": script })),
+                BTreeMap::new(),
+                Options::default(),
+                vec![],
+            )
+        };
+        let request = parse(json!({"source": "ctx._source.a++"})).ok().unwrap();
+        assert!(!request.search.contains_key("script"));
+        let e = parse(json!({"source": "ctx._source.a +"})).err().unwrap();
+        assert_eq!(e.kind(), "script_exception");
+        assert_eq!(e.status(), 400);
+        let e = parse(json!({"id": "missing"})).err().unwrap();
+        assert_eq!(e.kind(), "resource_not_found_exception");
+        let e = delete_by_query(
+            &node,
             target(),
-            body(json!({"script": {"source": "ctx._source.a++"}})),
+            body(json!({"query": {"match_all": {}}, "script": "ctx.op = 'delete'"})),
             BTreeMap::new(),
             Options::default(),
             vec![],
         )
         .err()
         .unwrap();
-        assert_eq!(e.kind(), "illegal_argument_exception");
         assert_eq!(e.status(), 400);
     }
 }

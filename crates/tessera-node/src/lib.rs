@@ -11,6 +11,7 @@ pub mod custom;
 pub mod data_streams;
 pub mod disk;
 pub mod health;
+pub mod hit_script;
 pub mod indexing_pressure;
 pub mod ingest;
 pub mod node;

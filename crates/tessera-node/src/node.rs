@@ -2041,6 +2041,7 @@ pub(crate) fn test_node(dir: &Path) -> Arc<Node> {
             indexing_threads: 1,
             indexing_buffer_bytes: 32 << 20,
             merge_threads: 1,
+            scripts: Default::default(),
         },
         ..NodeConfig::default()
     })

@@ -4,8 +4,12 @@
 //! `dest.op_type: create` a document already there is a version conflict; `dest.routing`
 //! keeps, discards or sets each document's routing.
 //!
+//! A `script` (`crate::hit_script`) runs on each document first: it may change the source,
+//! skip the document (`ctx.op = "noop"`), delete the destination's copy (`delete`), or write it
+//! elsewhere (`ctx._index`, `ctx._id`, `ctx._routing`).
+//!
 //! What Tessera lacks is refused with a 400 rather than ignored: `source.remote` (reindex from
-//! another cluster), `dest.pipeline` (no ingest node) and `script`.
+//! another cluster) and `dest.pipeline` (no ingest node).
 
 use std::sync::Arc;
 
@@ -14,10 +18,12 @@ use serde_json::{Map, Value};
 use tessera_common::error::json_token;
 use tessera_common::{Error, Result};
 use tessera_index::{Conditions, DocWrite};
+use tessera_script::Value as ScriptValue;
 use tessera_search::coordinator::Hit;
 
 use crate::bulk_by_scroll::{BulkByScroll, Conflicts, Kind, Options, ToWrite};
-use crate::by_query::{parse_max_docs, scripts_unsupported};
+use crate::by_query::parse_max_docs;
+use crate::hit_script::{HitOp, HitScript};
 use crate::search_service::SearchTarget;
 use crate::write::Operation;
 use crate::{Node, ResolveOptions};
@@ -159,6 +165,7 @@ pub fn reindex(node: &Arc<Node>, body: &Value, mut options: Options) -> Result<B
     let mut indices: Vec<String> = Vec::new();
     let mut search = Map::new();
     let mut dest = None;
+    let mut script = None;
     for (key, value) in object {
         match key.as_str() {
             "source" => {
@@ -193,7 +200,7 @@ pub fn reindex(node: &Arc<Node>, body: &Value, mut options: Options) -> Result<B
             "conflicts" => {
                 options.conflicts = Conflicts::parse(&string_of(value, "conflicts")?)?;
             }
-            "script" => return Err(scripts_unsupported("_reindex")),
+            "script" => script = Some(HitScript::new(node, "reindex", value)?),
             other => return Err(unknown_field("reindex", other)),
         }
     }
@@ -236,24 +243,57 @@ pub fn reindex(node: &Arc<Node>, body: &Value, mut options: Options) -> Result<B
                 ._id
                 .clone()
                 .ok_or_else(|| Error::illegal_state("a hit without an _id"))?;
-            let source = hit
-                ._source
-                .as_ref()
-                .map(|source| Bytes::copy_from_slice(source.get().as_bytes()))
-                .unwrap_or_else(|| Bytes::from_static(b"{}"));
-            Ok(Some(Operation {
-                index: dest_index.clone(),
-                write: DocWrite::Index {
-                    id: Some(id),
-                    auto_generated_id: false,
-                    source,
-                    routing: dest.routing.of(hit),
-                    conditions: Conditions {
-                        create_only: dest.create,
-                        ..Conditions::default()
+            let conditions = Conditions {
+                create_only: dest.create,
+                ..Conditions::default()
+            };
+            let Some(script) = &script else {
+                let source = hit
+                    ._source
+                    .as_ref()
+                    .map(|source| Bytes::copy_from_slice(source.get().as_bytes()))
+                    .unwrap_or_else(|| Bytes::from_static(b"{}"));
+                return Ok(Some(Operation {
+                    index: dest_index.clone(),
+                    write: DocWrite::Index {
+                        id: Some(id),
+                        auto_generated_id: false,
+                        source,
+                        routing: dest.routing.of(hit),
+                        conditions,
                     },
+                }));
+            };
+            let applied = script.apply(hit)?;
+            let text = |value: ScriptValue| (!value.is_null()).then(|| value.to_java_string());
+            let index = match applied.index {
+                None => dest_index.clone(),
+                Some(value) => text(value).ok_or_else(|| {
+                    Error::illegal_argument("Can't reindex without a destination index!")
+                })?,
+            };
+            let id = applied.id.map_or(Some(id), text);
+            let routing = applied.routing.map_or_else(|| dest.routing.of(hit), text);
+            let write = match applied.op {
+                HitOp::Noop => return Ok(None),
+                HitOp::Delete => DocWrite::Delete {
+                    id: id.ok_or_else(|| {
+                        Error::action_request_validation(&["id is missing".to_string()])
+                    })?,
+                    routing,
+                    conditions,
                 },
-            }))
+                HitOp::Index => DocWrite::Index {
+                    id,
+                    auto_generated_id: false,
+                    source: serde_json::to_vec(&applied.source)
+                        .map_err(|e| Error::internal("write a document", e))?
+                        .into(),
+                    routing,
+                    conditions,
+                },
+            };
+            Ok(Some(Operation { index, write }))
         })
     };
     Ok(BulkByScroll {
@@ -269,6 +309,7 @@ pub fn reindex(node: &Arc<Node>, body: &Value, mut options: Options) -> Result<B
         search_params: Default::default(),
         options,
         refresh_targets: vec![dest_index],
+        written_to: Default::default(),
         to_write,
     })
 }
@@ -346,9 +387,9 @@ mod tests {
         )
         .contains("not supported"));
         assert!(problems(
-            json!({"source": {"index": "src"}, "dest": {"index": "d"}, "script": {}})
+            json!({"source": {"index": "src"}, "dest": {"index": "d"}, "script": {"source": "ctx._id +"}})
         )
-        .contains("scripts are not supported"));
+        .contains("compile error"));
         let request = reindex(
             &node,
             &json!({"source": {"index": "src", "size": 10, "query": {"match_all": {}}},

@@ -24,6 +24,7 @@ pub fn test_index(dir: &Path) -> Arc<IndexService> {
             indexing_threads: 1,
             indexing_buffer_bytes: 16 << 20,
             merge_threads: 1,
+            scripts: Default::default(),
         },
     )
     .expect("create the index");

@@ -1,7 +1,7 @@
 //! Rewriting data as a client lives it: a `_delete_by_query` started with
 //! `wait_for_completion=false`, followed in `_tasks` and cancelled between batches; a document
 //! changed after the request read it is a version conflict (`conflicts=proceed` counts it,
-//! `abort` fails with it); scripts are refused; and on a 3-node cluster any node coordinates a
+//! `abort` fails with it); scripts rewrite documents; and on a 3-node cluster any node coordinates a
 //! reindex over shards held elsewhere, while any other node lists, gets and cancels its task.
 
 mod common;
@@ -202,41 +202,67 @@ fn a_document_changed_after_it_was_read_is_a_version_conflict() {
 }
 
 #[test]
-fn scripts_are_refused_with_a_clear_error() {
+fn scripts_rewrite_documents_and_the_rest_is_refused() {
     let node = Node::start();
-    node.put("/docs", &json!({})).ok();
-    write_docs(&node, "docs", 2);
-    let script = json!({"source": "ctx._source.n++"});
-    let body = node
+    node.put("/docs", &json!({"settings": {"number_of_shards": 3}}))
+        .ok();
+    write_docs(&node, "docs", 6);
+    // update by query: odd documents deleted, 0 skipped, the rest changed
+    let script = json!({
+        "source": "if (ctx._source.n % 2 == 1) { ctx.op = 'delete' } else if (ctx._source.n == 0) { ctx.op = 'noop' } else { ctx._source.n *= params.f }",
+        "params": {"f": 10}
+    });
+    let answer = node
         .post(
-            "/docs/_update_by_query",
-            &json!({"script": script, "query": {"match_all": {}}}),
+            "/docs/_update_by_query?refresh=true",
+            &json!({"script": script}),
         )
-        .expect_error(400, "illegal_argument_exception");
-    assert!(
-        body["error"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("scripts are not supported"),
-        "{body}"
+        .ok()
+        .json();
+    assert_eq!(
+        (&answer["updated"], &answer["deleted"], &answer["noops"]),
+        (&json!(2), &json!(3), &json!(1)),
+        "{answer}"
+    );
+    let doc = node.get("/docs/_doc/4").ok().json();
+    assert_eq!(doc["_source"], json!({"n": 40}));
+    // reindex: each document under a new id, in an index the script chooses
+    let answer = node
+        .post(
+            "/_reindex?refresh=true",
+            &json!({"source": {"index": "docs"}, "dest": {"index": "copy"},
+                    "script": {"source": "ctx._id = 'c' + ctx._id; ctx._index = ctx._source.n > 0 ? 'copy' : 'zero'"}}),
+        )
+        .ok()
+        .json();
+    assert_eq!(answer["created"], 3, "{answer}");
+    assert_eq!(
+        node.get("/copy/_doc/c4").ok().json()["_source"],
+        json!({"n": 40})
+    );
+    assert_eq!(node.get("/zero/_count").ok().json()["count"], 1);
+    // a script that fails fails the request, and writes nothing
+    node.post(
+        "/docs/_update_by_query",
+        &json!({"script": {"source": "ctx._source.n = 1 / 0"}}),
+    )
+    .expect_error(400, "script_exception");
+    assert_eq!(
+        node.get("/docs/_doc/4").ok().json()["_source"],
+        json!({"n": 40})
     );
     node.post(
         "/_reindex",
-        &json!({"source": {"index": "docs"}, "dest": {"index": "copy"}, "script": script}),
+        &json!({"source": {"index": "docs"}, "dest": {"index": "copy2", "pipeline": "p"}}),
     )
     .expect_error(400, "illegal_argument_exception");
     node.post(
         "/_reindex",
-        &json!({"source": {"index": "docs"}, "dest": {"index": "copy", "pipeline": "p"}}),
-    )
-    .expect_error(400, "illegal_argument_exception");
-    node.post(
-        "/_reindex",
-        &json!({"source": {"index": "docs", "remote": {"host": "http://h:9200"}}, "dest": {"index": "copy"}}),
+        &json!({"source": {"index": "docs", "remote": {"host": "http://h:9200"}}, "dest": {"index": "copy2"}}),
     )
     .expect_error(400, "illegal_argument_exception");
     // nothing was written
-    assert_eq!(node.get("/copy").status, 404);
+    assert_eq!(node.get("/copy2").status, 404);
 }
 
 #[test]

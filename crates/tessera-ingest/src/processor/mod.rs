@@ -4,8 +4,9 @@
 //!
 //! One module per family: [`fields`] (set, remove, rename, append), [`strings`] (lowercase,
 //! uppercase, trim, split, join, gsub), [`convert`], [`date`], [`dissect`], [`grok`],
-//! [`json`], [`flow`] (drop, fail, foreach, pipeline). Types OpenSearch has and Tessera lacks
-//! fail when the pipeline is created, as does the `if` option (there is no scripting).
+//! [`json`], [`flow`] (drop, fail, foreach, pipeline), [`script`] (the `script` processor and
+//! the `if` option's painless condition). Types OpenSearch has and Tessera lacks fail when the
+//! pipeline is created.
 
 pub mod convert;
 pub mod date;
@@ -14,6 +15,7 @@ pub mod fields;
 pub mod flow;
 pub mod grok;
 pub mod json;
+pub mod script;
 pub mod strings;
 
 use std::fmt::Debug;
@@ -99,12 +101,14 @@ pub struct Configured {
     pub description: Option<String>,
     pub ignore_failure: bool,
     pub on_failure: Vec<Configured>,
+    /// `if`: the processor runs only where it holds.
+    pub condition: Option<script::Condition>,
     pub inner: Box<dyn Processor>,
     pub stats: ProcessorStats,
 }
 
 /// The processor types Tessera runs.
-pub const TYPES: [&str; 19] = [
+pub const TYPES: [&str; 20] = [
     "append",
     "convert",
     "date",
@@ -120,6 +124,7 @@ pub const TYPES: [&str; 19] = [
     "pipeline",
     "remove",
     "rename",
+    "script",
     "set",
     "split",
     "trim",
@@ -127,7 +132,7 @@ pub const TYPES: [&str; 19] = [
 ];
 
 /// Types of OpenSearch's ingest modules that Tessera does not implement.
-const UNSUPPORTED: [&str; 22] = [
+const UNSUPPORTED: [&str; 21] = [
     "attachment",
     "bytes",
     "community_id",
@@ -141,7 +146,6 @@ const UNSUPPORTED: [&str; 22] = [
     "ip2geo",
     "kv",
     "remove_by_pattern",
-    "script",
     "sort",
     "sparse_encoding",
     "text_embedding",
@@ -169,6 +173,12 @@ pub fn parse_entry(entry: &Value) -> Result<Vec<Configured>> {
         .iter()
         .map(|(kind, config)| match config {
             Value::Object(map) => parse(kind, map.clone()),
+            // a script processor may be its inline source alone
+            Value::String(source) if kind == "script" => {
+                let mut map = Map::new();
+                map.insert("source".into(), Value::String(source.clone()));
+                parse(kind, map)
+            }
             other => Err(property_error(
                 kind,
                 None,
@@ -256,12 +266,10 @@ pub fn parse(kind: &str, mut map: Map<String, Value>) -> Result<Configured> {
         }
     };
     let mut config = Config::with_tag(kind, map, tag.clone());
-    if config.take("if").is_some() {
-        return Err(config.error(
-            "if",
-            "conditional processors are not supported by Tessera: it has no scripting",
-        ));
-    }
+    let condition = match config.take("if") {
+        Some(value) => Some(script::Condition::parse(kind, &value)?),
+        None => None,
+    };
     let on_failure = match config.take("on_failure") {
         Some(list) => {
             let parsed = parse_list(&list, "on_failure")?;
@@ -290,6 +298,7 @@ pub fn parse(kind: &str, mut map: Map<String, Value>) -> Result<Configured> {
         "fail" => Box::new(flow::Fail::parse(&mut config)?),
         "foreach" => Box::new(flow::Foreach::parse(&mut config)?),
         "pipeline" => Box::new(flow::PipelineProcessor::parse(&mut config)?),
+        "script" => Box::new(script::ScriptProcessor::parse(&mut config)?),
         other if UNSUPPORTED.contains(&other) => {
             return Err(property_error(
                 other,
@@ -314,6 +323,7 @@ pub fn parse(kind: &str, mut map: Map<String, Value>) -> Result<Configured> {
         description,
         ignore_failure,
         on_failure,
+        condition,
         inner,
         stats: ProcessorStats::default(),
     })
@@ -329,8 +339,29 @@ impl Configured {
         serde_json::json!({ name: {"type": self.kind, "stats": self.stats.render()} })
     }
 
-    /// Runs the processor with its `ignore_failure` and `on_failure`.
+    /// Runs the processor with its `if`, `ignore_failure` and `on_failure` (a failing `if`
+    /// fails the processor without them, as OpenSearch's condition wraps them).
     pub fn run(&self, doc: &mut IngestDocument, exec: &mut Exec<'_>) -> Outcome {
+        if let Some(condition) = &self.condition {
+            let holds = condition.holds(doc, exec).map_err(|error| Failure {
+                error,
+                kind: Some(self.kind.clone()),
+                tag: self.tag.clone(),
+                pipeline: None,
+            })?;
+            if !holds {
+                exec.record(|| {
+                    let mut entry = TraceEntry::new(self, TraceStatus::Skipped, None, None);
+                    entry.condition = Some((condition.source().to_string(), false));
+                    entry
+                });
+                return Ok(Flow::Continue);
+            }
+        }
+        self.run_unconditionally(doc, exec)
+    }
+
+    fn run_unconditionally(&self, doc: &mut IngestDocument, exec: &mut Exec<'_>) -> Outcome {
         // a verbose simulation shows a `pipeline` processor that ran its pipeline before the
         // processors it ran, without a document (their failure is theirs); one that could not
         // run it (missing, a cycle) as its own error, as OpenSearch does
@@ -515,8 +546,9 @@ pub(crate) mod tests {
         assert_eq!(e.reason(), "No processor type exists with name [foo]");
         let e = parse_error(json!({"kv": {"field": "a"}}));
         assert!(e.reason().contains("not supported by Tessera"), "{e}");
-        let e = parse_error(json!({"set": {"field": "a", "value": 1, "if": "ctx.a == 1"}}));
-        assert_eq!(e.meta("property_name"), Some(&json!("if")));
+        let e = parse_error(json!({"set": {"field": "a", "value": 1, "if": "ctx.a +"}}));
+        assert_eq!(e.kind(), "script_exception");
+        assert_eq!(e.meta("processor_type"), Some(&json!("set")));
         assert_eq!(e.status(), 400);
     }
 

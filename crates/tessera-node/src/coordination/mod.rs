@@ -961,6 +961,7 @@ mod tests {
                     indexing_threads: 1,
                     indexing_buffer_bytes: 32 << 20,
                     merge_threads: 1,
+                    scripts: Default::default(),
                 },
                 ..NodeConfig::default()
             },

@@ -19,6 +19,8 @@ use std::sync::{Arc, Weak};
 
 use tessera_common::threadpool::ThreadPool;
 use tessera_common::{Error, Result};
+use tessera_index::update_script::UpdateScript;
+use tessera_script::ScriptSpec;
 
 pub use operation::{
     missing_index, ActiveShards, ItemResponse, ItemResult, Operation, Refresh, ShardInfo,
@@ -45,6 +47,22 @@ impl WriteService {
         self.node
             .upgrade()
             .ok_or_else(|| Error::illegal_state("the node has stopped"))
+    }
+
+    /// The script an update runs: `spec`'s own source or the stored script its `id` names,
+    /// in painless. What fails here fails as OpenSearch fails to run the script.
+    pub fn update_script(&self, spec: &ScriptSpec) -> Result<UpdateScript> {
+        let resolved = self
+            .node()?
+            .resolve_script(spec)
+            .map_err(tessera_index::update_script::failed)?;
+        let source = resolved
+            .painless("update")
+            .map_err(tessera_index::update_script::failed)?;
+        Ok(UpdateScript {
+            source: source.to_string(),
+            params: Some(serde_json::Value::Object(resolved.params.clone())),
+        })
     }
 
     /// Whether `name` is an alias (`require_alias`).

@@ -12,10 +12,12 @@ use serde_json::{json, Map, Value};
 use tessera_common::ids::index_id_problems;
 use tessera_common::{Error, Result};
 use tessera_index::index_service::UpdateRequest;
+use tessera_index::update_script::UpdateScript;
 use tessera_index::{Conditions, DocWrite};
 use tessera_node::ingest::Ingested;
 use tessera_node::write::{ItemResponse, ItemResult, Operation, ShardInfo};
 use tessera_node::WriteService;
+use tessera_script::ScriptSpec;
 
 use crate::request::RestRequest;
 use crate::response::RestResponse;
@@ -26,13 +28,16 @@ use crate::response::RestResponse;
 pub struct WriteBody<'a> {
     pub _index: &'a str,
     pub _id: &'a str,
-    pub _version: u64,
+    /// -1 for a scripted upsert that created nothing.
+    pub _version: i64,
     pub result: &'static str,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub forced_refresh: bool,
     pub _shards: ShardInfo,
-    pub _seq_no: u64,
-    pub _primary_term: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub _seq_no: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub _primary_term: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
 }
@@ -40,15 +45,17 @@ pub struct WriteBody<'a> {
 impl<'a> WriteBody<'a> {
     pub fn new(item: &'a ItemResponse) -> WriteBody<'a> {
         let result = &item.result;
+        let version = &result.written.version;
+        let found = !result.missing;
         WriteBody {
             _index: &item.index,
             _id: &result.id,
-            _version: result.written.version.version,
+            _version: if found { version.version as i64 } else { -1 },
             result: result.written.outcome.as_str(),
             forced_refresh: result.forced_refresh,
             _shards: item.shards,
-            _seq_no: result.written.version.seq_no,
-            _primary_term: result.written.version.primary_term,
+            _seq_no: found.then_some(version.seq_no),
+            _primary_term: found.then_some(version.primary_term),
             status: None,
         }
     }
@@ -320,6 +327,7 @@ pub fn parse_bulk(
     body: &Bytes,
     default_index: Option<&str>,
     default_routing: Option<&str>,
+    scripts: ScriptResolver<'_>,
 ) -> Result<Vec<ParsedItem>> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(Error::new(
@@ -381,7 +389,7 @@ pub fn parse_bulk(
             };
             if kind == "update" {
                 match id {
-                    Some(id) => parse_update(id, routing, conditions, source),
+                    Some(id) => parse_update(id, routing, conditions, source, scripts),
                     None => Err(Error::action_request_validation(&["id is missing".into()])),
                 }
             } else {
@@ -420,12 +428,17 @@ pub fn parse_bulk(
     Ok(items)
 }
 
-/// Parses an update body (`doc`, `upsert`, `doc_as_upsert`, `detect_noop`).
+/// Turns an update's parsed `script` into the script the primary runs (a stored one looked up).
+pub type ScriptResolver<'a> = &'a dyn Fn(&ScriptSpec) -> Result<UpdateScript>;
+
+/// Parses an update body (`doc`, `upsert`, `doc_as_upsert`, `detect_noop`, `script`,
+/// `scripted_upsert`).
 pub fn parse_update(
     id: String,
     routing: Option<String>,
     conditions: Conditions,
     body: &[u8],
+    scripts: ScriptResolver<'_>,
 ) -> Result<DocWrite> {
     let value = crate::request::parse_json(body)?;
     let Value::Object(map) = value else {
@@ -440,16 +453,16 @@ pub fn parse_update(
         conditions,
         ..Default::default()
     };
+    let mut script = None;
     for (key, value) in map {
         match key.as_str() {
             "doc" => update.doc = Some(value),
             "upsert" => update.upsert = Some(value),
             "doc_as_upsert" => update.doc_as_upsert = value.as_bool().unwrap_or(false),
             "detect_noop" => update.detect_noop = value.as_bool().unwrap_or(true),
+            "scripted_upsert" => update.scripted_upsert = value.as_bool().unwrap_or(false),
+            "script" => script = Some(ScriptSpec::parse("UpdateRequest", &value)?),
             "_source" | "_source_includes" | "_source_excludes" => {}
-            "script" | "scripted_upsert" => {
-                return Err(Error::not_supported("[script] in updates"))
-            }
             other => {
                 let (line, col) = crate::request::key_position(body, other);
                 return Err(Error::x_content_parse(format!(
@@ -458,10 +471,21 @@ pub fn parse_update(
             }
         }
     }
-    if update.doc.is_none() && update.upsert.is_none() {
-        return Err(Error::action_request_validation(&[
-            "script or doc is missing".into(),
-        ]));
+    match (&script, &update.doc) {
+        (Some(_), Some(_)) => {
+            return Err(Error::action_request_validation(&[
+                "can't provide both script and doc".into(),
+            ]))
+        }
+        (None, None) if update.upsert.is_none() => {
+            return Err(Error::action_request_validation(&[
+                "script or doc is missing".into(),
+            ]))
+        }
+        _ => {}
+    }
+    if let Some(spec) = &script {
+        update.script = Some(scripts(spec)?);
     }
     Ok(DocWrite::Update(update))
 }
@@ -483,8 +507,13 @@ pub async fn bulk(service: Arc<WriteService>, request: RestRequest) -> Result<Re
     service
         .bulk(
             move || {
-                let parsed =
-                    parse_bulk(&body, default_index.as_deref(), default_routing.as_deref())?;
+                let scripts = |spec: &ScriptSpec| ingest.update_script(spec);
+                let parsed = parse_bulk(
+                    &body,
+                    default_index.as_deref(),
+                    default_routing.as_deref(),
+                    &scripts,
+                )?;
                 operations(parsed, &ingest, default_pipeline.as_deref(), require_alias)
             },
             options,
@@ -677,12 +706,20 @@ fn render_bulk(
 mod tests {
     use super::*;
 
+    /// Inline scripts only (the node resolves stored ones).
+    fn inline_only(spec: &ScriptSpec) -> Result<UpdateScript> {
+        Ok(UpdateScript {
+            source: spec.source.clone().unwrap_or_default(),
+            params: Some(Value::Object(spec.params.clone())),
+        })
+    }
+
     fn parse(
         body: &'static [u8],
         index: Option<&str>,
         routing: Option<&str>,
     ) -> Result<Vec<ParsedItem>> {
-        parse_bulk(&Bytes::from_static(body), index, routing)
+        parse_bulk(&Bytes::from_static(body), index, routing, &inline_only)
     }
 
     #[test]
@@ -733,7 +770,8 @@ mod tests {
     #[test]
     fn parses_mixed_actions() {
         let body = b"{\"index\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{\"x\":1}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"2\"}}\n{\"update\":{\"_id\":\"3\"}}\n{\"doc\":{\"y\":2}}\n{\"create\":{\"_index\":\"b\"}\n{\"z\":3}\n";
-        let items = parse_bulk(&Bytes::from_static(body), Some("dflt"), None).unwrap();
+        let items =
+            parse_bulk(&Bytes::from_static(body), Some("dflt"), None, &inline_only).unwrap();
         assert_eq!(items.len(), 4);
         assert_eq!(items[0].index, "a");
         assert_eq!(items[2].index, "dflt");

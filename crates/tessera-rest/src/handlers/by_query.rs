@@ -85,6 +85,7 @@ async fn execute(
 }
 
 type ByQuery = fn(
+    &Node,
     tessera_node::SearchTarget,
     Map<String, Value>,
     BTreeMap<String, String>,
@@ -109,7 +110,7 @@ async fn by_query(node: Arc<Node>, request: RestRequest, build: ByQuery) -> Resu
                 .map(|v| (name.to_string(), v.to_string()))
         })
         .collect();
-    let parsed = build(target, body, search_params, options, resolved)?;
+    let parsed = build(&node, target, body, search_params, options, resolved)?;
     execute(&node, &request, parsed).await
 }
 

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use tessera_common::ids::index_id_problems;
 use tessera_common::{Error, Result};
-use tessera_index::{Conditions, DocWrite, IndexService, StoredDoc};
+use tessera_index::{Conditions, DocWrite, IndexService, StoredDoc, WriteOutcome};
 use tessera_mapping::SourceFilter;
 use tessera_node::ingest::Ingested;
 use tessera_node::read::{get_document, GetRequest};
 use tessera_node::write::{missing_index, Operation};
 use tessera_node::{Node, WriteService};
+use tessera_script::ScriptSpec;
 use tessera_search::request::{parse_source_spec, SourceSpec};
 
 use super::bulk::{parse_update, write_json};
@@ -174,6 +175,9 @@ pub async fn update(service: Arc<WriteService>, request: RestRequest) -> Result<
     };
     let mut conditions = conditions(&request, false)?;
     conditions.create_only = false;
+    // checked, not used: an update reads and writes its document under the shard's write lock,
+    // so there is no version conflict between the two to retry
+    request.param_i64("retry_on_conflict")?;
     let write = parse_update(
         request.path_param("id").to_string(),
         request
@@ -182,6 +186,7 @@ pub async fn update(service: Arc<WriteService>, request: RestRequest) -> Result<
             .map(String::from),
         conditions,
         &body,
+        &|spec: &ScriptSpec| service.update_script(spec),
     )?;
     let source_spec = update_source_spec(&request, &body)?;
     let options = super::write_options(&request)?;
@@ -196,7 +201,11 @@ pub async fn update(service: Arc<WriteService>, request: RestRequest) -> Result<
         .await?;
     let mut out = write_json(&item);
     let result = &item.result;
-    if let (Some(spec), Some(source)) = (source_spec, &result.source) {
+    let deleted = result.written.outcome == WriteOutcome::Deleted;
+    if result.missing {
+        // a scripted upsert the script turned into a noop: OpenSearch shows the missing get
+        out.insert("get".into(), json!({"found": false}));
+    } else if let Some(spec) = source_spec.filter(|_| result.source.is_some() || deleted) {
         let mut get = Map::new();
         get.insert("_seq_no".into(), json!(result.written.version.seq_no));
         get.insert(
@@ -204,8 +213,11 @@ pub async fn update(service: Arc<WriteService>, request: RestRequest) -> Result<
             json!(result.written.version.primary_term),
         );
         get.insert("found".into(), json!(true));
-        if let Some(rendered) = render_source(source, &spec)? {
-            get.insert("_source".into(), rendered);
+        // a document a script deleted is shown without a source, as OpenSearch shows it
+        if let Some(source) = &result.source {
+            if let Some(rendered) = render_source(source, &spec)? {
+                get.insert("_source".into(), rendered);
+            }
         }
         out.insert("get".into(), Value::Object(get));
     }

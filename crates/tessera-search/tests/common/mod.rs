@@ -599,6 +599,7 @@ impl TestIndex {
                 indexing_threads: 1,
                 indexing_buffer_bytes: 64 << 20,
                 merge_threads: 1,
+                scripts: Default::default(),
             },
         )
         .expect("create the index");
