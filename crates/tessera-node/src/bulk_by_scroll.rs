@@ -810,6 +810,7 @@ mod tests {
         };
         let query = json!({"query": {"range": {"n": {"gte": 5}}}});
         let request = crate::by_query::delete_by_query(
+            &node,
             target(),
             query.as_object().unwrap().clone(),
             BTreeMap::new(),
@@ -825,6 +826,7 @@ mod tests {
         assert!(response["batches"].as_u64().unwrap() >= 3, "{response}");
         // sliced by shard, max_docs shared between the slices
         let request = crate::by_query::delete_by_query(
+            &node,
             target(),
             json!({"query": {"match_all": {}}})
                 .as_object()
@@ -860,6 +862,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let node = node_with_docs(dir.path());
         let request = crate::by_query::update_by_query(
+            &node,
             target(),
             Map::new(),
             BTreeMap::new(),
