@@ -38,6 +38,7 @@ const JAVA_EXCEPTIONS: &[&str] = &[
     "negative_array_size_exception",
     "stack_overflow_error",
     "painless_error",
+    "no_viable_alt_exception",
 ];
 
 /// `Result` with Tessera's [`Error`].
@@ -210,6 +211,12 @@ impl Error {
     }
 
     // ---- constructors for the exceptions Tessera raises ----
+
+    /// An exception OpenSearch renders with `"reason": null` (a Java exception raised without
+    /// a message, such as ANTLR's `no_viable_alt_exception` under a Painless parse error).
+    pub fn without_reason(kind: &'static str, status: u16) -> Self {
+        Error::new(kind, status, "").with_meta("reason", Value::Null)
+    }
 
     pub fn illegal_argument(reason: impl Into<String>) -> Self {
         Error::new("illegal_argument_exception", 400, reason)

@@ -27,6 +27,9 @@ pub struct ScriptError {
     pub statement: Option<(usize, usize)>,
 }
 
+/// The parse error of a script that ends too early.
+pub const UNEXPECTED_END: &str = "unexpected end of script.";
+
 impl ScriptError {
     pub fn compile(offset: usize, cause_type: &'static str, reason: impl Into<String>) -> Self {
         ScriptError {
@@ -88,9 +91,14 @@ impl ScriptError {
                 "position",
                 json!({"offset": offset, "start": start, "end": end}),
             );
-        head.clone()
-            .caused_by(Error::new(self.cause_type, 400, self.reason.clone()))
-            .with_root_causes(vec![head])
+        let mut cause = Error::new(self.cause_type, 400, self.reason.clone());
+        if self.kind == ScriptErrorKind::Compile && self.reason == UNEXPECTED_END {
+            // Painless's parser recovers from ANTLR's exception, which it keeps as the cause
+            cause = cause.caused_by(Error::without_reason("no_viable_alt_exception", 400));
+        }
+        // the root cause is the script_exception itself (its causes are Java exceptions), and
+        // stays so with the metadata an owner adds to it (an ingest processor's type)
+        head.caused_by(cause)
     }
 }
 

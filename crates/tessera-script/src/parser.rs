@@ -82,7 +82,7 @@ impl Parser {
             Tok::Eof => ScriptError::compile(
                 token.start,
                 "illegal_argument_exception",
-                "unexpected end of script.",
+                crate::error::UNEXPECTED_END,
             ),
             _ => ScriptError::compile(
                 token.start,
