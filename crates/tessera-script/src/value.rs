@@ -346,6 +346,21 @@ impl Default for JavaMap {
 }
 
 impl JavaMap {
+    /// An empty `HashMap` that a `putAll` of `n` entries is about to fill: Java sizes its table
+    /// for them at once (the smallest power of two ≥ n / 0.75 + 1), which decides the order in
+    /// which those entries and later ones iterate.
+    pub fn sized_for_put_all(n: usize) -> JavaMap {
+        let capacity = if n == 0 {
+            16
+        } else {
+            ((n as f64 / 0.75) as usize + 1).next_power_of_two()
+        };
+        JavaMap {
+            entries: IndexMap::new(),
+            capacity,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -420,6 +435,24 @@ mod tests {
             map.insert(Value::str(k), Value::Int(v));
         }
         assert_eq!(Value::new_map(map).to_java_string(), "{zz=3, a=2, b=1}");
+    }
+
+    #[test]
+    fn a_map_filled_by_put_all_has_javas_table_size() {
+        // `new HashMap<>(); putAll(3 entries)` has a table of 8, not 16: `_id` (bucket 11 of
+        // 16, 3 of 8) then iterates before `_index` (4)
+        let mut map = JavaMap::sized_for_put_all(3);
+        for k in ["b", "a", "n", "_index", "_id", "_routing"] {
+            map.insert(Value::str(k), Value::Int(1));
+        }
+        let keys: Vec<String> = map
+            .java_order()
+            .into_iter()
+            .map(|(k, _)| k.to_java_string())
+            .collect();
+        assert_eq!(keys, ["_routing", "a", "b", "_id", "_index", "n"]);
+        assert_eq!(JavaMap::sized_for_put_all(12).capacity, 32);
+        assert_eq!(JavaMap::sized_for_put_all(0).capacity, 16);
     }
 
     #[test]

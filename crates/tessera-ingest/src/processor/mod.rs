@@ -449,12 +449,14 @@ pub fn run_on_failure(
     doc: &mut IngestDocument,
     exec: &mut Exec<'_>,
 ) -> Outcome {
-    // a processor without a tag has a null tag, as OpenSearch shows it
+    // the message is the deepest cause's, as OpenSearch's `getRootCause()` (a script's
+    // `/ by zero`, not its `runtime error`); a processor without a tag has a null tag
+    let mut deepest = &failure.error;
+    while let Some(cause) = deepest.cause() {
+        deepest = cause;
+    }
     let fields = [
-        (
-            "on_failure_message",
-            Some(failure.error.reason().to_string()),
-        ),
+        ("on_failure_message", Some(deepest.reason().to_string())),
         ("on_failure_processor_type", failure.kind.clone()),
         ("on_failure_processor_tag", failure.tag.clone()),
         ("on_failure_pipeline", failure.pipeline.clone()),

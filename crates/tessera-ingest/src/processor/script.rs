@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value as Json};
 use tessera_common::{Error, Result};
-use tessera_script::value::lock;
+use tessera_script::value::{lock, JavaMap};
 use tessera_script::{Env, Script, ScriptContext, ScriptError, ScriptSpec, Value};
 
 use super::{Flow, Outcome, Processor};
@@ -101,9 +101,18 @@ fn compile(source: &str) -> Result<Script> {
     tessera_script::compile(source, ScriptContext::Update).map_err(|e| e.to_exception(source))
 }
 
-/// `ctx` for a script: the document's fields and metadata.
+/// `ctx` for a script: the document's fields and metadata, in a map built as OpenSearch's
+/// `IngestDocument` builds it (`putAll` of the source, then the metadata), so that it iterates
+/// in the same order.
 fn ctx_of(doc: &IngestDocument) -> Value {
-    Value::from_json(&Json::Object(doc.ctx.clone()))
+    let is_metadata = |key: &str| crate::document::METADATA.contains(&key);
+    let source = doc.ctx.iter().filter(|(k, _)| !is_metadata(k));
+    let metadata = doc.ctx.iter().filter(|(k, _)| is_metadata(k));
+    let mut map = JavaMap::sized_for_put_all(source.clone().count());
+    for (key, value) in source.chain(metadata) {
+        map.insert(Value::str(key), Value::from_json(value));
+    }
+    Value::new_map(map)
 }
 
 #[derive(Debug)]
