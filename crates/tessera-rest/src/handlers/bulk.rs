@@ -372,6 +372,8 @@ pub fn parse_bulk(
         };
         let index =
             index.ok_or_else(|| Error::action_request_validation(&["index is missing".into()]))?;
+        // an item that fails to parse (an update whose script is missing) still names its id
+        let action_id = id.clone();
         let write = if kind == "delete" {
             match id {
                 Some(id) => Ok(DocWrite::Delete {
@@ -409,7 +411,7 @@ pub fn parse_bulk(
         };
         let id_for_error = match &write {
             Ok(w) => w.id().map(String::from),
-            Err(_) => None,
+            Err(_) => action_id,
         };
         items.push(ParsedItem {
             index,
@@ -487,7 +489,7 @@ pub fn parse_update(
     if let Some(spec) = &script {
         update.script = Some(scripts(spec)?);
     }
-    Ok(DocWrite::Update(update))
+    Ok(DocWrite::Update(Box::new(update)))
 }
 
 /// `POST /_bulk`, `POST /{index}/_bulk`.
@@ -805,14 +807,15 @@ mod tests {
             .reason()
             .contains("no requests added"));
         let items = parse(
-            b"{\"update\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{\"script\":\"x\"}\n",
+            b"{\"update\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{\"script\":\"x\",\"doc\":{}}\n",
             None,
             None,
         )
         .unwrap();
         assert!(
             items[0].write.is_err(),
-            "an unsupported update fails its item only"
+            "an update with a script and a doc fails its item only"
         );
+        assert_eq!(items[0].id.as_deref(), Some("1"), "and keeps its id");
     }
 }
