@@ -290,7 +290,7 @@ pub enum DocWrite {
         routing: Option<String>,
         conditions: Conditions,
     },
-    Update(UpdateRequest),
+    Update(Box<UpdateRequest>),
 }
 
 impl DocWrite {
@@ -1348,7 +1348,7 @@ impl IndexService {
                         forced_refresh: false,
                         missing: false,
                     }),
-                (DocWrite::Update(update), _) => self.apply_update(&mut batch, shard_id, update),
+                (DocWrite::Update(update), _) => self.apply_update(&mut batch, shard_id, *update),
                 (DocWrite::Index { .. }, None) => {
                     unreachable!("index requests are always prepared")
                 }
@@ -1775,7 +1775,7 @@ mod tests {
             routing: routing.map(String::from),
             conditions: Conditions::default(),
         };
-        let noop = DocWrite::Update(UpdateRequest {
+        let noop = DocWrite::Update(Box::new(UpdateRequest {
             id: "1".into(),
             routing: None,
             doc: Some(json!({"a": 2})),
@@ -1785,7 +1785,7 @@ mod tests {
             conditions: Conditions::default(),
             script: None,
             scripted_upsert: false,
-        });
+        }));
         let items = vec![
             index("1", 1, None),
             index("2", 1, Some("r")),
@@ -1877,7 +1877,7 @@ mod tests {
                 routing: None,
                 conditions: Conditions::default(),
             },
-            DocWrite::Update(UpdateRequest {
+            DocWrite::Update(Box::new(UpdateRequest {
                 id: "3".into(),
                 routing: None,
                 doc: Some(json!({"b": {"c": [1, "x", null]}, "a": 2})),
@@ -1887,8 +1887,8 @@ mod tests {
                 conditions: Conditions::default(),
                 script: None,
                 scripted_upsert: false,
-            }),
-            DocWrite::Update(UpdateRequest {
+            })),
+            DocWrite::Update(Box::new(UpdateRequest {
                 id: "4".into(),
                 upsert: Some(json!({"n": 0})),
                 script: Some(UpdateScript {
@@ -1897,7 +1897,7 @@ mod tests {
                 }),
                 scripted_upsert: true,
                 ..Default::default()
-            }),
+            })),
         ];
         let bytes = postcard::to_allocvec(&writes).unwrap();
         let back: Vec<DocWrite> = postcard::from_bytes(&bytes).unwrap();
@@ -1924,7 +1924,7 @@ mod tests {
     }
 
     fn scripted(id: &str, source: &str, upsert: Option<Value>) -> DocWrite {
-        DocWrite::Update(UpdateRequest {
+        DocWrite::Update(Box::new(UpdateRequest {
             id: id.into(),
             upsert,
             script: Some(UpdateScript {
@@ -1933,7 +1933,7 @@ mod tests {
             }),
             detect_noop: true,
             ..Default::default()
-        })
+        }))
     }
 
     #[test]
@@ -2172,13 +2172,13 @@ mod tests {
             service
                 .write_shard(
                     shard,
-                    vec![DocWrite::Update(UpdateRequest {
+                    vec![DocWrite::Update(Box::new(UpdateRequest {
                         id: "1".into(),
                         doc: Some(doc),
                         doc_as_upsert: upsert,
                         detect_noop: true,
                         ..Default::default()
-                    })],
+                    }))],
                     false,
                 )
                 .unwrap()
@@ -2197,11 +2197,11 @@ mod tests {
         let missing = service
             .write_shard(
                 shard,
-                vec![DocWrite::Update(UpdateRequest {
+                vec![DocWrite::Update(Box::new(UpdateRequest {
                     id: "zz".into(),
                     doc: Some(json!({"a": 1})),
                     ..Default::default()
-                })],
+                }))],
                 false,
             )
             .unwrap()
@@ -2211,12 +2211,12 @@ mod tests {
         let upserted = service
             .write_shard(
                 shard,
-                vec![DocWrite::Update(UpdateRequest {
+                vec![DocWrite::Update(Box::new(UpdateRequest {
                     id: "zz".into(),
                     doc: Some(json!({"a": 1})),
                     doc_as_upsert: true,
                     ..Default::default()
-                })],
+                }))],
                 false,
             )
             .unwrap()

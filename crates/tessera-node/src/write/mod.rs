@@ -220,12 +220,12 @@ pub(crate) mod tests {
     fn update_op(index: &str, id: &str, doc: Value) -> Operation {
         Operation {
             index: index.into(),
-            write: DocWrite::Update(UpdateRequest {
+            write: DocWrite::Update(Box::new(UpdateRequest {
                 id: id.into(),
                 doc: Some(doc),
                 detect_noop: true,
                 ..UpdateRequest::default()
-            }),
+            })),
         }
     }
 

@@ -702,11 +702,11 @@ impl TestIndex {
                         current.set_from(&fresh, field);
                         partial.insert(field.to_string(), fresh.field_json(field));
                     }
-                    DocWrite::Update(UpdateRequest {
+                    DocWrite::Update(Box::new(UpdateRequest {
                         id,
                         doc: Some(Value::Object(partial)),
                         ..UpdateRequest::default()
-                    })
+                    }))
                 }
             };
             per_shard.entry(shard).or_default().push(write);
