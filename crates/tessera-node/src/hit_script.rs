@@ -151,9 +151,11 @@ impl HitScript {
                 "index" => HitOp::Index,
                 "delete" => HitOp::Delete,
                 "noop" => HitOp::Noop,
-                other => return Err(Error::illegal_argument(format!(
+                other => {
+                    return Err(Error::illegal_argument(format!(
                     "Operation type [{other}] not allowed, only [noop, index, delete] are allowed"
-                ))),
+                )))
+                }
             },
             source: get("_source").to_json(),
             index: changed("_index", &index),

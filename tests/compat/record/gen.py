@@ -55,14 +55,47 @@ def hits_expect(body, score=True, source=False):
         hits.append(e)
     return {"hits": {"total": body["hits"]["total"], "hits": hits}}
 
+def scrub(v, key=None):
+    """A whole response as an expectation: timings dropped, generated uuids and timestamps as
+    `$string`."""
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            if k in ("took", "throttled_millis", "throttled_until_millis"):
+                continue
+            if (k == "index_uuid" and x != "_na_") or (k == "timestamp" and key == "_ingest"):
+                out[k] = "$string"
+                continue
+            out[k] = scrub(x, k)
+        return out
+    if isinstance(v, list):
+        return [scrub(x, key) for x in v]
+    return v
+
+def record_whole(s, status, body):
+    """`RECORD = "whole"` specs: every response kept whole (scrubbed) unless the step gives its
+    own `expect` or says `no_expect`; a step's `fix` edits the recorded step."""
+    out = dict(s)
+    out["status"] = status
+    if "expect" not in s and not s.get("no_expect") and body is not None:
+        out["expect"] = scrub(body)
+    out.pop("no_expect", None)
+    fix = out.pop("fix", None)
+    if fix:
+        fix(out)
+    return out
+
 def main():
     spec = {"os": os, "SPEC": sys.argv[1]}
     exec(open(sys.argv[1]).read(), spec)
     for c in spec["CLEANUP"]:
-        call({"method": "DELETE", "path": c})
+        call(c if isinstance(c, dict) else {"method": "DELETE", "path": c})
     steps = []
     for s in spec["STEPS"]:
         status, body = call(s)
+        if spec.get("RECORD") == "whole":
+            steps.append(record_whole(s, status, body))
+            continue
         keep = s.pop("keep", "auto")
         out = {k: v for k, v in s.items()}
         out["status"] = status
@@ -80,7 +113,7 @@ def main():
         print(status, json.dumps(out.get("expect"))[:300], file=sys.stderr)
         steps.append(out)
     for c in spec["CLEANUP"]:
-        call({"method": "DELETE", "path": c})
+        call(c if isinstance(c, dict) else {"method": "DELETE", "path": c})
     json.dump({"name": spec["NAME"], "description": spec["DESCRIPTION"], "cleanup": spec["CLEANUP"], "steps": steps},
               open(sys.argv[2], "w"), indent=1)
 
