@@ -49,14 +49,17 @@ fn fixture(mapping: Value, docs: &[(&str, Value)]) -> Fixture {
 }
 
 impl Fixture {
-    fn search(&self, query: Value) -> Vec<(String, f32)> {
-        let ast = parse_query(&query).unwrap();
-        let searcher = self.index.reader().unwrap().searcher();
-        let ctx = CompileContext {
-            searcher: Some(&searcher),
+    /// A context over this fixture's shard: no k-NN slices, no deadline, no failure slot.
+    fn context<'a>(
+        &'a self,
+        searcher: Option<&'a tantivy::Searcher>,
+        default_fields: &'a [String],
+    ) -> CompileContext<'a> {
+        CompileContext {
+            searcher,
             table: &self.table,
             index: "test",
-            default_fields: &["*".to_string()],
+            default_fields,
             now_millis: NOW,
             max_terms_count: DEFAULT_MAX_TERMS_COUNT,
             clauses: Default::default(),
@@ -64,7 +67,14 @@ impl Fixture {
             nested_scope: Default::default(),
             deadline: None,
             failures: None,
-        };
+        }
+    }
+
+    fn search(&self, query: Value) -> Vec<(String, f32)> {
+        let ast = parse_query(&query).unwrap();
+        let searcher = self.index.reader().unwrap().searcher();
+        let star = ["*".to_string()];
+        let ctx = self.context(Some(&searcher), &star);
         let compiled = compile(&ast, &ctx).unwrap();
         let top = searcher
             .search(&*compiled, &TopDocs::with_limit(100).order_by_score())
@@ -95,19 +105,8 @@ impl Fixture {
 
     fn error(&self, query: Value) -> tessera_common::Error {
         let ast = parse_query(&query).unwrap();
-        let ctx = CompileContext {
-            searcher: None,
-            table: &self.table,
-            index: "test",
-            default_fields: &["*".to_string()],
-            now_millis: NOW,
-            max_terms_count: DEFAULT_MAX_TERMS_COUNT,
-            clauses: Default::default(),
-            knn: Default::default(),
-            nested_scope: Default::default(),
-            deadline: None,
-            failures: None,
-        };
+        let star = ["*".to_string()];
+        let ctx = self.context(None, &star);
         compile(&ast, &ctx).expect_err("expected an error")
     }
 }
@@ -593,19 +592,7 @@ fn knn_is_the_shards_top_k_with_opensearch_scores_and_errors() {
         2
     );
     let searcher = f.index.reader().unwrap().searcher();
-    let ctx = CompileContext {
-        searcher: Some(&searcher),
-        table: &f.table,
-        index: "test",
-        default_fields: &[],
-        now_millis: NOW,
-        max_terms_count: DEFAULT_MAX_TERMS_COUNT,
-        clauses: Default::default(),
-        knn: Default::default(),
-        nested_scope: Default::default(),
-        deadline: None,
-        failures: None,
-    };
+    let ctx = f.context(Some(&searcher), &[]);
     let error = |query: Value| compile(&parse_query(&query).unwrap(), &ctx).err().unwrap();
     let e = error(json!({"knn": {"tag": {"vector": [0, 0], "k": 1}}}));
     assert_eq!(e.kind(), "query_shard_exception");
@@ -769,19 +756,7 @@ fn script_score_reads_columns_params_and_the_query_score() {
     // a missing value fails the search; size() guards it
     let query = parse_query(&json!({"script_score": {"query": {"match_all": {}}, "script": {"source": "doc['n'].value"}}})).unwrap();
     let searcher = f.index.reader().unwrap().searcher();
-    let ctx = CompileContext {
-        searcher: Some(&searcher),
-        table: &f.table,
-        index: "test",
-        default_fields: &[],
-        now_millis: NOW,
-        max_terms_count: DEFAULT_MAX_TERMS_COUNT,
-        clauses: Default::default(),
-        knn: Default::default(),
-        nested_scope: Default::default(),
-        deadline: None,
-        failures: None,
-    };
+    let ctx = f.context(Some(&searcher), &[]);
     let compiled = compile(&query, &ctx).unwrap();
     let e = searcher
         .search(&*compiled, &TopDocs::with_limit(10).order_by_score())
@@ -859,17 +834,8 @@ fn a_lazy_script_query_runs_only_where_a_conjunction_asks_and_keeps_its_failure(
     let searcher = f.index.reader().unwrap().searcher();
     let failures = crate::compile::QueryFailures::default();
     let ctx = CompileContext {
-        searcher: Some(&searcher),
-        table: &f.table,
-        index: "test",
-        default_fields: &[],
-        now_millis: NOW,
-        max_terms_count: DEFAULT_MAX_TERMS_COUNT,
-        clauses: Default::default(),
-        knn: Default::default(),
-        nested_scope: Default::default(),
-        deadline: None,
         failures: Some(failures.clone()),
+        ..f.context(Some(&searcher), &[])
     };
     // hits collected one by one (tantivy's dense `Count` of a conjunction fills a bit set per
     // clause instead, which runs the script on every document)
