@@ -5,7 +5,6 @@
 //! once per segment (`tessera_query::compile::script`); a script error is kept and fails the
 //! shard when the segment is finished (a collector's `collect` cannot fail).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use tantivy::DocId;
@@ -14,7 +13,7 @@ use tessera_query::compile::script::PreparedScript;
 use tessera_query::script_docs::SegmentDocs;
 use tessera_script::Value;
 
-use super::terms::{Common, TermKey, EXCLUDED};
+use super::terms::{Common, SliceTerms, TermKey, EXCLUDED};
 use crate::collector::{Collector, SegmentContext};
 use crate::internal::InternalAgg;
 
@@ -24,8 +23,7 @@ pub(crate) struct ScriptTerms {
     pub(crate) missing: Option<String>,
     docs: Option<SegmentDocs>,
     frame: Vec<Value>,
-    terms: Vec<String>,
-    term_ids: HashMap<String, u32>,
+    terms: SliceTerms,
     doc_terms: Vec<u32>,
     text: String,
     error: Option<Error>,
@@ -44,8 +42,7 @@ impl ScriptTerms {
             missing,
             docs: None,
             frame,
-            terms: Vec::new(),
-            term_ids: HashMap::new(),
+            terms: SliceTerms::default(),
             doc_terms: Vec::new(),
             text: String::new(),
             error: None,
@@ -53,21 +50,7 @@ impl ScriptTerms {
     }
 
     fn term_id(&mut self, term: &str) -> u32 {
-        if let Some(id) = self.term_ids.get(term) {
-            return *id;
-        }
-        if self
-            .common
-            .filter
-            .as_ref()
-            .is_some_and(|f| !f.accepts(term))
-        {
-            return EXCLUDED;
-        }
-        let id = self.terms.len() as u32;
-        self.terms.push(term.to_string());
-        self.term_ids.insert(term.to_string(), id);
-        id
+        self.terms.id(term, &self.common)
     }
 
     fn add_value(&mut self, doc: DocId, parent: u32, value: &Value) {
@@ -145,13 +128,8 @@ impl Collector for ScriptTerms {
     }
 
     fn build(&mut self, parent: u32) -> Result<InternalAgg> {
-        let all: Vec<u64> = if self.common.min_doc_count_zero {
-            (0..self.terms.len() as u64).collect()
-        } else {
-            Vec::new()
-        };
-        let terms = &self.terms;
-        self.common
-            .build(parent, |id| TermKey::Str(terms[id as usize].clone()), &all)
+        self.terms.build(&mut self.common, parent, |text| {
+            TermKey::Str(text.to_string())
+        })
     }
 }

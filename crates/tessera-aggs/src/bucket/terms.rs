@@ -767,8 +767,7 @@ impl Factory for TermsFactory {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 }),
-                terms: Vec::new(),
-                term_ids: HashMap::new(),
+                terms: SliceTerms::default(),
                 segment_map: Vec::new(),
                 pairs: Vec::new(),
                 doc_terms: Vec::new(),
@@ -909,6 +908,47 @@ impl Common {
 const UNRESOLVED: u32 = u32::MAX;
 pub(crate) const EXCLUDED: u32 = u32::MAX - 1;
 
+/// A slice's terms by id (keyword and ip fields, a script's values): each id's text, and the id
+/// of each text seen so far.
+#[derive(Default)]
+pub(crate) struct SliceTerms {
+    texts: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+impl SliceTerms {
+    /// The id of `term`, a new one on first sight, or [`EXCLUDED`] when the aggregation's
+    /// include/exclude refuses it.
+    pub(crate) fn id(&mut self, term: &str, common: &Common) -> u32 {
+        if let Some(id) = self.ids.get(term) {
+            return *id;
+        }
+        if common.filter.as_ref().is_some_and(|f| !f.accepts(term)) {
+            return EXCLUDED;
+        }
+        let id = self.texts.len() as u32;
+        self.texts.push(term.to_string());
+        self.ids.insert(term.to_string(), id);
+        id
+    }
+
+    /// `parent`'s buckets, each keyed by `key` of its term's text (with `min_doc_count: 0`,
+    /// every term seen gets one).
+    pub(crate) fn build(
+        &self,
+        common: &mut Common,
+        parent: u32,
+        key: impl Fn(&str) -> TermKey,
+    ) -> Result<InternalAgg> {
+        let all: Vec<u64> = if common.min_doc_count_zero {
+            (0..self.texts.len() as u64).collect()
+        } else {
+            Vec::new()
+        };
+        common.build(parent, |id| key(&self.texts[id as usize]), &all)
+    }
+}
+
 /// Terms of keyword and ip fields, counted by slice-wide term id.
 struct DictionaryTerms {
     common: Common,
@@ -917,8 +957,7 @@ struct DictionaryTerms {
     ip: Option<IpValues>,
     missing: Option<String>,
     /// Slice-wide terms by id.
-    terms: Vec<String>,
-    term_ids: HashMap<String, u32>,
+    terms: SliceTerms,
     /// Segment ordinal → term id (keyword fields).
     segment_map: Vec<u32>,
     pairs: Vec<(u32, u32)>,
@@ -977,21 +1016,7 @@ impl DictionaryTerms {
     }
 
     fn term_id(&mut self, term: &str) -> u32 {
-        if let Some(id) = self.term_ids.get(term) {
-            return *id;
-        }
-        if self
-            .common
-            .filter
-            .as_ref()
-            .is_some_and(|f| !f.accepts(term))
-        {
-            return EXCLUDED;
-        }
-        let id = self.terms.len() as u32;
-        self.terms.push(term.to_string());
-        self.term_ids.insert(term.to_string(), id);
-        id
+        self.terms.id(term, &self.common)
     }
 
     fn segment_term_id(&mut self, ord: u64) -> u32 {
@@ -1140,20 +1165,13 @@ impl Collector for DictionaryTerms {
     }
 
     fn build(&mut self, parent: u32) -> Result<InternalAgg> {
-        let all: Vec<u64> = if self.common.min_doc_count_zero {
-            (0..self.terms.len() as u64).collect()
-        } else {
-            Vec::new()
-        };
-        let terms = &self.terms;
         if matches!(self.source, ValueSource::Ip { .. }) {
             // ip keys order by address, as OpenSearch orders them, not by their text
-            return self
-                .common
-                .build(parent, |id| ip_key(&terms[id as usize]), &all);
+            return self.terms.build(&mut self.common, parent, ip_key);
         }
-        self.common
-            .build(parent, |id| TermKey::Str(terms[id as usize].clone()), &all)
+        self.terms.build(&mut self.common, parent, |text| {
+            TermKey::Str(text.to_string())
+        })
     }
 }
 
