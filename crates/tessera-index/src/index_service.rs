@@ -1384,16 +1384,13 @@ impl IndexService {
         };
         match current {
             None => {
-                if let (Some(script), true, Some(upsert)) =
+                // a scripted upsert runs the script on the upsert document first
+                let upsert = if let (Some(script), true, Some(upsert)) =
                     (&update.script, update.scripted_upsert, &update.upsert)
                 {
                     let now = tessera_common::time::now_millis();
-                    let upsert = match update_script::run_upsert(
-                        &self.resources.scripts.0,
-                        script,
-                        upsert,
-                        now,
-                    )? {
+                    match update_script::run_upsert(&self.resources.scripts.0, script, upsert, now)?
+                    {
                         Upserted::Create(source) => source,
                         Upserted::Noop => {
                             return Ok(DocWriteResult {
@@ -1411,26 +1408,16 @@ impl IndexService {
                                 )
                             });
                         }
-                    };
-                    let prepared =
-                        self.prepare_locked(batch, &update.id, &upsert, update.routing.clone())?;
-                    let source = prepared.source.clone();
-                    let written = batch.index(
-                        prepared,
-                        &Conditions {
-                            create_only: true,
-                            ..conditions
-                        },
-                    )?;
-                    return Ok(result(written, Some(source)));
-                }
-                let upsert = match (&update.upsert, update.doc_as_upsert, &update.doc) {
-                    (Some(upsert), _, _) => upsert.clone(),
-                    (None, true, Some(doc)) => doc.clone(),
-                    _ => {
-                        let meta = self.metadata();
-                        return Err(Error::document_missing(&meta.name, shard_id, &update.id)
-                            .with_meta("index_uuid", meta.uuid.clone()));
+                    }
+                } else {
+                    match (&update.upsert, update.doc_as_upsert, &update.doc) {
+                        (Some(upsert), _, _) => upsert.clone(),
+                        (None, true, Some(doc)) => doc.clone(),
+                        _ => {
+                            let meta = self.metadata();
+                            return Err(Error::document_missing(&meta.name, shard_id, &update.id)
+                                .with_meta("index_uuid", meta.uuid.clone()));
+                        }
                     }
                 };
                 let prepared =
