@@ -1225,7 +1225,7 @@ pub fn call_static(pos: usize, class: &str, name: &str, args: &[Value]) -> R {
 }
 
 /// Java's `Math.max`/`min` on doubles: NaN wins, and -0.0 is less than 0.0.
-fn java_minmax(x: f64, y: f64, max: bool) -> f64 {
+pub fn java_minmax(x: f64, y: f64, max: bool) -> f64 {
     if x.is_nan() || y.is_nan() {
         return f64::NAN;
     }

@@ -96,33 +96,13 @@ impl NumExpr {
     }
 }
 
-/// Java's `Math.min` on doubles: NaN wins, -0.0 is below 0.0.
+/// Java's `Math.min` on doubles (the interpreter's, so both paths agree).
 fn java_min(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else if a == b {
-        if a.is_sign_negative() {
-            a
-        } else {
-            b
-        }
-    } else {
-        a.min(b)
-    }
+    tessera_script::builtins::java_minmax(a, b, false)
 }
 
 fn java_max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else if a == b {
-        if a.is_sign_positive() {
-            a
-        } else {
-            b
-        }
-    } else {
-        a.max(b)
-    }
+    tessera_script::builtins::java_minmax(a, b, true)
 }
 
 fn convert(e: &Expr, double_field: &impl Fn(&str) -> Option<u32>) -> Option<(NumExpr, Ty)> {
