@@ -30,7 +30,7 @@ impl ValueFormat {
         format: Option<&str>,
         zone: Option<&str>,
     ) -> Result<ValueFormat> {
-        match source.numeric_kind() {
+        match source.shown_as() {
             Some(NumericKind::Date(field_format)) => {
                 let spec = match format {
                     Some(spec) => {

@@ -25,6 +25,7 @@ mod ords;
 pub mod pipeline;
 mod prepare;
 pub mod request;
+mod script_values;
 #[cfg(test)]
 mod test_util;
 pub mod values;

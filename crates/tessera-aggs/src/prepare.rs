@@ -41,6 +41,9 @@ pub struct AggContext<'a> {
     /// `match_all`, 0.0 for a `bool` of filters, ...); `None` for scored queries, whose slices
     /// then hand each match's score to the aggregations that [`needs_scores`] says show them.
     pub constant_score: Option<f32>,
+    /// Where an aggregation script's first error waits for the slice that collects it (see
+    /// [`crate::script_values`]).
+    pub script_failures: tessera_query::compile::QueryFailures,
 }
 
 /// Whether some aggregation in `requests` shows or sorts by scores (top_hits): the shard then
@@ -86,6 +89,7 @@ pub struct PreparedAggs {
     searcher: Searcher,
     /// The query scores its matches and some aggregation shows scores: slices hand them over.
     scored: bool,
+    script_failures: tessera_query::compile::QueryFailures,
 }
 
 /// `scope`: the nested path of the documents this aggregation collects (`None`: root
@@ -194,6 +198,7 @@ impl PreparedAggs {
         Ok(PreparedAggs {
             searcher: ctx.searcher.clone(),
             scored: ctx.constant_score.is_none() && needs_scores(requests),
+            script_failures: ctx.script_failures.clone(),
             requests: requests.to_vec(),
             tree: requests
                 .iter()
@@ -217,6 +222,7 @@ impl PreparedAggs {
         Ok(SliceAggregator {
             top: SubCollectors::new(collectors),
             scores,
+            script_failures: self.script_failures.clone(),
         })
     }
 
@@ -243,6 +249,7 @@ pub struct SliceAggregator {
     /// Where the scores of the block being collected wait for the collectors that show them
     /// (`None` when none does, or the query scores every match the same).
     scores: Option<BlockScores>,
+    script_failures: tessera_query::compile::QueryFailures,
 }
 
 impl SliceAggregator {
@@ -305,13 +312,22 @@ impl SliceAggregator {
         self.top.collect_from_dictionary(segment)
     }
 
-    /// Ends the current segment.
+    /// Ends the current segment; an aggregation script's error fails the slice here.
     pub fn finish_segment(&mut self) -> Result<()> {
-        self.top.finish_segment()
+        self.top.finish_segment()?;
+        self.script_failed()
     }
 
     /// The slice's intermediate results.
     pub fn build(mut self) -> Result<InternalAggregations> {
+        self.script_failed()?;
         self.top.build(0)
+    }
+
+    fn script_failed(&self) -> Result<()> {
+        match self.script_failures.take() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
     }
 }

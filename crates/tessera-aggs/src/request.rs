@@ -549,7 +549,22 @@ pub(crate) fn string_param(agg: &str, key: &str, value: &Value) -> Result<String
 }
 
 /// The aggregations whose values may come from a script instead of a field.
-const SCRIPTED: &[&str] = &["terms"];
+const SCRIPTED: &[&str] = &[
+    "terms",
+    "min",
+    "max",
+    "sum",
+    "avg",
+    "stats",
+    "value_count",
+    "extended_stats",
+    "percentiles",
+    "percentile_ranks",
+    "median_absolute_deviation",
+    "cardinality",
+    "histogram",
+    "range",
+];
 
 /// `script` in an aggregation that does not run scripts (yet).
 pub(crate) fn no_scripts(agg: &str) -> Error {
@@ -564,6 +579,8 @@ pub struct ValuesSourceParams {
     pub script: Option<tessera_script::ScriptSpec>,
     pub missing: Option<Value>,
     pub format: Option<String>,
+    /// `value_type`: how a script's values are read.
+    pub value_type: Option<String>,
 }
 
 impl ValuesSourceParams {
@@ -577,9 +594,7 @@ impl ValuesSourceParams {
                 }
             }
             "format" => self.format = Some(string_param(agg, key, value)?),
-            "value_type" | "valueType" => {
-                string_param(agg, key, value)?;
-            }
+            "value_type" | "valueType" => self.value_type = Some(string_param(agg, key, value)?),
             "script" if SCRIPTED.contains(&agg) => {
                 self.script = Some(tessera_script::ScriptSpec::parse(agg, value)?)
             }

@@ -115,6 +115,7 @@ impl TestShard {
                 shard_index: 0,
                 max_inner_result_window: 100,
                 constant_score: None,
+                script_failures: Default::default(),
             },
         )?;
         let mut rng = Rng::new(seed);

@@ -13,6 +13,12 @@ use tessera_common::{Error, Result};
 use tessera_date::DateFormat;
 use tessera_mapping::range::RangeKind;
 use tessera_mapping::{FieldTable, FieldType, LeafKind};
+use tessera_query::compile::script::PreparedScript;
+use tessera_query::script_docs::ScriptFields;
+
+use crate::prepare::AggContext;
+use crate::request::ValuesSourceParams;
+use crate::script_values::{ScriptSource, ScriptValues};
 
 /// How numbers of a field are stored and shown.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,6 +52,8 @@ pub enum ValueSource {
     },
     /// A range field: only counted (value_count, missing) or bucketed by the histograms.
     Range(RangeSource),
+    /// A script's values (see [`crate::script_values`]).
+    Script(ScriptSource),
 }
 
 /// A range field resolved for an aggregation: its kind and bound columns.
@@ -177,11 +185,59 @@ impl ValueSource {
         Ok(source)
     }
 
+    /// The source of an aggregation's values: its field, or its script; a value script when
+    /// both are given (a script beside an unmapped field has no values to transform).
+    pub fn resolve_params(
+        ctx: &AggContext,
+        params: &ValuesSourceParams,
+        agg_type: &str,
+        accepts: Accepts,
+    ) -> Result<ValueSource> {
+        let Some(spec) = &params.script else {
+            let field = params.require_field(agg_type)?;
+            return ValueSource::resolve(ctx.table, field, agg_type, accepts);
+        };
+        let (field, field_kind) = match &params.field {
+            None => (None, None),
+            Some(field) => match ValueSource::resolve(ctx.table, field, agg_type, accepts)? {
+                ValueSource::Unmapped => return Ok(ValueSource::Unmapped),
+                ValueSource::Range(_) => {
+                    return Err(Error::illegal_argument(format!(
+                        "a value script on the range field [{field}] is not supported by Tessera"
+                    )))
+                }
+                resolved => (
+                    Some(ScriptFields::resolve(
+                        ctx.table,
+                        std::slice::from_ref(field),
+                    )?),
+                    resolved.numeric_kind().cloned(),
+                ),
+            },
+        };
+        let script =
+            PreparedScript::prepare(ctx.table, spec, tessera_script::ScriptContext::Aggregation)?;
+        Ok(ValueSource::Script(ScriptSource {
+            script: std::sync::Arc::new(script),
+            field,
+            field_kind,
+            failures: ctx.script_failures.clone(),
+        }))
+    }
+
     /// The numeric kind, for numeric sources.
     pub fn numeric_kind(&self) -> Option<&NumericKind> {
         match self {
             ValueSource::Numeric { kind, .. } => Some(kind),
             _ => None,
+        }
+    }
+
+    /// The numeric kind values are shown as: a numeric field's, or a value script's field's.
+    pub fn shown_as(&self) -> Option<&NumericKind> {
+        match self {
+            ValueSource::Script(script) => script.field_kind.as_ref(),
+            _ => self.numeric_kind(),
         }
     }
 
@@ -287,6 +343,8 @@ pub struct NumericValues {
     raw: Vec<i64>,
     floats: Vec<f64>,
     bools: Vec<bool>,
+    /// A script's values, in place of a column.
+    script: Option<Box<ScriptValues>>,
 }
 
 fn open_error(e: tantivy::TantivyError) -> Error {
@@ -325,6 +383,10 @@ impl NumericValues {
             },
             _ => (None, 1.0),
         };
+        let script = match source {
+            ValueSource::Script(script) => Some(Box::new(script.open(segment)?)),
+            _ => None,
+        };
         Ok(NumericValues {
             column,
             factor: scale,
@@ -333,12 +395,13 @@ impl NumericValues {
             raw: Vec::new(),
             floats: Vec::new(),
             bools: Vec::new(),
+            script,
         })
     }
 
-    /// Whether this segment has the column at all.
+    /// Whether this segment has the column (or script) at all.
     pub fn is_present(&self) -> bool {
-        self.column.is_some()
+        self.column.is_some() || self.script.is_some()
     }
 
     /// Reads the block's stored integers (before any scaling) into `self.raw`, their
@@ -358,6 +421,16 @@ impl NumericValues {
     /// Reads the block's values as `f64` into `self.floats` (scaled floats times the inverse
     /// of their factor), their positions into `self.rows`.
     fn read_f64(&mut self, docs: &[DocId]) {
+        if let Some(script) = &mut self.script {
+            let (floats, positions) = (&mut self.floats, &mut self.rows.positions);
+            floats.clear();
+            positions.clear();
+            self.rows.full = false;
+            return script.for_each_f64(docs, |position, value| {
+                positions.push(position as u32);
+                floats.push(value);
+            });
+        }
         if let Some(NumericColumn::F64(column)) = &self.column {
             return self.rows.read(column, docs, &mut self.floats);
         }
@@ -382,6 +455,9 @@ impl NumericValues {
     /// Whether no document has more than one value in this segment (a missing column has
     /// none at all).
     pub fn is_single_valued(&self) -> bool {
+        if self.script.is_some() {
+            return false;
+        }
         let cardinality = match &self.column {
             None => return true,
             Some(NumericColumn::I64(c)) => c.get_cardinality(),
@@ -612,6 +688,7 @@ pub enum AnyValues {
     Keyword(KeywordValues),
     Ip(IpValues),
     Range(RangeValues),
+    Script(Box<ScriptValues>),
     Unmapped,
 }
 
@@ -626,6 +703,7 @@ impl AnyValues {
             }
             ValueSource::Ip { .. } => AnyValues::Ip(IpValues::open(source, segment)?),
             ValueSource::Range(range) => AnyValues::Range(RangeValues::open(range, segment)?),
+            ValueSource::Script(script) => AnyValues::Script(Box::new(script.open(segment)?)),
             ValueSource::Unmapped => AnyValues::Unmapped,
         })
     }
@@ -643,12 +721,16 @@ impl AnyValues {
                     }
                 }
             }
+            AnyValues::Script(v) => v.for_each(docs, |p, _| f(p)),
             AnyValues::Unmapped => {}
         }
     }
 
+    /// Whether a doc has a value (a script's documents never do: aggregations that ask this
+    /// take no script).
     pub fn has_value(&self, doc: DocId) -> bool {
         match self {
+            AnyValues::Script(_) => false,
             AnyValues::Numeric(v) => v.has_value(doc),
             AnyValues::Keyword(v) => v.has_value(doc),
             AnyValues::Ip(v) => v.has_value(doc),

@@ -94,6 +94,7 @@ fn run(cache: &ScriptCache, script: &UpdateScript, ctx: JavaMap) -> Result<JavaM
         doc: None,
         score: 0.0,
         ctx: Some(&ctx),
+        value: None,
     };
     compiled
         .execute(&env)

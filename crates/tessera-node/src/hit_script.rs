@@ -123,6 +123,7 @@ impl HitScript {
             doc: None,
             score: 0.0,
             ctx: Some(&ctx),
+            value: None,
         };
         self.script
             .execute(&env)

@@ -29,6 +29,9 @@ pub enum ScriptContext {
     NumberSort,
     /// `_script` sorts of `type: string`: `params`, `doc`, `_score`; any value, as its text.
     StringSort,
+    /// Aggregation values: `params`, `doc`, and `_value` when the script transforms each
+    /// value of the aggregation's field.
+    Aggregation,
 }
 
 impl ScriptContext {
@@ -51,6 +54,8 @@ pub struct Env<'a> {
     pub doc: Option<&'a dyn DocValues>,
     pub score: f64,
     pub ctx: Option<&'a Value>,
+    /// `_value` of a value script (an aggregation's `script` beside its `field`).
+    pub value: Option<&'a Value>,
 }
 
 impl<'a> Env<'a> {
@@ -60,6 +65,7 @@ impl<'a> Env<'a> {
             doc: None,
             score: 0.0,
             ctx: None,
+            value: None,
         }
     }
 }
@@ -1115,6 +1121,10 @@ impl Compiler<'_> {
                 Ty::Map,
                 Box::new(|f| Ok(f.env.ctx.cloned().unwrap_or_default())),
             )),
+            "_value" if self.context == ScriptContext::Aggregation => Ok(dynamic(
+                Ty::Def,
+                Box::new(|f| Ok(f.env.value.cloned().unwrap_or_default())),
+            )),
             _ => Err(iae(pos, format!("cannot resolve symbol [{name}]"))),
         }
     }
@@ -1521,9 +1531,20 @@ impl Compiler<'_> {
 
     fn index(&mut self, obj: &Expr, index: &Expr, pos: usize) -> CResult<CExpr> {
         if let Some(slot) = self.doc_field(obj, index)? {
+            // as OpenSearch's doc lookup, reading a field the mapping lacks fails at once
+            let missing = format!(
+                "No field found for [{}] in mapping",
+                self.fields[slot as usize]
+            );
+            let at = index.pos;
             return Ok(dynamic(
                 Ty::Doc,
-                Box::new(move |_| Ok(Value::DocField(slot))),
+                Box::new(move |f| match f.env.doc {
+                    Some(doc) if !doc.has_field(slot) => {
+                        Err(b::trap(at, "illegal_argument_exception", missing.clone()))
+                    }
+                    _ => Ok(Value::DocField(slot)),
+                }),
             ));
         }
         let o = self.expr(obj)?;
@@ -2151,6 +2172,7 @@ mod tests {
             doc: Some(&doc),
             score: 2.0,
             ctx: None,
+            value: None,
         };
         let mut runner = script.runner();
         assert_eq!(runner.run(&env).unwrap().to_java_string(), "4.5");
@@ -2166,6 +2188,7 @@ mod tests {
             doc: Some(&doc),
             score: 0.0,
             ctx: None,
+            value: None,
         };
         assert_eq!(geo.execute(&env).unwrap().to_java_string(), "true");
         let missing = compile("doc['x'].value", ScriptContext::Filter).unwrap();
@@ -2177,11 +2200,49 @@ mod tests {
             doc: Some(&empty),
             score: 0.0,
             ctx: None,
+            value: None,
         };
         assert_eq!(
             missing.execute(&env).unwrap_err().cause_type,
             "illegal_state_exception"
         );
+        // a field the mapping lacks fails where it is read, but may be asked about
+        let unmapped = MemoryDoc { fields: vec![] };
+        let env = Env {
+            params: &params,
+            doc: Some(&unmapped),
+            score: 0.0,
+            ctx: None,
+            value: None,
+        };
+        let err = compile("1 + doc['x'].size()", ScriptContext::Filter)
+            .unwrap()
+            .execute(&env)
+            .unwrap_err();
+        assert_eq!(
+            (err.cause_type, err.reason.as_str(), err.offset),
+            (
+                "illegal_argument_exception",
+                "No field found for [x] in mapping",
+                8
+            )
+        );
+        let asks = compile("doc.containsKey('x')", ScriptContext::Filter).unwrap();
+        assert_eq!(asks.execute(&env).unwrap().to_java_string(), "false");
+    }
+
+    #[test]
+    fn value_scripts_see_value_in_aggregations_only() {
+        let params = Value::new_map(JavaMap::default());
+        let value = Value::Long(21);
+        let env = Env {
+            value: Some(&value),
+            ..Env::new(&params)
+        };
+        let script = compile("_value * 2", ScriptContext::Aggregation).unwrap();
+        assert_eq!(script.execute(&env).unwrap().to_java_string(), "42");
+        let err = compile("_value * 2", ScriptContext::Filter).unwrap_err();
+        assert_eq!(err.reason, "cannot resolve symbol [_value]");
     }
 
     #[test]
@@ -2198,6 +2259,7 @@ mod tests {
             doc: None,
             score: 0.0,
             ctx: Some(&ctx),
+            value: None,
         };
         script.execute(&env).unwrap();
         assert_eq!(
@@ -2251,6 +2313,7 @@ mod tests {
             doc: Some(d),
             score: 0.5,
             ctx: None,
+            value: None,
         };
         let first = runner.run(&env(&docs[3])).unwrap();
         assert_eq!(first.to_java_string(), "4.0");

@@ -632,6 +632,7 @@ impl LocalShard {
                     } else {
                         None
                     },
+                    script_failures: Default::default(),
                 },
             )?)),
             None => None,

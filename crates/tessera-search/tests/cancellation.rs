@@ -82,6 +82,7 @@ fn a_cancelled_request_stops_its_running_slice() {
             shard_index: 0,
             max_inner_result_window: 100,
             constant_score: None,
+            script_failures: Default::default(),
         },
     )
     .unwrap();

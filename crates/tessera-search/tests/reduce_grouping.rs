@@ -247,6 +247,7 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                         // what top_hits shows as `_score`: any value serves the comparison, as
                         // both sides use the same
                         constant_score: ast.is_constant_score().then_some(1.0),
+                        script_failures: Default::default(),
                     },
                 );
                 let Ok(prepared) = prepared else {

@@ -97,6 +97,7 @@ def main():
             steps.append(record_whole(s, status, body))
             continue
         keep = s.pop("keep", "auto")
+        fix = s.pop("fix", None)
         out = {k: v for k, v in s.items()}
         out["status"] = status
         if keep == "auto":
@@ -110,6 +111,8 @@ def main():
                 out["expect"] = body
         elif keep is not None:
             out["expect"] = keep(body)
+        if fix:
+            fix(out)
         print(status, json.dumps(out.get("expect"))[:300], file=sys.stderr)
         steps.append(out)
     for c in spec["CLEANUP"]:

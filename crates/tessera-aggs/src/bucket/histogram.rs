@@ -151,8 +151,10 @@ pub fn histogram_factory(
             histogram.interval
         )));
     }
-    let field = histogram.source.require_field(&request.name)?;
-    let ranges = RangeSource::resolve(ctx.table, field)?;
+    let ranges = match (&histogram.source.field, &histogram.source.script) {
+        (Some(field), None) => RangeSource::resolve(ctx.table, field)?,
+        _ => None,
+    };
     let source = match &ranges {
         Some(range) => {
             range_histogram::check_source(range, false, histogram.source.missing.is_some())?;
@@ -166,7 +168,7 @@ pub fn histogram_factory(
                 },
             }
         }
-        None => ValueSource::resolve(ctx.table, field, "histogram", Accepts::Numeric)?,
+        None => ValueSource::resolve_params(ctx, &histogram.source, "histogram", Accepts::Numeric)?,
     };
     let format = ValueFormat::for_source(&source, histogram.source.format.as_deref(), None)?;
     let hard = histogram.hard_bounds.clone().unwrap_or(Bounds {

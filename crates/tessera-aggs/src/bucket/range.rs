@@ -201,12 +201,11 @@ impl RangeFactory {
 }
 
 pub fn factory(
-    request: &AggRequest,
+    _request: &AggRequest,
     range: &RangeRequest,
     ctx: &AggContext,
 ) -> Result<Box<dyn Factory>> {
-    let field = range.source.require_field(&request.name)?;
-    let source = ValueSource::resolve(ctx.table, field, "range", Accepts::Numeric)?;
+    let source = ValueSource::resolve_params(ctx, &range.source, "range", Accepts::Numeric)?;
     let format = ValueFormat::for_source(&source, range.source.format.as_deref(), None)?;
     // a range on a date field takes dates (and date math) as bounds
     let date_format = match source.numeric_kind() {

@@ -16,7 +16,6 @@ use serde_json::{json, Map, Value};
 use tantivy::{DocId, SegmentReader};
 use tessera_common::murmur3::murmur3_x86_32;
 use tessera_common::{Error, Result};
-use tessera_query::compile::script::PreparedScript;
 
 use crate::bucket::order::BucketOrder;
 use crate::collector::{Collector, SegmentContext, SubCollectors};
@@ -641,8 +640,6 @@ struct TermsFactory {
     missing: Option<Value>,
     min_doc_count_zero: bool,
     track_first_seen: bool,
-    /// The script that gives the values instead of a field.
-    script: Option<Arc<PreparedScript>>,
 }
 
 pub fn factory(
@@ -677,36 +674,20 @@ fn make_factory(
         )));
     }
     terms.order.validate(&request.subs)?;
-    if let Some(spec) = &terms.source.script {
-        let script =
-            PreparedScript::prepare(ctx.table, spec, tessera_script::ScriptContext::Filter)?;
-        return Ok(Box::new(TermsFactory {
-            source: ValueSource::Unmapped,
-            format: ValueFormat::for_source(
-                &ValueSource::Unmapped,
-                terms.source.format.as_deref(),
-                None,
-            )?,
-            filter: TermFilter::compile(&terms.filter)?.map(Arc::new),
-            missing: terms.source.missing.clone(),
-            min_doc_count_zero: terms.min_doc_count == 0,
-            shard: None,
-            track_first_seen,
-            script: Some(Arc::new(script)),
-        }));
+    let source = ValueSource::resolve_params(ctx, &terms.source, "terms", Accepts::Any)?;
+    if let ValueSource::Script(_) = source {
+        keyed_by_text(ctx, &terms.source)?;
     }
-    let field = terms.source.require_field(&request.name)?;
-    let source = ValueSource::resolve(ctx.table, field, "terms", Accepts::Any)?;
     let format = ValueFormat::for_source(&source, terms.source.format.as_deref(), None)?;
     Ok(Box::new(TermsFactory {
+        shard: (terms.min_doc_count == 0 && !matches!(source, ValueSource::Script(_)))
+            .then(|| ctx.searcher.clone()),
         source,
         format,
         filter: TermFilter::compile(&terms.filter)?.map(Arc::new),
         missing: terms.source.missing.clone(),
         min_doc_count_zero: terms.min_doc_count == 0,
-        shard: (terms.min_doc_count == 0).then(|| ctx.searcher.clone()),
         track_first_seen,
-        script: None,
     }))
 }
 
@@ -722,18 +703,15 @@ impl Factory for TermsFactory {
             min_doc_count_zero: self.min_doc_count_zero,
             first_seen: self.track_first_seen.then(FirstSeen::default),
         };
-        if let Some(script) = &self.script {
-            let missing = self.missing.as_ref().map(|v| match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            });
-            return Ok(Box::new(super::script_terms::ScriptTerms::new(
+        Ok(match &self.source {
+            ValueSource::Script(script) => Box::new(super::script_terms::ScriptTerms::new(
                 common,
                 script.clone(),
-                missing,
-            )));
-        }
-        Ok(match &self.source {
+                self.missing.as_ref().map(|v| match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                }),
+            )),
             ValueSource::Numeric { kind, .. } => {
                 let missing = match &self.missing {
                     None => None,
@@ -782,6 +760,27 @@ impl Factory for TermsFactory {
             }),
         })
     }
+}
+
+/// Script values are keyed by their text, as OpenSearch keys them without a `value_type`; a
+/// script OpenSearch would key by number (a numeric `value_type`, or a value script on a
+/// numeric field) is refused rather than answered with other keys.
+fn keyed_by_text(ctx: &AggContext, params: &crate::request::ValuesSourceParams) -> Result<()> {
+    let numeric_field = params
+        .field
+        .as_deref()
+        .and_then(|field| ValueSource::field_type_of(ctx.table, field))
+        .is_some_and(|t| !matches!(t.name(), "keyword" | "ip" | "constant_keyword" | "wildcard"));
+    let numeric_type = params
+        .value_type
+        .as_deref()
+        .is_some_and(|t| !matches!(t, "string" | "keyword" | "text" | "bytes"));
+    if numeric_field || numeric_type {
+        return Err(Error::not_supported(
+            "numeric keys for the values of a script in the [terms] aggregation",
+        ));
+    }
+    Ok(())
 }
 
 /// The `missing` value of a numeric terms aggregation, as a bucket key.

@@ -33,6 +33,7 @@ use crate::metric::numeric_missing;
 use crate::ords::{slot, IntHasher};
 use crate::prepare::{AggContext, Factory};
 use crate::request::{unknown_field, AggKind, AggRequest, ValuesSourceParams};
+use crate::script_values::ScriptValues;
 use crate::values::{Accepts, IpValues, KeywordValues, NumericKind, NumericValues, ValueSource};
 
 const AGG: &str = "cardinality";
@@ -459,6 +460,14 @@ fn missing_hash(missing: Option<&Value>, source: &ValueSource) -> Result<Option<
         return Ok(None);
     };
     Ok(Some(match source {
+        // a script's values are told apart by their text
+        ValueSource::Script(_) => bytes_hash(
+            match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }
+            .as_bytes(),
+        ),
         ValueSource::Numeric { kind, .. } => {
             let number = numeric_missing(AGG, Some(value), source)?.unwrap_or(0.0);
             match kind {
@@ -498,11 +507,11 @@ struct CardinalityFactory {
 }
 
 pub fn factory(
-    request: &AggRequest,
+    _request: &AggRequest,
     cardinality: &CardinalityRequest,
     ctx: &AggContext,
 ) -> Result<Box<dyn Factory>> {
-    let field = cardinality.source.require_field(&request.name)?;
+    let field = cardinality.source.field.as_deref().unwrap_or_default();
     if ValueSource::field_type_of(ctx.table, field).is_some_and(|t| t.is_range()) {
         // OpenSearch counts distinct encodings of a document's set of ranges; Tessera does
         // not reproduce that encoding
@@ -510,7 +519,7 @@ pub fn factory(
             "the [{AGG}] aggregation on the range field [{field}] is not supported by Tessera"
         )));
     }
-    let source = ValueSource::resolve(ctx.table, field, AGG, Accepts::Any)?;
+    let source = ValueSource::resolve_params(ctx, &cardinality.source, AGG, Accepts::Any)?;
     if let Some(hint) = &cardinality.execution_hint {
         if !matches!(hint.as_str(), "direct" | "ordinals") {
             return Err(Error::illegal_argument(format!(
@@ -549,6 +558,8 @@ enum SegmentValues {
     Double(NumericValues),
     Keyword(KeywordValues),
     Ip(IpValues),
+    /// A script's values, hashed by their text.
+    Script(Box<ScriptValues>),
 }
 
 struct CardinalityCollector {
@@ -595,6 +606,9 @@ impl Collector for CardinalityCollector {
             ValueSource::Ip { .. } => {
                 SegmentValues::Ip(IpValues::open(&self.source, segment.reader)?)
             }
+            ValueSource::Script(script) => {
+                SegmentValues::Script(Box::new(script.open(segment.reader)?))
+            }
             ValueSource::Unmapped | ValueSource::Range(_) => SegmentValues::None,
         };
         Ok(())
@@ -631,6 +645,14 @@ impl Collector for CardinalityCollector {
             SegmentValues::Ip(values) => values.for_each(docs, |p, ip| {
                 hashes.push((p as u32, bytes_hash(&ip.octets())))
             }),
+            SegmentValues::Script(values) => {
+                let mut text = String::new();
+                values.for_each(docs, |p, value| {
+                    text.clear();
+                    value.write_java(&mut text);
+                    hashes.push((p as u32, bytes_hash(text.as_bytes())))
+                })
+            }
         }
         let p = self.precision;
         for &(position, hash) in hashes.iter() {

@@ -139,12 +139,11 @@ struct ExtendedStatsFactory {
 }
 
 pub fn factory(
-    request: &AggRequest,
+    _request: &AggRequest,
     stats: &ExtendedStatsRequest,
     ctx: &AggContext,
 ) -> Result<Box<dyn Factory>> {
-    let field = stats.source.require_field(&request.name)?;
-    let source = ValueSource::resolve(ctx.table, field, AGG, Accepts::Numeric)?;
+    let source = ValueSource::resolve_params(ctx, &stats.source, AGG, Accepts::Numeric)?;
     let format = ValueFormat::for_source(&source, stats.source.format.as_deref(), None)?;
     let missing = numeric_missing(AGG, stats.source.missing.as_ref(), &source)?;
     Ok(Box::new(ExtendedStatsFactory {
@@ -429,9 +428,8 @@ mod tests {
             err(json!({"field": "n", "bogus": 1})).reason(),
             "[extended_stats] unknown field [bogus]"
         );
-        assert!(err(json!({"field": "n", "script": "x"}))
-            .reason()
-            .contains("not supported"));
+        let r = request(json!({"field": "n", "script": "_value * 2"}));
+        assert!(matches!(&r.kind, AggKind::ExtendedStats(e) if e.source.script.is_some()));
         let r = request(json!({"field": "n", "sigma": "3"}));
         assert!(matches!(&r.kind, AggKind::ExtendedStats(e) if e.sigma == 3.0));
     }

@@ -67,12 +67,11 @@ impl MedianAbsoluteDeviationRequest {
 }
 
 pub fn factory(
-    request: &AggRequest,
+    _request: &AggRequest,
     mad: &MedianAbsoluteDeviationRequest,
     ctx: &AggContext,
 ) -> Result<Box<dyn Factory>> {
-    let field = mad.source.require_field(&request.name)?;
-    let source = ValueSource::resolve(ctx.table, field, AGG, Accepts::Numeric)?;
+    let source = ValueSource::resolve_params(ctx, &mad.source, AGG, Accepts::Numeric)?;
     let format = ValueFormat::for_source(&source, mad.source.format.as_deref(), None)?;
     let missing = numeric_missing(AGG, mad.source.missing.as_ref(), &source)?;
     Ok(Box::new(SketchFactory {

@@ -223,13 +223,12 @@ pub(crate) struct SketchFactory {
 }
 
 pub fn factory(
-    request: &AggRequest,
+    _request: &AggRequest,
     percentiles: &PercentilesRequest,
     ctx: &AggContext,
 ) -> Result<Box<dyn Factory>> {
     let agg = percentiles.kind.type_name();
-    let field = percentiles.source.require_field(&request.name)?;
-    let source = ValueSource::resolve(ctx.table, field, agg, Accepts::Numeric)?;
+    let source = ValueSource::resolve_params(ctx, &percentiles.source, agg, Accepts::Numeric)?;
     let format = ValueFormat::for_source(&source, percentiles.source.format.as_deref(), None)?;
     let missing = numeric_missing(agg, percentiles.source.missing.as_ref(), &source)?;
     Ok(Box::new(SketchFactory {

@@ -150,18 +150,18 @@ struct StatsFactory {
 }
 
 pub fn factory(
-    request: &AggRequest,
+    _request: &AggRequest,
     metric: &MetricRequest,
     ctx: &AggContext,
 ) -> Result<Box<dyn Factory>> {
-    let field = metric.source.require_field(&request.name)?;
     let count_only = metric.kind == StatsKind::ValueCount;
     let accepts = if count_only {
         Accepts::Counted
     } else {
         Accepts::Numeric
     };
-    let source = ValueSource::resolve(ctx.table, field, metric.kind.type_name(), accepts)?;
+    let source =
+        ValueSource::resolve_params(ctx, &metric.source, metric.kind.type_name(), accepts)?;
     let format = if count_only {
         ValueFormat::Raw
     } else {

@@ -138,6 +138,7 @@ impl TestShard {
                 shard_index: self.shard_index,
                 max_inner_result_window: 100,
                 constant_score: (!scored).then_some(1.0),
+                script_failures: Default::default(),
             },
         )
     }

@@ -90,6 +90,7 @@ impl IngestScript {
             doc: None,
             score: 0.0,
             ctx: Some(ctx),
+            value: None,
         };
         script
             .execute(&env)

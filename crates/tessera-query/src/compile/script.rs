@@ -104,11 +104,24 @@ impl PreparedScript {
         docs: &SegmentDocs,
         score: f64,
     ) -> std::result::Result<Value, Error> {
+        self.run_with_value(frame, docs, score, None)
+    }
+
+    /// Runs a value script (an aggregation's `script` beside its `field`) on one of the
+    /// field's values of the document `docs` stands on: `value` is its `_value`.
+    pub fn run_with_value(
+        &self,
+        frame: &mut [Value],
+        docs: &SegmentDocs,
+        score: f64,
+        value: Option<&Value>,
+    ) -> std::result::Result<Value, Error> {
         let env = Env {
             params: &self.params,
             doc: Some(docs),
             score,
             ctx: None,
+            value,
         };
         self.script.run_in(frame, &env).map_err(|e| self.error(&e))
     }

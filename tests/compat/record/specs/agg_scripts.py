@@ -1,0 +1,57 @@
+exec(open(os.path.join(os.path.dirname(SPEC), "common.py")).read())
+NAME = "agg_scripts"
+DESCRIPTION = "Painless in metric and bucket aggregations: a script in place of the field (numbers, lists, dates, booleans, null, params, missing) and a value script beside it (_value) in min/max/sum/avg/stats/extended_stats/value_count/cardinality/percentiles/median_absolute_deviation/histogram/range/terms, and the errors that fail the shard; expectations copied from OpenSearch 2.19.6"
+CLEANUP = ["/compat-scripts*"]
+def ERR(b):
+    """The root cause, and the Java exception under the script's."""
+    e = {"root_cause": [{"type": r["type"], "reason": r.get("reason"), **({"position": r["position"]} if "position" in r else {})} for r in b["error"]["root_cause"]]}
+    cause = b["error"].get("caused_by", {}).get("caused_by")
+    if cause:
+        e["caused_by"] = {"caused_by": {"type": cause["type"], "reason": cause["reason"]}}
+    return {"error": e, "status": b["status"]}
+def to_400(step):
+    """OpenSearch answers 500 for a script value it cannot aggregate; the value comes from the
+    request's script, so Tessera answers 400."""
+    step["status"] = 400
+    step["expect"]["status"] = 400
+def A(desc, aggs, **kw):
+    d = {"desc": desc, "method": "POST", "path": "/compat-scripts/_search", "params": {"size": 0}, "body": {"aggs": aggs}}
+    d.update(kw)
+    return d
+N = "doc['n'].size() == 0 ? null : doc['n'].value"
+STEPS = SETUP + [
+    A("sum, avg, min, max and value_count of a script", {
+        "sum": {"sum": {"script": N}}, "avg": {"avg": {"script": {"source": N + " * params.f", "params": {"f": 2}}}},
+        "min": {"min": {"script": N}}, "max": {"max": {"script": "doc['f'].size() == 0 ? null : doc['f'].value"}},
+        "count": {"value_count": {"script": "doc['k'].value"}}}),
+    A("a list is several values; an empty list none", {"stats": {"stats": {"script": "doc['tags'].size() == 0 ? [] : [doc['tags'].size(), 10]"}}}),
+    A("dates are epoch milliseconds, booleans 1 or 0", {
+        "latest": {"max": {"script": "doc['d'].size() == 0 ? null : doc['d'].value"}},
+        "truth": {"avg": {"script": "doc['b'].size() == 0 ? null : doc['b'].value"}}}),
+    A("missing stands in for documents without values", {"min": {"min": {"script": N, "missing": -7}}}),
+    A("extended_stats, percentiles and the median absolute deviation", {
+        "ext": {"extended_stats": {"script": N}},
+        "pct": {"percentiles": {"script": N, "percents": [50, 90]}},
+        "ranks": {"percentile_ranks": {"script": N, "values": [5]}},
+        "mad": {"median_absolute_deviation": {"script": N}}}),
+    A("cardinality tells a script's values apart by their text", {
+        "kinds": {"cardinality": {"script": "doc['k'].value"}},
+        "tags": {"cardinality": {"script": "doc['tags']"}}}),
+    A("histogram and range over a script", {
+        "h": {"histogram": {"script": N, "interval": 5}},
+        "r": {"range": {"script": N, "ranges": [{"to": 5}, {"from": 5}]}}}),
+    A("a value script sees each value as _value", {
+        "sum": {"sum": {"field": "n", "script": "_value * 10"}},
+        "count": {"value_count": {"field": "tags", "script": "_value"}},
+        "tags": {"terms": {"field": "tags", "script": "_value + '!'"}},
+        "prices": {"avg": {"field": "price", "script": {"source": "_value * params.rate", "params": {"rate": 2}}}}}),
+    A("a value script on a date keeps the date format", {"d": {"max": {"field": "d", "script": "_value + 1000"}}}),
+    A("a value script on an unmapped field has no values", {"s": {"sum": {"field": "nope", "script": "_value"}}}),
+    A("a script under a bucket aggregation", {"k": {"terms": {"field": "k"}, "aggs": {"twice": {"sum": {"script": {"source": N + " * 2"}}}}}}),
+    A("a missing value fails the shard", {"s": {"sum": {"script": "doc['n'].value"}}}, keep=ERR),
+    A("an unmapped field fails the shard", {"s": {"avg": {"script": "doc['nope'].value"}}}, keep=ERR),
+    A("a runtime error fails the shard", {"s": {"sum": {"script": "int x = 0; return 1 / x"}}}, keep=ERR),
+    A("a value an aggregation cannot read fails the shard", {"s": {"max": {"script": "'x'"}}}, keep=ERR, fix=to_400),
+    A("a compile error", {"s": {"sum": {"script": "1 +"}}}, keep=ERR),
+    A("params belong to the script", {"s": {"sum": {"script": "params.x", "params": {"x": 1}}}}, keep=lambda b: {"error": {"type": b["error"]["type"], "reason": b["error"]["reason"]}, "status": 400}),
+]
