@@ -23,6 +23,7 @@ use crate::metric::extended_stats::InternalExtendedStats;
 use crate::metric::geo::{GeoBounds, GeoCentroid};
 use crate::metric::median_absolute_deviation;
 use crate::metric::percentiles::InternalPercentiles;
+use crate::metric::scripted_metric::InternalScriptedMetric;
 use crate::metric::stats::InternalStats;
 use crate::metric::top_hits::InternalTopHits;
 use crate::metric::weighted_avg::InternalWeightedAvg;
@@ -61,6 +62,7 @@ pub enum InternalAgg {
     TopHits(InternalTopHits),
     GeoBounds(GeoBounds),
     GeoCentroid(GeoCentroid),
+    ScriptedMetric(InternalScriptedMetric),
 }
 
 /// What finishing a shard's result needs to know.
@@ -288,6 +290,9 @@ impl InternalAgg {
             AggKind::TopHits(_) => InternalAgg::TopHits(InternalTopHits::default()),
             AggKind::GeoBounds(_) => InternalAgg::GeoBounds(GeoBounds::default()),
             AggKind::GeoCentroid(_) => InternalAgg::GeoCentroid(GeoCentroid::default()),
+            AggKind::ScriptedMetric(_) => {
+                InternalAgg::ScriptedMetric(InternalScriptedMetric::default())
+            }
         }
     }
 
@@ -369,6 +374,9 @@ impl InternalAgg {
             Some(InternalAgg::GeoCentroid(_)) => {
                 InternalAgg::GeoCentroid(GeoCentroid::reduce(gather!(GeoCentroid)))
             }
+            Some(InternalAgg::ScriptedMetric(_)) => {
+                InternalAgg::ScriptedMetric(InternalScriptedMetric::reduce(gather!(ScriptedMetric)))
+            }
         })
     }
 
@@ -395,7 +403,8 @@ impl InternalAgg {
             | InternalAgg::Percentiles(_)
             | InternalAgg::MedianAbsoluteDeviation(_)
             | InternalAgg::GeoBounds(_)
-            | InternalAgg::GeoCentroid(_) => Ok(()),
+            | InternalAgg::GeoCentroid(_)
+            | InternalAgg::ScriptedMetric(_) => Ok(()),
             InternalAgg::TopHits(t) => t.finish_shard(request, ctx),
         }
     }
@@ -442,6 +451,7 @@ impl InternalAgg {
             InternalAgg::TopHits(t) => t.render(request)?,
             InternalAgg::GeoBounds(b) => b.render(request),
             InternalAgg::GeoCentroid(c) => c.render(),
+            InternalAgg::ScriptedMetric(s) => s.render(request)?,
         };
         out.extend(body);
         Ok(out)

@@ -127,6 +127,7 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext, scope: Option<&str>) -> R
         AggKind::Metric(r) => metric::stats::factory(request, r, ctx)?,
         AggKind::ExtendedStats(r) => metric::extended_stats::factory(request, r, ctx)?,
         AggKind::WeightedAvg(r) => metric::weighted_avg::factory(request, r, ctx)?,
+        AggKind::ScriptedMetric(r) => metric::scripted_metric::factory(request, r, ctx)?,
         AggKind::Cardinality(r) => metric::cardinality::factory(request, r, ctx)?,
         AggKind::TopHits(r) => metric::top_hits::factory(request, r, ctx)?,
         AggKind::GeoBounds(r) => metric::geo::bounds_factory(request, r, ctx)?,

@@ -78,6 +78,7 @@ pub enum AggKind {
     TopHits(TopHitsRequest),
     GeoBounds(GeoMetricRequest),
     GeoCentroid(GeoMetricRequest),
+    ScriptedMetric(crate::metric::scripted_metric::ScriptedMetricRequest),
 }
 
 /// How a metric aggregation can be used to order buckets.
@@ -125,6 +126,7 @@ impl AggKind {
             AggKind::TopHits(_) => "top_hits",
             AggKind::GeoBounds(_) => "geo_bounds",
             AggKind::GeoCentroid(_) => "geo_centroid",
+            AggKind::ScriptedMetric(_) => "scripted_metric",
         }
     }
 
@@ -144,9 +146,10 @@ impl AggKind {
             AggKind::ExtendedStats(_) | AggKind::Percentiles(_) | AggKind::PercentileRanks(_) => {
                 Some(MetricShape::Multi)
             }
-            AggKind::TopHits(_) | AggKind::GeoBounds(_) | AggKind::GeoCentroid(_) => {
-                Some(MetricShape::NotNumeric)
-            }
+            AggKind::TopHits(_)
+            | AggKind::GeoBounds(_)
+            | AggKind::GeoCentroid(_)
+            | AggKind::ScriptedMetric(_) => Some(MetricShape::NotNumeric),
             AggKind::Terms(_)
             | AggKind::SignificantTerms(_)
             | AggKind::MultiTerms(_)
@@ -189,7 +192,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "matrix_stats",
     "moving_avg",
     "sampler",
-    "scripted_metric",
     "significant_text",
     "variable_width_histogram",
 ];
@@ -359,6 +361,9 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
             AggKind::ExtendedStats(ExtendedStatsRequest::parse(name, &object(body)?)?)
         }
         "weighted_avg" => AggKind::WeightedAvg(WeightedAvgRequest::parse(&object(body)?)?),
+        "scripted_metric" => AggKind::ScriptedMetric(
+            crate::metric::scripted_metric::ScriptedMetricRequest::parse(&object(body)?)?,
+        ),
         "top_hits" => AggKind::TopHits(TopHitsRequest::parse(name, &object(body)?)?),
         "geo_bounds" => AggKind::GeoBounds(GeoMetricRequest::parse(type_name, &object(body)?)?),
         "geo_centroid" => AggKind::GeoCentroid(GeoMetricRequest::parse(type_name, &object(body)?)?),

@@ -198,6 +198,10 @@ impl StoredScript {
             "number_sort" => ScriptContext::NumberSort,
             "string_sort" => ScriptContext::StringSort,
             "update" | "ingest" => ScriptContext::Update,
+            "aggs_init" => ScriptContext::MetricInit,
+            "aggs_map" => ScriptContext::MetricMap,
+            "aggs_combine" => ScriptContext::MetricCombine,
+            "aggs_reduce" => ScriptContext::MetricReduce,
             // the other contexts' variables are not Tessera's yet: checked when used
             _ => return Ok(()),
         };

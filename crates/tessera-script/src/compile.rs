@@ -32,11 +32,26 @@ pub enum ScriptContext {
     /// Aggregation values: `params`, `doc`, and `_value` when the script transforms each
     /// value of the aggregation's field.
     Aggregation,
+    /// `scripted_metric`'s `init_script`: `params`, `state` (a map, in [`Env::ctx`]).
+    MetricInit,
+    /// `scripted_metric`'s `map_script`: `params`, `state`, `doc`.
+    MetricMap,
+    /// `scripted_metric`'s `combine_script`: `params`, `state`.
+    MetricCombine,
+    /// `scripted_metric`'s `reduce_script`: `params`, `states` (a list, in [`Env::ctx`]).
+    MetricReduce,
 }
 
 impl ScriptContext {
     fn has_doc(self) -> bool {
-        !matches!(self, ScriptContext::PainlessTest | ScriptContext::Update)
+        !matches!(
+            self,
+            ScriptContext::PainlessTest
+                | ScriptContext::Update
+                | ScriptContext::MetricInit
+                | ScriptContext::MetricCombine
+                | ScriptContext::MetricReduce
+        )
     }
 
     fn has_score(self) -> bool {
@@ -53,6 +68,8 @@ pub struct Env<'a> {
     pub params: &'a Value,
     pub doc: Option<&'a dyn DocValues>,
     pub score: f64,
+    /// The context's own variable: `ctx` in updates, `state` and `states` in
+    /// `scripted_metric`.
     pub ctx: Option<&'a Value>,
     /// `_value` of a value script (an aggregation's `script` beside its `field`).
     pub value: Option<&'a Value>,
@@ -1119,6 +1136,23 @@ impl Compiler<'_> {
             )),
             "ctx" if self.context == ScriptContext::Update => Ok(dynamic(
                 Ty::Map,
+                Box::new(|f| Ok(f.env.ctx.cloned().unwrap_or_default())),
+            )),
+            "state"
+                if matches!(
+                    self.context,
+                    ScriptContext::MetricInit
+                        | ScriptContext::MetricMap
+                        | ScriptContext::MetricCombine
+                ) =>
+            {
+                Ok(dynamic(
+                    Ty::Map,
+                    Box::new(|f| Ok(f.env.ctx.cloned().unwrap_or_default())),
+                ))
+            }
+            "states" if self.context == ScriptContext::MetricReduce => Ok(dynamic(
+                Ty::List,
                 Box::new(|f| Ok(f.env.ctx.cloned().unwrap_or_default())),
             )),
             "_value" if self.context == ScriptContext::Aggregation => Ok(dynamic(

@@ -3,7 +3,8 @@
 //!
 //! Every metric here keeps an intermediate state whose merge does not depend on how documents
 //! were split into slices and shards (exact sums, register maxima, multiset unions, total
-//! orders), so one slice and eight slices give the same response.
+//! orders), so one slice and eight slices give the same response; `scripted_metric`, whose
+//! reduce script sees one state per slice, is the exception.
 
 pub mod cardinality;
 pub mod exact_sum;
@@ -14,6 +15,7 @@ pub mod median_absolute_deviation;
 pub mod percentile_ranks;
 pub mod percentiles;
 pub mod quantiles;
+pub mod scripted_metric;
 pub mod stats;
 pub mod top_hits;
 pub mod weighted_avg;

@@ -3,10 +3,11 @@ NAME = "agg_scripts"
 DESCRIPTION = "Painless in metric and bucket aggregations: a script in place of the field (numbers, lists, dates, booleans, null, params, missing) and a value script beside it (_value) in min/max/sum/avg/stats/extended_stats/value_count/cardinality/percentiles/median_absolute_deviation/histogram/range/terms, and the errors that fail the shard; expectations copied from OpenSearch 2.19.6"
 CLEANUP = ["/compat-scripts*"]
 def ERR(b):
-    """The root cause, and the Java exception under the script's."""
+    """The root cause, and the Java exception under a script's."""
     e = {"root_cause": [{"type": r["type"], "reason": r.get("reason"), **({"position": r["position"]} if "position" in r else {})} for r in b["error"]["root_cause"]]}
-    cause = b["error"].get("caused_by", {}).get("caused_by")
-    if cause:
+    top = b["error"].get("caused_by", {})
+    cause = top.get("caused_by")
+    if cause and top.get("type") == "script_exception":
         e["caused_by"] = {"caused_by": {"type": cause["type"], "reason": cause["reason"]}}
     return {"error": e, "status": b["status"]}
 def to_400(step):
@@ -54,4 +55,26 @@ STEPS = SETUP + [
     A("a value an aggregation cannot read fails the shard", {"s": {"max": {"script": "'x'"}}}, keep=ERR, fix=to_400),
     A("a compile error", {"s": {"sum": {"script": "1 +"}}}, keep=ERR),
     A("params belong to the script", {"s": {"sum": {"script": "params.x", "params": {"x": 1}}}}, keep=lambda b: {"error": {"type": b["error"]["type"], "reason": b["error"]["reason"]}, "status": 400}),
+]
+SM_SUM = {"init_script": "state.l = []", "map_script": "if (doc['n'].size() > 0) state.l.add(doc['n'].value * params.f)",
+          "combine_script": "long t = 0; for (x in state.l) t += x; return t", "reduce_script": "long t = 0; for (s in states) t += s; return t", "params": {"f": 2}}
+STEPS += [
+    A("scripted_metric: init, map, combine and reduce", {"s": {"scripted_metric": SM_SUM}}),
+    A("scripted_metric under terms, with typed keys", {"k": {"terms": {"field": "k"}, "aggs": {"s": {"scripted_metric": SM_SUM}}}}, params={"size": 0, "typed_keys": "true"}),
+    A("scripted_metric: maps, lists and strings come through", {"s": {"scripted_metric": {
+        "map_script": "state.c = (state.c ?: 0) + 1; state.k = doc['k'].value", "combine_script": "return state", "reduce_script": "return [states, 'done', 1.5]"}}}),
+    A("scripted_metric: without init_script, with script params", {"s": {"scripted_metric": {
+        "map_script": {"source": "state.n = params.a"}, "combine_script": {"source": "return state.n + params.b", "params": {"b": 10}},
+        "reduce_script": "return states[0] * params.a", "params": {"a": 3}}}}),
+    A("scripted_metric over no documents: init and combine still run", {"s": {"scripted_metric": {
+        "init_script": "state.l = []", "map_script": "state.l.add(1)", "combine_script": "return state.l.size()", "reduce_script": "return states"}}},
+        body={"query": {"term": {"k": "nothing"}}, "aggs": {"s": {"scripted_metric": {
+        "init_script": "state.l = []", "map_script": "state.l.add(1)", "combine_script": "return state.l.size()", "reduce_script": "return states"}}}}),
+    A("scripted_metric: a null result", {"s": {"scripted_metric": {"map_script": "state.x = 1", "combine_script": "return state", "reduce_script": "return null"}}}),
+    A("scripted_metric: map_script is required", {"s": {"scripted_metric": {"combine_script": "1", "reduce_script": "1"}}}, keep=ERR),
+    A("scripted_metric: unknown fields", {"s": {"scripted_metric": {"map_script": "1", "combine_script": "1", "reduce_script": "1", "bogus": 1}}}, keep=ERR),
+    A("scripted_metric: combine_script is required", {"s": {"scripted_metric": {"map_script": "state.x = 1"}}}, keep=ERR),
+    A("scripted_metric: reduce_script is required", {"s": {"scripted_metric": {"map_script": "state.x = 1", "combine_script": "return state"}}}, keep=ERR),
+    A("scripted_metric: a parameter in both places", {"s": {"scripted_metric": {"map_script": {"source": "state.x = params.a", "params": {"a": 2}}, "combine_script": "return state.x", "reduce_script": "return states", "params": {"a": 1}}}}, keep=ERR),
+    A("scripted_metric: a failing map script", {"s": {"scripted_metric": {"map_script": "state.x = doc['n'].value", "combine_script": "return state.x", "reduce_script": "return states"}}}, keep=ERR),
 ]
