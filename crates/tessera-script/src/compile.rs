@@ -40,6 +40,11 @@ pub enum ScriptContext {
     MetricCombine,
     /// `scripted_metric`'s `reduce_script`: `params`, `states` (a list, in [`Env::ctx`]).
     MetricReduce,
+    /// `bucket_script`: `params` (the bucket's values beside the script's own); returns a
+    /// number or null.
+    BucketScript,
+    /// `bucket_selector`: `params`; returns a boolean.
+    BucketSelector,
 }
 
 impl ScriptContext {
@@ -51,6 +56,8 @@ impl ScriptContext {
                 | ScriptContext::MetricInit
                 | ScriptContext::MetricCombine
                 | ScriptContext::MetricReduce
+                | ScriptContext::BucketScript
+                | ScriptContext::BucketSelector
         )
     }
 
@@ -484,17 +491,35 @@ impl Compiler<'_> {
         Ok(slot)
     }
 
-    /// A score script returns a double: a value of another static type is Painless's
-    /// compile error.
-    fn check_return(&self, e: &Expr, ty: Ty) -> CResult<()> {
-        if matches!(
-            self.context,
-            ScriptContext::Score | ScriptContext::NumberSort
-        ) && !matches!(ty, Ty::Def | Ty::Int | Ty::Long | Ty::Float | Ty::Double)
-        {
-            return Err(cce(e.start(), ty, Ty::Double));
+    /// A score script returns a double, a bucket_script a `Number`, a bucket_selector a
+    /// boolean: a value of another static type is Painless's compile error, and a `def` that
+    /// is not a boolean where one is returned its runtime error.
+    fn returned(&self, e: &Expr, c: CExpr) -> CResult<ExprFn> {
+        let numeric = matches!(c.ty, Ty::Def | Ty::Int | Ty::Long | Ty::Float | Ty::Double);
+        match self.context {
+            ScriptContext::Score | ScriptContext::NumberSort if !numeric => {
+                Err(cce(e.start(), c.ty, Ty::Double))
+            }
+            ScriptContext::BucketScript if !numeric && c.ty != Ty::Null => {
+                Err(ScriptError::compile(
+                    e.start(),
+                    "class_cast_exception",
+                    format!("Cannot cast from [{}] to [java.lang.Number].", c.ty.name()),
+                ))
+            }
+            ScriptContext::BucketSelector if !matches!(c.ty, Ty::Def | Ty::Bool) => {
+                Err(cce(e.start(), c.ty, Ty::Bool))
+            }
+            ScriptContext::BucketSelector if c.ty == Ty::Def => {
+                let (f, pos) = (c.f, e.pos);
+                Ok(Box::new(move |fr| {
+                    let v = f(fr)?;
+                    b::truthy(pos, &v)?;
+                    Ok(v)
+                }))
+            }
+            _ => Ok(c.f),
         }
-        Ok(())
     }
 
     fn push_scope(&mut self) {
@@ -618,10 +643,7 @@ impl Compiler<'_> {
                     not_a_statement(e)?;
                 }
                 let c = self.expr(e)?;
-                if last {
-                    self.check_return(e, c.ty)?;
-                }
-                let c = c.f;
+                let c = if last { self.returned(e, c)? } else { c.f };
                 let body: StmtFn = if last {
                     Box::new(move |f| {
                         f.ret = c(f)?;
@@ -639,8 +661,7 @@ impl Compiler<'_> {
                 let body: StmtFn = match value {
                     Some(e) => {
                         let c = self.expr(e)?;
-                        self.check_return(e, c.ty)?;
-                        let c = c.f;
+                        let c = self.returned(e, c)?;
                         Box::new(move |f| {
                             f.ret = c(f)?;
                             Ok(Flow::Return)

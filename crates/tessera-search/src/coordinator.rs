@@ -210,6 +210,21 @@ fn phase_failure(failures: &[(Arc<dyn ShardSearcher>, Error)], phase: &str, reas
     outer
 }
 
+/// A script's failure in the final reduce (a `scripted_metric`'s reduce script, a
+/// `bucket_script`): OpenSearch reports it as a failure of the phase after the query phase,
+/// with no shard to blame.
+fn reduce_failure(error: Error) -> Error {
+    if error.kind() != "script_exception" {
+        return error;
+    }
+    Error::new("search_phase_execution_exception", error.status(), "")
+        .with_meta("phase", "fetch")
+        .with_meta("grouped", true)
+        .with_meta("failed_shards", Value::Array(Vec::new()))
+        .with_root_causes(Vec::new())
+        .caused_by(error)
+}
+
 /// A shard failure's root cause: the deepest OpenSearch exception of its chain, except that a
 /// `parse_exception` under a shard's error is Lucene's query parser (`Failed to parse query`),
 /// a Java exception, which OpenSearch does not unwrap to.
@@ -588,7 +603,7 @@ pub async fn search(
                     let merged = InternalAggregations::reduce(shard_aggs, requests)?;
                     let mut ctx =
                         RenderContext::new(request.max_buckets).with_typed_keys(typed_keys);
-                    let mut out = merged.render(requests, &mut ctx)?;
+                    let mut out = merged.render(requests, &mut ctx).map_err(reduce_failure)?;
                     // pipelines read the final buckets, so they run only here, after the
                     // last reduce
                     tessera_aggs::pipeline::apply(
@@ -596,7 +611,8 @@ pub async fn search(
                         requests,
                         &request.agg_pipelines,
                         typed_keys,
-                    )?;
+                    )
+                    .map_err(reduce_failure)?;
                     Ok(out)
                 })
                 .await?,

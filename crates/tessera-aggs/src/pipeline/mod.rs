@@ -10,16 +10,16 @@
 //! - `parent`: derivative, cumulative_sum, serial_diff, moving_fn, bucket_script,
 //!   bucket_selector, bucket_sort (they rewrite their parent's buckets);
 //! - `sibling`: the `*_bucket` aggregations (a value from a sibling's buckets);
-//! - `expression`: the arithmetic/comparison scripts of bucket_script and bucket_selector;
+//! - `script`: the Painless scripts of bucket_script and bucket_selector;
 //! - `moving`: moving_fn's `MovingFunctions.*` calls;
 //! - `decimal`: the DecimalFormat patterns of `format`.
 
 pub mod buckets_path;
 mod decimal;
-pub mod expression;
 mod moving;
 mod parent;
 mod parse;
+pub mod script;
 mod sibling;
 
 use serde_json::{Map, Value};
@@ -61,10 +61,10 @@ pub enum PipelineKind {
         function: moving::MovingFunction,
     },
     BucketScript {
-        script: expression::Script,
+        script: script::Script,
     },
     BucketSelector {
-        script: expression::Script,
+        script: script::Script,
     },
     BucketSort {
         sort: Vec<parent::SortSpec>,

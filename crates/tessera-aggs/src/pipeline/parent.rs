@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 use tessera_common::Result;
+use tessera_script::{ScriptContext, Value as ScriptValue};
 
 use super::buckets_path::{bucket_value, buckets_mut, BucketsPath, GapPolicy};
-use super::expression::Val;
 use super::{execution_error, number, result_key, value_object, PipelineAgg, PipelineKind};
 
 /// One `sort` entry of bucket_sort.
@@ -131,13 +131,18 @@ pub(crate) fn run(
                 let Some(vars) = variables(bucket, p, typed_keys, true)? else {
                     continue;
                 };
-                let value = match script.eval(&p.name, &vars)? {
-                    Val::Int(i) => i as f64,
-                    Val::Float(f) => f,
-                    Val::Bool(_) => {
+                let value = match script.run(ScriptContext::BucketScript, &vars)? {
+                    // no value: the bucket is left as it is
+                    ScriptValue::Null => continue,
+                    ScriptValue::Int(i) => i as f64,
+                    ScriptValue::Long(i) => i as f64,
+                    ScriptValue::Float(f) => f as f64,
+                    ScriptValue::Double(f) => f,
+                    other => {
                         return Err(execution_error(format!(
-                            "bucket_script aggregation [{}] must return a number, not a boolean",
-                            p.name
+                            "bucket_script aggregation [{}] must return a number, not [{}]",
+                            p.name,
+                            other.to_java_string()
                         )))
                     }
                 };
@@ -148,8 +153,8 @@ pub(crate) fn run(
             let mut keep = Vec::new();
             for bucket in buckets_mut(result) {
                 let vars = variables(bucket, p, typed_keys, false)?.unwrap_or_default();
-                match script.eval(&p.name, &vars)? {
-                    Val::Bool(b) => keep.push(b),
+                match script.run(ScriptContext::BucketSelector, &vars)? {
+                    ScriptValue::Bool(b) => keep.push(b),
                     _ => {
                         return Err(execution_error(format!(
                             "bucket_selector aggregation [{}] must return a boolean",

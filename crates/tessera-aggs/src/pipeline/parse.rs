@@ -6,9 +6,9 @@ use tessera_common::{Error, Result};
 
 use super::buckets_path::{BucketsPath, GapPolicy};
 use super::decimal::DecimalFormat;
-use super::expression::Script;
 use super::moving::MovingFunction;
 use super::parent::SortSpec;
+use super::script::Script;
 use super::sibling::{BucketMetric, MetricKind};
 use super::{PipelineAgg, PipelineKind};
 use crate::request::{f64_param, int_param};

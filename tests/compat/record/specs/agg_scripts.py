@@ -78,3 +78,23 @@ STEPS += [
     A("scripted_metric: a parameter in both places", {"s": {"scripted_metric": {"map_script": {"source": "state.x = params.a", "params": {"a": 2}}, "combine_script": "return state.x", "reduce_script": "return states", "params": {"a": 1}}}}, keep=ERR),
     A("scripted_metric: a failing map script", {"s": {"scripted_metric": {"map_script": "state.x = doc['n'].value", "combine_script": "return state.x", "reduce_script": "return states"}}}, keep=ERR),
 ]
+def H(pipe):
+    return {"h": {"histogram": {"field": "n", "interval": 4}, "aggs": dict({"s": {"sum": {"field": "n"}}}, **pipe)}}
+def PERR(b):
+    """A script failing in the final reduce: OpenSearch blames no shard."""
+    e = b["error"]
+    return {"error": {"root_cause": e["root_cause"], "type": e["type"], "phase": e.get("phase"), "failed_shards": e.get("failed_shards"),
+                      "caused_by": {"type": e["caused_by"]["type"], "reason": e["caused_by"]["reason"], "position": e["caused_by"].get("position"),
+                                    "caused_by": {"type": e["caused_by"]["caused_by"]["type"], "reason": e["caused_by"]["caused_by"]["reason"]}}}, "status": b["status"]}
+STEPS += [
+    A("bucket_script runs Painless over the bucket's values", H({"b": {"bucket_script": {"buckets_path": {"s": "s", "c": "_count"},
+        "script": {"source": "double t = 0; for (int i = 0; i < params.c; i++) { t += params.s } return t + params.k", "params": {"k": 1}}}}})),
+    A("bucket_script: null leaves the bucket without a value", H({"b": {"bucket_script": {"buckets_path": {"s": "s"}, "script": "params.s > 5 ? null : params.s"}}})),
+    A("bucket_selector with methods and a boolean", H({"b": {"bucket_selector": {"buckets_path": {"s": "s"}, "script": "params.s.intValue() % 2 == 1"}}})),
+    A("scripted_metric read by bucket_script is not a number path", H({"sm": {"scripted_metric": {"map_script": "state.x = 1", "combine_script": "return 1", "reduce_script": "return 2"}}})),
+    A("bucket_script must return a number", H({"b": {"bucket_script": {"buckets_path": {"s": "s"}, "script": "'x'"}}}), keep=PERR),
+    A("bucket_script: a boolean is not a number", H({"b": {"bucket_script": {"buckets_path": {"s": "s"}, "script": "params.s > 1"}}}), keep=PERR),
+    A("bucket_selector must return a boolean", H({"b": {"bucket_selector": {"buckets_path": {"s": "s"}, "script": "params.s"}}}), keep=PERR),
+    A("bucket_script: a runtime error", H({"b": {"bucket_script": {"buckets_path": {"s": "s"}, "script": "int z = 0; return 1 / z"}}}), keep=PERR),
+    A("scripted_metric: a failing reduce script", {"s": {"scripted_metric": {"map_script": "state.x = 1", "combine_script": "return state", "reduce_script": "int z = 0; return 1 / z"}}}, keep=PERR),
+]
