@@ -20,9 +20,16 @@ use tessera_script::{Env, ScriptCache, ScriptContext, ScriptError, Value};
 
 use crate::wire;
 
-/// The node's compiled scripts, which its indices share (`NodeResources::scripts`).
-#[derive(Clone, Default)]
+/// The node's compiled scripts, which its indices share (`NodeResources::scripts`), under
+/// the process's compile limits (`script.max_size_in_bytes`, the compilation rates).
+#[derive(Clone)]
 pub struct SharedScripts(pub Arc<ScriptCache>);
+
+impl Default for SharedScripts {
+    fn default() -> Self {
+        SharedScripts(Arc::new(ScriptCache::following_shared(100)))
+    }
+}
 
 impl std::fmt::Debug for SharedScripts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

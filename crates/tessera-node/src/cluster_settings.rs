@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use tessera_common::settings::{Kind, Registry, Scope, SettingDef, Settings};
 use tessera_common::{Error, Result};
 use tessera_index::translog::write_atomic;
+use tessera_script::cache::{CompilationRate, CompileLimits};
 
 const fn def(key: &'static str, kind: Kind, default: &'static str) -> SettingDef {
     SettingDef {
@@ -89,7 +90,135 @@ static DEFS: &[SettingDef] = &[
         Kind::Enum(&["all", "primaries", "new_primaries", "none"]),
         "all",
     ),
+    // compiling scripts (`tessera_script::cache`)
+    def("script.max_size_in_bytes", INT, "65535"),
+    def(
+        "script.max_compilations_rate",
+        Kind::Check(check_general_rate),
+        "use-context",
+    ),
+    def(
+        "script.context.score.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.filter.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.aggs.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.update.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.ingest.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.number_sort.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.string_sort.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.field.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.painless_test.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.bucket_aggregation.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.aggregation_selector.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.aggs_init.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.aggs_map.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.aggs_combine.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.aggs_reduce.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.template.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
+    def(
+        "script.context.terms_set.max_compilations_rate",
+        Kind::Check(check_rate),
+        "75/5m",
+    ),
 ];
+
+/// The script contexts that have a `script.context.<name>.max_compilations_rate` setting.
+const SCRIPT_CONTEXTS: &[&str] = &[
+    "score",
+    "filter",
+    "aggs",
+    "update",
+    "ingest",
+    "number_sort",
+    "string_sort",
+    "field",
+    "painless_test",
+    "bucket_aggregation",
+    "aggregation_selector",
+    "aggs_init",
+    "aggs_map",
+    "aggs_combine",
+    "aggs_reduce",
+    "template",
+    "terms_set",
+];
+
+/// A compilation rate (`75/5m`, `unlimited`).
+fn check_rate(_key: &str, value: &str) -> Result<()> {
+    CompilationRate::parse(value)
+        .map(drop)
+        .map_err(Error::illegal_argument)
+}
+
+/// `script.max_compilations_rate`: a rate, or `use-context` (each context's own).
+fn check_general_rate(key: &str, value: &str) -> Result<()> {
+    match value {
+        "use-context" => Ok(()),
+        _ => check_rate(key, value),
+    }
+}
 
 /// A percentage of the memory base or a byte size (the breakers' limits).
 fn check_memory_size(key: &str, value: &str) -> Result<()> {
@@ -135,12 +264,36 @@ impl ClusterSettings {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Settings::new(),
             Err(e) => return Err(Error::internal("read cluster settings", e)),
         };
-        Ok(ClusterSettings {
+        let settings = ClusterSettings {
             path,
             persistent: RwLock::new(persistent),
             transient: RwLock::new(Settings::new()),
             node_defaults,
-        })
+        };
+        settings.apply_script_limits();
+        Ok(settings)
+    }
+
+    /// The limits on compiling scripts these settings give.
+    pub fn script_limits(&self) -> CompileLimits {
+        let rate = |key: &str| CompilationRate::parse(&self.get(key)).ok();
+        CompileLimits {
+            max_size_in_bytes: self.get_usize("script.max_size_in_bytes"),
+            general: rate("script.max_compilations_rate"),
+            contexts: SCRIPT_CONTEXTS
+                .iter()
+                .filter_map(|name| {
+                    let rate = rate(&format!("script.context.{name}.max_compilations_rate"))?;
+                    Some((name.to_string(), rate))
+                })
+                .collect(),
+        }
+    }
+
+    /// Hands the script limits to the process's script cache (it compiles for every node of
+    /// the process: the last settings applied win).
+    fn apply_script_limits(&self) {
+        tessera_script::cache::shared().set_limits(self.script_limits());
     }
 
     /// Whether `key` is a dynamic cluster setting (one a node's configuration may give).
@@ -213,6 +366,7 @@ impl ClusterSettings {
             }
         }
         self.transient.write().unwrap().merge(transient);
+        self.apply_script_limits();
         Ok((persistent.clone(), transient.clone()))
     }
 
@@ -253,6 +407,7 @@ impl ClusterSettings {
             }
         }
         *self.transient.write().unwrap() = transient;
+        self.apply_script_limits();
         Ok(())
     }
 

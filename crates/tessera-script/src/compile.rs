@@ -48,6 +48,25 @@ pub enum ScriptContext {
 }
 
 impl ScriptContext {
+    /// OpenSearch's name of the context (`script.context.<name>.…` settings).
+    pub fn name(self) -> &'static str {
+        match self {
+            ScriptContext::PainlessTest => "painless_test",
+            ScriptContext::Score => "score",
+            ScriptContext::Filter => "filter",
+            ScriptContext::Update => "update",
+            ScriptContext::NumberSort => "number_sort",
+            ScriptContext::StringSort => "string_sort",
+            ScriptContext::Aggregation => "aggs",
+            ScriptContext::MetricInit => "aggs_init",
+            ScriptContext::MetricMap => "aggs_map",
+            ScriptContext::MetricCombine => "aggs_combine",
+            ScriptContext::MetricReduce => "aggs_reduce",
+            ScriptContext::BucketScript => "bucket_aggregation",
+            ScriptContext::BucketSelector => "aggregation_selector",
+        }
+    }
+
     fn has_doc(self) -> bool {
         !matches!(
             self,

@@ -13,6 +13,9 @@ use tessera_common::error::Error;
 pub enum ScriptErrorKind {
     Compile,
     Runtime,
+    /// A script the node refuses to compile (`script.max_size_in_bytes`,
+    /// `script.max_compilations_rate`): not the script's error, so not a `script_exception`.
+    Refused,
 }
 
 /// A failure to compile or run a script, at a byte offset of its source.
@@ -51,8 +54,29 @@ impl ScriptError {
         }
     }
 
+    /// A refusal to compile: `cause_type` is the whole error.
+    pub fn refused(cause_type: &'static str, reason: impl Into<String>) -> Self {
+        ScriptError {
+            kind: ScriptErrorKind::Refused,
+            offset: 0,
+            cause_type,
+            reason: reason.into(),
+            statement: None,
+        }
+    }
+
     /// OpenSearch's `script_exception` (status 400) for this error in script `source`.
     pub fn to_exception(&self, source: &str) -> Error {
+        if self.kind == ScriptErrorKind::Refused {
+            return match self.cause_type {
+                // a transient breaker: the client may retry later
+                "circuit_breaking_exception" => Error::new(self.cause_type, 429, &self.reason)
+                    .with_meta("bytes_wanted", 0)
+                    .with_meta("bytes_limit", 0)
+                    .with_meta("durability", "TRANSIENT"),
+                kind => Error::new(kind, 400, &self.reason),
+            };
+        }
         // Painless counts offsets in (UTF-16) characters
         let chars = |byte: usize| source[..byte.min(source.len())].chars().count();
         let offset = chars(self.offset);
@@ -75,7 +99,7 @@ impl ScriptError {
                 pointer.push_str("^---- HERE");
                 (vec![snippet, pointer], start, end, "compile error")
             }
-            ScriptErrorKind::Runtime => {
+            ScriptErrorKind::Runtime | ScriptErrorKind::Refused => {
                 let (s, e) = self.statement.unwrap_or((self.offset, source.len()));
                 let (start, end) = (chars(s), chars(e));
                 let snippet: String = source.chars().skip(start).take(end - start).collect();
