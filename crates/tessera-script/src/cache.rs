@@ -92,7 +92,7 @@ fn period_text(period: Duration) -> String {
         return "0s".to_string();
     }
     for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60)] {
-        if secs % size == 0 && secs >= size {
+        if secs.is_multiple_of(size) && secs >= size {
             return format!("{}{unit}", secs / size);
         }
     }
