@@ -768,3 +768,33 @@ def test_ingest_pipelines(client, index_name):
         client.ingest.delete_pipeline(id=pipeline, ignore=[404])
     with pytest.raises(NotFoundError):
         client.ingest.get_pipeline(id=pipeline)
+
+
+# ----------------------------------------------------------------------------------------- search templates
+
+
+def test_search_templates(client, index_name):
+    """The client's template helpers: a stored mustache template, rendered, searched, and
+    searched many at a time."""
+    create_products(client, index_name)
+    template_id = index_name + "-tpl"
+    try:
+        template = {"query": {"match": {"title": "{{q}}"}}, "size": "{{n}}", "sort": [{"price": "asc"}]}
+        assert client.put_script(id=template_id, body={"script": {"lang": "mustache", "source": template}}) == {
+            "acknowledged": True}
+        rendered = client.render_search_template(id=template_id, body={"params": {"q": "fox", "n": 2}})
+        assert rendered["template_output"] == {"query": {"match": {"title": "fox"}}, "size": "2",
+                                               "sort": [{"price": "asc"}]}
+        resp = client.search_template(index=index_name, body={"id": template_id, "params": {"q": "fox", "n": 2}})
+        assert hit_ids(resp) == ["1", "3"] and resp["hits"]["total"]["value"] == 3
+        inline = {"source": '{"query": {"terms": {"tag": {{#toJson}}tags{{/toJson}}}}, "size": 0}',
+                  "params": {"tags": ["slow", "friends"]}}
+        assert client.search_template(index=index_name, body=inline)["hits"]["total"]["value"] == 2
+        many = client.msearch_template(index=index_name, body=[{}, {"id": template_id, "params": {"q": "dog", "n": 1}},
+                                                                {}, inline])
+        assert [r["hits"]["total"]["value"] for r in many["responses"]] == [2, 2]
+        with pytest.raises(RequestError) as err:
+            client.render_search_template(body={"source": "{{#a}}x"})
+        assert err.value.info["error"]["caused_by"]["type"] == "mustache_exception"
+    finally:
+        client.delete_script(id=template_id, ignore=[404])

@@ -39,6 +39,8 @@ const JAVA_EXCEPTIONS: &[&str] = &[
     "stack_overflow_error",
     "painless_error",
     "no_viable_alt_exception",
+    "mustache_exception",
+    "mustache_not_found_exception",
 ];
 
 /// `Result` with Tessera's [`Error`].

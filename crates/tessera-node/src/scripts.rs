@@ -303,6 +303,43 @@ impl Node {
     pub fn resolve_script(&self, spec: &ScriptSpec) -> Result<ResolvedScript> {
         resolve(&self.cluster_state(), spec)
     }
+
+    /// Renders a search template (`_search/template`, `_render/template`): the inline
+    /// `source`, or the stored mustache script `id`, with `params`.
+    pub fn render_template(
+        &self,
+        source: Option<&str>,
+        id: Option<&str>,
+        params: &Value,
+    ) -> Result<String> {
+        let source = match (source, id) {
+            (Some(source), _) => source.to_string(),
+            (None, Some(id)) => {
+                let script = stored(&self.cluster_state(), id).ok_or_else(|| {
+                    Error::new(
+                        "resource_not_found_exception",
+                        404,
+                        format!("unable to find script [{id}] in cluster state"),
+                    )
+                })?;
+                if script.lang != "mustache" {
+                    return Err(Error::illegal_argument(format!(
+                        "the stored script [{id}] is a [{}] script, not a mustache template",
+                        script.lang
+                    )));
+                }
+                script.source
+            }
+            (None, None) => return Err(Error::new(
+                "action_request_validation_exception",
+                400,
+                "Validation Failed: 1: template is missing;2: template's script type is missing;",
+            )),
+        };
+        let template = tessera_script::mustache::Template::compile(&source)
+            .map_err(|e| e.to_exception(&source))?;
+        template.render(params).map_err(|e| e.to_exception(&source))
+    }
 }
 
 /// [`Node::resolve_script`] against `state`.

@@ -205,6 +205,16 @@ impl SearchService {
     /// `_msearch`'s default `max_concurrent_searches`, as OpenSearch computes it: the data
     /// nodes times the search pool's size (at most 10 per node, leaving room for other
     /// searches), at least 1.
+    /// Renders a search template: see [`Node::render_template`].
+    pub fn render_template(
+        &self,
+        source: Option<&str>,
+        id: Option<&str>,
+        params: &serde_json::Value,
+    ) -> Result<String> {
+        self.node.render_template(source, id, params)
+    }
+
     pub fn default_max_concurrent_searches(&self) -> usize {
         let data_nodes = self
             .node

@@ -7,7 +7,7 @@ use crate::handler;
 use crate::handlers::{
     aliases, allocation, bulk, by_query, cat, cluster, cluster_stats, data_streams, documents,
     indices, ingest, knn, msearch, nodes, pending_tasks, recovery, resize, resolve, root, scripts,
-    scroll, search, segments, snapshots, stats, tasks, templates,
+    scroll, search, search_template, segments, snapshots, stats, tasks, templates,
 };
 use crate::router::Route;
 
@@ -826,6 +826,43 @@ pub fn all() -> Vec<Route> {
             pattern: "/_msearch",
             params: msearch::MSEARCH_PARAMS,
             handler: handler!(search: msearch::msearch),
+        },
+        // search templates
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_search/template",
+            params: SEARCH,
+            handler: handler!(search: search_template::search),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/{index}/_search/template",
+            params: SEARCH,
+            handler: handler!(search: search_template::search),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_render/template",
+            params: &[],
+            handler: handler!(search: search_template::render),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_render/template/{id}",
+            params: &[],
+            handler: handler!(search: search_template::render),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/_msearch/template",
+            params: msearch::MSEARCH_PARAMS,
+            handler: handler!(search: search_template::msearch),
+        },
+        Route {
+            methods: &[GET, POST],
+            pattern: "/{index}/_msearch/template",
+            params: msearch::MSEARCH_PARAMS,
+            handler: handler!(search: search_template::msearch),
         },
         Route {
             methods: &[GET, POST],

@@ -18,6 +18,7 @@ pub mod compile;
 pub mod doc;
 pub mod error;
 pub mod lexer;
+pub mod mustache;
 pub mod parser;
 pub mod source;
 pub mod spec;

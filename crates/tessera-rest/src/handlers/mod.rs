@@ -27,6 +27,7 @@ pub mod root;
 pub mod scripts;
 pub mod scroll;
 pub mod search;
+pub mod search_template;
 pub mod segments;
 pub mod snapshots;
 pub mod stats;

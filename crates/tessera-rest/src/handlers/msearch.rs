@@ -76,6 +76,16 @@ struct MultiSearchResponse {
 
 /// `GET|POST /_msearch`, `/{index}/_msearch`.
 pub async fn msearch(service: SearchService, request: RestRequest) -> Result<RestResponse> {
+    multi_search(service, request, None).await
+}
+
+/// The searches of an NDJSON body, their bodies first passed through `render` when given
+/// (`_msearch/template`).
+pub(crate) async fn multi_search(
+    service: SearchService,
+    request: RestRequest,
+    render: Option<BodyRender<'_>>,
+) -> Result<RestResponse> {
     let started = Instant::now();
     let max_concurrent = match request.param_i64("max_concurrent_searches")? {
         Some(n) if n < 1 => {
@@ -96,7 +106,7 @@ pub async fn msearch(service: SearchService, request: RestRequest) -> Result<Res
     request.param_i64("max_concurrent_shard_requests")?;
     request.param_time("cancel_after_time_interval")?;
     let data = body(&request)?;
-    let items = parse_items(&service, &request, &data)?;
+    let items = parse_items(&service, &request, &data, render)?;
     if items.is_empty() {
         return Err(Error::new(
             "action_request_validation_exception",
@@ -159,13 +169,23 @@ fn line_pairs(data: &[u8]) -> Result<Vec<(&[u8], &[u8])>> {
     Ok(pairs)
 }
 
+/// Turns a body line into the search body it stands for (`_msearch/template` renders it).
+pub(crate) type BodyRender<'a> = &'a (dyn Fn(&[u8]) -> Result<Vec<u8>> + Sync);
+
 /// Parses every pair into an [`Item`]; the first error fails the whole request.
-fn parse_items(service: &SearchService, request: &RestRequest, data: &[u8]) -> Result<Vec<Item>> {
+fn parse_items(
+    service: &SearchService,
+    request: &RestRequest,
+    data: &[u8],
+    render: Option<BodyRender<'_>>,
+) -> Result<Vec<Item>> {
     let defaults = Header::defaults(request)?;
     let total_hits_as_int = request.param_bool("rest_total_hits_as_int", false)?;
     let mut items = Vec::new();
     for (header_line, body_line) in line_pairs(data)? {
         let header = defaults.clone().read(header_line)?;
+        let rendered = render.map(|render| render(body_line)).transpose()?;
+        let body_line = rendered.as_deref().unwrap_or(body_line);
         let body = body_object(body_line)?;
         let text = String::from_utf8_lossy(body_line).into_owned();
         let mut params = header.search_params();

@@ -8,7 +8,7 @@ use tessera_common::{Error, Result};
 use tessera_node::{SearchService, SearchTarget};
 use tessera_search::coordinator::count_source;
 use tessera_search::request::{parse_track_total_hits, TrackTotalHits};
-use tessera_search::ResponseOptions;
+use tessera_search::{ResponseOptions, SearchResponse};
 
 use super::resolve_options;
 use crate::request::{with_position, RestRequest};
@@ -79,6 +79,20 @@ pub(crate) fn check_rest_total_hits(
 /// `pit` in the body a search of that point in time.
 pub async fn search(service: SearchService, request: RestRequest) -> Result<RestResponse> {
     let (value, text) = body(&request)?.unzip();
+    let response = run_search(&service, &request, value, text, &request.body).await?;
+    RestResponse::serialized(200, &response)
+}
+
+/// Runs the search whose body is `value` (`text` as written; `body` the bytes that error
+/// positions point into) with the request's URL parameters: a search, the first page of a
+/// scroll, or a search of a point in time.
+pub(crate) async fn run_search(
+    service: &SearchService,
+    request: &RestRequest,
+    value: Option<Value>,
+    text: Option<String>,
+    body: &[u8],
+) -> Result<SearchResponse> {
     let options = ResponseOptions {
         total_hits_as_int: request.param_bool("rest_total_hits_as_int", false)?,
         typed_keys: request.param_bool("typed_keys", false)?,
@@ -86,15 +100,15 @@ pub async fn search(service: SearchService, request: RestRequest) -> Result<Rest
     let mut params = request.params.clone();
     check_rest_total_hits(options.total_hits_as_int, value.as_ref(), &mut params)?;
     let source = service.source(text, params);
-    let search = service.prepare(source, value.as_ref(), |e| with_position(e, &request.body))?;
+    let search = service.prepare(source, value.as_ref(), |e| with_position(e, body))?;
     let scroll = request
         .param("scroll")
         .map(|value| super::scroll::keep_alive(value, "scroll"))
         .transpose()?;
-    let response = match (scroll, &search.request.pit) {
+    Ok(match (scroll, &search.request.pit) {
         (Some(keep_alive), _) => {
             service
-                .open_scroll(&target(&request)?, search, keep_alive, options)
+                .open_scroll(&target(request)?, search, keep_alive, options)
                 .await?
         }
         (None, Some(_)) => {
@@ -107,9 +121,8 @@ pub async fn search(service: SearchService, request: RestRequest) -> Result<Rest
             }
             service.search_pit(search, options).await?
         }
-        (None, None) => service.search(&target(&request)?, search, options).await?,
-    };
-    RestResponse::serialized(200, &response)
+        (None, None) => service.search(&target(request)?, search, options).await?,
+    })
 }
 
 /// `GET|POST /_count`, `/{index}/_count`.

@@ -60,6 +60,14 @@ pub fn classify(method: &Method, path: &str) -> Action {
             Method::DELETE => action("indices:data/read/point_in_time/delete", true),
             _ => action("indices:data/read/point_in_time/readall", reading),
         },
+        "_search" if next == "template" => {
+            action("indices:data/read/search/template", reading_or_post)
+        }
+        "_msearch" if next == "template" => {
+            action("indices:data/read/msearch/template", reading_or_post)
+        }
+        // rendering a template reads nothing but the stored scripts
+        "_render" => action("cluster:admin/script/template/render", reading_or_post),
         "_search" | "_count" => action("indices:data/read/search", reading_or_post),
         "_msearch" => action("indices:data/read/msearch", reading_or_post),
         "_mget" => action("indices:data/read/mget", reading_or_post),
