@@ -1,9 +1,10 @@
 //! The templates of processor options (`"value": "{{user.name}}"`), as OpenSearch renders
 //! them with mustache: `{{path}}` substitutes a field JSON-escaped (OpenSearch's ingest
 //! templates escape for JSON), `{{{path}}}` substitutes it raw, a missing field renders as
-//! nothing, objects and lists as Java prints them. Tessera has no mustache engine: sections,
-//! inverted sections, partials, comments and delimiter changes are refused when the pipeline
-//! is created rather than rendered wrongly.
+//! nothing, objects and lists as Java prints them. Sections, inverted sections, partials,
+//! comments and delimiter changes are refused when the pipeline is created rather than
+//! rendered wrongly (the full engine, `tessera_script::mustache`, renders search templates
+//! against JSON params, not a document's fields).
 
 use serde_json::Value;
 
@@ -83,7 +84,7 @@ impl Template {
                         Ok(value) => java_string(value),
                     };
                     if *escape {
-                        escape_json(&value, &mut out);
+                        tessera_script::mustache::escape_json(&value, &mut out);
                     } else {
                         out.push_str(&value);
                     }
@@ -91,20 +92,6 @@ impl Template {
             }
         }
         out
-    }
-}
-
-fn escape_json(text: &str, out: &mut String) {
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
     }
 }
 

@@ -400,8 +400,8 @@ fn java_text(value: &Json) -> String {
     }
 }
 
-/// Jackson's string quoting: what JSON needs, nothing more.
-fn escape_json(text: &str, out: &mut String) {
+/// Jackson's string quoting: what JSON needs, nothing more (ingest templates escape so too).
+pub fn escape_json(text: &str, out: &mut String) {
     for c in text.chars() {
         match c {
             '"' => out.push_str("\\\""),
