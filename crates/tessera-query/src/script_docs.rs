@@ -8,6 +8,8 @@
 //! doubles for `float`/`double`/`scaled_float`, dates as `ZonedDateTime`s in UTC, strings for
 //! keywords and ips, booleans, geo points.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -130,6 +132,7 @@ impl ScriptFields {
             columns: Arc::new(columns),
             rows,
             doc: 0,
+            terms: RefCell::new(HashMap::new()),
         })
     }
 }
@@ -155,7 +158,13 @@ pub struct SegmentDocs {
     /// Per field, the value rows of the current document.
     rows: Vec<Range<u32>>,
     doc: DocId,
+    /// Keyword terms already looked up in the segment's dictionary, by (slot, ordinal): a
+    /// script reading a keyword of every document looks each distinct term up once.
+    terms: RefCell<HashMap<(u32, u64), Value>>,
 }
+
+/// The most keyword terms a [`SegmentDocs`] keeps (past it, terms are looked up each time).
+const MAX_CACHED_TERMS: usize = 65_536;
 
 impl SegmentDocs {
     /// Positions every column on `doc`.
@@ -203,11 +212,19 @@ impl DocValues for SegmentDocs {
             Col::Ip(c) => Value::str(&tessera_mapping::values::format_ip(c.values.get_val(row))),
             Col::Keyword(c) => {
                 let ord = c.ords().values.get_val(row);
+                if let Some(term) = self.terms.borrow().get(&(slot, ord)) {
+                    return term.clone();
+                }
                 let mut text = String::new();
-                match c.ord_to_str(ord, &mut text) {
+                let term = match c.ord_to_str(ord, &mut text) {
                     Ok(true) => Value::str(&text),
                     _ => Value::Null,
+                };
+                let mut terms = self.terms.borrow_mut();
+                if terms.len() < MAX_CACHED_TERMS {
+                    terms.insert((slot, ord), term.clone());
                 }
+                term
             }
             Col::Geo(lat, lon) => Value::Geo(GeoPoint {
                 lat: lat.values.get_val(row),

@@ -49,3 +49,60 @@ fn stored_scripts_survive_a_restart_and_serve_searches() {
         "{missing}"
     );
 }
+
+/// A `script_score` scores the documents each slice collects, and only those: any slicing
+/// of the segments gives the same hits, and a failure on a document that only one slice
+/// reaches still fails the search.
+#[test]
+fn script_scores_do_not_depend_on_the_slicing() {
+    let node = Node::start();
+    node.put(
+        "/sliced",
+        &json!({"settings": {"number_of_shards": 1}, "mappings": {"properties": {"n": {"type": "long"}, "d": {"type": "double"}}}}),
+    )
+    .expect(200);
+    for batch in 0..3 {
+        let mut bulk = String::new();
+        for i in 0..700 {
+            let n = batch * 700 + i;
+            bulk.push_str(&format!(
+                "{{\"index\":{{\"_id\":\"{n}\"}}}}\n{{\"n\":{n},\"d\":{}}}\n",
+                (n * 37 % 101) as f64 / 4.0
+            ));
+        }
+        node.bulk("/sliced/_bulk?refresh=true", &bulk).expect(200);
+    }
+    let search = |source: &str| {
+        json!({"size": 25, "query": {"script_score": {
+            "query": {"range": {"n": {"gte": 100}}},
+            "script": {"source": source}
+        }}})
+    };
+    let fast = search("doc['d'].value / (doc['n'].value + 1)");
+    let interpreted = search("double x = doc['d'].value; return x * x + doc['n'].value % 7");
+    let mut answers = Vec::new();
+    for slices in [1, 2, 5] {
+        node.put(
+            "/_cluster/settings",
+            &json!({"transient": {"search.concurrent.max_slice_count": slices, "search.concurrent_segment_search.mode": "all"}}),
+        )
+        .expect(200);
+        let mut runs = Vec::new();
+        for body in [&fast, &interpreted] {
+            let found = node.post("/sliced/_search", body).expect(200).json();
+            assert_eq!(found["hits"]["total"]["value"], 2000, "{found}");
+            runs.push((hit_ids(&found), found["hits"]["hits"][0]["_score"].clone()));
+        }
+        answers.push(runs);
+        // the one document that fails is the last one: whichever slice reaches it fails the
+        // shard
+        let failing = search("1 / (doc['n'].value - 2099) + 1");
+        let err = node.post("/sliced/_search", &failing).json();
+        assert_eq!(err["status"], 400, "{err}");
+        assert_eq!(
+            err["error"]["root_cause"][0]["type"], "script_exception",
+            "{err}"
+        );
+    }
+    assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:?}");
+}

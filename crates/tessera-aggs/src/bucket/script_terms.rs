@@ -10,6 +10,7 @@ use super::terms::{Common, SliceTerms, TermKey, EXCLUDED};
 use crate::collector::{Collector, SegmentContext};
 use crate::internal::InternalAgg;
 use crate::script_values::{ScriptSource, ScriptValues};
+use tessera_script::Value;
 
 pub(crate) struct ScriptTerms {
     pub(crate) common: Common,
@@ -17,9 +18,10 @@ pub(crate) struct ScriptTerms {
     pub(crate) missing: Option<String>,
     values: Option<ScriptValues>,
     terms: SliceTerms,
-    /// The block's `(position, text)` values.
-    texts: Vec<(usize, String)>,
+    /// The terms the current document was counted in.
     doc_terms: Vec<u32>,
+    /// The text of the value at hand.
+    text: String,
 }
 
 impl ScriptTerms {
@@ -30,13 +32,61 @@ impl ScriptTerms {
             missing,
             values: None,
             terms: SliceTerms::default(),
-            texts: Vec::new(),
             doc_terms: Vec::new(),
+            text: String::new(),
         }
     }
 
     fn term_id(&mut self, term: &str) -> u32 {
         self.terms.id(term, &self.common)
+    }
+}
+
+/// Counts one block's values as the script gives them, document by document (values come
+/// in position order); a document the script gave no value gets the `missing` term.
+struct Block<'a> {
+    terms: &'a mut SliceTerms,
+    common: &'a mut Common,
+    doc_terms: &'a mut Vec<u32>,
+    text: &'a mut String,
+    missing: Option<&'a str>,
+    docs: &'a [DocId],
+    parents: &'a [u32],
+    /// The first position not yet started.
+    next: usize,
+}
+
+impl Block<'_> {
+    fn add(&mut self, position: usize, value: &Value) {
+        if position >= self.next {
+            self.finish_docs_before(position);
+            self.doc_terms.clear();
+            self.next = position + 1;
+        }
+        self.text.clear();
+        value.write_java(self.text);
+        let id = self.terms.id(self.text, self.common);
+        if id != EXCLUDED && !self.doc_terms.contains(&id) {
+            self.doc_terms.push(id);
+            self.common
+                .add(self.docs[position], self.parents[position], id as u64);
+        }
+    }
+
+    /// Gives the `missing` term to the documents before `end` that had no value.
+    fn finish_docs_before(&mut self, end: usize) {
+        let Some(missing) = self.missing else {
+            self.next = self.next.max(end);
+            return;
+        };
+        for position in self.next..end {
+            let id = self.terms.id(missing, self.common);
+            if id != EXCLUDED {
+                self.common
+                    .add(self.docs[position], self.parents[position], id as u64);
+            }
+        }
+        self.next = self.next.max(end);
     }
 }
 
@@ -50,38 +100,22 @@ impl Collector for ScriptTerms {
     }
 
     fn collect(&mut self, docs: &[DocId], parents: &[u32]) {
-        let Some(values) = &mut self.values else {
+        let Some(mut values) = self.values.take() else {
             return;
         };
-        let mut texts = std::mem::take(&mut self.texts);
-        texts.clear();
-        values.for_each(docs, |position, value| {
-            let mut text = String::new();
-            value.write_java(&mut text);
-            texts.push((position, text));
-        });
-        let mut next = texts.iter().peekable();
-        for (position, (&doc, &parent)) in docs.iter().zip(parents).enumerate() {
-            self.doc_terms.clear();
-            let mut has_values = false;
-            while let Some((_, text)) = next.next_if(|(p, _)| *p == position) {
-                has_values = true;
-                let id = self.term_id(text);
-                if id != EXCLUDED && !self.doc_terms.contains(&id) {
-                    self.doc_terms.push(id);
-                    self.common.add(doc, parent, id as u64);
-                }
-            }
-            if !has_values {
-                if let Some(missing) = self.missing.clone() {
-                    let id = self.term_id(&missing);
-                    if id != EXCLUDED {
-                        self.common.add(doc, parent, id as u64);
-                    }
-                }
-            }
-        }
-        self.texts = texts;
+        let mut block = Block {
+            terms: &mut self.terms,
+            common: &mut self.common,
+            doc_terms: &mut self.doc_terms,
+            text: &mut self.text,
+            missing: self.missing.as_deref(),
+            docs,
+            parents,
+            next: 0,
+        };
+        values.for_each(docs, |position, value| block.add(position, value));
+        block.finish_docs_before(docs.len());
+        self.values = Some(values);
         self.common.subs.flush();
     }
 

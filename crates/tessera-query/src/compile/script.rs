@@ -5,8 +5,11 @@
 //! The script is compiled once per process (`tessera_script::cache::shared`), its `doc[...]`
 //! fields resolved once per shard (`ScriptFields`) and their columns opened once per segment.
 //! A tantivy scorer cannot fail, but a script can (a runtime error, a negative score), and
-//! OpenSearch then fails the shard. `script_score` scores a segment's matches when its scorer
-//! is made, the first failure being the scorer's error, and the scorer replays the scores.
+//! OpenSearch then fails the shard. Under the shard's search, `script_score` scores each
+//! document when the collection reaches it (a slice collecting part of a segment scores that
+//! part only) and its first failure waits in the context's [`QueryFailures`]; elsewhere it
+//! scores a segment's matches when its scorer is made, the first failure being the scorer's
+//! error, and the scorer replays the scores.
 //! A `script` query under the shard's search runs as Lucene's two-phase iteration does: a
 //! document is evaluated only when the collection or a conjunction asks about it (tantivy's
 //! predicate query and `seek_danger`), so a script beside a `match` never sees the documents
@@ -173,6 +176,7 @@ pub(super) fn script_score(
             script,
             min_score: query.min_score,
             deadline: ctx.deadline,
+            failures: ctx.failures.clone(),
         }),
         query.boost,
     ))
@@ -201,6 +205,9 @@ struct ScriptScoreQuery {
     script: Arc<PreparedScript>,
     min_score: Option<f32>,
     deadline: Option<Instant>,
+    /// Under the shard's search: scores are computed as the collection asks for documents
+    /// (a slice scoring a part of a segment scores that part only), a failure waits here.
+    failures: Option<QueryFailures>,
 }
 
 impl Clone for ScriptScoreQuery {
@@ -210,6 +217,7 @@ impl Clone for ScriptScoreQuery {
             script: self.script.clone(),
             min_score: self.min_score,
             deadline: self.deadline,
+            failures: self.failures.clone(),
         }
     }
 }
@@ -226,6 +234,7 @@ impl Query for ScriptScoreQuery {
             script: self.script.clone(),
             min_score: self.min_score,
             deadline: self.deadline,
+            failures: self.failures.clone(),
         }))
     }
 }
@@ -235,12 +244,68 @@ struct ScriptScoreWeight {
     script: Arc<PreparedScript>,
     min_score: Option<f32>,
     deadline: Option<Instant>,
+    failures: Option<QueryFailures>,
+}
+
+/// The script's score of `doc`, whose query score is `query_score`.
+fn script_score_of(
+    script: &PreparedScript,
+    docs: &mut SegmentDocs,
+    frame: &mut [Value],
+    doc: DocId,
+    query_score: f64,
+) -> Result<f32> {
+    let fast = script
+        .fast
+        .as_ref()
+        .and_then(|fast| fast.eval(&|slot| docs.first_f64(slot, doc), query_score));
+    let score = match fast {
+        Some(score) => score,
+        None => {
+            docs.set_doc(doc);
+            let value = script.run(frame, docs, query_score)?;
+            as_score(&value).ok_or_else(|| {
+                Error::new(
+                    "class_cast_exception",
+                    400,
+                    format!("Cannot cast from [{}] to [double].", value.java_class()),
+                )
+            })?
+        }
+    };
+    // NaN is no valid score either
+    if score.is_nan() || score < 0.0 {
+        return Err(Error::illegal_argument(format!(
+            "script_score script returned an invalid score [{}] for doc [{doc}]. Must be a non-negative score!",
+            java_double(score)
+        )));
+    }
+    Ok(score as f32)
 }
 
 impl Weight for ScriptScoreWeight {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
-        let mut inner = self.inner.scorer(reader, 1.0)?;
-        let mut docs = self.script.fields.open(reader)?;
+        let inner = self.inner.scorer(reader, 1.0)?;
+        let docs = self.script.fields.open(reader)?;
+        if let Some(failures) = &self.failures {
+            let mut lazy = LazyScriptScorer {
+                inner,
+                script: self.script.clone(),
+                docs,
+                frame: self.script.script.new_frame(),
+                alive: reader.alive_bitset().cloned(),
+                min_score: self.min_score,
+                boost,
+                deadline: self.deadline,
+                failures: failures.clone(),
+                visited: 0,
+                score: 0.0,
+                done: false,
+            };
+            lazy.settle();
+            return Ok(Box::new(lazy));
+        }
+        let (mut inner, mut docs) = (inner, docs);
         let mut frame = self.script.script.new_frame();
         let (mut ids, mut scores) = (Vec::new(), Vec::new());
         let alive = reader.alive_bitset();
@@ -258,39 +323,8 @@ impl Weight for ScriptScoreWeight {
                 continue;
             }
             let query_score = f64::from(inner.score());
-            let fast = self
-                .script
-                .fast
-                .as_ref()
-                .and_then(|fast| fast.eval(&|slot| docs.first_f64(slot, doc), query_score));
-            let score = match fast {
-                Some(score) => score,
-                None => {
-                    docs.set_doc(doc);
-                    let value = self
-                        .script
-                        .run(&mut frame, &docs, query_score)
-                        .map_err(carried)?;
-                    match as_score(&value) {
-                        Some(score) => score,
-                        None => {
-                            return Err(carried(Error::new(
-                                "class_cast_exception",
-                                400,
-                                format!("Cannot cast from [{}] to [double].", value.java_class()),
-                            )))
-                        }
-                    }
-                }
-            };
-            // NaN is no valid score either
-            if score.is_nan() || score < 0.0 {
-                return Err(carried(Error::illegal_argument(format!(
-                    "script_score script returned an invalid score [{}] for doc [{doc}]. Must be a non-negative score!",
-                    java_double(score)
-                ))));
-            }
-            let score = score as f32;
+            let score = script_score_of(&self.script, &mut docs, &mut frame, doc, query_score)
+                .map_err(carried)?;
             if self.min_score.is_none_or(|min| score >= min) {
                 ids.push(doc);
                 scores.push(score * boost);
@@ -309,6 +343,112 @@ impl Weight for ScriptScoreWeight {
             ),
             score,
         ))
+    }
+}
+
+/// The scorer of a `script_score` under the shard's search: each document's score is
+/// computed when the collection reaches it, so a slice that collects part of a segment runs
+/// the script on that part only. The first failure is recorded for the shard and ends the
+/// scorer; past the deadline the scorer ends too (the collector marks the result timed out).
+struct LazyScriptScorer {
+    inner: Box<dyn Scorer>,
+    script: Arc<PreparedScript>,
+    docs: SegmentDocs,
+    frame: Vec<Value>,
+    alive: Option<tantivy::fastfield::AliveBitSet>,
+    min_score: Option<f32>,
+    boost: Score,
+    deadline: Option<Instant>,
+    failures: QueryFailures,
+    /// Documents scored so far (the deadline is checked every `DEADLINE_CHECK`).
+    visited: u32,
+    /// The current document's score.
+    score: Score,
+    done: bool,
+}
+
+impl LazyScriptScorer {
+    /// Moves from the inner scorer's document to the first that is alive and scores at least
+    /// `min_score`, scoring it.
+    fn settle(&mut self) -> DocId {
+        loop {
+            let doc = self.inner.doc();
+            if self.done || doc == TERMINATED {
+                self.done = true;
+                return TERMINATED;
+            }
+            if self.alive.as_ref().is_some_and(|a| !a.is_alive(doc)) {
+                self.inner.advance();
+                continue;
+            }
+            self.visited += 1;
+            if self.visited.is_multiple_of(DEADLINE_CHECK)
+                && self.deadline.is_some_and(|d| Instant::now() >= d)
+            {
+                self.done = true;
+                return TERMINATED;
+            }
+            let query_score = f64::from(self.inner.score());
+            match script_score_of(
+                &self.script,
+                &mut self.docs,
+                &mut self.frame,
+                doc,
+                query_score,
+            ) {
+                Ok(score) if self.min_score.is_none_or(|min| score >= min) => {
+                    self.score = score * self.boost;
+                    return doc;
+                }
+                Ok(_) => {
+                    self.inner.advance();
+                }
+                Err(e) => {
+                    self.failures.record(e);
+                    self.done = true;
+                    return TERMINATED;
+                }
+            }
+        }
+    }
+}
+
+impl DocSet for LazyScriptScorer {
+    fn advance(&mut self) -> DocId {
+        if self.done {
+            return TERMINATED;
+        }
+        self.inner.advance();
+        self.settle()
+    }
+
+    fn seek(&mut self, target: DocId) -> DocId {
+        if self.done {
+            return TERMINATED;
+        }
+        if self.inner.doc() >= target {
+            return self.inner.doc();
+        }
+        self.inner.seek(target);
+        self.settle()
+    }
+
+    fn doc(&self) -> DocId {
+        if self.done {
+            TERMINATED
+        } else {
+            self.inner.doc()
+        }
+    }
+
+    fn size_hint(&self) -> u32 {
+        self.inner.size_hint()
+    }
+}
+
+impl Scorer for LazyScriptScorer {
+    fn score(&mut self) -> Score {
+        self.score
     }
 }
 
