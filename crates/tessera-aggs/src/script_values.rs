@@ -79,12 +79,25 @@ impl ScriptValues {
             if self.failed {
                 break;
             }
-            self.docs.set_doc(doc);
             let Some(field) = &mut field else {
+                // double arithmetic straight from the columns; a document missing a field
+                // runs the interpreter, which fails as Painless does
+                let script = &self.source.script;
+                let docs = &self.docs;
+                let fast = script
+                    .fast
+                    .as_ref()
+                    .and_then(|fast| fast.eval(&|slot| docs.first_f64(slot, doc), 0.0));
+                if let Some(value) = fast {
+                    f(position, &Value::Double(value));
+                    continue;
+                }
+                self.docs.set_doc(doc);
                 let result = self.source.script.run(&mut self.frame, &self.docs, 0.0);
                 self.emit(position, result, &mut f);
                 continue;
             };
+            self.docs.set_doc(doc);
             field.set_doc(doc);
             for index in 0..field.count(0) {
                 let value = as_agg_value(field.value(0, index));
@@ -185,11 +198,11 @@ mod tests {
         let docs: Vec<_> = (0..200)
             .map(|i| match i % 4 {
                 0 => json!({"k": "none"}),
-                _ => json!({"n": i, "k": format!("k{}", i % 3)}),
+                _ => json!({"n": i, "k": format!("k{}", i % 3), "d": i as f64 / 4.0}),
             })
             .collect();
         TestShard::new(
-            json!({"properties": {"n": {"type": "long"}, "k": {"type": "keyword"}}}),
+            json!({"properties": {"n": {"type": "long"}, "k": {"type": "keyword"}, "d": {"type": "double"}}}),
             &docs,
             5,
         )
@@ -215,6 +228,30 @@ mod tests {
         assert_eq!(one["h"]["buckets"][0]["doc_count"], json!(37));
         for seed in 1..4 {
             assert_eq!(shard.render(&aggs, 3, seed), one);
+        }
+    }
+
+    #[test]
+    fn the_double_arithmetic_path_agrees_with_the_interpreter() {
+        let shard = shard();
+        let aggs = json!({
+            "fast": {"stats": {"script": "doc['d'].value / (doc['d'].value + 1) * 3"}},
+            "interpreted": {"stats": {"script": "double x = doc['d'].value; return x / (x + 1) * 3"}}
+        });
+        let err = shard.try_run(&aggs, 2, 3).unwrap_err();
+        // the documents without `d` fail either way, as Painless does
+        assert_eq!(err.cause().unwrap().kind(), "illegal_state_exception");
+        let only_d = TestShard::new(
+            json!({"properties": {"d": {"type": "double"}}}),
+            &(0..300)
+                .map(|i| json!({"d": i as f64 / 7.0}))
+                .collect::<Vec<_>>(),
+            3,
+        );
+        for slices in [1, 3] {
+            let out = only_d.render(&aggs, slices, 11);
+            assert_eq!(out["fast"], out["interpreted"]);
+            assert_eq!(out["fast"]["count"], json!(300));
         }
     }
 

@@ -43,7 +43,8 @@ pub struct PreparedScript {
     pub script: Arc<Script>,
     pub params: Value,
     pub fields: ScriptFields,
-    /// The double arithmetic fast path, for a score script that is one (see `numeric_script`).
+    /// The double arithmetic fast path, for a score or aggregation script that is one (see
+    /// `numeric_script`).
     pub fast: Option<NumExpr>,
 }
 
@@ -79,7 +80,7 @@ impl PreparedScript {
             .get_or_compile(source, context)
             .map_err(|e| e.to_exception(source))?;
         let fields = ScriptFields::resolve(table, script.fields())?;
-        let fast = (context == ScriptContext::Score)
+        let fast = matches!(context, ScriptContext::Score | ScriptContext::Aggregation)
             .then(|| {
                 NumExpr::build(source, |name| {
                     let slot = script.fields().iter().position(|f| f == name)?;
