@@ -82,13 +82,7 @@ impl ScriptValues {
             let Some(field) = &mut field else {
                 // double arithmetic straight from the columns; a document missing a field
                 // runs the interpreter, which fails as Painless does
-                let script = &self.source.script;
-                let docs = &self.docs;
-                let fast = script
-                    .fast
-                    .as_ref()
-                    .and_then(|fast| fast.eval(&|slot| docs.first_f64(slot, doc), 0.0));
-                if let Some(value) = fast {
+                if let Some(value) = self.source.script.fast_value(&self.docs, doc, 0.0) {
                     f(position, &Value::Double(value));
                     continue;
                 }

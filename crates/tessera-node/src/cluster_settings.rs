@@ -184,27 +184,6 @@ static DEFS: &[SettingDef] = &[
     ),
 ];
 
-/// The script contexts that have a `script.context.<name>.max_compilations_rate` setting.
-const SCRIPT_CONTEXTS: &[&str] = &[
-    "score",
-    "filter",
-    "aggs",
-    "update",
-    "ingest",
-    "number_sort",
-    "string_sort",
-    "field",
-    "painless_test",
-    "bucket_aggregation",
-    "aggregation_selector",
-    "aggs_init",
-    "aggs_map",
-    "aggs_combine",
-    "aggs_reduce",
-    "template",
-    "terms_set",
-];
-
 /// A compilation rate (`75/5m`, `unlimited`).
 fn check_rate(_key: &str, value: &str) -> Result<()> {
     CompilationRate::parse(value)
@@ -280,11 +259,15 @@ impl ClusterSettings {
         CompileLimits {
             max_size_in_bytes: self.get_usize("script.max_size_in_bytes"),
             general: rate("script.max_compilations_rate"),
-            contexts: SCRIPT_CONTEXTS
+            // the contexts are those with a `script.context.<name>.max_compilations_rate`
+            contexts: DEFS
                 .iter()
-                .filter_map(|name| {
-                    let rate = rate(&format!("script.context.{name}.max_compilations_rate"))?;
-                    Some((name.to_string(), rate))
+                .filter_map(|def| {
+                    let name = def
+                        .key
+                        .strip_prefix("script.context.")?
+                        .strip_suffix(".max_compilations_rate")?;
+                    Some((name.to_string(), rate(def.key)?))
                 })
                 .collect(),
         }
@@ -498,6 +481,24 @@ mod tests {
             Settings::from_json(&json!({"search.concurrent_segment_search.mode": null})).unwrap();
         cs.update(&reset, &Settings::new()).unwrap();
         assert_eq!(cs.get("search.concurrent_segment_search.mode"), "auto");
+    }
+
+    #[test]
+    fn script_limits_come_from_the_script_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let defaults =
+            Settings::from_json(&json!({"script.context.score.max_compilations_rate": "5000/1m"}))
+                .unwrap();
+        let cs = ClusterSettings::open(dir.path(), defaults).unwrap();
+        let limits = cs.script_limits();
+        assert_eq!(limits.max_size_in_bytes, 65_535);
+        assert_eq!(limits.general, None);
+        assert_eq!(limits.contexts.len(), 17);
+        assert_eq!(
+            limits.contexts["score"],
+            CompilationRate::parse("5000/1m").unwrap()
+        );
+        assert_eq!(limits.contexts["aggs_reduce"], CompilationRate::DEFAULT);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use tessera_cluster::ClusterState;
 use tessera_common::error::json_token;
 use tessera_common::{Error, Result};
-use tessera_script::spec::ResolvedScript;
+use tessera_script::spec::{script_not_found, ResolvedScript};
 use tessera_script::{ScriptCache, ScriptContext, ScriptSpec};
 
 use crate::custom::CustomChange;
@@ -315,13 +315,8 @@ impl Node {
         let source = match (source, id) {
             (Some(source), _) => source.to_string(),
             (None, Some(id)) => {
-                let script = stored(&self.cluster_state(), id).ok_or_else(|| {
-                    Error::new(
-                        "resource_not_found_exception",
-                        404,
-                        format!("unable to find script [{id}] in cluster state"),
-                    )
-                })?;
+                let script =
+                    stored(&self.cluster_state(), id).ok_or_else(|| script_not_found(id))?;
                 if script.lang != "mustache" {
                     return Err(Error::illegal_argument(format!(
                         "the stored script [{id}] is a [{}] script, not a mustache template",
@@ -352,13 +347,7 @@ pub fn resolve(state: &ClusterState, spec: &ScriptSpec) -> Result<ResolvedScript
             params: spec.params.clone(),
         }),
         (None, Some(id)) => {
-            let script = stored(state, id).ok_or_else(|| {
-                Error::new(
-                    "resource_not_found_exception",
-                    404,
-                    format!("unable to find script [{id}] in cluster state"),
-                )
-            })?;
+            let script = stored(state, id).ok_or_else(|| script_not_found(id))?;
             Ok(ResolvedScript {
                 lang: script.lang,
                 source: script.source,

@@ -9,14 +9,26 @@
 //! Resolving an `id` against the stored scripts is the node's (`tessera_node::scripts`): this
 //! module only reads the request.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 use tessera_common::error::{json_token, Error};
 
+use crate::compile::{Script, ScriptContext};
 use crate::value::Value;
 
 /// The language when a script names none.
 pub const DEFAULT_LANG: &str = "painless";
+
+/// OpenSearch's error for a stored script `id` that does not exist.
+pub fn script_not_found(id: &str) -> Error {
+    Error::new(
+        "resource_not_found_exception",
+        404,
+        format!("unable to find script [{id}] in cluster state"),
+    )
+}
 
 /// A parsed `script` object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -173,6 +185,20 @@ impl ScriptSpec {
     /// `params` as the script sees it (a `Value::Map`), converted once per request.
     pub fn params_value(&self) -> Value {
         Value::from_json(&Json::Object(self.params.clone()))
+    }
+
+    /// The inline painless script compiled for `context` (once per process: the shared
+    /// cache), with OpenSearch's errors: another language, a compile error as a
+    /// `script_exception`, and a stored script left unresolved (the node turns stored scripts
+    /// into inline ones before a search reaches a shard) as a missing one.
+    pub fn compile(&self, context: ScriptContext) -> Result<Arc<Script>, Error> {
+        self.check_lang()?;
+        let Some(source) = &self.source else {
+            return Err(script_not_found(self.id.as_deref().unwrap_or_default()));
+        };
+        crate::cache::shared()
+            .get_or_compile(source, context)
+            .map_err(|e| e.to_exception(source))
     }
 }
 

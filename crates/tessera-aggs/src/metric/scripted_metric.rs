@@ -97,13 +97,8 @@ impl StateScript {
         spec: &ScriptSpec,
         context: ScriptContext,
     ) -> Result<StateScript> {
-        spec.check_lang()?;
-        let source = inline_source(spec)?;
-        let script = tessera_script::cache::shared()
-            .get_or_compile(source, context)
-            .map_err(|e| e.to_exception(source))?;
         Ok(StateScript {
-            script,
+            script: spec.compile(context)?,
             params: request.params_for(spec)?,
         })
     }
@@ -118,20 +113,6 @@ impl StateScript {
             .execute(&env)
             .map_err(|e| e.to_exception(self.script.source()))
     }
-}
-
-/// Stored scripts are inlined by the node before a search reaches a shard.
-fn inline_source(spec: &ScriptSpec) -> Result<&str> {
-    spec.source.as_deref().ok_or_else(|| {
-        Error::new(
-            "resource_not_found_exception",
-            404,
-            format!(
-                "unable to find script [{}] in cluster state",
-                spec.id.as_deref().unwrap_or_default()
-            ),
-        )
-    })
 }
 
 fn required(script: &Option<ScriptSpec>, name: &str, agg: &str) -> Result<ScriptSpec> {

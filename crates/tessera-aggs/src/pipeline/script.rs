@@ -32,42 +32,18 @@ impl Script {
         context: ScriptContext,
         vars: &HashMap<String, Option<f64>>,
     ) -> Result<Value> {
-        self.spec.check_lang()?;
-        let Some(source) = &self.spec.source else {
-            return Err(tessera_common::Error::new(
-                "resource_not_found_exception",
-                404,
-                format!(
-                    "unable to find script [{}] in cluster state",
-                    self.spec.id.as_deref().unwrap_or_default()
-                ),
-            ));
-        };
-        let script = tessera_script::cache::shared()
-            .get_or_compile(source, context)
-            .map_err(|e| e.to_exception(source))?;
-        let mut params = self.spec.params.clone();
-        for (name, value) in vars {
-            params.insert(
-                name.clone(),
-                value.map_or(Json::Null, |v| {
-                    serde_json::Number::from_f64(v).map_or(Json::Null, Json::Number)
-                }),
-            );
-        }
-        let mut params = Value::from_json(&Json::Object(params));
-        // the bucket's values are doubles even when whole (`_count`): JSON would make them ints
-        if let Value::Map(map) = &mut params {
+        let script = self.spec.compile(context)?;
+        // the bucket's values are doubles, even when whole (`_count`)
+        let params = self.spec.params_value();
+        if let Value::Map(map) = &params {
             let mut map = tessera_script::value::lock(map);
             for (name, value) in vars {
-                if let Some(v) = value {
-                    map.insert(Value::str(name), Value::Double(*v));
-                }
+                map.insert(Value::str(name), value.map_or(Value::Null, Value::Double));
             }
         }
         script
             .execute(&Env::new(&params))
-            .map_err(|e| e.to_exception(source))
+            .map_err(|e| e.to_exception(script.source()))
     }
 }
 

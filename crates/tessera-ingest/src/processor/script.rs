@@ -61,13 +61,9 @@ impl IngestScript {
             return Ok(script.clone());
         }
         let id = self.spec.id.as_deref().unwrap_or_default();
-        let (lang, source) = exec.stored_script(id).ok_or_else(|| {
-            Error::new(
-                "resource_not_found_exception",
-                404,
-                format!("unable to find script [{id}] in cluster state"),
-            )
-        })?;
+        let (lang, source) = exec
+            .stored_script(id)
+            .ok_or_else(|| tessera_script::spec::script_not_found(id))?;
         if lang != "painless" {
             return Err(Error::illegal_argument(format!(
                 "script_lang not supported [{lang}]"

@@ -65,24 +65,11 @@ impl PreparedScript {
         spec: &ScriptSpec,
         context: ScriptContext,
     ) -> Result<PreparedScript> {
-        spec.check_lang()?;
-        let Some(source) = &spec.source else {
-            return Err(Error::new(
-                "resource_not_found_exception",
-                404,
-                format!(
-                    "unable to find script [{}] in cluster state",
-                    spec.id.as_deref().unwrap_or_default()
-                ),
-            ));
-        };
-        let script = tessera_script::cache::shared()
-            .get_or_compile(source, context)
-            .map_err(|e| e.to_exception(source))?;
+        let script = spec.compile(context)?;
         let fields = ScriptFields::resolve(table, script.fields())?;
         let fast = matches!(context, ScriptContext::Score | ScriptContext::Aggregation)
             .then(|| {
-                NumExpr::build(source, |name| {
+                NumExpr::build(script.source(), |name| {
                     let slot = script.fields().iter().position(|f| f == name)?;
                     fields.is_double(slot).then_some(slot as u32)
                 })
@@ -94,6 +81,16 @@ impl PreparedScript {
             fields,
             fast,
         })
+    }
+
+    /// The value of the double arithmetic fast path for `doc` (`docs`' segment), when the
+    /// script has one and every field it reads has a value there; `None` means the
+    /// interpreter must run (and fail as Painless does for a missing value).
+    #[inline]
+    pub fn fast_value(&self, docs: &SegmentDocs, doc: DocId, score: f64) -> Option<f64> {
+        self.fast
+            .as_ref()
+            .and_then(|fast| fast.eval(&|slot| docs.first_f64(slot, doc), score))
     }
 
     /// The script's error as OpenSearch's `script_exception`.
@@ -256,11 +253,7 @@ fn script_score_of(
     doc: DocId,
     query_score: f64,
 ) -> Result<f32> {
-    let fast = script
-        .fast
-        .as_ref()
-        .and_then(|fast| fast.eval(&|slot| docs.first_f64(slot, doc), query_score));
-    let score = match fast {
+    let score = match script.fast_value(docs, doc, query_score) {
         Some(score) => score,
         None => {
             docs.set_doc(doc);
