@@ -673,6 +673,8 @@ impl SliceCollector<'_, '_> {
                         }
                         let mut beaten = match (&keys, self.top.worst()) {
                             (Some(keys), Some(worst)) => keys.cannot_beat(doc, worst),
+                            // by score: a lower score loses whatever the tie-breakers say
+                            (None, Some(worst)) => score < worst.score,
                             _ => false,
                         };
                         // under `collapse`, a document that cannot beat its own group's best
