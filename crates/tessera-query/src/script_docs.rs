@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use tantivy::columnar::{Column, StrColumn};
+use tantivy::columnar::{Column, ColumnIndex, StrColumn};
 use tantivy::{DocId, SegmentReader};
 use tessera_common::{Error, Result};
 use tessera_mapping::{FieldTable, LeafKind};
@@ -191,6 +191,40 @@ impl SegmentDocs {
             Col::Scaled(c, factor) => c.first(doc).map(|v| v as f64 / factor),
             Col::Double(c) => c.first(doc),
             _ => None,
+        }
+    }
+
+    /// The first values of double field `slot` for a block of documents (in doc order), into
+    /// `out`, as [`SegmentDocs::first_f64`] reads them; a document without a value clears
+    /// its flag in `has`. A column every document has a value in is read with one call for
+    /// the block. `ints` is scratch kept between blocks.
+    pub fn first_f64_block(
+        &self,
+        slot: u32,
+        docs: &[DocId],
+        out: &mut [f64],
+        has: &mut [bool],
+        ints: &mut Vec<i64>,
+    ) {
+        match &self.columns[slot as usize] {
+            Col::Scaled(c, factor) if matches!(c.index, ColumnIndex::Full) => {
+                ints.resize(docs.len(), 0);
+                c.values.get_vals(docs, ints);
+                for (v, i) in out.iter_mut().zip(ints.iter()) {
+                    *v = *i as f64 / factor;
+                }
+            }
+            Col::Double(c) if matches!(c.index, ColumnIndex::Full) => {
+                c.values.get_vals(docs, &mut out[..docs.len()]);
+            }
+            _ => {
+                for ((v, has), doc) in out.iter_mut().zip(has.iter_mut()).zip(docs) {
+                    match self.first_f64(slot, *doc) {
+                        Some(value) => *v = value,
+                        None => *has = false,
+                    }
+                }
+            }
         }
     }
 }

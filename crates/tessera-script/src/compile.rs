@@ -138,6 +138,7 @@ pub struct Script {
     body: StmtFn,
     slots: usize,
     fields: Vec<String>,
+    reads_score: bool,
 }
 
 impl std::fmt::Debug for Script {
@@ -162,6 +163,12 @@ impl Script {
     /// The fields of `doc['...']`, in slot order: what a `DocValues` implementation serves.
     pub fn fields(&self) -> &[String] {
         &self.fields
+    }
+
+    /// Whether the script reads `_score` (a caller that computes scores only for it can
+    /// skip them otherwise).
+    pub fn reads_score(&self) -> bool {
+        self.reads_score
     }
 
     /// A runner with its own frame, to run the script for many documents.
@@ -412,6 +419,8 @@ struct Compiler<'s> {
     /// Where the statement being compiled starts: Painless reports an operator's runtime
     /// error at the last position it recorded, which is this when the operands had none.
     stmt_start: usize,
+    /// Whether `_score` was read.
+    reads_score: bool,
 }
 
 /// Parses and compiles `source` for `context`.
@@ -431,6 +440,7 @@ pub fn compile(source: &str, context: ScriptContext) -> Result<Script, ScriptErr
         statement_starts: starts,
         loops: 0,
         stmt_start: 0,
+        reads_score: false,
     };
     let body = c.block(&stmts, true)?;
     Ok(Script {
@@ -439,6 +449,7 @@ pub fn compile(source: &str, context: ScriptContext) -> Result<Script, ScriptErr
         body,
         slots: c.max_slots as usize,
         fields: c.fields,
+        reads_score: c.reads_score,
     })
 }
 
@@ -1170,10 +1181,13 @@ impl Compiler<'_> {
         }
         match name {
             "params" => Ok(dynamic(Ty::Map, Box::new(|f| Ok(f.env.params.clone())))),
-            "_score" if self.context.has_score() => Ok(dynamic(
-                Ty::Double,
-                Box::new(|f| Ok(Value::Double(f.env.score))),
-            )),
+            "_score" if self.context.has_score() => {
+                self.reads_score = true;
+                Ok(dynamic(
+                    Ty::Double,
+                    Box::new(|f| Ok(Value::Double(f.env.score))),
+                ))
+            }
             "ctx" if self.context == ScriptContext::Update => Ok(dynamic(
                 Ty::Map,
                 Box::new(|f| Ok(f.env.ctx.cloned().unwrap_or_default())),
@@ -2237,6 +2251,9 @@ mod tests {
         let src = "doc['price'].value / (doc['qty'].value + 1) + (doc['missing'].size() == 0 ? _score : 0)";
         let script = compile(src, ScriptContext::Score).unwrap();
         assert_eq!(script.fields(), ["price", "qty", "missing"]);
+        assert!(script.reads_score());
+        let no_score = compile("doc['price'].value * 2", ScriptContext::Score).unwrap();
+        assert!(!no_score.reads_score());
         let doc = MemoryDoc {
             fields: vec![vec![Value::Double(10.0)], vec![Value::Long(3)], vec![]],
         };

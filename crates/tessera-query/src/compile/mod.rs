@@ -19,6 +19,7 @@ mod knn;
 pub mod numeric_script;
 mod range_field;
 pub mod script;
+mod script_score;
 pub mod sloppy_phrase;
 mod term_level;
 mod values;
@@ -527,7 +528,7 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
         QueryAst::FunctionScore(query) => {
             Ok(boosted(function_score::compile(ctx, query)?, query.boost))
         }
-        QueryAst::ScriptScore(query) => script::script_score(ctx, query),
+        QueryAst::ScriptScore(query) => script_score::script_score(ctx, query),
         QueryAst::Script { script, boost } => script::script_filter(ctx, script, *boost),
         QueryAst::DisMax {
             queries,

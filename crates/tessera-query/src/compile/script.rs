@@ -1,15 +1,10 @@
-//! The queries that run a Painless script per document: `script_score` (the wrapped query's
-//! documents scored by the script, which sees `_score`, `doc` and `params`) and `script` (the
-//! documents the script returns true for).
+//! Scripts compiled for a shard ([`PreparedScript`]) and the `script` query (the documents the
+//! script returns true for); `script_score` lives in `script_score`.
 //!
 //! The script is compiled once per process (`tessera_script::cache::shared`), its `doc[...]`
 //! fields resolved once per shard (`ScriptFields`) and their columns opened once per segment.
-//! A tantivy scorer cannot fail, but a script can (a runtime error, a negative score), and
-//! OpenSearch then fails the shard. Under the shard's search, `script_score` scores each
-//! document when the collection reaches it (a slice collecting part of a segment scores that
-//! part only) and its first failure waits in the context's [`QueryFailures`]; elsewhere it
-//! scores a segment's matches when its scorer is made, the first failure being the scorer's
-//! error, and the scorer replays the scores.
+//! A tantivy scorer cannot fail, but a script can (a runtime error), and OpenSearch then fails
+//! the shard.
 //! A `script` query under the shard's search runs as Lucene's two-phase iteration does: a
 //! document is evaluated only when the collection or a conjunction asks about it (tantivy's
 //! predicate query and `seek_danger`), so a script beside a `match` never sees the documents
@@ -17,8 +12,9 @@
 //! shard. (A conjunction counted in bulk, without collecting hits, fills a bit set per clause
 //! and so runs the script on every document.) Where nobody would read such a failure
 //! (aggregation filters, `can_match`) the script query evaluates its segment eagerly instead.
-//! The request's deadline is checked while scoring; past it the segment's remaining documents
-//! are left out and the collector, which checks the same deadline, marks the result timed out.
+//! The request's deadline is checked while evaluating; past it the segment's remaining
+//! documents are left out and the collector, which checks the same deadline, marks the result
+//! timed out.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,7 +25,7 @@ use tantivy::query::doc_predicate_query::{
 use tantivy::query::{
     AllScorer, BitSetDocSet, ConstScorer, EnableScoring, Explanation, Query, Scorer, Weight,
 };
-use tantivy::{DocId, DocSet, Score, SeekDangerResult, SegmentReader, TERMINATED};
+use tantivy::{DocId, DocSet, Score, SeekDangerResult, SegmentReader};
 use tessera_common::{Error, Result};
 use tessera_script::{Env, Script, ScriptContext, ScriptSpec, Value};
 
@@ -149,36 +145,17 @@ pub fn as_score(value: &Value) -> Option<f64> {
     value.as_f64()
 }
 
-fn carried(e: Error) -> tantivy::TantivyError {
+pub(super) fn carried(e: Error) -> tantivy::TantivyError {
     tantivy::TantivyError::InvalidArgument(e.to_carried_text())
 }
 
 /// Java's `Double.toString`, as OpenSearch's messages show scores.
-fn java_double(value: f64) -> String {
+pub(super) fn java_double(value: f64) -> String {
     Value::Double(value).to_java_string()
 }
 
 /// How often (in documents) scoring looks at the clock.
-const DEADLINE_CHECK: u32 = 1024;
-
-/// `script_score`.
-pub(super) fn script_score(
-    ctx: &CompileContext,
-    query: &crate::ast::ScriptScoreQuery,
-) -> Result<Box<dyn Query>> {
-    let inner = super::compile(&query.query, ctx)?;
-    let script = prepare(ctx, &query.script, ScriptContext::Score)?;
-    Ok(super::boosted(
-        Box::new(ScriptScoreQuery {
-            inner,
-            script,
-            min_score: query.min_score,
-            deadline: ctx.deadline,
-            failures: ctx.failures.clone(),
-        }),
-        query.boost,
-    ))
-}
+pub(super) const DEADLINE_CHECK: u32 = 1024;
 
 /// `script` (a filter: every match scores the query's boost).
 pub(super) fn script_filter(
@@ -195,299 +172,6 @@ pub(super) fn script_filter(
         }),
         boost,
     ))
-}
-
-#[derive(Debug)]
-struct ScriptScoreQuery {
-    inner: Box<dyn Query>,
-    script: Arc<PreparedScript>,
-    min_score: Option<f32>,
-    deadline: Option<Instant>,
-    /// Under the shard's search: scores are computed as the collection asks for documents
-    /// (a slice scoring a part of a segment scores that part only), a failure waits here.
-    failures: Option<QueryFailures>,
-}
-
-impl Clone for ScriptScoreQuery {
-    fn clone(&self) -> Self {
-        ScriptScoreQuery {
-            inner: self.inner.box_clone(),
-            script: self.script.clone(),
-            min_score: self.min_score,
-            deadline: self.deadline,
-            failures: self.failures.clone(),
-        }
-    }
-}
-
-impl Query for ScriptScoreQuery {
-    fn weight(&self, enable_scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        let inner = self.inner.weight(enable_scoring)?;
-        if !enable_scoring.is_scoring_enabled() && self.min_score.is_none() {
-            // as OpenSearch: without scores (and no min_score), the script does not run
-            return Ok(inner);
-        }
-        Ok(Box::new(ScriptScoreWeight {
-            inner,
-            script: self.script.clone(),
-            min_score: self.min_score,
-            deadline: self.deadline,
-            failures: self.failures.clone(),
-        }))
-    }
-}
-
-struct ScriptScoreWeight {
-    inner: Box<dyn Weight>,
-    script: Arc<PreparedScript>,
-    min_score: Option<f32>,
-    deadline: Option<Instant>,
-    failures: Option<QueryFailures>,
-}
-
-/// The script's score of `doc`, whose query score is `query_score`.
-fn script_score_of(
-    script: &PreparedScript,
-    docs: &mut SegmentDocs,
-    frame: &mut [Value],
-    doc: DocId,
-    query_score: f64,
-) -> Result<f32> {
-    let score = match script.fast_value(docs, doc, query_score) {
-        Some(score) => score,
-        None => {
-            docs.set_doc(doc);
-            let value = script.run(frame, docs, query_score)?;
-            as_score(&value).ok_or_else(|| {
-                Error::new(
-                    "class_cast_exception",
-                    400,
-                    format!("Cannot cast from [{}] to [double].", value.java_class()),
-                )
-            })?
-        }
-    };
-    // NaN is no valid score either
-    if score.is_nan() || score < 0.0 {
-        return Err(Error::illegal_argument(format!(
-            "script_score script returned an invalid score [{}] for doc [{doc}]. Must be a non-negative score!",
-            java_double(score)
-        )));
-    }
-    Ok(score as f32)
-}
-
-impl Weight for ScriptScoreWeight {
-    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
-        let inner = self.inner.scorer(reader, 1.0)?;
-        let docs = self.script.fields.open(reader)?;
-        if let Some(failures) = &self.failures {
-            let mut lazy = LazyScriptScorer {
-                inner,
-                script: self.script.clone(),
-                docs,
-                frame: self.script.script.new_frame(),
-                alive: reader.alive_bitset().cloned(),
-                min_score: self.min_score,
-                boost,
-                deadline: self.deadline,
-                failures: failures.clone(),
-                visited: 0,
-                score: 0.0,
-                done: false,
-            };
-            lazy.settle();
-            return Ok(Box::new(lazy));
-        }
-        let (mut inner, mut docs) = (inner, docs);
-        let mut frame = self.script.script.new_frame();
-        let (mut ids, mut scores) = (Vec::new(), Vec::new());
-        let alive = reader.alive_bitset();
-        let mut doc = inner.doc();
-        let mut n = 0u32;
-        while doc != TERMINATED {
-            n += 1;
-            if n.is_multiple_of(DEADLINE_CHECK)
-                && self.deadline.is_some_and(|d| Instant::now() >= d)
-            {
-                break;
-            }
-            if alive.is_some_and(|a| !a.is_alive(doc)) {
-                doc = inner.advance();
-                continue;
-            }
-            let query_score = f64::from(inner.score());
-            let score = script_score_of(&self.script, &mut docs, &mut frame, doc, query_score)
-                .map_err(carried)?;
-            if self.min_score.is_none_or(|min| score >= min) {
-                ids.push(doc);
-                scores.push(score * boost);
-            }
-            doc = inner.advance();
-        }
-        Ok(Box::new(ScoredDocs::new(ids, scores)))
-    }
-
-    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
-        let score = super::score_of_match(self, reader, doc)?;
-        Ok(Explanation::new_with_string(
-            format!(
-                "script score function, computed with script:\"{}\"",
-                self.script.script.source()
-            ),
-            score,
-        ))
-    }
-}
-
-/// The scorer of a `script_score` under the shard's search: each document's score is
-/// computed when the collection reaches it, so a slice that collects part of a segment runs
-/// the script on that part only. The first failure is recorded for the shard and ends the
-/// scorer; past the deadline the scorer ends too (the collector marks the result timed out).
-struct LazyScriptScorer {
-    inner: Box<dyn Scorer>,
-    script: Arc<PreparedScript>,
-    docs: SegmentDocs,
-    frame: Vec<Value>,
-    alive: Option<tantivy::fastfield::AliveBitSet>,
-    min_score: Option<f32>,
-    boost: Score,
-    deadline: Option<Instant>,
-    failures: QueryFailures,
-    /// Documents scored so far (the deadline is checked every `DEADLINE_CHECK`).
-    visited: u32,
-    /// The current document's score.
-    score: Score,
-    done: bool,
-}
-
-impl LazyScriptScorer {
-    /// Moves from the inner scorer's document to the first that is alive and scores at least
-    /// `min_score`, scoring it.
-    fn settle(&mut self) -> DocId {
-        loop {
-            let doc = self.inner.doc();
-            if self.done || doc == TERMINATED {
-                self.done = true;
-                return TERMINATED;
-            }
-            if self.alive.as_ref().is_some_and(|a| !a.is_alive(doc)) {
-                self.inner.advance();
-                continue;
-            }
-            self.visited += 1;
-            if self.visited.is_multiple_of(DEADLINE_CHECK)
-                && self.deadline.is_some_and(|d| Instant::now() >= d)
-            {
-                self.done = true;
-                return TERMINATED;
-            }
-            let query_score = f64::from(self.inner.score());
-            match script_score_of(
-                &self.script,
-                &mut self.docs,
-                &mut self.frame,
-                doc,
-                query_score,
-            ) {
-                Ok(score) if self.min_score.is_none_or(|min| score >= min) => {
-                    self.score = score * self.boost;
-                    return doc;
-                }
-                Ok(_) => {
-                    self.inner.advance();
-                }
-                Err(e) => {
-                    self.failures.record(e);
-                    self.done = true;
-                    return TERMINATED;
-                }
-            }
-        }
-    }
-}
-
-impl DocSet for LazyScriptScorer {
-    fn advance(&mut self) -> DocId {
-        if self.done {
-            return TERMINATED;
-        }
-        self.inner.advance();
-        self.settle()
-    }
-
-    fn seek(&mut self, target: DocId) -> DocId {
-        if self.done {
-            return TERMINATED;
-        }
-        if self.inner.doc() >= target {
-            return self.inner.doc();
-        }
-        self.inner.seek(target);
-        self.settle()
-    }
-
-    fn doc(&self) -> DocId {
-        if self.done {
-            TERMINATED
-        } else {
-            self.inner.doc()
-        }
-    }
-
-    fn size_hint(&self) -> u32 {
-        self.inner.size_hint()
-    }
-}
-
-impl Scorer for LazyScriptScorer {
-    fn score(&mut self) -> Score {
-        self.score
-    }
-}
-
-/// Documents with scores computed beforehand, in doc order.
-struct ScoredDocs {
-    ids: Vec<DocId>,
-    scores: Vec<Score>,
-    at: usize,
-}
-
-impl ScoredDocs {
-    fn new(ids: Vec<DocId>, scores: Vec<Score>) -> Self {
-        ScoredDocs { ids, scores, at: 0 }
-    }
-}
-
-impl DocSet for ScoredDocs {
-    fn advance(&mut self) -> DocId {
-        if self.at < self.ids.len() {
-            self.at += 1;
-        }
-        self.doc()
-    }
-
-    fn seek(&mut self, target: DocId) -> DocId {
-        if self.doc() >= target {
-            return self.doc();
-        }
-        self.at += self.ids[self.at..].partition_point(|&d| d < target);
-        self.doc()
-    }
-
-    fn doc(&self) -> DocId {
-        self.ids.get(self.at).copied().unwrap_or(TERMINATED)
-    }
-
-    fn size_hint(&self) -> u32 {
-        (self.ids.len() - self.at.min(self.ids.len())) as u32
-    }
-}
-
-impl Scorer for ScoredDocs {
-    fn score(&mut self) -> Score {
-        self.scores.get(self.at).copied().unwrap_or(0.0)
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -673,19 +357,6 @@ impl Weight for ScriptFilterQuery {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn scored_docs_advance_and_seek() {
-        let mut docs = ScoredDocs::new(vec![1, 4, 9], vec![0.5, 1.0, 2.0]);
-        assert_eq!(docs.doc(), 1);
-        assert_eq!(docs.score(), 0.5);
-        assert_eq!(docs.seek(4), 4);
-        assert_eq!(docs.score(), 1.0);
-        assert_eq!(docs.seek(5), 9);
-        assert_eq!(docs.advance(), TERMINATED);
-        assert_eq!(docs.seek(20), TERMINATED);
-        assert_eq!(docs.size_hint(), 0);
-    }
 
     #[test]
     fn java_doubles_in_messages() {

@@ -867,3 +867,98 @@ fn a_lazy_script_query_runs_only_where_a_conjunction_asks_and_keeps_its_failure(
     assert_eq!(failure.reason(), "runtime error");
     assert_eq!(failure.cause().unwrap().kind(), "class_cast_exception");
 }
+
+/// Many documents, so that `script_score` spans several blocks: `f` is missing from every
+/// 97th document, `price` is a scaled float.
+fn many_scripted() -> Fixture {
+    let docs: Vec<(String, Value)> = (0..700)
+        .map(|i| {
+            let mut doc = json!({"n": i, "price": (i * 37 % 1000) as f64 / 100.0});
+            if i % 97 != 5 {
+                doc["f"] = json!((i * 13 % 101) as f64 / 8.0 - 3.0);
+            }
+            (i.to_string(), doc)
+        })
+        .collect();
+    let docs: Vec<(&str, Value)> = docs
+        .iter()
+        .map(|(id, d)| (id.as_str(), d.clone()))
+        .collect();
+    fixture(
+        json!({"properties": {
+            "n": {"type": "long"},
+            "f": {"type": "double"},
+            "price": {"type": "scaled_float", "scaling_factor": 100}
+        }}),
+        &docs,
+    )
+}
+
+#[test]
+fn script_score_blocks_score_as_the_interpreter_does() {
+    let f = many_scripted();
+    let searcher = f.index.reader().unwrap().searcher();
+    // every hit, by the lazy scorer (the shard's search) or the eager one
+    let run = |query: Value, lazy: bool| -> Result<Vec<(tantivy::DocId, f32)>, String> {
+        let failures = crate::compile::QueryFailures::default();
+        let ctx = CompileContext {
+            failures: lazy.then(|| failures.clone()),
+            ..f.context(Some(&searcher), &[])
+        };
+        let compiled = compile(&parse_query(&query).unwrap(), &ctx).unwrap();
+        let top = TopDocs::with_limit(1000).order_by_score();
+        let found = searcher
+            .search(&*compiled, &top)
+            .map_err(|e| e.to_string())?;
+        if let Some(e) = failures.take() {
+            return Err(e.reason().to_string());
+        }
+        let mut hits: Vec<(tantivy::DocId, f32)> =
+            found.iter().map(|(s, a)| (a.doc_id, *s)).collect();
+        hits.sort_by_key(|h| h.0);
+        Ok(hits)
+    };
+    let score = |inner: Value, source: &str| json!({"script_score": {"query": inner, "script": {"source": source}, "min_score": 0.5}});
+    // the same arithmetic on the fast path and, as statements, in the interpreter; the inner
+    // queries make the scorer seek (a conjunction) and skip (min_score)
+    // (with `_score` the query's documents come one by one, without it a buffer at a time)
+    let pairs = [
+        (
+            "Math.abs(doc['price'].value / (doc['f'].value + 4)) * _score",
+            "double p = doc['price'].value; return Math.abs(p / (doc['f'].value + 4)) * _score;",
+        ),
+        (
+            "Math.abs(doc['price'].value / (doc['f'].value + 4))",
+            "double p = doc['price'].value; return Math.abs(p / (doc['f'].value + 4));",
+        ),
+    ];
+    for (fast, interpreted) in pairs {
+        for inner in [
+            json!({"exists": {"field": "f"}}),
+            json!({"bool": {"must": [{"exists": {"field": "f"}}], "filter": [{"range": {"n": {"gte": 130, "lt": 610}}}]}}),
+        ] {
+            for lazy in [true, false] {
+                let expected = run(score(inner.clone(), interpreted), lazy).unwrap();
+                assert!(expected.len() > 300, "{}", expected.len());
+                assert_eq!(run(score(inner.clone(), fast), lazy).unwrap(), expected);
+            }
+        }
+    }
+    let fast = pairs[0].0;
+    // a document missing `f` goes to the interpreter, which fails as Painless does; under a
+    // bound that leaves those documents out nothing fails
+    for lazy in [true, false] {
+        let e = run(score(json!({"match_all": {}}), fast), lazy).unwrap_err();
+        assert!(e.contains("runtime error"), "{e}");
+        let fine = run(
+            score(json!({"range": {"n": {"gte": 6, "lt": 102}}}), fast),
+            lazy,
+        );
+        assert!(fine.is_ok(), "{fine:?}");
+    }
+    // a negative score fails even below min_score, on either path
+    for source in ["doc['f'].value - 1", "double x = doc['f'].value; x - 1"] {
+        let e = run(score(json!({"exists": {"field": "f"}}), source), true).unwrap_err();
+        assert!(e.contains("Must be a non-negative score!"), "{e}");
+    }
+}
