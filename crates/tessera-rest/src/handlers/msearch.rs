@@ -5,7 +5,8 @@
 //!
 //! OpenSearch reads the whole request before running anything: a malformed line, an unknown
 //! header key or a body that does not parse fails the whole request (400), while a search that
-//! fails when it runs (a missing index, a bad preference, failed shards) becomes
+//! fails when it runs (a missing index, a bad preference, failed shards; under
+//! `_msearch/template`, a template that does not render) becomes
 //! `{"error": …, "status": …}` in its place among the 200's `responses`, the others unaffected.
 //! At most `max_concurrent_searches` run at once; the default is OpenSearch's (data nodes ×
 //! the search pool's size, at most 10 per node).
@@ -46,13 +47,15 @@ pub const MSEARCH_PARAMS: &[&str] = &[
 const WILDCARD_STATES: &[&str] = &["open", "closed", "hidden", "none", "all"];
 
 /// One search of a multi search, parsed: where it goes (the preference is parsed when it
-/// runs: a bad one fails only this search, as in OpenSearch) and the prepared search.
+/// runs: a bad one fails only this search, as in OpenSearch) and the prepared search, or why
+/// there is none (a template that failed to render, or rendered to a search that does not
+/// parse: only that search fails).
 struct Item {
     expression: String,
     options: ResolveOptions,
     routing: Option<String>,
     preference: Option<String>,
-    search: Search,
+    search: Result<Search>,
 }
 
 /// One entry of `responses`.
@@ -169,10 +172,14 @@ fn line_pairs(data: &[u8]) -> Result<Vec<(&[u8], &[u8])>> {
     Ok(pairs)
 }
 
-/// Turns a body line into the search body it stands for (`_msearch/template` renders it).
-pub(crate) type BodyRender<'a> = &'a (dyn Fn(&[u8]) -> Result<Vec<u8>> + Sync);
+/// Turns a body line into the search body it stands for (`_msearch/template` renders it):
+/// the outer error fails the whole request (a line that is no template request), the inner
+/// one only its search (a template that does not render).
+pub(crate) type BodyRender<'a> = &'a (dyn Fn(&[u8]) -> Result<Result<Vec<u8>>> + Sync);
 
-/// Parses every pair into an [`Item`]; the first error fails the whole request.
+/// Parses every pair into an [`Item`]. Without `render` the first error fails the whole
+/// request; with it, as OpenSearch's multi search template does, a template that fails to
+/// render or renders to a search that does not parse fails only its own search.
 fn parse_items(
     service: &SearchService,
     request: &RestRequest,
@@ -184,14 +191,18 @@ fn parse_items(
     let mut items = Vec::new();
     for (header_line, body_line) in line_pairs(data)? {
         let header = defaults.clone().read(header_line)?;
-        let rendered = render.map(|render| render(body_line)).transpose()?;
-        let body_line = rendered.as_deref().unwrap_or(body_line);
-        let body = body_object(body_line)?;
-        let text = String::from_utf8_lossy(body_line).into_owned();
-        let mut params = header.search_params();
-        super::search::check_rest_total_hits(total_hits_as_int, Some(&body), &mut params)?;
-        let source = service.source(Some(text), params);
-        let search = service.prepare(source, Some(&body), |e| with_position(e, body_line))?;
+        let prepare = |body_line: &[u8]| -> Result<Search> {
+            let body = body_object(body_line)?;
+            let text = String::from_utf8_lossy(body_line).into_owned();
+            let mut params = header.search_params();
+            super::search::check_rest_total_hits(total_hits_as_int, Some(&body), &mut params)?;
+            let source = service.source(Some(text), params);
+            service.prepare(source, Some(&body), |e| with_position(e, body_line))
+        };
+        let search = match render {
+            None => Ok(prepare(body_line)?),
+            Some(render) => render(body_line)?.and_then(|rendered| prepare(&rendered)),
+        };
         items.push(Item {
             expression: header.indices.unwrap_or_else(|| "_all".to_string()),
             options: ResolveOptions {
@@ -470,13 +481,14 @@ async fn run_one(
     item: Item,
     options: ResponseOptions,
 ) -> Result<SearchResponse> {
+    let search = item.search?;
     let target = SearchTarget {
         expression: item.expression,
         options: item.options,
         routing: item.routing,
         preference: Preference::parse(item.preference.as_deref())?,
     };
-    service.search(&target, item.search, options).await
+    service.search(&target, search, options).await
 }
 
 #[cfg(test)]

@@ -139,12 +139,13 @@ pub async fn search(service: SearchService, request: RestRequest) -> Result<Rest
     })
 }
 
-/// `GET|POST /_msearch/template`, `/{index}/_msearch/template`.
+/// `GET|POST /_msearch/template`, `/{index}/_msearch/template`. A line that is no template
+/// request fails the request; a template that does not render fails its own search.
 pub async fn msearch(service: SearchService, request: RestRequest) -> Result<RestResponse> {
     let renderer = service.clone();
-    let render = move |line: &[u8]| -> Result<Vec<u8>> {
+    let render = move |line: &[u8]| -> Result<Result<Vec<u8>>> {
         let value = parse_json(line)?;
-        TemplateRequest::parse(&value, line)?.search_body(&renderer)
+        Ok(TemplateRequest::parse(&value, line)?.search_body(&renderer))
     };
     super::msearch::multi_search(service, request, Some(&render)).await
 }

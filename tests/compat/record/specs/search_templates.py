@@ -39,11 +39,20 @@ STEPS = SETUP + [
     T("a template that renders to broken JSON", {"source": "{\"query\":{\"match\":{\"k\":\"{{q}}\"}}", "params": {"q": "a"}}, keep=lambda b: {"error": {"root_cause": [{"type": b["error"]["root_cause"][0]["type"]}]}, "status": b["status"]}),
     T("a template that renders to an unknown query", {"source": "{\"query\":{\"bogus\":{}}}"}, keep=ERR),
     T("an index pattern in the path", {"source": "{\"query\":{\"term\":{\"k\":\"{{k}}\"}}}", "params": {"k": "c"}}, path="/compat-scr*/_search/template"),
-    {"desc": "_msearch/template: stored and inline templates, one missing index", "method": "POST", "path": "/_msearch/template", "ndjson": [
+    {"desc": "_msearch/template: stored and inline templates, one missing index; a template that does not render or renders to a bad search fails only its own search", "method": "POST", "path": "/_msearch/template", "ndjson": [
         {"index": "compat-scripts"}, {"id": "compat-tpl", "params": {"q": "a", "n": 1}},
         {"index": "compat-scripts"}, {"source": "{\"query\":{\"match_all\":{}},\"size\":0}"},
-        {"index": "compat-nope"}, {"source": "{}"}],
+        {"index": "compat-nope"}, {"source": "{}"},
+        {"index": "compat-scripts"}, {"id": "compat-no-such-template"},
+        {"index": "compat-scripts"}, {"source": "{\"query\":{\"bogus\":{}}}"},
+        {"index": "compat-scripts"}, {"source": "{{#x}}"},
+        {"index": "compat-scripts"}, {"source": "{\"size\":0}"}],
      "keep": lambda b: {"responses": [{k: (v if k != "error" else {"type": v["type"]}) for k, v in r.items() if k in ("hits", "status", "error")} for r in b["responses"]]}},
+    {"desc": "_msearch/template: a line that is no template request fails the whole request", "method": "POST", "path": "/_msearch/template", "ndjson": [
+        {"index": "compat-scripts"}, {"source": "{}"},
+        {"index": "compat-scripts"}, {"sourcex": "{}"}],
+     # OpenSearch adds a "did you mean" to the reason; Tessera names the unknown field only
+     "keep": lambda b: {"error": {"type": b["error"]["type"]}, "status": b["status"]}},
     {"desc": "a painless script is not a template", "method": "PUT", "path": "/_scripts/compat-painless", "body": {"script": {"lang": "painless", "source": "1"}}},
     # OpenSearch compiles the painless script as a template script (a compile error here);
     # Tessera refuses a stored script that is not mustache before compiling it: both a 400
