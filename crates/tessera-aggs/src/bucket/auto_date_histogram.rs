@@ -425,7 +425,7 @@ struct AutoFactory {
 
 /// The date format the `missing` value is read with.
 fn parse_format(source: &ValueSource, format: Option<&str>) -> Result<DateFormat> {
-    match (format, source.numeric_kind()) {
+    match (format, source.shown_as()) {
         (Some(spec), _) => DateFormat::parse(spec).map_err(|e| {
             Error::illegal_argument(format!("Invalid format: [{spec}]: {}", e.message))
         }),
@@ -439,8 +439,7 @@ pub fn factory(
     auto: &AutoDateHistogramRequest,
     ctx: &AggContext,
 ) -> Result<Box<dyn Factory>> {
-    let field = auto.source.require_field(&request.name)?;
-    let source = ValueSource::resolve(ctx.table, field, AGG, Accepts::Numeric)?;
+    let source = ValueSource::resolve_params(ctx, &auto.source, AGG, Accepts::Numeric)?;
     // OpenSearch's bucket ceiling: max_buckets over the largest inner interval of all rungs
     // but the last (with only the year rung left, OpenSearch fails on an empty stream)
     let rungs = &LADDER[auto.first_rung.min(LADDER.len() - 1)..];
@@ -456,11 +455,20 @@ pub fn factory(
         )));
     }
     let zone = auto.zone()?;
-    let format = ValueFormat::for_source(
-        &source,
-        auto.source.format.as_deref(),
-        auto.time_zone.as_deref(),
-    )?;
+    let format = match &source {
+        // a script without a field gives dates (OpenSearch's default value type here)
+        ValueSource::Script(script) if script.field_kind.is_none() => ValueFormat::Date {
+            format: parse_format(&source, auto.source.format.as_deref())?
+                .spec()
+                .to_string(),
+            zone: auto.time_zone.clone(),
+        },
+        _ => ValueFormat::for_source(
+            &source,
+            auto.source.format.as_deref(),
+            auto.time_zone.as_deref(),
+        )?,
+    };
     let missing = match &auto.source.missing {
         None => None,
         Some(value) => {

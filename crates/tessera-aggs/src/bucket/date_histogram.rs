@@ -353,7 +353,8 @@ pub fn parse_date_value(
 /// The date format keys are parsed and shown with: the aggregation's `format`, else the
 /// field's (for date fields), else OpenSearch's default.
 fn date_format(source: &ValueSource, format: Option<&str>) -> Result<DateFormat> {
-    match (format, source.numeric_kind()) {
+    // a value script on a date field keeps the field's format
+    match (format, source.shown_as()) {
         (Some(spec), _) => DateFormat::parse(spec).map_err(|e| {
             Error::illegal_argument(format!("Invalid format: [{spec}]: {}", e.message))
         }),
@@ -413,8 +414,10 @@ pub fn factory(
 ) -> Result<Box<dyn Factory>> {
     histogram.order.validate(&request.subs)?;
     let rounding = histogram.rounding()?;
-    let field = histogram.source.require_field(&request.name)?;
-    let ranges = RangeSource::resolve(ctx.table, field)?;
+    let ranges = match (&histogram.source.field, &histogram.source.script) {
+        (Some(field), None) => RangeSource::resolve(ctx.table, field)?,
+        _ => None,
+    };
     let source = match &ranges {
         Some(range) => {
             range_histogram::check_source(range, true, histogram.source.missing.is_some())?;
@@ -427,7 +430,9 @@ pub fn factory(
                 kind: NumericKind::Date(format.clone()),
             }
         }
-        None => ValueSource::resolve(ctx.table, field, "date_histogram", Accepts::Numeric)?,
+        None => {
+            ValueSource::resolve_params(ctx, &histogram.source, "date_histogram", Accepts::Numeric)?
+        }
     };
     let parse_format = date_format(&source, histogram.source.format.as_deref())?;
     let zone = histogram.zone()?;

@@ -80,8 +80,7 @@ pub fn factory(
     ctx: &AggContext,
 ) -> Result<Box<dyn Factory>> {
     let range = &date_range.range;
-    let field = range.source.require_field(&request.name)?;
-    let source = ValueSource::resolve(ctx.table, field, AGG, Accepts::Numeric)?;
+    let source = ValueSource::resolve_params(ctx, &range.source, AGG, Accepts::Numeric)?;
     // OpenSearch checks this on the shard, once the ranges meet the field
     if range.ranges.is_empty() {
         return Err(Error::illegal_argument(format!(
@@ -95,20 +94,23 @@ pub fn factory(
             Error::illegal_argument(format!("Invalid format: [{spec}]: {}", e.message))
         })
     };
-    // an unmapped field is read as a date (OpenSearch's default value type for date_range)
-    let date_format = match (source.numeric_kind(), &source) {
-        (Some(NumericKind::Date(field_format)), _) => Some(match &range.source.format {
+    // an unmapped field, or a script without a field, is read as a date (OpenSearch's
+    // default value type for date_range); a value script keeps its field's type
+    let typeless = source.shown_as().is_none()
+        && matches!(source, ValueSource::Unmapped | ValueSource::Script(_));
+    let date_format = match source.shown_as() {
+        Some(NumericKind::Date(field_format)) => Some(match &range.source.format {
             Some(spec) => parse_spec(spec)?,
             None => field_format.clone(),
         }),
-        (_, ValueSource::Unmapped) => Some(match &range.source.format {
+        _ if typeless => Some(match &range.source.format {
             Some(spec) => parse_spec(spec)?,
             None => DateFormat::default_format(),
         }),
         _ => None,
     };
-    let format = match (&source, &date_format) {
-        (ValueSource::Unmapped, Some(f)) => ValueFormat::Date {
+    let format = match &date_format {
+        Some(f) if typeless => ValueFormat::Date {
             format: f.spec().to_string(),
             zone: date_range.time_zone.clone(),
         },

@@ -35,13 +35,12 @@ struct MissingFactory {
 }
 
 pub fn factory(
-    request: &AggRequest,
+    _request: &AggRequest,
     missing: &MissingRequest,
     ctx: &AggContext,
 ) -> Result<Box<dyn Factory>> {
-    let field = missing.source.require_field(&request.name)?;
     Ok(Box::new(MissingFactory {
-        source: ValueSource::resolve(ctx.table, field, "missing", Accepts::Counted)?,
+        source: ValueSource::resolve_params(ctx, &missing.source, "missing", Accepts::Counted)?,
     }))
 }
 

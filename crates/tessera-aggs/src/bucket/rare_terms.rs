@@ -115,9 +115,17 @@ pub fn factory(
     rare: &RareTermsRequest,
     ctx: &AggContext,
 ) -> Result<Box<dyn Factory>> {
-    let field = rare.terms.source.require_field(&request.name)?;
-    let source = ValueSource::resolve(ctx.table, field, AGG, Accepts::Any)?;
-    if let Some(NumericKind::Double | NumericKind::Scaled(_)) = source.numeric_kind() {
+    let source = ValueSource::resolve_params(ctx, &rare.terms.source, AGG, Accepts::Any)?;
+    // a value script on a numeric field reads doubles (OpenSearch's numeric script source is
+    // always floating point)
+    let value_script_on_number =
+        matches!(&source, ValueSource::Script(script) if script.field_kind.is_some());
+    if value_script_on_number
+        || matches!(
+            source.numeric_kind(),
+            Some(NumericKind::Double | NumericKind::Scaled(_))
+        )
+    {
         return Err(Error::illegal_argument(
             "RareTerms aggregation does not support floating point fields.",
         ));

@@ -1,6 +1,6 @@
 exec(open(os.path.join(os.path.dirname(SPEC), "common.py")).read())
 NAME = "agg_scripts"
-DESCRIPTION = "Painless in metric and bucket aggregations: a script in place of the field (numbers, lists, dates, booleans, null, params, missing) and a value script beside it (_value) in min/max/sum/avg/stats/extended_stats/value_count/cardinality/percentiles/median_absolute_deviation/histogram/range/terms, and the errors that fail the shard; expectations copied from OpenSearch 2.19.6"
+DESCRIPTION = "Painless in metric and bucket aggregations: a script in place of the field (numbers, lists, dates, booleans, null, params, missing) and a value script beside it (_value) in min/max/sum/avg/stats/extended_stats/value_count/cardinality/percentiles/median_absolute_deviation/histogram/date_histogram/auto_date_histogram/range/date_range/missing/terms/rare_terms, and the errors that fail the shard; expectations copied from OpenSearch 2.19.6"
 CLEANUP = ["/compat-scripts*"]
 def ERR(b):
     """The root cause, and the Java exception under a script's."""
@@ -41,6 +41,26 @@ STEPS = SETUP + [
     A("histogram and range over a script", {
         "h": {"histogram": {"script": N, "interval": 5}},
         "r": {"range": {"script": N, "ranges": [{"to": 5}, {"from": 5}]}}}),
+    A("date_histogram and auto_date_histogram over a script: dates, or numbers read as epoch milliseconds", {
+        "years": {"date_histogram": {"script": "doc['d'].size() == 0 ? null : doc['d'].value", "calendar_interval": "year"}},
+        "from_n": {"date_histogram": {"script": N + " * 86400000L * 400", "calendar_interval": "year", "min_doc_count": 1}},
+        "auto": {"auto_date_histogram": {"script": "doc['d'].size() == 0 ? null : doc['d'].value", "buckets": 3}}}),
+    A("a value script on a date keeps the field's format, or takes the request's", {
+        "shifted": {"date_histogram": {"field": "d", "script": "_value + 86400000L * 365", "calendar_interval": "year"}},
+        "formatted": {"date_histogram": {"field": "d", "script": "_value + 86400000L * 365", "calendar_interval": "year", "format": "yyyy"}},
+        "auto": {"auto_date_histogram": {"field": "d", "script": "_value + 1000", "buckets": 2}}}),
+    A("date_range over a script, with date bounds; a value script on a number stays a number", {
+        "dates": {"date_range": {"script": "doc['d'].size() == 0 ? null : doc['d'].value", "ranges": [{"to": "2021-01-01"}, {"from": "2021-01-01"}]}},
+        "shifted": {"date_range": {"field": "d", "script": "_value + 1000", "ranges": [{"to": "2021-01-01"}, {"from": "2021-01-01"}]}},
+        "numbers": {"date_range": {"field": "n", "script": "_value * 1000", "ranges": [{"to": 5000}, {"from": 5000}]}}}),
+    A("missing counts the documents a script gives no value", {
+        "no_n": {"missing": {"script": N}},
+        "no_tags": {"missing": {"field": "tags", "script": "_value"}}}),
+    A("rare_terms over a script keys its values by their text", {
+        "tags": {"rare_terms": {"script": "doc['tags']"}},
+        "kinds": {"rare_terms": {"field": "k", "script": "_value + '!'"}},
+        "numbers": {"rare_terms": {"script": N}}}),
+    A("rare_terms: a value script on a number is floating point", {"r": {"rare_terms": {"field": "n", "script": "_value + 1"}}}, keep=ERR),
     A("a value script sees each value as _value", {
         "sum": {"sum": {"field": "n", "script": "_value * 10"}},
         "count": {"value_count": {"field": "tags", "script": "_value"}},
