@@ -16,6 +16,10 @@
 //! booleans, ips and keywords as strings, `null` for the missing bucket; `after_key` is the
 //! last bucket's key and is absent when the page is empty. A composite aggregation must be
 //! at the top level (OpenSearch's error names the parent's factory class).
+//!
+//! A source may read a script instead of a field: a `terms` source keys a script's values by
+//! their text (or by number with a numeric `value_type`, or for a value script on a number),
+//! `histogram` and `date_histogram` sources read its values as numbers and dates.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BTreeMap;
@@ -34,8 +38,10 @@ use crate::collector::{Collector, SegmentContext, SortedSegment, SubCollectors};
 use crate::format::{Formatter, ValueFormat};
 use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext, ShardFinish};
 use crate::prepare::{AggContext, Factory};
-use crate::request::{int_param, string_param, unknown_field, AggKind, AggRequest};
-use crate::values::{ip_to_string, Accepts, AnyValues, NumericKind, ValueSource};
+use crate::request::{
+    int_param, string_param, unknown_field, AggKind, AggRequest, ValuesSourceParams,
+};
+use crate::values::{ip_to_string, Accepts, AnyValues, NumericKind, NumericValues, ValueSource};
 
 const AGG: &str = "composite";
 
@@ -78,6 +84,8 @@ pub struct CompositeSource {
     pub name: String,
     pub kind: SourceKind,
     pub field: Option<String>,
+    pub script: Option<tessera_script::ScriptSpec>,
+    pub value_type: Option<String>,
     pub missing_bucket: bool,
     pub missing_order: MissingOrder,
     pub asc: bool,
@@ -146,6 +154,8 @@ fn parse_source(name: &str, type_name: &str, body: &Value) -> Result<CompositeSo
         name: name.to_string(),
         kind: SourceKind::Terms,
         field: None,
+        script: None,
+        value_type: None,
         missing_bucket: false,
         missing_order: MissingOrder::Default,
         asc: true,
@@ -157,12 +167,11 @@ fn parse_source(name: &str, type_name: &str, body: &Value) -> Result<CompositeSo
         match (key.as_str(), &mut kind) {
             ("field", _) => source.field = Some(string_param(type_name, key, value).map_err(wrap)?),
             ("script", _) => {
-                return Err(wrap(Error::not_supported(&format!(
-                    "[script] in a [{type_name}] source of the [composite] aggregation"
-                ))))
+                source.script =
+                    Some(tessera_script::ScriptSpec::parse(type_name, value).map_err(wrap)?)
             }
             ("value_type" | "valueType", _) => {
-                string_param(type_name, key, value).map_err(wrap)?;
+                source.value_type = Some(string_param(type_name, key, value).map_err(wrap)?);
             }
             ("missing_bucket", _) => source.missing_bucket = source_bool(type_name, key, value)?,
             ("missing_order", _) => {
@@ -586,6 +595,8 @@ enum ValueKind {
     Ip,
     Long,
     Double,
+    /// A script's values, keyed by their text.
+    ScriptText,
     Unmapped,
 }
 
@@ -684,7 +695,9 @@ fn after_value(
     Ok(match (&source.kind, &spec.kind) {
         (SourceKind::Histogram { .. }, _) => CompositeValue::Double(double()?),
         (SourceKind::DateHistogram { .. }, _) => CompositeValue::Long(long()?),
-        (SourceKind::Terms, ValueKind::Keyword | ValueKind::Unmapped) => CompositeValue::Str(text),
+        (SourceKind::Terms, ValueKind::Keyword | ValueKind::ScriptText | ValueKind::Unmapped) => {
+            CompositeValue::Str(text)
+        }
         (SourceKind::Terms, ValueKind::Ip) => {
             let ip: IpAddr = text.parse().map_err(|_| {
                 Error::illegal_argument(format!("'{text}' is not an IP string literal."))
@@ -718,22 +731,36 @@ pub fn factory(
 ) -> Result<Box<dyn Factory>> {
     let mut specs = Vec::with_capacity(composite.sources.len());
     for source in &composite.sources {
-        let Some(field) = &source.field else {
-            return Err(Error::illegal_state(
-                "value source config is invalid; must have either a field or a script",
-            ));
-        };
         let accepts = match source.kind {
             SourceKind::Terms => Accepts::Any,
             _ => Accepts::Numeric,
         };
-        let resolved = ValueSource::resolve(ctx.table, field, source.kind.type_name(), accepts)?;
+        let resolved = match (&source.field, &source.script) {
+            (Some(field), None) => {
+                ValueSource::resolve(ctx.table, field, source.kind.type_name(), accepts)?
+            }
+            (None, None) => {
+                return Err(Error::illegal_state(
+                    "value source config is invalid; must have either a field or a script",
+                ))
+            }
+            (field, Some(script)) => {
+                let params = ValuesSourceParams {
+                    field: field.clone(),
+                    script: Some(script.clone()),
+                    value_type: source.value_type.clone(),
+                    ..ValuesSourceParams::default()
+                };
+                ValueSource::resolve_params(ctx, &params, source.kind.type_name(), accepts)?
+            }
+        };
         if source.missing_order != MissingOrder::Default && !source.missing_bucket {
             return Err(Error::illegal_argument(
                 "missing_order require missing_bucket is true",
             ));
         }
         let kind = match (&resolved, resolved.numeric_kind()) {
+            (ValueSource::Script(script), _) => script_kind(source, script.field_kind.as_ref())?,
             (ValueSource::Keyword { .. }, _) => ValueKind::Keyword,
             (ValueSource::Ip { .. }, _) => ValueKind::Ip,
             (ValueSource::Unmapped, _) => ValueKind::Unmapped,
@@ -796,7 +823,11 @@ pub fn factory(
                     Some(NumericKind::Long | NumericKind::Date(_))
                 )
             )
-            && ctx.table.leaf(field).is_some_and(|l| l.indexed);
+            && source
+                .field
+                .as_deref()
+                .and_then(|field| ctx.table.leaf(field))
+                .is_some_and(|l| l.indexed);
         let dedupe = matches!(kind, ValueKind::Keyword | ValueKind::Ip) || points_leading;
         specs.push(SourceSpec {
             source: resolved,
@@ -838,6 +869,38 @@ pub fn factory(
         size: composite.size,
         after,
     }))
+}
+
+/// How a source reads a script's values (`field_kind`: the kind of a value script's numeric
+/// field). A `terms` source keys them by their text unless OpenSearch would key them by
+/// number. OpenSearch leaves a value script out of a `date_histogram` source, and out of a
+/// `terms` source on a keyword or ip field (it reads the field's ordinals): those are refused
+/// rather than answered differently, as is one on a boolean field.
+fn script_kind(source: &CompositeSource, field_kind: Option<&NumericKind>) -> Result<ValueKind> {
+    let refused = |what: &str| {
+        Error::not_supported(&format!(
+            "{what} in a [{}] source of the [composite] aggregation",
+            source.kind.type_name()
+        ))
+    };
+    Ok(match (&source.kind, field_kind, &source.field) {
+        (SourceKind::Histogram { .. }, _, _) => ValueKind::Double,
+        (SourceKind::DateHistogram { .. }, _, Some(_)) => return Err(refused("a value script")),
+        (SourceKind::DateHistogram { .. }, _, None) => ValueKind::Long,
+        (SourceKind::Terms, Some(NumericKind::Boolean), _) => {
+            return Err(refused("a value script on a boolean field"))
+        }
+        (SourceKind::Terms, Some(_), _) => ValueKind::Double,
+        (SourceKind::Terms, None, Some(_)) => {
+            return Err(refused("a value script on a keyword or ip field"))
+        }
+        (SourceKind::Terms, None, None) => match source.value_type.as_deref() {
+            None | Some("string" | "keyword" | "text" | "bytes") => ValueKind::ScriptText,
+            Some("long" | "integer" | "short" | "byte") => ValueKind::Long,
+            Some("double" | "float" | "number" | "numeric") => ValueKind::Double,
+            Some(other) => return Err(refused(&format!("[value_type] [{other}]"))),
+        },
+    })
 }
 
 impl Factory for CompositeFactory {
@@ -882,8 +945,14 @@ impl SourceState {
     }
 
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
-        // range fields are refused by `ValueSource::resolve` for this aggregation
-        self.values = AnyValues::open(&self.spec.source, segment.reader)?;
+        // range fields are refused by `ValueSource::resolve` for this aggregation; a script
+        // read as numbers goes through the numeric reader
+        self.values = match (&self.spec.source, &self.spec.kind) {
+            (ValueSource::Script(_), ValueKind::Long | ValueKind::Double) => {
+                AnyValues::Numeric(NumericValues::open(&self.spec.source, segment.reader)?)
+            }
+            _ => AnyValues::open(&self.spec.source, segment.reader)?,
+        };
         if let AnyValues::Keyword(values) = &self.values {
             self.segment_terms.clear();
             self.segment_terms.resize(values.num_terms(), None);
@@ -951,6 +1020,16 @@ impl SourceState {
                         (None, None) => values
                             .for_each_f64(docs, |p, v| pairs.push((p as u32, Val::F(OrdF64(v))))),
                     }
+                }
+            }
+            ValueKind::ScriptText => {
+                if let AnyValues::Script(values) = &mut self.values {
+                    let text = &mut self.text;
+                    values.for_each(docs, |p, value| {
+                        text.clear();
+                        value.write_java(text);
+                        pairs.push((p as u32, Val::S(Arc::from(text.as_str()))));
+                    });
                 }
             }
             ValueKind::Unmapped => {}
@@ -1303,6 +1382,50 @@ mod tests {
     use super::*;
     use crate::request::parse_aggregations;
     use crate::test_util::{json_diff, render_shards, split_docs, Rng, TestShard};
+
+    #[test]
+    fn script_sources_read_text_or_numbers_and_refuse_what_opensearch_ignores() {
+        let source = |entry: Value| parse_entry(&entry).unwrap();
+        let kind = |entry: Value, field_kind: Option<NumericKind>| {
+            script_kind(&source(entry), field_kind.as_ref())
+        };
+        let text = json!({"s": {"terms": {"script": "doc['k'].value"}}});
+        assert_eq!(kind(text, None).unwrap(), ValueKind::ScriptText);
+        let long = json!({"s": {"terms": {"script": "1", "value_type": "long"}}});
+        assert_eq!(kind(long, None).unwrap(), ValueKind::Long);
+        let on_number = json!({"s": {"terms": {"field": "n", "script": "_value"}}});
+        assert_eq!(
+            kind(on_number, Some(NumericKind::Long)).unwrap(),
+            ValueKind::Double
+        );
+        let dates = json!({"s": {"date_histogram": {"script": "1", "calendar_interval": "day"}}});
+        assert_eq!(kind(dates, None).unwrap(), ValueKind::Long);
+        for (entry, field_kind) in [
+            (
+                json!({"s": {"terms": {"field": "k", "script": "_value"}}}),
+                None,
+            ),
+            (
+                json!({"s": {"terms": {"field": "b", "script": "_value"}}}),
+                Some(NumericKind::Boolean),
+            ),
+            (
+                json!({"s": {"date_histogram": {"field": "d", "script": "_value", "calendar_interval": "day"}}}),
+                Some(NumericKind::Long),
+            ),
+            (
+                json!({"s": {"terms": {"script": "1", "value_type": "ip"}}}),
+                None,
+            ),
+        ] {
+            let e = kind(entry.clone(), field_kind).unwrap_err();
+            assert_eq!(e.status(), 400, "{entry}");
+            assert!(
+                e.reason().ends_with("is not supported by Tessera"),
+                "{entry}"
+            );
+        }
+    }
 
     fn parse_err(body: Value) -> (String, Option<String>) {
         let e = parse_aggregations(&json!({"c": {"composite": body}})).unwrap_err();

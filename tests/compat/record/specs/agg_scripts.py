@@ -1,6 +1,6 @@
 exec(open(os.path.join(os.path.dirname(SPEC), "common.py")).read())
 NAME = "agg_scripts"
-DESCRIPTION = "Painless in metric and bucket aggregations: a script in place of the field (numbers, lists, dates, booleans, null, params, missing) and a value script beside it (_value) in min/max/sum/avg/stats/extended_stats/value_count/cardinality/percentiles/median_absolute_deviation/histogram/date_histogram/auto_date_histogram/range/date_range/missing/terms/rare_terms, and the errors that fail the shard; expectations copied from OpenSearch 2.19.6"
+DESCRIPTION = "Painless in metric and bucket aggregations: a script in place of the field (numbers, lists, dates, booleans, null, params, missing) and a value script beside it (_value) in min/max/sum/avg/stats/extended_stats/value_count/cardinality/percentiles/median_absolute_deviation/histogram/date_histogram/auto_date_histogram/range/date_range/missing/terms/rare_terms and composite sources, and the errors that fail the shard; expectations copied from OpenSearch 2.19.6"
 CLEANUP = ["/compat-scripts*"]
 def ERR(b):
     """The root cause, and the Java exception under a script's."""
@@ -61,6 +61,23 @@ STEPS = SETUP + [
         "kinds": {"rare_terms": {"field": "k", "script": "_value + '!'"}},
         "numbers": {"rare_terms": {"script": N}}}),
     A("rare_terms: a value script on a number is floating point", {"r": {"rare_terms": {"field": "n", "script": "_value + 1"}}}, keep=ERR),
+    A("composite: terms sources key a script's values by their text, lists and the missing bucket included", {"c": {"composite": {"sources": [
+        {"t": {"terms": {"script": "doc['tags']"}}}, {"n": {"terms": {"script": N, "missing_bucket": True}}}]}}}),
+    A("composite: a value list with repeats counts a document once per value", {"c": {"composite": {"sources": [{"v": {"terms": {"script": "['a', 'a', 'b']"}}}]}}}),
+    A("composite: histogram and date_histogram sources over scripts", {"c": {"composite": {"sources": [
+        {"h": {"histogram": {"script": N, "interval": 5}}},
+        {"d": {"date_histogram": {"script": "doc['d'].size() == 0 ? null : doc['d'].value", "calendar_interval": "year"}}}]}}}),
+    A("composite: numeric keys for a numeric value_type, and for a value script on a number or a date", {
+        "long": {"composite": {"sources": [{"n": {"terms": {"script": N + " * 1.5", "value_type": "long"}}}]}},
+        "double": {"composite": {"sources": [{"n": {"terms": {"script": N, "value_type": "double"}}}]}},
+        "twice": {"composite": {"sources": [{"n": {"terms": {"field": "n", "script": "_value * 2"}}}]}},
+        "price": {"composite": {"sources": [{"p": {"terms": {"field": "price", "script": "_value * 2"}}}]}},
+        "dates": {"composite": {"sources": [{"d": {"terms": {"field": "d", "script": "_value + 1"}}}]}},
+        "hist": {"composite": {"sources": [{"h": {"histogram": {"field": "n", "script": "_value * 100", "interval": 5}}}]}}}),
+    A("composite: after a script's key", {
+        "text": {"composite": {"after": {"n": "3"}, "sources": [{"n": {"terms": {"script": N}}}]}},
+        "number": {"composite": {"after": {"n": 6.0}, "sources": [{"n": {"terms": {"field": "n", "script": "_value * 2"}}}]}}}),
+    A("composite: a script's runtime error fails the shard", {"c": {"composite": {"sources": [{"n": {"terms": {"script": "doc['n'].value"}}}]}}}, keep=ERR),
     A("a value script sees each value as _value", {
         "sum": {"sum": {"field": "n", "script": "_value * 10"}},
         "count": {"value_count": {"field": "tags", "script": "_value"}},
