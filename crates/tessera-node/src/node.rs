@@ -56,6 +56,9 @@ pub struct NodeConfig {
     pub max_content_length: usize,
     /// `indices.query.bool.max_clause_count`, a static node setting (opensearch.yml).
     pub max_clause_count: usize,
+    /// `script.painless.regex.enabled`, a static node setting: `false` refuses regexes in
+    /// scripts (`true` and OpenSearch's default `limited` allow them).
+    pub painless_regex_enabled: bool,
     pub resources: NodeResources,
     /// `indexing_pressure.memory.limit`, bytes (`indexing_pressure` module).
     pub indexing_pressure_limit: u64,
@@ -131,6 +134,7 @@ impl Default for NodeConfig {
             port: 9200,
             max_content_length: 100 << 20,
             max_clause_count: tessera_query::compile::DEFAULT_MAX_CLAUSE_COUNT,
+            painless_regex_enabled: true,
             resources: NodeResources::default(),
             indexing_pressure_limit: crate::indexing_pressure::default_limit(),
             search_queue_size: 1000,
@@ -344,6 +348,7 @@ impl Node {
             ClusterSettings::open(&state_dir, config.cluster_setting_defaults.clone())?;
         // process-wide, as Lucene's IndexSearcher.maxClauseCount that OpenSearch sets here
         tessera_query::compile::set_max_clause_count(config.max_clause_count);
+        tessera_script::regex::set_enabled(config.painless_regex_enabled);
         let mut indices = BTreeMap::new();
         for entry in std::fs::read_dir(indices_dir(&config.data_path))
             .map_err(|e| Error::internal("list indices", e))?

@@ -202,6 +202,18 @@ pub enum ExprKind {
     MapLit(Vec<(Expr, Expr)>),
     Cast(TypeName, Box<Expr>),
     InstanceOf(Box<Expr>, TypeName),
+    /// `/pattern/flags`.
+    Regex {
+        pattern: String,
+        flags: String,
+    },
+    /// `text =~ pattern` (the pattern occurs in the text) or `text ==~ pattern` (`whole`: it
+    /// matches all of it); `pos` of the node is the pattern's.
+    RegexMatch {
+        text: Box<Expr>,
+        pattern: Box<Expr>,
+        whole: bool,
+    },
 }
 
 impl Expr {

@@ -4,11 +4,12 @@
 //! compiler calls these directly for `def` values and for the operations it does not
 //! specialise; errors carry Painless's exception type and message.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::ast::BinOp;
 use crate::doc::DocValues;
 use crate::error::ScriptError;
+use crate::regex::{GroupError, Matcher};
 use crate::value::{lock, JavaMap, Value};
 
 pub type Trap = Box<ScriptError>;
@@ -663,6 +664,30 @@ pub fn methods_of(class: &str) -> &'static [(&'static str, usize)] {
             ("equals", 1),
             ("hashCode", 0),
         ],
+        "java.util.regex.Pattern" => &[
+            ("matcher", 1),
+            ("pattern", 0),
+            ("toString", 0),
+            ("equals", 1),
+            ("hashCode", 0),
+        ],
+        "java.util.regex.Matcher" => &[
+            ("find", 0),
+            ("find", 1),
+            ("matches", 0),
+            ("group", 0),
+            ("group", 1),
+            ("namedGroup", 1),
+            ("groupCount", 0),
+            ("start", 0),
+            ("start", 1),
+            ("end", 0),
+            ("end", 1),
+            ("reset", 0),
+            ("toString", 0),
+            ("equals", 1),
+            ("hashCode", 0),
+        ],
         _ => &[],
     }
 }
@@ -867,8 +892,71 @@ pub fn call_method(
             }
         },
         Value::Bool(b) => Ok(Value::Bool(*b)),
+        Value::Pattern(p) => match name {
+            "matcher" => {
+                let text = Arc::from(arg_str(pos, &args[0])?);
+                Ok(Value::Matcher(Arc::new(Mutex::new(Matcher::new(
+                    p.clone(),
+                    text,
+                )))))
+            }
+            _ => Ok(Value::str(p.source())),
+        },
+        Value::Matcher(m) => matcher_method(pos, &mut lock(m), name, args),
         Value::Null => Err(npe(pos, "callArgs[0]")),
     }
+}
+
+/// The methods of a `java.util.regex.Matcher`.
+fn matcher_method(pos: usize, m: &mut Matcher, name: &str, args: &[Value]) -> R {
+    let group_error = |e: GroupError| match e {
+        GroupError::NoMatch => trap(pos, "illegal_state_exception", "No match found"),
+        GroupError::NoGroup(n) => trap(
+            pos,
+            "index_out_of_bounds_exception",
+            format!("No group {n}"),
+        ),
+    };
+    let text = |t: Option<&str>| t.map_or(Value::Null, Value::str);
+    Ok(match (name, args) {
+        ("find", []) => Value::Bool(m.find()),
+        ("find", [start]) => {
+            let start = arg_int(pos, start)?;
+            Value::Bool(
+                m.find_from(start).ok_or_else(|| {
+                    trap(pos, "index_out_of_bounds_exception", "Illegal start index")
+                })?,
+            )
+        }
+        ("matches", []) => Value::Bool(m.matches()),
+        ("group", []) => text(m.group(0).map_err(group_error)?),
+        ("group", [n]) => text(m.group(arg_int(pos, n)?).map_err(group_error)?),
+        ("namedGroup", [group]) => {
+            let group = arg_str(pos, group)?;
+            match m.named_group(group) {
+                Ok(found) => text(found),
+                Err(Some(e)) => return Err(group_error(e)),
+                Err(None) => {
+                    return Err(trap(
+                        pos,
+                        "illegal_argument_exception",
+                        format!("No group with name <{group}>"),
+                    ))
+                }
+            }
+        }
+        ("groupCount", []) => Value::Int(m.pattern().group_count() as i32),
+        ("start" | "end", []) => Value::Int(m.bound(0, name == "end").map_err(group_error)?),
+        ("start" | "end", [n]) => Value::Int(
+            m.bound(arg_int(pos, n)?, name == "end")
+                .map_err(group_error)?,
+        ),
+        ("reset", []) => {
+            m.reset();
+            Value::Null
+        }
+        _ => unreachable!("listed in methods_of"),
+    })
 }
 
 fn string_method(pos: usize, s: &str, name: &str, args: &[Value]) -> R {

@@ -1171,7 +1171,81 @@ impl Compiler<'_> {
                     Box::new(move |fr| Ok(Value::Bool(instance_of(&f(fr)?, ty)))),
                 ))
             }
+            ExprKind::Regex { pattern, flags } => {
+                if !crate::regex::enabled() {
+                    return Err(ScriptError::compile(
+                        e.pos,
+                        "illegal_state_exception",
+                        crate::regex::DISABLED,
+                    ));
+                }
+                // Painless reports a bad pattern at the literal's closing slash
+                let closing = e.pos + 1 + pattern.len();
+                let compiled = crate::regex::Pattern::compile(pattern, flags)
+                    .map_err(|reason| iae(closing, reason))?;
+                Ok(constant(Value::Pattern(Arc::new(compiled))))
+            }
+            ExprKind::RegexMatch {
+                text,
+                pattern,
+                whole,
+            } => self.regex_match(text, pattern, *whole, e.pos),
         }
+    }
+
+    /// `text =~ pattern` or `text ==~ pattern`.
+    fn regex_match(
+        &mut self,
+        text: &Expr,
+        pattern: &Expr,
+        whole: bool,
+        pos: usize,
+    ) -> CResult<CExpr> {
+        let t = self.expr(text)?;
+        if !matches!(t.ty, Ty::Def | Ty::Str | Ty::Null) {
+            return Err(cce(text.start(), t.ty, Ty::Str));
+        }
+        let p = self.expr(pattern)?;
+        let (tf, pf) = (t.f, p.f);
+        // Painless reports a failed match as a statement of its own, from the pattern on
+        let span = self.span(pos);
+        let trap = move |kind: &'static str, reason: String| {
+            let mut trap = b::trap(pos, kind, reason);
+            trap.statement = Some(span);
+            trap
+        };
+        Ok(dynamic(
+            Ty::Bool,
+            Box::new(move |fr| {
+                let text = tf(fr)?;
+                let pattern = pf(fr)?;
+                let Value::Pattern(pattern) = pattern else {
+                    return Err(trap(
+                        "class_cast_exception",
+                        format!(
+                            "Cannot cast from [{}] to [java.util.regex.Pattern].",
+                            pattern.java_class()
+                        ),
+                    ));
+                };
+                match text {
+                    Value::Str(text) if whole => Ok(Value::Bool(pattern.matches(&text))),
+                    Value::Str(text) => Ok(Value::Bool(pattern.find_in(&text))),
+                    Value::Null => Err(trap(
+                        "null_pointer_exception",
+                        "Cannot invoke \"java.lang.CharSequence.length()\" because \"this.wrapped\" is null"
+                            .to_string(),
+                    )),
+                    other => Err(trap(
+                        "class_cast_exception",
+                        format!(
+                            "Cannot cast from [{}] to [java.lang.CharSequence].",
+                            other.java_class()
+                        ),
+                    )),
+                }
+            }),
+        ))
     }
 
     fn variable(&mut self, name: &str, pos: usize) -> CResult<CExpr> {
@@ -2024,6 +2098,72 @@ mod tests {
 
     fn fail(src: &str) -> ScriptError {
         run_with(src, serde_json::json!({"a": 5})).expect_err(src)
+    }
+
+    #[test]
+    fn regexes() {
+        assert_eq!(run("'abc' =~ /b/"), "true");
+        assert_eq!(run("'abc' ==~ /b/"), "false");
+        assert_eq!(run("'ABC' ==~ /a.c/i"), "true");
+        // `=~` binds tighter than `==` and looser than `+`
+        assert_eq!(run("'a' + 'b' ==~ /ab/ == true"), "true");
+        // a slash after an operand divides, elsewhere it opens a regex
+        assert_eq!(run("def x = [4]; return x[0] / 2 / 1"), "2");
+        assert_eq!(run("return /a/.pattern()"), "a");
+        assert_eq!(
+            run("def m = /(a)(b)?/.matcher('zab ac'); List r = []; while (m.find()) { r.add(m.group() + ':' + m.group(2) + ':' + m.start() + ':' + m.end(1)) } return r"),
+            "[ab:b:1:2, a:null:4:5]"
+        );
+        assert_eq!(
+            run("def m = /(?<y>\\d{4})-(?<m>\\d\\d)/.matcher('on 2024-05'); m.find(); return m.namedGroup('y') + m.namedGroup('m') + m.groupCount()"),
+            "2024052"
+        );
+        assert_eq!(
+            run("/b+/.matcher('abbc').toString()"),
+            "java.util.regex.Matcher[pattern=b+ region=0,4 lastmatch=]"
+        );
+        let e = fail("'x' =~ /a(/");
+        assert_eq!(
+            (e.kind, e.offset, e.cause_type),
+            (
+                crate::error::ScriptErrorKind::Compile,
+                10,
+                "illegal_argument_exception"
+            )
+        );
+        assert!(
+            e.reason.starts_with(
+                "invalid regular expression: could not compile regex constant [a(] with flags []"
+            ),
+            "{}",
+            e.reason
+        );
+        let e = fail("5 =~ /a/");
+        assert_eq!(
+            (e.offset, e.reason.as_str()),
+            (0, "Cannot cast from [int] to [java.lang.String].")
+        );
+        let e = fail("String s = null; return s =~ /a/");
+        assert_eq!(
+            (e.kind, e.offset, e.cause_type),
+            (
+                crate::error::ScriptErrorKind::Runtime,
+                29,
+                "null_pointer_exception"
+            )
+        );
+        let e = fail("/a/.matcher('b').group()");
+        assert_eq!(
+            (e.cause_type, e.reason.as_str()),
+            ("illegal_state_exception", "No match found")
+        );
+        let e = fail("def m = /a/.matcher('a'); m.find(); return m.group(3)");
+        assert_eq!(
+            (e.cause_type, e.reason.as_str()),
+            ("index_out_of_bounds_exception", "No group 3")
+        );
+        let e = fail("/a/.split('a')");
+        assert_eq!(e.cause_type, "illegal_argument_exception");
     }
 
     #[test]

@@ -14,6 +14,8 @@ pub enum Tok {
     Ident(String),
     /// An operator or punctuation mark.
     Punct(&'static str),
+    /// A regex literal `/pattern/flags` (the pattern as written, escapes kept).
+    Regex { pattern: String, flags: String },
     /// The end of the script.
     Eof,
 }
@@ -91,6 +93,17 @@ pub fn lex(source: &str) -> Result<Vec<Token>, ScriptError> {
             });
             continue;
         }
+        if c == b'/' && slash_is_regex(tokens.last()) {
+            if let Some((pattern, flags, end)) = regex_literal(source, i) {
+                tokens.push(Token {
+                    tok: Tok::Regex { pattern, flags },
+                    start,
+                    end,
+                });
+                i = end;
+                continue;
+            }
+        }
         match PUNCTS.iter().find(|p| source[i..].starts_with(**p)) {
             Some(p) => {
                 i += p.len();
@@ -109,6 +122,41 @@ pub fn lex(source: &str) -> Result<Vec<Token>, ScriptError> {
         end: source.len(),
     });
     Ok(tokens)
+}
+
+/// Whether a `/` after `previous` starts a regex rather than a division: as Painless decides,
+/// a division follows what ends an operand (a name, a number, a string, `)`, `]`, `}`).
+fn slash_is_regex(previous: Option<&Token>) -> bool {
+    match previous.map(|t| &t.tok) {
+        None => true,
+        Some(Tok::Ident(word)) => {
+            matches!(word.as_str(), "return" | "else" | "do" | "in" | "throw")
+        }
+        Some(Tok::Number(_) | Tok::Str(_) | Tok::Regex { .. }) => false,
+        Some(Tok::Punct(p)) => !matches!(*p, ")" | "]" | "}"),
+        Some(Tok::Eof) => true,
+    }
+}
+
+/// The regex literal starting with the `/` at `at`: its pattern, flags and end; `None` when
+/// the line ends before the closing `/`.
+fn regex_literal(source: &str, at: usize) -> Option<(String, String, usize)> {
+    let bytes = source.as_bytes();
+    let mut i = at + 1;
+    loop {
+        match bytes.get(i)? {
+            b'\\' if bytes.get(i + 1).is_some_and(|c| *c != b'\n') => i += 2,
+            b'/' if i > at + 1 => break,
+            b'/' | b'\n' => return None,
+            _ => i += 1,
+        }
+    }
+    let pattern = source[at + 1..i].to_string();
+    let mut end = i + 1;
+    while bytes.get(end).is_some_and(|c| b"cilmsUux".contains(c)) {
+        end += 1;
+    }
+    Some((pattern, source[i + 1..end].to_string(), end))
 }
 
 fn unexpected(source: &str, at: usize) -> ScriptError {

@@ -9,7 +9,7 @@
 //! search side implements for `doc[...]`, `error` OpenSearch's `script_exception` shape, and
 //! `cache` the bounded map of compiled scripts keyed by (lang, source, context), `spec` the
 //! `script` object of a request, `source` a stored document read into values and written
-//! back with its key order.
+//! back with its key order, `regex` the `/pattern/` literals and their matchers.
 
 pub mod ast;
 pub mod builtins;
@@ -20,6 +20,7 @@ pub mod error;
 pub mod lexer;
 pub mod mustache;
 pub mod parser;
+pub mod regex;
 pub mod source;
 pub mod spec;
 pub mod value;

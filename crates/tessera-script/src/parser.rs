@@ -1,6 +1,6 @@
 //! A recursive-descent parser from tokens to the AST, with Painless's operator precedence and
 //! its literal rules (`Invalid int constant`, octal `010`, `L`/`F`/`D` suffixes). Syntax that
-//! Painless has and the subset refuses (lambdas, method references, regexes, arrays, switch,
+//! Painless has and the subset refuses (lambdas, method references, arrays, switch,
 //! functions, classes) is a compile error here, at the offset where it starts.
 
 use crate::ast::{BinOp, Expr, ExprKind, Stmt, StmtKind, TypeName, UnOp};
@@ -97,6 +97,7 @@ impl Parser {
             Tok::Number(s) | Tok::Ident(s) => s.clone(),
             Tok::Str(s) => format!("'{s}'"),
             Tok::Punct(p) => p.to_string(),
+            Tok::Regex { pattern, flags } => format!("/{pattern}/{flags}"),
             Tok::Eof => "<EOF>".to_string(),
         }
     }
@@ -450,9 +451,10 @@ impl Parser {
             &["|"],
             &["^"],
             &["&"],
-            &["==", "!=", "===", "!==", "=~", "==~"],
+            &["==", "!=", "===", "!=="],
             &["<", "<=", ">", ">=", "instanceof"],
             &["<<", ">>", ">>>"],
+            &["=~", "==~"],
             &["+", "-"],
             &["*", "/", "%"],
         ];
@@ -486,13 +488,21 @@ impl Parser {
                 };
                 continue;
             }
-            if matches!(op, "=~" | "==~") {
-                return Err(unsupported(op_pos, "regexes"));
-            }
             if matches!(op, "===" | "!==") {
                 return Err(unsupported(op_pos, "reference equality operators"));
             }
             let right = self.binary(level + 1)?;
+            if matches!(op, "=~" | "==~") {
+                left = Expr {
+                    pos: right.start(),
+                    kind: ExprKind::RegexMatch {
+                        text: Box::new(left),
+                        pattern: Box::new(right),
+                        whole: op == "==~",
+                    },
+                };
+                continue;
+            }
             let kind = match op {
                 "||" => ExprKind::Or(Box::new(left), Box::new(right)),
                 "&&" => ExprKind::And(Box::new(left), Box::new(right)),
@@ -737,7 +747,14 @@ impl Parser {
                     pos,
                 })
             }
-            Tok::Punct("/") => Err(unsupported(pos, "regexes")),
+            Tok::Regex { pattern, flags } => {
+                let (pattern, flags) = (pattern.clone(), flags.clone());
+                self.at += 1;
+                Ok(Expr {
+                    kind: ExprKind::Regex { pattern, flags },
+                    pos,
+                })
+            }
             _ => Err(self.unexpected()),
         }
     }
@@ -970,7 +987,6 @@ mod tests {
             .unwrap_err()
             .reason
             .contains("lambdas"));
-        assert!(parse("'a' =~ /a/").unwrap_err().reason.contains("regexes"));
         assert_eq!(
             parse("1 +").unwrap_err().reason,
             "unexpected end of script."

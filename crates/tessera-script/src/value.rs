@@ -34,6 +34,10 @@ pub enum Value {
     Geo(GeoPoint),
     /// `doc['field']`: the field's values of the current document, by compiled slot.
     DocField(u32),
+    /// A regex literal (`java.util.regex.Pattern`).
+    Pattern(Arc<crate::regex::Pattern>),
+    /// `java.util.regex.Matcher`: stateful, and shared as Java objects are.
+    Matcher(Arc<Mutex<crate::regex::Matcher>>),
 }
 
 /// Locks a shared list or map (a script runs on one thread; the lock is never contended).
@@ -105,6 +109,8 @@ impl Value {
             Value::Date(_) => "org.opensearch.script.JodaCompatibleZonedDateTime",
             Value::Geo(_) => "org.opensearch.common.geo.GeoPoint",
             Value::DocField(_) => "org.opensearch.index.fielddata.ScriptDocValues",
+            Value::Pattern(_) => "java.util.regex.Pattern",
+            Value::Matcher(_) => "java.util.regex.Matcher",
         }
     }
 
@@ -143,6 +149,9 @@ impl Value {
             (Value::Date(a), Value::Date(b)) => a == b,
             (Value::Geo(a), Value::Geo(b)) => a == b,
             (Value::DocField(a), Value::DocField(b)) => a == b,
+            // identity, as these classes do not override `equals`
+            (Value::Pattern(a), Value::Pattern(b)) => Arc::ptr_eq(a, b),
+            (Value::Matcher(a), Value::Matcher(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
@@ -184,6 +193,9 @@ impl Value {
             Value::Date(ms) => Value::Long(*ms).java_hash(),
             Value::Geo(g) => Value::Double(g.lat).java_hash() ^ Value::Double(g.lon).java_hash(),
             Value::DocField(slot) => *slot as i32,
+            // identity hashes
+            Value::Pattern(p) => Arc::as_ptr(p) as usize as i32,
+            Value::Matcher(m) => Arc::as_ptr(m) as usize as i32,
         }
     }
 
@@ -232,6 +244,8 @@ impl Value {
                 out.push_str(&format!("{}, {}", java_double(g.lat), java_double(g.lon)))
             }
             Value::DocField(slot) => out.push_str(&format!("doc[{slot}]")),
+            Value::Pattern(p) => out.push_str(p.source()),
+            Value::Matcher(m) => out.push_str(&lock(m).to_java_string()),
         }
     }
 
@@ -287,7 +301,7 @@ impl Value {
                     .collect(),
             ),
             Value::Geo(g) => serde_json::json!({"lat": g.lat, "lon": g.lon}),
-            Value::DocField(_) => J::Null,
+            Value::DocField(_) | Value::Pattern(_) | Value::Matcher(_) => J::Null,
         }
     }
 }

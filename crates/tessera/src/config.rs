@@ -1,7 +1,8 @@
 //! `tessera serve` options: flags, and an optional config file in the `key: value` form of
 //! `opensearch.yml` (`http.port`, `path.data`, `path.repo`, `node.name`, `cluster.name`, `network.host`,
 //! `http.max_content_length`, `indexing_pressure.memory.limit`, `thread_pool.search.queue_size`,
-//! `thread_pool.write.queue_size`, `indices.query.bool.max_clause_count`, and Tessera's
+//! `thread_pool.write.queue_size`, `indices.query.bool.max_clause_count`,
+//! `script.painless.regex.enabled`, and Tessera's
 //! `http.max_in_flight_requests`, and `transport.shard_requests: loopback` that sends every shard
 //! request through the wire encoding, for tests; `cluster.coordination.etcd`, `transport.host`,
 //! `transport.port`, `cluster.coordination.lease_ttl` and `node.roles` for a cluster). Flags win over the file. The security keys (`security.*`, `http.tls.*`, `http.allowed_hosts`, `http.cors.*`)
@@ -180,6 +181,15 @@ impl ServeArgs {
                             .unwrap_or(5000);
                         config.lease_ttl = std::time::Duration::from_millis(millis.max(1000));
                     }
+                    "script.painless.regex.enabled" => {
+                        config.painless_regex_enabled = match value {
+                            "true" | "limited" => true,
+                            "false" => false,
+                            _ => bail!(
+                                "invalid script.painless.regex.enabled [{value}] (true, false or limited)"
+                            ),
+                        }
+                    }
                     "indices.query.bool.max_clause_count" => {
                         config.max_clause_count = value.parse().with_context(|| {
                             format!("invalid indices.query.bool.max_clause_count [{value}]")
@@ -261,7 +271,7 @@ mod tests {
     fn config_file_and_flags() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tessera.yml");
-        std::fs::write(&file, "# comment\nhttp.port: 9300\nnode.name: n1\npath.data: /tmp/x\npath.repo: [/srv/a, /srv/b]\nhttp.max_content_length: 10mb\nindexing_pressure.memory.limit: 64kb\nthread_pool.search.queue_size: 5\nthread_pool.write.queue_size: 7\nhttp.max_in_flight_requests: 9\ntransport.shard_requests: loopback\n").unwrap();
+        std::fs::write(&file, "# comment\nhttp.port: 9300\nnode.name: n1\npath.data: /tmp/x\npath.repo: [/srv/a, /srv/b]\nhttp.max_content_length: 10mb\nindexing_pressure.memory.limit: 64kb\nthread_pool.search.queue_size: 5\nthread_pool.write.queue_size: 7\nhttp.max_in_flight_requests: 9\ntransport.shard_requests: loopback\nscript.painless.regex.enabled: false\n").unwrap();
         let args = ServeArgs {
             port: Some(9400),
             ..file_args(file)
@@ -269,6 +279,7 @@ mod tests {
         let config = args.into_config().unwrap();
         assert_eq!(config.port, 9400, "flags win over the file");
         assert_eq!(config.name, "n1");
+        assert!(!config.painless_regex_enabled);
         assert_eq!(config.data_path, PathBuf::from("/tmp/x"));
         assert_eq!(
             config.path_repo,

@@ -120,3 +120,25 @@ fn script_scores_do_not_depend_on_the_slicing() {
     }
     assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:?}");
 }
+
+/// `script.painless.regex.enabled: false` refuses regex literals when a script compiles, with
+/// OpenSearch's message; by default (OpenSearch's `limited`) they run.
+#[test]
+fn regexes_can_be_turned_off_in_the_node_config() {
+    let execute = json!({"script": {"source": "'abc' =~ /b/"}});
+    let node = Node::start();
+    let found = node
+        .post("/_scripts/painless/_execute", &execute)
+        .expect(200)
+        .json();
+    assert_eq!(found["result"], "true", "{found}");
+    let node = Node::start_with_config_text("script.painless.regex.enabled: false\n");
+    let refused = node.post("/_scripts/painless/_execute", &execute).json();
+    assert_eq!(refused["status"], 400, "{refused}");
+    let cause = &refused["error"]["caused_by"];
+    assert_eq!(cause["type"], "illegal_state_exception", "{refused}");
+    assert!(cause["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("Regexes are disabled. Set [script.painless.regex.enabled] to [true]"));
+}
