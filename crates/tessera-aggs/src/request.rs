@@ -553,6 +553,15 @@ pub(crate) fn string_param(agg: &str, key: &str, value: &Value) -> Result<String
     }
 }
 
+/// A request value as text, as OpenSearch reads a `missing` or bound given as any JSON: a
+/// string as it is, anything else as its JSON.
+pub(crate) fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// The aggregations whose values may come from a script instead of a field.
 const SCRIPTED: &[&str] = &[
     "terms",

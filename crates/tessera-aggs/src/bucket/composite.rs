@@ -39,7 +39,7 @@ use crate::format::{Formatter, ValueFormat};
 use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext, ShardFinish};
 use crate::prepare::{AggContext, Factory};
 use crate::request::{
-    int_param, string_param, unknown_field, AggKind, AggRequest, ValuesSourceParams,
+    int_param, string_param, unknown_field, value_text, AggKind, AggRequest, ValuesSourceParams,
 };
 use crate::values::{ip_to_string, Accepts, AnyValues, NumericKind, NumericValues, ValueSource};
 
@@ -654,10 +654,7 @@ fn after_value(
         }
         _ => {}
     }
-    let text = match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
+    let text = value_text(value);
     if let SourceKind::DateHistogram {
         format: Some(spec_format),
         time_zone,

@@ -20,7 +20,9 @@ use crate::bucket::token;
 use crate::collector::{Collector, SegmentContext, SubCollectors};
 use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderContext};
 use crate::prepare::{AggContext, Factory};
-use crate::request::{bool_param, unknown_field, AggKind, AggRequest, ValuesSourceParams};
+use crate::request::{
+    bool_param, unknown_field, value_text, AggKind, AggRequest, ValuesSourceParams,
+};
 use crate::values::{ip_to_string, Accepts, IpValues, ValueSource};
 
 const AGG: &str = "ip_range";
@@ -53,10 +55,7 @@ fn ranges_error(cause: Error) -> Error {
 
 /// An address as OpenSearch's `InetAddresses.forString` reads it, IPv4 mapped into IPv6.
 fn parse_ip(value: &Value) -> Result<Ipv6Addr> {
-    let text = match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
+    let text = value_text(value);
     match text.parse::<IpAddr>() {
         Ok(IpAddr::V4(v4)) => Ok(v4.to_ipv6_mapped()),
         Ok(IpAddr::V6(v6)) => Ok(v6),

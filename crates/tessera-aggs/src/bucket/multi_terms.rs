@@ -32,7 +32,7 @@ use crate::internal::InternalAgg;
 use crate::ords::slot;
 use crate::prepare::{AggContext, Factory};
 use crate::request::{
-    bool_param, int_param, string_param, unknown_field, AggRequest, ValuesSourceParams,
+    bool_param, int_param, string_param, unknown_field, value_text, AggRequest, ValuesSourceParams,
 };
 use crate::values::{ip_to_string, Accepts, AnyValues, NumericKind, ValueSource};
 
@@ -341,20 +341,11 @@ pub fn factory(
         let (missing_text, missing_number) = match (&config.params.missing, source.numeric_kind()) {
             (None, _) => (None, None),
             (Some(value), None) if kind == Kind::Ip => {
-                let text = match value {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
+                let text = value_text(value);
                 parse_ip(&text)?;
                 (Some(text), None)
             }
-            (Some(value), None) => (
-                Some(match value {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                }),
-                None,
-            ),
+            (Some(value), None) => (Some(value_text(value)), None),
             (Some(value), Some(numeric)) => {
                 let number = missing_number(
                     numeric,

@@ -24,8 +24,8 @@ use crate::internal::{render_subs, InternalAgg, InternalAggregations, RenderCont
 use crate::ords::{slot, BucketOrds};
 use crate::prepare::{AggContext, Factory};
 use crate::request::{
-    bool_param, count_param, int_param, string_param, unknown_field, AggKind, AggRequest,
-    ValuesSourceParams,
+    bool_param, count_param, int_param, string_param, unknown_field, value_text, AggKind,
+    AggRequest, ValuesSourceParams,
 };
 use crate::values::{
     ip_to_string, Accepts, IpValues, KeywordValues, NumericKind, NumericValues, ValueSource,
@@ -213,15 +213,8 @@ impl TermFilter {
                 .transpose()
         };
         let set = |v: &Option<Vec<Value>>| {
-            v.as_ref().map(|values| {
-                values
-                    .iter()
-                    .map(|v| match v {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    })
-                    .collect::<Vec<_>>()
-            })
+            v.as_ref()
+                .map(|values| values.iter().map(value_text).collect::<Vec<_>>())
         };
         Ok(Some(TermFilter {
             include_regex: regex(&spec.include_regex)?,
@@ -707,10 +700,7 @@ impl Factory for TermsFactory {
             ValueSource::Script(script) => Box::new(super::script_terms::ScriptTerms::new(
                 common,
                 script.clone(),
-                self.missing.as_ref().map(|v| match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                }),
+                self.missing.as_ref().map(value_text),
             )),
             ValueSource::Numeric { kind, .. } => {
                 let missing = match &self.missing {
@@ -741,10 +731,7 @@ impl Factory for TermsFactory {
                 source: self.source.clone(),
                 keyword: None,
                 ip: None,
-                missing: self.missing.as_ref().map(|v| match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                }),
+                missing: self.missing.as_ref().map(value_text),
                 terms: SliceTerms::default(),
                 segment_map: Vec::new(),
                 pairs: Vec::new(),

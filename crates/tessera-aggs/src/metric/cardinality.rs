@@ -32,7 +32,7 @@ use crate::metric::hll_tables::{BIAS_DATA, RAW_ESTIMATE_DATA, THRESHOLDS};
 use crate::metric::numeric_missing;
 use crate::ords::{slot, IntHasher};
 use crate::prepare::{AggContext, Factory};
-use crate::request::{unknown_field, AggKind, AggRequest, ValuesSourceParams};
+use crate::request::{unknown_field, value_text, AggKind, AggRequest, ValuesSourceParams};
 use crate::script_values::ScriptValues;
 use crate::values::{Accepts, IpValues, KeywordValues, NumericKind, NumericValues, ValueSource};
 
@@ -461,13 +461,7 @@ fn missing_hash(missing: Option<&Value>, source: &ValueSource) -> Result<Option<
     };
     Ok(Some(match source {
         // a script's values are told apart by their text
-        ValueSource::Script(_) => bytes_hash(
-            match value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            }
-            .as_bytes(),
-        ),
+        ValueSource::Script(_) => bytes_hash(value_text(value).as_bytes()),
         ValueSource::Numeric { kind, .. } => {
             let number = numeric_missing(AGG, Some(value), source)?.unwrap_or(0.0);
             match kind {
@@ -476,10 +470,7 @@ fn missing_hash(missing: Option<&Value>, source: &ValueSource) -> Result<Option<
             }
         }
         ValueSource::Ip { .. } => {
-            let text = match value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
+            let text = value_text(value);
             let ip: IpAddr = text.parse().map_err(|_| {
                 Error::illegal_argument(format!("'{text}' is not an IP string literal."))
             })?;
@@ -491,11 +482,7 @@ fn missing_hash(missing: Option<&Value>, source: &ValueSource) -> Result<Option<
         }
         // range fields are refused by the factory
         ValueSource::Keyword { .. } | ValueSource::Unmapped | ValueSource::Range(_) => {
-            let text = match value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            bytes_hash(text.as_bytes())
+            bytes_hash(value_text(value).as_bytes())
         }
     }))
 }

@@ -42,7 +42,7 @@ use crate::collector::{BlockScores, Collector, SegmentContext, SubCollectors};
 use crate::internal::{InternalAgg, ShardFinish};
 use crate::metric::json_double;
 use crate::prepare::{AggContext, Factory};
-use crate::request::{AggKind, AggRequest};
+use crate::request::{value_text, AggKind, AggRequest};
 use crate::values::{
     ip_to_string, IpValues, KeywordValues, NumericKind, NumericValues, ValueSource,
 };
@@ -588,10 +588,7 @@ fn resolve_sort(spec: &HitSort, ctx: &AggContext) -> Result<ResolvedSort> {
     }
     let type_name = field_type.map(|t| t.name()).unwrap_or("keyword");
     let mode = mode.unwrap_or(if *asc { SortMode::Min } else { SortMode::Max });
-    let text = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
+    let text = value_text;
     Ok(match (&source, type_name) {
         (ValueSource::Numeric { kind, .. }, _) => {
             let long = matches!(
