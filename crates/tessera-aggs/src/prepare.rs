@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use tantivy::{DocId, Searcher, SegmentReader};
-use tessera_common::{Error, Result};
+use tessera_common::Result;
 use tessera_mapping::FieldTable;
 
 use crate::bucket;
@@ -118,18 +118,12 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext, scope: Option<&str>) -> R
         AggKind::ReverseNested(r) => {
             bucket::nested::reverse_nested_factory(&request.name, r, ctx.table, scope)?
         }
-        // nested documents hold no `_source` of their own to show
-        AggKind::TopHits(_) if scope.is_some() => {
-            return Err(Error::not_supported(
-                "a [top_hits] aggregation under a [nested] aggregation",
-            ))
-        }
         AggKind::Metric(r) => metric::stats::factory(request, r, ctx)?,
         AggKind::ExtendedStats(r) => metric::extended_stats::factory(request, r, ctx)?,
         AggKind::WeightedAvg(r) => metric::weighted_avg::factory(request, r, ctx)?,
         AggKind::ScriptedMetric(r) => metric::scripted_metric::factory(request, r, ctx)?,
         AggKind::Cardinality(r) => metric::cardinality::factory(request, r, ctx)?,
-        AggKind::TopHits(r) => metric::top_hits::factory(request, r, ctx)?,
+        AggKind::TopHits(r) => metric::top_hits::factory(request, r, ctx, scope)?,
         AggKind::GeoBounds(r) => metric::geo::bounds_factory(request, r, ctx)?,
         AggKind::GeoCentroid(r) => metric::geo::centroid_factory(request, r, ctx)?,
         AggKind::Percentiles(r) | AggKind::PercentileRanks(r) => {

@@ -7,6 +7,7 @@ pub mod compile;
 pub mod dsl;
 pub mod highlight_terms;
 pub mod nested;
+pub mod nested_identity;
 pub mod query_string;
 pub mod script_docs;
 

@@ -5,7 +5,8 @@
 //! `tessera_query::nested`): the child query is run there, restricted to the children of the
 //! path, scored, sorted, paged (`from`, `size`), and each inner hit shows its `_nested`
 //! identity (the field and the object's offset in its array, per nested level) and the nested
-//! object itself as its `_source`, as OpenSearch renders them.
+//! object itself as its `_source` (`tessera_query::nested_identity`), as OpenSearch renders
+//! them.
 
 use serde_json::{json, Map, Value};
 use tantivy::query::{EnableScoring, Query};
@@ -14,6 +15,7 @@ use tantivy::{DocAddress, DocId, DocSet, TantivyDocument, TERMINATED};
 use tessera_common::{Error, Result};
 use tessera_query::ast::NestedQueryAst;
 use tessera_query::nested::{level_bits, Level};
+use tessera_query::nested_identity::nested_identity;
 use tessera_query::{compile, CompileContext, QueryAst};
 
 use crate::request::{parse_source_spec, SourceSpec};
@@ -259,7 +261,7 @@ pub fn inner_hits(
             .sum();
         let mut hits = Vec::new();
         for &(doc, score) in matches.iter().skip(spec.from).take(spec.size) {
-            let identity = nested_identity(snapshot, address.segment_ord, doc, &spec.path)?;
+            let identity = nested_identity(table, reader, doc, &spec.path)?;
             let mut hit = Map::new();
             hit.insert("_index".into(), json!(index_name));
             hit.insert("_id".into(), json!(id));
@@ -271,12 +273,15 @@ pub fn inner_hits(
                 hit.insert("_score".into(), score_json(score));
             }
             if spec.source.enabled {
-                if let Some(object) = source.as_ref().and_then(|s| identity.object_in(s)) {
-                    let filter = tessera_mapping::SourceFilter::new(
-                        spec.source.includes.clone(),
-                        spec.source.excludes.clone(),
-                    );
-                    hit.insert("_source".into(), filter.apply(object));
+                let filter = tessera_mapping::SourceFilter::new(
+                    spec.source.includes.clone(),
+                    spec.source.excludes.clone(),
+                );
+                if let Some(object) = source
+                    .as_ref()
+                    .and_then(|s| identity.filtered_object(s, &spec.path, &filter))
+                {
+                    hit.insert("_source".into(), object);
                 }
             }
             hits.push(Value::Object(hit));
@@ -297,151 +302,9 @@ fn score_json(score: f32) -> Value {
     crate::source_fields::float_value(score)
 }
 
-/// Where a nested document sits: per nested level from the outermost, the field (relative to
-/// the level above) and the object's offset among its siblings.
-#[derive(Debug, PartialEq)]
-pub struct NestedIdentity(Vec<(String, usize)>);
-
-impl NestedIdentity {
-    /// `{"field": "a", "offset": 0, "_nested": {"field": "b", "offset": 1}}`.
-    pub fn render(&self) -> Value {
-        let mut rendered: Option<Value> = None;
-        for (field, offset) in self.0.iter().rev() {
-            let mut level = json!({"field": field, "offset": offset});
-            if let Some(inner) = rendered.take() {
-                level["_nested"] = inner;
-            }
-            rendered = Some(level);
-        }
-        rendered.unwrap_or(Value::Null)
-    }
-
-    /// The nested object in the root document's `source`.
-    pub fn object_in<'v>(&self, source: &'v Value) -> Option<&'v Value> {
-        let mut current = source;
-        for (field, offset) in &self.0 {
-            let value = lookup(current, field)?;
-            let items = nested_items(value);
-            current = items.get(*offset)?;
-        }
-        Some(current)
-    }
-}
-
-/// The value at a dotted path of an object (keys may be dotted themselves).
-fn lookup<'v>(object: &'v Value, path: &str) -> Option<&'v Value> {
-    let map = object.as_object()?;
-    if let Some(v) = map.get(path) {
-        return Some(v);
-    }
-    let mut split = path.len();
-    while let Some(dot) = path[..split].rfind('.') {
-        if let Some(v) = map.get(&path[..dot]) {
-            if let Some(found) = lookup(v, &path[dot + 1..]) {
-                return Some(found);
-            }
-        }
-        split = dot;
-    }
-    None
-}
-
-/// The objects of a nested field's value in the order the document parser made child
-/// documents of them (arrays flattened, nulls and other values skipped).
-fn nested_items(value: &Value) -> Vec<&Value> {
-    fn push<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
-        match value {
-            Value::Object(_) => out.push(value),
-            Value::Array(items) => items.iter().for_each(|item| push(item, out)),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    push(value, &mut out);
-    out
-}
-
-/// The identity of the nested document `doc` of `path`, from its place in the block: its
-/// offset is the number of documents of its path since the last document of a level above it.
-fn nested_identity(
-    snapshot: &ShardSnapshot,
-    segment_ord: u32,
-    doc: DocId,
-    path: &str,
-) -> Result<NestedIdentity> {
-    let table = &snapshot.table;
-    let markers = table
-        .meta
-        .nested
-        .ok_or_else(|| Error::illegal_state("no nested markers"))?;
-    let reader = snapshot.searcher.segment_reader(segment_ord);
-    let internal = |e: tantivy::TantivyError| Error::internal("find a nested identity", e);
-    // the chain of nested paths, innermost first
-    let mut chain = vec![path.to_string()];
-    while let Some(parent) = table
-        .nested_path(chain.last().expect("not empty"))
-        .and_then(|n| n.parent.clone())
-    {
-        chain.push(parent);
-    }
-    let mut levels = Vec::new();
-    let mut current = doc;
-    for (i, level_path) in chain.iter().enumerate() {
-        let own =
-            level_bits(reader, markers, &Level::Path(level_path.clone())).map_err(internal)?;
-        // the last document before `current` on a level above this one
-        let mut boundary: Option<DocId> = level_bits(reader, markers, &Level::Root)
-            .map_err(internal)?
-            .prev_set(current);
-        for above in &chain[i + 1..] {
-            let bits =
-                level_bits(reader, markers, &Level::Path(above.clone())).map_err(internal)?;
-            boundary = boundary.max(bits.prev_set(current));
-        }
-        let mut offset = 0;
-        let mut d = own.prev_set(current);
-        while let Some(prev) = d {
-            if boundary.is_some_and(|b| prev < b) {
-                break;
-            }
-            offset += 1;
-            d = own.prev_set(prev);
-        }
-        let parent_path = chain.get(i + 1);
-        let field = match parent_path {
-            Some(p) => level_path[p.len() + 1..].to_string(),
-            None => level_path.clone(),
-        };
-        levels.push((field, offset));
-        if let Some(p) = parent_path {
-            let parent_bits =
-                level_bits(reader, markers, &Level::Path(p.clone())).map_err(internal)?;
-            current = parent_bits.next_set(current);
-        }
-    }
-    levels.reverse();
-    Ok(NestedIdentity(levels))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn identities_render_and_find_their_object() {
-        let identity = NestedIdentity(vec![("a".into(), 1), ("b".into(), 0)]);
-        assert_eq!(
-            identity.render(),
-            json!({"field": "a", "offset": 1, "_nested": {"field": "b", "offset": 0}})
-        );
-        let source = json!({"a": [{"b": {"x": 1}}, null, {"b": [{"x": 2}, {"x": 3}]}]});
-        assert_eq!(identity.object_in(&source), Some(&json!({"x": 2})));
-        let dotted = json!({"a.b": [{"x": 4}]});
-        assert_eq!(
-            NestedIdentity(vec![("a.b".into(), 0)]).object_in(&dotted),
-            Some(&json!({"x": 4}))
-        );
-    }
 
     #[test]
     fn inner_hits_options() {

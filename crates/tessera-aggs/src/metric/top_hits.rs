@@ -18,6 +18,10 @@
 //! by relevance; documents the query did not score (those a `global` bucket adds) score 1.0,
 //! as under OpenSearch's match-all.
 //!
+//! Under a `nested` aggregation the hits are nested objects, as OpenSearch shows them: the root
+//! document's `_id` and metadata, the object's `_nested` identity, the object as `_source`
+//! (filtered by full path), and the root's score.
+//!
 //! `stored_fields` takes `_none_` (no `_id`, no `_source`) and `_source`; other stored fields,
 //! `explain`, `highlight`, `docvalue_fields`, `fields` and `script_fields` are refused with a
 //! "not supported" error.
@@ -36,6 +40,8 @@ use tessera_mapping::field_table::{
     ID_FIELD, PRIMARY_TERM_FIELD, SEQ_NO_FIELD, SOURCE_FIELD, VERSION_FIELD,
 };
 use tessera_mapping::{FieldType, SourceFilter};
+use tessera_query::nested::DocBits;
+use tessera_query::nested_identity::{NestedIdentity, NestedLevels};
 
 use crate::bucket::token;
 use crate::collector::{BlockScores, Collector, SegmentContext, SubCollectors};
@@ -688,6 +694,8 @@ fn segment_order(searcher: &tantivy::Searcher) -> (Vec<u32>, Vec<u64>) {
 
 struct Shared {
     request: TopHitsRequest,
+    /// Under a `nested` aggregation: the levels of its path (hits are nested objects).
+    nested: Option<NestedLevels>,
     /// The score of a document the slice gave no score for (see the module doc).
     score: f32,
     sorts: Vec<ResolvedSort>,
@@ -701,10 +709,12 @@ struct TopHitsFactory {
     shared: Arc<Shared>,
 }
 
+/// `scope`: the nested path of the documents collected (`None`: root documents).
 pub fn factory(
     request: &AggRequest,
     top: &TopHitsRequest,
     ctx: &AggContext,
+    scope: Option<&str>,
 ) -> Result<Box<dyn Factory>> {
     let window = top.window();
     if window > ctx.max_inner_result_window {
@@ -727,6 +737,9 @@ pub fn factory(
     Ok(Box::new(TopHitsFactory {
         shared: Arc::new(Shared {
             request: top.clone(),
+            nested: scope
+                .map(|path| NestedLevels::of(ctx.table, path))
+                .transpose()?,
             score: ctx.constant_score.unwrap_or(1.0),
             sorts,
             index: ctx.index.to_string(),
@@ -750,6 +763,9 @@ impl TopHitsFactory {
             looked_up: Vec::new(),
             scratch: Vec::new(),
             text: String::new(),
+            segments: Vec::new(),
+            roots: None,
+            root_docs: Vec::new(),
         })
     }
 }
@@ -812,6 +828,11 @@ struct TopHitsCollector {
     looked_up: Vec<Option<f32>>,
     scratch: Vec<(usize, f64)>,
     text: String,
+    /// Under a `nested` aggregation: the segments seen, by ordinal (to find the hits' places
+    /// when the bucket is built), the current segment's root documents, and scratch.
+    segments: Vec<Option<SegmentReader>>,
+    roots: Option<Arc<DocBits>>,
+    root_docs: Vec<DocId>,
 }
 
 fn pick(values: &mut [f64], mode: SortMode, long: bool) -> Option<f64> {
@@ -853,6 +874,16 @@ impl TopHitsCollector {
         let score = self.shared.score;
         self.doc_scores.clear();
         match &self.scores {
+            // a nested object scores as its root document
+            Some(scores) if self.roots.is_some() => {
+                let roots = self.roots.as_ref().expect("checked");
+                self.root_docs.clear();
+                self.root_docs
+                    .extend(docs.iter().map(|&doc| roots.next_set(doc)));
+                scores.read(&self.root_docs, &mut self.looked_up);
+                self.doc_scores
+                    .extend(self.looked_up.iter().map(|s| s.unwrap_or(score)));
+            }
             Some(scores) => {
                 scores.read(docs, &mut self.looked_up);
                 self.doc_scores
@@ -1002,6 +1033,14 @@ fn read_u64(reader: &SegmentReader, field: &str, doc: DocId) -> Option<u64> {
 impl Collector for TopHitsCollector {
     fn set_segment(&mut self, segment: &SegmentContext) -> Result<()> {
         self.current = Some(segment.segment_ord);
+        if let Some(levels) = &self.shared.nested {
+            self.roots = Some(levels.roots(segment.reader)?);
+            let ord = segment.segment_ord as usize;
+            if self.segments.len() <= ord {
+                self.segments.resize(ord + 1, None);
+            }
+            self.segments[ord] = Some(segment.reader.clone());
+        }
         self.readers.clear();
         for sort in &self.shared.sorts {
             let column = match sort {
@@ -1077,22 +1116,36 @@ impl Collector for TopHitsCollector {
         bucket.candidates.truncate(request.window());
         let total = bucket.total;
         // documents are read once the shard has trimmed its buckets (`finish_shard`)
-        let hits = bucket
-            .candidates
-            .iter()
-            .map(|(key, segment_ord, score)| TopHit {
+        let mut hits = Vec::with_capacity(bucket.candidates.len());
+        for (key, segment_ord, score) in &bucket.candidates {
+            let nested = match &shared.nested {
+                None => None,
+                Some(levels) => {
+                    let reader = self
+                        .segments
+                        .get(*segment_ord as usize)
+                        .and_then(Option::as_ref)
+                        .ok_or_else(|| Error::illegal_state("top_hits hit in an unseen segment"))?;
+                    Some(NestedHit {
+                        identity: levels.identity(reader, key.doc)?,
+                        root: levels.roots(reader)?.next_set(key.doc),
+                    })
+                }
+            };
+            hits.push(TopHit {
                 key: key.clone(),
                 segment_ord: *segment_ord,
                 score: *score,
                 index: shared.index.clone(),
                 loaded: false,
+                nested,
                 id: None,
                 source: None,
                 version: None,
                 seq_no: None,
                 primary_term: None,
-            })
-            .collect();
+            });
+        }
         Ok(InternalAgg::TopHits(InternalTopHits {
             total,
             max_score,
@@ -1135,7 +1188,8 @@ fn load_hits(
                 stores.len() - 1
             }
         };
-        let doc = hit.key.doc;
+        // a nested object's document is its root's
+        let doc = hit.nested.as_ref().map_or(hit.key.doc, |n| n.root);
         let document: TantivyDocument = stores[position]
             .1
             .get(doc)
@@ -1148,7 +1202,10 @@ fn load_hits(
         }
         if request.source.enabled && request.stored.source {
             if let Some(bytes) = document.get_first(source_field).and_then(|v| v.as_bytes()) {
-                hit.source = Some(filtered_source(bytes, &filter)?);
+                hit.source = Some(match &hit.nested {
+                    None => filtered_source(bytes, &filter)?,
+                    Some(nested) => nested_source(bytes, &nested.identity, &filter)?,
+                });
             }
         }
         if request.version {
@@ -1174,7 +1231,25 @@ fn filtered_source(bytes: &[u8], filter: &SourceFilter) -> Result<String> {
     Ok(filter.apply(&value).to_string())
 }
 
+/// A nested object's `_source`: the object in its root's source, filtered by full path.
+fn nested_source(bytes: &[u8], identity: &NestedIdentity, filter: &SourceFilter) -> Result<String> {
+    let root: Value =
+        serde_json::from_slice(bytes).map_err(|e| Error::internal("parse _source", e))?;
+    Ok(identity
+        .filtered_object(&root, &identity.path(), filter)
+        .unwrap_or_else(|| json!({}))
+        .to_string())
+}
+
 // ---- intermediate result ----
+
+/// Where a nested hit's object sits.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NestedHit {
+    pub identity: NestedIdentity,
+    /// The root document holding the object (in the hit's segment).
+    pub root: DocId,
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TopHit {
@@ -1185,6 +1260,8 @@ pub struct TopHit {
     /// Whether `_id`, `_source` and metadata have been read (on the shard, once trimmed).
     pub loaded: bool,
     pub index: String,
+    /// Under a `nested` aggregation, the nested object the hit is.
+    pub nested: Option<NestedHit>,
     pub id: Option<String>,
     /// The (filtered) `_source` as JSON text.
     pub source: Option<String>,
@@ -1270,6 +1347,9 @@ impl InternalTopHits {
             out.insert("_index".into(), json!(hit.index));
             if let Some(id) = hit.id {
                 out.insert("_id".into(), json!(id));
+            }
+            if let Some(nested) = &hit.nested {
+                out.insert("_nested".into(), nested.identity.render());
             }
             if let Some(version) = hit.version {
                 out.insert("_version".into(), json!(version));
@@ -1594,6 +1674,7 @@ mod tests {
                 score: 0.0,
                 loaded: true,
                 index: "m-one".into(),
+                nested: None,
                 id: Some("3".into()),
                 source: None,
                 version: None,
