@@ -1,5 +1,7 @@
 //! `inner_hits` of `nested` queries: for each hit of the page, the nested objects of its block
-//! that match the nested query, found at fetch time on the shard that holds the block.
+//! that match the nested query, found at fetch time on the shard that holds the block. A
+//! `nested` query inside another one with `inner_hits` gives each of the outer inner hits
+//! inner hits of its own, from that object's nested objects.
 //!
 //! A hit's block is the documents between the previous root document and the hit (see
 //! `tessera_query::nested`): the child query is run there, restricted to the children of the
@@ -31,6 +33,9 @@ pub struct NestedInnerHits {
     pub size: usize,
     pub sort: InnerSort,
     pub source: SourceSpec,
+    /// The `inner_hits` of the `nested` queries inside this one's query: each inner hit
+    /// shows its own, from its own nested objects.
+    pub children: Vec<NestedInnerHits>,
 }
 
 /// The order of inner hits.
@@ -42,33 +47,31 @@ pub enum InnerSort {
     Doc,
 }
 
-/// The `inner_hits` of the `nested` queries in `query` (those at the top level of the query
-/// tree; one inside another `nested` query is refused).
+/// The `inner_hits` of the `nested` queries in `query`. As in OpenSearch, a `nested` query
+/// inside another one contributes its `inner_hits` to those of the enclosing query's inner
+/// hits, and none when the enclosing query asks for none.
 pub fn collect(query: &QueryAst) -> Result<Vec<NestedInnerHits>> {
     let mut out = Vec::new();
-    walk(query, false, &mut out)?;
+    walk(query, &mut out)?;
     Ok(out)
 }
 
-fn walk(query: &QueryAst, inside_nested: bool, out: &mut Vec<NestedInnerHits>) -> Result<()> {
+fn walk(query: &QueryAst, out: &mut Vec<NestedInnerHits>) -> Result<()> {
     match query {
         QueryAst::Nested(nested) => {
-            if let Some(spec) = &nested.inner_hits {
-                if inside_nested {
-                    return Err(Error::not_supported(
-                        "[inner_hits] of a [nested] query inside another [nested] query",
-                    ));
-                }
-                let parsed = parse(nested, spec)?;
-                if out.iter().any(|o| o.name == parsed.name) {
-                    return Err(Error::illegal_argument(format!(
-                        "[inner_hits] already contains an entry for key [{}]",
-                        parsed.name
-                    )));
-                }
-                out.push(parsed);
+            let Some(spec) = &nested.inner_hits else {
+                return Ok(());
+            };
+            let mut parsed = parse(nested, spec)?;
+            if out.iter().any(|o| o.name == parsed.name) {
+                return Err(Error::illegal_argument(format!(
+                    "[inner_hits] already contains an entry for key [{}]",
+                    parsed.name
+                )));
             }
-            walk(&nested.query, true, out)
+            walk(&nested.query, &mut parsed.children)?;
+            out.push(parsed);
+            Ok(())
         }
         QueryAst::Bool(b) => {
             for clause in b
@@ -78,24 +81,24 @@ fn walk(query: &QueryAst, inside_nested: bool, out: &mut Vec<NestedInnerHits>) -
                 .chain(&b.filter)
                 .chain(&b.must_not)
             {
-                walk(clause, inside_nested, out)?;
+                walk(clause, out)?;
             }
             Ok(())
         }
-        QueryAst::ConstantScore { filter, .. } => walk(filter, inside_nested, out),
+        QueryAst::ConstantScore { filter, .. } => walk(filter, out),
         QueryAst::DisMax { queries, .. } => {
             for q in queries {
-                walk(q, inside_nested, out)?;
+                walk(q, out)?;
             }
             Ok(())
         }
         QueryAst::Boosting {
             positive, negative, ..
         } => {
-            walk(positive, inside_nested, out)?;
-            walk(negative, inside_nested, out)
+            walk(positive, out)?;
+            walk(negative, out)
         }
-        QueryAst::FunctionScore(f) => walk(&f.query, inside_nested, out),
+        QueryAst::FunctionScore(f) => walk(&f.query, out),
         _ => Ok(()),
     }
 }
@@ -109,6 +112,7 @@ fn parse(nested: &NestedQueryAst, spec: &Value) -> Result<NestedInnerHits> {
         size: 3,
         sort: InnerSort::Score,
         source: SourceSpec::default(),
+        children: Vec::new(),
     };
     let Value::Object(options) = spec else {
         return Err(Error::parsing("[inner_hits] must be an object"));
@@ -198,8 +202,6 @@ pub fn inner_hits(
     specs: &[NestedInnerHits],
 ) -> Result<Map<String, Value>> {
     let table = &snapshot.table;
-    let mut out = Map::new();
-    let reader = snapshot.searcher.segment_reader(address.segment_ord);
     let stored: TantivyDocument = snapshot
         .searcher
         .doc(address)
@@ -215,15 +217,85 @@ pub fn inner_hits(
         .map(serde_json::from_slice)
         .transpose()
         .map_err(|e| Error::internal("parse _source", e))?;
-    for spec in specs {
+    let root = Root {
+        snapshot,
+        ctx,
+        index_name,
+        segment_ord: address.segment_ord,
+        id,
+        source,
+    };
+    root.inner_hits_of(specs, None, address.doc_id)
+}
+
+/// The root document whose block the inner hits come from.
+struct Root<'a> {
+    snapshot: &'a ShardSnapshot,
+    ctx: &'a CompileContext<'a>,
+    index_name: &'a str,
+    segment_ord: u32,
+    id: String,
+    source: Option<Value>,
+}
+
+impl Root<'_> {
+    /// The inner hits of `specs` under `parent` (the root document when `parent_path` is
+    /// `None`, else a nested object of that path), rendered by name.
+    fn inner_hits_of(
+        &self,
+        specs: &[NestedInnerHits],
+        parent_path: Option<&str>,
+        parent: DocId,
+    ) -> Result<Map<String, Value>> {
+        let mut out = Map::new();
+        for spec in specs {
+            if let Some(rendered) = self.spec_hits(spec, parent_path, parent)? {
+                out.insert(spec.name.clone(), rendered);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The first document of `parent`'s own nested objects: the one after the last document
+    /// before it on its level or a level above (nested objects come before their parent).
+    fn block_start(&self, parent_path: Option<&str>, parent: DocId) -> Result<DocId> {
+        let table = &self.snapshot.table;
+        let reader = self.snapshot.searcher.segment_reader(self.segment_ord);
+        let markers = table
+            .meta
+            .nested
+            .ok_or_else(|| Error::illegal_state("no nested markers"))?;
+        let internal = |e: tantivy::TantivyError| Error::internal("find nested inner hits", e);
+        let mut boundary = level_bits(reader, markers, &Level::Root)
+            .map_err(internal)?
+            .prev_set(parent);
+        let mut level = parent_path.map(String::from);
+        while let Some(path) = level {
+            let bits = level_bits(reader, markers, &Level::Path(path.clone())).map_err(internal)?;
+            boundary = boundary.max(bits.prev_set(parent));
+            level = table.nested_path(&path).and_then(|n| n.parent.clone());
+        }
+        Ok(boundary.map_or(0, |d| d + 1))
+    }
+
+    /// The rendered inner hits of one spec under `parent`; `None` when the index has no such
+    /// nested path.
+    fn spec_hits(
+        &self,
+        spec: &NestedInnerHits,
+        parent_path: Option<&str>,
+        parent: DocId,
+    ) -> Result<Option<Value>> {
+        let (snapshot, ctx) = (self.snapshot, self.ctx);
+        let table = &snapshot.table;
+        let reader = snapshot.searcher.segment_reader(self.segment_ord);
         let (Some(markers), Some(_)) = (table.meta.nested, table.nested_path(&spec.path)) else {
-            continue;
+            return Ok(None);
         };
         let internal = |e: tantivy::TantivyError| Error::internal("find nested inner hits", e);
-        let roots = level_bits(reader, markers, &Level::Root).map_err(internal)?;
         let children =
             level_bits(reader, markers, &Level::Path(spec.path.clone())).map_err(internal)?;
-        let start = roots.prev_set(address.doc_id).map_or(0, |d| d + 1);
+        let start = self.block_start(parent_path, parent)?;
         let previous = ctx.nested_scope_replace(Some(spec.path.clone()));
         let child_query = compile(&spec.query, ctx);
         ctx.nested_scope_replace(previous);
@@ -239,7 +311,7 @@ pub fn inner_hits(
         } else {
             scorer.doc()
         };
-        while doc != TERMINATED && doc < address.doc_id {
+        while doc != TERMINATED && doc < parent {
             if children.contains(doc) {
                 matches.push((doc, scorer.score()));
             }
@@ -255,16 +327,20 @@ pub fn inner_hits(
         }
         // sorted by `_doc`, inner hits show no score and their shard-wide doc id as sort value
         let by_doc = spec.sort == InnerSort::Doc;
-        let doc_base: u64 = snapshot.searcher.segment_readers()[..address.segment_ord as usize]
+        let doc_base: u64 = snapshot.searcher.segment_readers()[..self.segment_ord as usize]
             .iter()
             .map(|r| r.max_doc() as u64)
             .sum();
+        let filter = tessera_mapping::SourceFilter::new(
+            spec.source.includes.clone(),
+            spec.source.excludes.clone(),
+        );
         let mut hits = Vec::new();
         for &(doc, score) in matches.iter().skip(spec.from).take(spec.size) {
             let identity = nested_identity(table, reader, doc, &spec.path)?;
             let mut hit = Map::new();
-            hit.insert("_index".into(), json!(index_name));
-            hit.insert("_id".into(), json!(id));
+            hit.insert("_index".into(), json!(self.index_name));
+            hit.insert("_id".into(), json!(self.id));
             hit.insert("_nested".into(), identity.render());
             if by_doc {
                 hit.insert("_score".into(), Value::Null);
@@ -273,29 +349,26 @@ pub fn inner_hits(
                 hit.insert("_score".into(), score_json(score));
             }
             if spec.source.enabled {
-                let filter = tessera_mapping::SourceFilter::new(
-                    spec.source.includes.clone(),
-                    spec.source.excludes.clone(),
-                );
-                if let Some(object) = source
+                if let Some(object) = self
+                    .source
                     .as_ref()
                     .and_then(|s| identity.filtered_object(s, &spec.path, &filter))
                 {
                     hit.insert("_source".into(), object);
                 }
             }
+            if !spec.children.is_empty() {
+                let inner = self.inner_hits_of(&spec.children, Some(&spec.path), doc)?;
+                hit.insert("inner_hits".into(), Value::Object(inner));
+            }
             hits.push(Value::Object(hit));
         }
-        out.insert(
-            spec.name.clone(),
-            json!({"hits": {
-                "total": {"value": total, "relation": "eq"},
-                "max_score": if total == 0 || by_doc { Value::Null } else { score_json(max_score) },
-                "hits": hits,
-            }}),
-        );
+        Ok(Some(json!({"hits": {
+            "total": {"value": total, "relation": "eq"},
+            "max_score": if total == 0 || by_doc { Value::Null } else { score_json(max_score) },
+            "hits": hits,
+        }})))
     }
-    Ok(out)
 }
 
 fn score_json(score: f32) -> Value {
