@@ -2109,6 +2109,10 @@ mod tests {
         assert_eq!(run("'a' + 'b' ==~ /ab/ == true"), "true");
         // a slash after an operand divides, elsewhere it opens a regex
         assert_eq!(run("def x = [4]; return x[0] / 2 / 1"), "2");
+        assert_eq!(
+            run("if (params.a > 9) { return false } /a/.matcher('a').find()"),
+            "true"
+        );
         assert_eq!(run("return /a/.pattern()"), "a");
         assert_eq!(
             run("def m = /(a)(b)?/.matcher('zab ac'); List r = []; while (m.find()) { r.add(m.group() + ':' + m.group(2) + ':' + m.start() + ':' + m.end(1)) } return r"),

@@ -125,7 +125,8 @@ pub fn lex(source: &str) -> Result<Vec<Token>, ScriptError> {
 }
 
 /// Whether a `/` after `previous` starts a regex rather than a division: as Painless decides,
-/// a division follows what ends an operand (a name, a number, a string, `)`, `]`, `}`).
+/// a division follows what ends an operand (a name, a number, a string, `)`, `]`); after a
+/// block's `}` a regex starts a statement.
 fn slash_is_regex(previous: Option<&Token>) -> bool {
     match previous.map(|t| &t.tok) {
         None => true,
@@ -133,7 +134,7 @@ fn slash_is_regex(previous: Option<&Token>) -> bool {
             matches!(word.as_str(), "return" | "else" | "do" | "in" | "throw")
         }
         Some(Tok::Number(_) | Tok::Str(_) | Tok::Regex { .. }) => false,
-        Some(Tok::Punct(p)) => !matches!(*p, ")" | "]" | "}"),
+        Some(Tok::Punct(p)) => !matches!(*p, ")" | "]"),
         Some(Tok::Eof) => true,
     }
 }

@@ -1,13 +1,16 @@
 //! Painless regexes: `/pattern/flags` literals, `=~` (find) and `==~` (match the whole text),
 //! and the `Pattern` and `Matcher` methods scripts call.
 //!
-//! Java's syntax is translated to the `regex` crate's: `\d`, `\w`, `\s` and `\b` stay ASCII
-//! as in Java (unless the `U` flag asks for Unicode classes), `.` leaves out every Java line
-//! terminator, `\Q…\E` quotes. What the crate cannot do (backreferences, lookaround,
-//! possessive quantifiers, atomic groups, canonical equivalence) is a compile error naming it,
-//! never a different match. The crate matches in time linear in the text, which is the
-//! protection OpenSearch's default `script.painless.regex.enabled: limited` buys with a
-//! budget of characters read; `false` refuses regexes (see [`set_enabled`]).
+//! Java's syntax is translated to the `regex` crate's: `\d`, `\w`, `\s`, `\b` and the POSIX
+//! classes (`\p{Alpha}`, ...) stay ASCII as in Java (unless the `U` flag asks for Unicode
+//! classes), `.` leaves out every Java line terminator, `\v` and `\h` are Java's, `\Q…\E`
+//! quotes. What the crate cannot do (backreferences, lookaround, possessive quantifiers, atomic
+//! groups, canonical equivalence, the inline flags `s`, `U`, `d`, `c`) is a compile error
+//! naming it. Known differences that remain: Java's `$` also matches before a final line
+//! terminator, its `^`/`$` under `m` know `\r` and Unicode line ends, and its `i` without `u`
+//! folds ASCII letters only; the crate's do not. The crate matches in time linear in the text,
+//! which is the protection OpenSearch's default `script.painless.regex.enabled: limited` buys
+//! with a budget of characters read; `false` refuses regexes (see [`set_enabled`]).
 //!
 //! Positions (`start()`, `end()`) are Java's: UTF-16 units.
 
@@ -73,7 +76,7 @@ impl Pattern {
             }
         }
         let body = if literal {
-            regex::escape(source)
+            escape_whitespace(&regex::escape(source))
         } else {
             translate(source, unicode_classes, dot_all).map_err(invalid)?
         };
@@ -95,7 +98,12 @@ impl Pattern {
         Ok(Pattern {
             source: source.to_string(),
             find: build(format!("{prefix}{body}"))?,
-            whole: build(format!("{prefix}\\A(?:{body})\\z"))?,
+            // under `x` a trailing `#` comment would swallow the closing group: end its line
+            whole: build(if inline.contains('x') {
+                format!("{prefix}\\A(?:{body}\n)\\z")
+            } else {
+                format!("{prefix}\\A(?:{body})\\z")
+            })?,
         })
     }
 
@@ -162,12 +170,7 @@ impl Matcher {
         }
         self.groups = spans(self.pattern.find.captures_at(&self.text, self.from));
         if let Some(Some((start, end))) = self.groups.as_ref().map(|g| g[0]) {
-            // after an empty match the next search starts one character later (as Java)
-            self.from = if end == start {
-                end + self.text[end..].chars().next().map_or(1, char::len_utf8)
-            } else {
-                end
-            };
+            self.from = self.after(start, end);
         }
         self.groups.is_some()
     }
@@ -181,10 +184,24 @@ impl Matcher {
     }
 
     /// `matches()`: whether the whole text matches.
+    /// `matches()`: whether the whole text matches. As in Java, a failure leaves where the
+    /// next `find` starts; a success moves it past the match.
     pub fn matches(&mut self) -> bool {
         self.groups = spans(self.pattern.whole.captures(&self.text));
-        self.from = self.text.len() + usize::from(self.groups.is_none());
+        if let Some(Some((start, end))) = self.groups.as_ref().map(|g| g[0]) {
+            self.from = self.after(start, end);
+        }
         self.groups.is_some()
+    }
+
+    /// Where the search after the match `start..end` starts: one character later after an
+    /// empty match (as Java).
+    fn after(&self, start: usize, end: usize) -> usize {
+        if end == start {
+            end + self.text[end..].chars().next().map_or(1, char::len_utf8)
+        } else {
+            end
+        }
     }
 
     /// Java's `toString`: `java.util.regex.Matcher[pattern=a region=0,3 lastmatch=a]`.
@@ -259,6 +276,40 @@ fn byte_of(text: &str, index: i32) -> Option<usize> {
     (units == index).then_some(text.len())
 }
 
+/// Java's POSIX classes (`\p{Lower}`, ...), which are ASCII in Java, as sets.
+fn posix_class(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "Lower" => "a-z",
+        "Upper" => "A-Z",
+        "ASCII" => "\\x00-\\x7F",
+        "Alpha" => "a-zA-Z",
+        "Digit" => "0-9",
+        "Alnum" => "a-zA-Z0-9",
+        "Punct" => "!-/:-@\\[-`{-~",
+        "Graph" => "!-~",
+        "Print" => "\\x20-~",
+        "Blank" => "\\x20\\t",
+        "Cntrl" => "\\x00-\\x1F\\x7F",
+        "XDigit" => "0-9a-fA-F",
+        "Space" => "\\x20\\t\\n\\x0B\\f\\r",
+        _ => return None,
+    })
+}
+
+/// `text` with every whitespace character escaped, so that the `x` flag (which makes the
+/// crate ignore whitespace in the pattern) keeps it.
+fn escape_whitespace(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_whitespace() {
+            out.push_str(&format!("\\x{{{:X}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Java regex syntax in the `regex` crate's.
 fn translate(java: &str, unicode_classes: bool, dot_all: bool) -> Result<String, String> {
     let unsupported = |what: &str| format!("{what} are not supported by Tessera");
@@ -266,6 +317,12 @@ fn translate(java: &str, unicode_classes: bool, dot_all: bool) -> Result<String,
     let mut out = String::with_capacity(java.len() + 16);
     let mut in_class = false;
     let mut i = 0;
+    // the ASCII sets Java gives `\d`, `\w`, `\s` (whitespace escaped for the `x` flag)
+    let set_of = |escape: char| match escape.to_ascii_lowercase() {
+        'd' => "0-9",
+        'w' => "0-9A-Za-z_",
+        _ => "\\t\\n\\x0B\\x0C\\r\\x20",
+    };
     while i < chars.len() {
         let c = chars[i];
         match c {
@@ -276,27 +333,20 @@ fn translate(java: &str, unicode_classes: bool, dot_all: bool) -> Result<String,
                 i += 2;
                 match next {
                     'd' | 'w' | 's' if !unicode_classes => {
-                        let set = match next {
-                            'd' => "0-9",
-                            'w' => "0-9A-Za-z_",
-                            _ => "\\t\\n\\x0B\\x0C\\r ",
-                        };
                         if in_class {
-                            out.push_str(set);
+                            out.push_str(set_of(next));
                         } else {
                             out.push('[');
-                            out.push_str(set);
+                            out.push_str(set_of(next));
                             out.push(']');
                         }
                     }
-                    'D' | 'W' | 'S' if !unicode_classes && !in_class => {
-                        let set = match next {
-                            'D' => "0-9",
-                            'W' => "0-9A-Za-z_",
-                            _ => "\\t\\n\\x0B\\x0C\\r ",
-                        };
+                    'D' | 'W' | 'S' if !unicode_classes => {
+                        if in_class {
+                            return Err(unsupported("negated classes inside a character class"));
+                        }
                         out.push_str("[^");
-                        out.push_str(set);
+                        out.push_str(set_of(next));
                         out.push(']');
                     }
                     'b' | 'B' if !unicode_classes && !in_class => {
@@ -306,6 +356,48 @@ fn translate(java: &str, unicode_classes: bool, dot_all: bool) -> Result<String,
                             "(?-u:\\B)"
                         });
                     }
+                    // Java's vertical and horizontal whitespace
+                    'v' | 'h' => {
+                        let set = if next == 'v' {
+                            "\\n\\x0B\\x0C\\r\\x{85}\\x{2028}\\x{2029}"
+                        } else {
+                            "\\x20\\t\\x{A0}\\x{1680}\\x{180E}\\x{2000}-\\x{200A}\\x{202F}\\x{205F}\\x{3000}"
+                        };
+                        if in_class {
+                            out.push_str(set);
+                        } else {
+                            out.push('[');
+                            out.push_str(set);
+                            out.push(']');
+                        }
+                    }
+                    'p' | 'P' if chars.get(i) == Some(&'{') => {
+                        let close = chars[i..].iter().position(|c| *c == '}');
+                        let name: String = match close {
+                            Some(close) => chars[i + 1..i + close].iter().collect(),
+                            None => String::new(),
+                        };
+                        match (posix_class(&name), close) {
+                            (Some(set), Some(close)) if !unicode_classes => {
+                                let negated = if next == 'P' { "^" } else { "" };
+                                if in_class && negated.is_empty() {
+                                    out.push_str(set);
+                                } else if in_class {
+                                    return Err(unsupported(
+                                        "negated classes inside a character class",
+                                    ));
+                                } else {
+                                    out.push_str(&format!("[{negated}{set}]"));
+                                }
+                                i += close + 1;
+                            }
+                            // Unicode categories and scripts: the crate's names
+                            _ => {
+                                out.push('\\');
+                                out.push(next);
+                            }
+                        }
+                    }
                     '1'..='9' => return Err(unsupported("backreferences")),
                     'Q' => {
                         let rest: String = chars[i..].iter().collect();
@@ -313,7 +405,7 @@ fn translate(java: &str, unicode_classes: bool, dot_all: bool) -> Result<String,
                             Some(end) => (&rest[..end], end + 2),
                             None => (rest.as_str(), rest.len()),
                         };
-                        out.push_str(&regex::escape(quoted));
+                        out.push_str(&escape_whitespace(&regex::escape(quoted)));
                         i += quoted.chars().count() + (skip - quoted.len());
                     }
                     // `\/` is how a literal writes a slash
@@ -358,6 +450,21 @@ fn translate(java: &str, unicode_classes: bool, dot_all: bool) -> Result<String,
                 if rest.starts_with('>') {
                     return Err(unsupported("atomic groups"));
                 }
+                // inline flags: `i`, `m`, `x` and `u` mean the same to the crate; Java's
+                // `s`, `U`, `d` and `c` would not (the translation has already fixed what `.`
+                // and the classes match)
+                let flags: String = chars[i + 2..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_alphabetic() || **c == '-')
+                    .collect();
+                let ends = chars.get(i + 2 + flags.chars().count());
+                if matches!(ends, Some(')' | ':'))
+                    && flags.chars().any(|f| matches!(f, 's' | 'U' | 'd' | 'c'))
+                {
+                    return Err(format!(
+                        "the inline flags [{flags}] are not supported by Tessera (write them after the closing slash)"
+                    ));
+                }
                 out.push('(');
             }
             '*' | '+' | '?' | '}' if !in_class && chars.get(i + 1) == Some(&'+') => {
@@ -397,6 +504,19 @@ mod tests {
         assert!(p("\\Q.*\\E!", "").matches(".*!"));
         assert!(p(".*", "l").matches(".*"));
         assert!(p("[]a]", "").matches("]"));
+        // under `x` whitespace in the pattern is ignored, but not the translated classes'
+        assert!(p("a\\sb # a comment", "x").find_in("a b"));
+        assert!(p("a\\sb # a comment", "x").matches("a b"));
+        assert!(!p("\\S", "x").find_in(" "));
+        assert!(p("\\Qa b\\E", "x").matches("a b"));
+        assert!(p("a b", "lx").matches("a b"));
+        // Java's POSIX classes are ASCII; \v and \h are Java's
+        assert!(p("\\p{Alpha}+", "").matches("abC"));
+        assert!(!p("\\p{Alpha}", "").find_in("é"));
+        assert!(p("[\\p{Digit}x]+", "").matches("1x2"));
+        assert!(p("a\\vb", "").matches("a\u{2028}b"));
+        assert!(p("a\\hb", "").matches("a\tb"));
+        assert!(p("(?i)abc", "").matches("ABC"));
     }
 
     #[test]
@@ -407,6 +527,9 @@ mod tests {
             ("(?<!a)b", "lookahead"),
             ("(?>a)", "atomic"),
             ("a++", "possessive"),
+            ("(?s)a.b", "inline flags [s]"),
+            ("(?U)\\w", "inline flags [U]"),
+            ("[\\D]", "negated classes"),
         ] {
             let e = Pattern::compile(source, "").unwrap_err();
             assert!(e.contains(what), "{source}: {e}");
@@ -441,6 +564,13 @@ mod tests {
         assert_eq!(m.bound(0, false), Ok(6));
         assert_eq!(m.find_from(99), None);
         assert!(m.matches() == pattern.matches("zab é ac"));
+        // a failed `matches` leaves where `find` goes on; a successful one moves past it
+        let mut m = Matcher::new(p("b", ""), Arc::from("abc"));
+        assert!(!m.matches());
+        assert!(m.find());
+        let mut empty = Matcher::new(p("", ""), Arc::from(""));
+        assert!(empty.matches());
+        assert!(!empty.find());
         // empty matches advance one character at a time
         let mut empty = Matcher::new(p("x*", ""), Arc::from("ab"));
         let mut count = 0;

@@ -260,3 +260,28 @@ fn nested_limits() {
     );
     assert_eq!(total_hits(&found), 1);
 }
+
+/// A `top_hits` under a `nested` aggregation over an index with nested objects and one
+/// without: the second index's bucket is empty, not a failed shard.
+#[test]
+fn top_hits_under_nested_over_indexes_with_and_without_nested_fields() {
+    let node = Node::start();
+    load(&node);
+    node.put(
+        "/flat",
+        &json!({"settings": {"number_of_shards": 1}, "mappings": {"properties": {"title": {"type": "keyword"}}}}),
+    )
+    .ok();
+    node.put("/flat/_doc/1?refresh=true", &json!({"title": "z"}))
+        .ok();
+    node.refresh("blog");
+    let found = node.search(
+        "blog,flat",
+        &json!({"size": 0, "aggs": {"c": {"nested": {"path": "comments"},
+            "aggs": {"best": {"top_hits": {"size": 1, "sort": ["_doc"]}}}}}}),
+    );
+    assert_eq!(found["_shards"]["failed"], 0, "{found}");
+    let best = &found["aggregations"]["c"]["best"]["hits"];
+    assert_eq!(best["total"]["value"], 3, "{found}");
+    assert_eq!(best["hits"][0]["_nested"]["field"], "comments", "{found}");
+}

@@ -737,7 +737,9 @@ pub fn factory(
     Ok(Box::new(TopHitsFactory {
         shared: Arc::new(Shared {
             request: top.clone(),
+            // a path this index does not map has no objects (the `nested` bucket is empty)
             nested: scope
+                .filter(|path| ctx.table.nested_path(path).is_some())
                 .map(|path| NestedLevels::of(ctx.table, path))
                 .transpose()?,
             score: ctx.constant_score.unwrap_or(1.0),

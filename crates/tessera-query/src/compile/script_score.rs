@@ -258,6 +258,18 @@ impl ScriptScoring {
         block.query_scores.clear();
         block.at = 0;
         let alive = |doc: &DocId| self.alive.as_ref().is_none_or(|a| a.is_alive(*doc));
+        // the clock is read every `DEADLINE_CHECK` documents visited, deleted ones included
+        let deadline = self.deadline;
+        let mut since_check = self.since_check;
+        let mut past_deadline = |visited: u32| {
+            since_check += visited;
+            if since_check < DEADLINE_CHECK {
+                return false;
+            }
+            since_check = 0;
+            deadline.is_some_and(|d| Instant::now() >= d)
+        };
+        let mut past = false;
         if self.script.script.reads_score() {
             let mut doc = self.inner.doc();
             while doc != TERMINATED && block.docs.len() < BLOCK {
@@ -266,6 +278,10 @@ impl ScriptScoring {
                     block.query_scores.push(f64::from(self.inner.score()));
                 }
                 doc = self.inner.advance();
+                if past_deadline(1) {
+                    past = true;
+                    break;
+                }
             }
         } else {
             // the query's scores are not read: its documents come a buffer at a time
@@ -273,6 +289,10 @@ impl ScriptScoring {
             loop {
                 let n = self.inner.fill_buffer(&mut buffer);
                 block.docs.extend(buffer[..n].iter().filter(|d| alive(d)));
+                if past_deadline(n as u32) {
+                    past = true;
+                    break;
+                }
                 // a short buffer is the end (or a pause) of the query's documents
                 let short = n < buffer.len() && !block.docs.is_empty();
                 if n == 0 || short || block.docs.len() + buffer.len() > BLOCK {
@@ -281,12 +301,9 @@ impl ScriptScoring {
             }
             block.query_scores.resize(block.docs.len(), 0.0);
         }
-        self.since_check += block.docs.len() as u32;
-        if self.since_check >= DEADLINE_CHECK {
-            self.since_check = 0;
-            if self.deadline.is_some_and(|d| Instant::now() >= d) {
-                block.docs.clear();
-            }
+        self.since_check = since_check;
+        if past {
+            block.docs.clear();
         }
         if block.docs.is_empty() {
             self.ended = true;
