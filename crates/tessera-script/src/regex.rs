@@ -310,6 +310,26 @@ fn escape_whitespace(text: &str) -> String {
     out
 }
 
+/// Writes the character set `set` (`a-z`, the inside of brackets): bracketed on its own,
+/// merged into the enclosing class inside one. A negated set inside a class would need class
+/// subtraction, which the translation does not do: it is refused.
+fn push_set(out: &mut String, set: &str, negated: bool, in_class: bool) -> Result<(), String> {
+    match (in_class, negated) {
+        (true, false) => out.push_str(set),
+        (true, true) => {
+            return Err(
+                "negated classes inside a character class are not supported by Tessera".into(),
+            )
+        }
+        (false, negated) => {
+            out.push_str(if negated { "[^" } else { "[" });
+            out.push_str(set);
+            out.push(']');
+        }
+    }
+    Ok(())
+}
+
 /// Java regex syntax in the `regex` crate's.
 fn translate(java: &str, unicode_classes: bool, dot_all: bool) -> Result<String, String> {
     let unsupported = |what: &str| format!("{what} are not supported by Tessera");
@@ -332,22 +352,8 @@ fn translate(java: &str, unicode_classes: bool, dot_all: bool) -> Result<String,
                 };
                 i += 2;
                 match next {
-                    'd' | 'w' | 's' if !unicode_classes => {
-                        if in_class {
-                            out.push_str(set_of(next));
-                        } else {
-                            out.push('[');
-                            out.push_str(set_of(next));
-                            out.push(']');
-                        }
-                    }
-                    'D' | 'W' | 'S' if !unicode_classes => {
-                        if in_class {
-                            return Err(unsupported("negated classes inside a character class"));
-                        }
-                        out.push_str("[^");
-                        out.push_str(set_of(next));
-                        out.push(']');
+                    'd' | 'w' | 's' | 'D' | 'W' | 'S' if !unicode_classes => {
+                        push_set(&mut out, set_of(next), next.is_ascii_uppercase(), in_class)?
                     }
                     'b' | 'B' if !unicode_classes && !in_class => {
                         out.push_str(if next == 'b' {
@@ -363,13 +369,7 @@ fn translate(java: &str, unicode_classes: bool, dot_all: bool) -> Result<String,
                         } else {
                             "\\x20\\t\\x{A0}\\x{1680}\\x{180E}\\x{2000}-\\x{200A}\\x{202F}\\x{205F}\\x{3000}"
                         };
-                        if in_class {
-                            out.push_str(set);
-                        } else {
-                            out.push('[');
-                            out.push_str(set);
-                            out.push(']');
-                        }
+                        push_set(&mut out, set, false, in_class)?
                     }
                     'p' | 'P' if chars.get(i) == Some(&'{') => {
                         let close = chars[i..].iter().position(|c| *c == '}');
@@ -379,16 +379,7 @@ fn translate(java: &str, unicode_classes: bool, dot_all: bool) -> Result<String,
                         };
                         match (posix_class(&name), close) {
                             (Some(set), Some(close)) if !unicode_classes => {
-                                let negated = if next == 'P' { "^" } else { "" };
-                                if in_class && negated.is_empty() {
-                                    out.push_str(set);
-                                } else if in_class {
-                                    return Err(unsupported(
-                                        "negated classes inside a character class",
-                                    ));
-                                } else {
-                                    out.push_str(&format!("[{negated}{set}]"));
-                                }
+                                push_set(&mut out, set, next == 'P', in_class)?;
                                 i += close + 1;
                             }
                             // Unicode categories and scripts: the crate's names
