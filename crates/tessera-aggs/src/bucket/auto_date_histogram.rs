@@ -44,9 +44,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tantivy::DocId;
 use tessera_common::{Error, Result};
-use tessera_date::{CalendarUnit, DateFormat, TimeZone};
+use tessera_date::{CalendarUnit, TimeZone};
 
-use crate::bucket::date_histogram::{parse_date_value, DateInterval, Rounding};
+use crate::bucket::date_histogram::{date_format, parse_date_value, DateInterval, Rounding};
 use crate::bucket::histogram::Bucket;
 use crate::collector::{Collector, SegmentContext, SortedSegment, SubCollectors};
 use crate::format::ValueFormat;
@@ -423,17 +423,6 @@ struct AutoFactory {
     sub_requests: Arc<Vec<AggRequest>>,
 }
 
-/// The date format the `missing` value is read with.
-fn parse_format(source: &ValueSource, format: Option<&str>) -> Result<DateFormat> {
-    match (format, source.shown_as()) {
-        (Some(spec), _) => DateFormat::parse(spec).map_err(|e| {
-            Error::illegal_argument(format!("Invalid format: [{spec}]: {}", e.message))
-        }),
-        (None, Some(NumericKind::Date(f))) => Ok(f.clone()),
-        _ => Ok(DateFormat::default_format()),
-    }
-}
-
 pub fn factory(
     request: &AggRequest,
     auto: &AutoDateHistogramRequest,
@@ -458,7 +447,7 @@ pub fn factory(
     let format = match &source {
         // a script without a field gives dates (OpenSearch's default value type here)
         ValueSource::Script(script) if script.field_kind.is_none() => ValueFormat::Date {
-            format: parse_format(&source, auto.source.format.as_deref())?
+            format: date_format(&source, auto.source.format.as_deref())?
                 .spec()
                 .to_string(),
             zone: auto.time_zone.clone(),
@@ -472,7 +461,7 @@ pub fn factory(
     let missing = match &auto.source.missing {
         None => None,
         Some(value) => {
-            let format = parse_format(&source, auto.source.format.as_deref())?;
+            let format = date_format(&source, auto.source.format.as_deref())?;
             Some(parse_date_value(
                 value,
                 &format,

@@ -352,7 +352,7 @@ pub fn parse_date_value(
 
 /// The date format keys are parsed and shown with: the aggregation's `format`, else the
 /// field's (for date fields), else OpenSearch's default.
-fn date_format(source: &ValueSource, format: Option<&str>) -> Result<DateFormat> {
+pub(crate) fn date_format(source: &ValueSource, format: Option<&str>) -> Result<DateFormat> {
     // a value script on a date field keeps the field's format
     match (format, source.shown_as()) {
         (Some(spec), _) => DateFormat::parse(spec).map_err(|e| {
