@@ -118,14 +118,16 @@ pub struct NestedLevels {
 }
 
 impl NestedLevels {
-    pub fn of(table: &FieldTable, path: &str) -> Result<NestedLevels> {
+    /// The levels of `path` (`None`: the root level alone).
+    pub fn of(table: &FieldTable, path: Option<&str>) -> Result<NestedLevels> {
         let markers = table
             .meta
             .nested
             .ok_or_else(|| Error::illegal_state("no nested markers"))?;
-        let mut chain = vec![path.to_string()];
-        while let Some(parent) = table
-            .nested_path(chain.last().expect("not empty"))
+        let mut chain: Vec<String> = path.into_iter().map(String::from).collect();
+        while let Some(parent) = chain
+            .last()
+            .and_then(|last| table.nested_path(last))
             .and_then(|n| n.parent.clone())
         {
             chain.push(parent);
@@ -143,6 +145,26 @@ impl NestedLevels {
         self.bits(reader, Level::Root)
     }
 
+    /// The last document before `doc` on the root level or on one of `chain[from..]`.
+    fn last_before(
+        &self,
+        reader: &SegmentReader,
+        from: usize,
+        doc: DocId,
+    ) -> Result<Option<DocId>> {
+        let mut last = self.roots(reader)?.prev_set(doc);
+        for path in &self.chain[from..] {
+            last = last.max(self.bits(reader, Level::Path(path.clone()))?.prev_set(doc));
+        }
+        Ok(last)
+    }
+
+    /// The first of the nested objects of `doc`, a document of the innermost level: they
+    /// come right before it, after the last document of its level or of one above.
+    pub fn first_child(&self, reader: &SegmentReader, doc: DocId) -> Result<DocId> {
+        Ok(self.last_before(reader, 0, doc)?.map_or(0, |d| d + 1))
+    }
+
     /// The identity of the nested document `doc` of the innermost path, from its place in
     /// the block: its offset is the number of documents of its path since the last document
     /// of a level above it.
@@ -153,11 +175,7 @@ impl NestedLevels {
         for (i, level_path) in chain.iter().enumerate() {
             let own = self.bits(reader, Level::Path(level_path.clone()))?;
             // the last document before `current` on a level above this one
-            let mut boundary: Option<DocId> = self.roots(reader)?.prev_set(current);
-            for above in &chain[i + 1..] {
-                let bits = self.bits(reader, Level::Path(above.clone()))?;
-                boundary = boundary.max(bits.prev_set(current));
-            }
+            let boundary = self.last_before(reader, i + 1, current)?;
             let mut offset = 0;
             let mut d = own.prev_set(current);
             while let Some(prev) = d {
@@ -189,7 +207,7 @@ pub fn nested_identity(
     doc: DocId,
     path: &str,
 ) -> Result<NestedIdentity> {
-    NestedLevels::of(table, path)?.identity(reader, doc)
+    NestedLevels::of(table, Some(path))?.identity(reader, doc)
 }
 
 #[cfg(test)]

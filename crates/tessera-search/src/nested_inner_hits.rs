@@ -17,7 +17,7 @@ use tantivy::{DocAddress, DocId, DocSet, TantivyDocument, TERMINATED};
 use tessera_common::{Error, Result};
 use tessera_query::ast::NestedQueryAst;
 use tessera_query::nested::{level_bits, Level};
-use tessera_query::nested_identity::nested_identity;
+use tessera_query::nested_identity::{nested_identity, NestedLevels};
 use tessera_query::{compile, CompileContext, QueryAst};
 
 use crate::request::{parse_source_spec, SourceSpec};
@@ -259,23 +259,8 @@ impl Root<'_> {
     /// The first document of `parent`'s own nested objects: the one after the last document
     /// before it on its level or a level above (nested objects come before their parent).
     fn block_start(&self, parent_path: Option<&str>, parent: DocId) -> Result<DocId> {
-        let table = &self.snapshot.table;
         let reader = self.snapshot.searcher.segment_reader(self.segment_ord);
-        let markers = table
-            .meta
-            .nested
-            .ok_or_else(|| Error::illegal_state("no nested markers"))?;
-        let internal = |e: tantivy::TantivyError| Error::internal("find nested inner hits", e);
-        let mut boundary = level_bits(reader, markers, &Level::Root)
-            .map_err(internal)?
-            .prev_set(parent);
-        let mut level = parent_path.map(String::from);
-        while let Some(path) = level {
-            let bits = level_bits(reader, markers, &Level::Path(path.clone())).map_err(internal)?;
-            boundary = boundary.max(bits.prev_set(parent));
-            level = table.nested_path(&path).and_then(|n| n.parent.clone());
-        }
-        Ok(boundary.map_or(0, |d| d + 1))
+        NestedLevels::of(&self.snapshot.table, parent_path)?.first_child(reader, parent)
     }
 
     /// The rendered inner hits of one spec under `parent`; `None` when the index has no such

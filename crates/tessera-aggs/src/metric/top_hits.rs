@@ -740,7 +740,7 @@ pub fn factory(
             // a path this index does not map has no objects (the `nested` bucket is empty)
             nested: scope
                 .filter(|path| ctx.table.nested_path(path).is_some())
-                .map(|path| NestedLevels::of(ctx.table, path))
+                .map(|path| NestedLevels::of(ctx.table, Some(path)))
                 .transpose()?,
             score: ctx.constant_score.unwrap_or(1.0),
             sorts,
