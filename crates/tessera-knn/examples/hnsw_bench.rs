@@ -4,7 +4,7 @@
 //! Reads `data.npy`, `queries.npy` and `gt_<ip|l2>.npy` (float32 / int32, C order) from `--dir`;
 //! without `--dir` it generates `--n` clustered normalized vectors of `--dim` with `--seed` and
 //! computes the ground truth by exact search. Builds with M 16, ef_construction 100 on this one
-//! thread, and times with the thread's CPU clock, so other processes on the machine count less;
+//! thread (`--m`, `--ef-construction`), and times with the thread's CPU clock, so other processes on the machine count less;
 //! a query time is the fastest of `--rounds` passes. `--graph-file` loads the graph from there if
 //! it exists (to time queries alone), else saves the one it builds.
 //!
@@ -87,26 +87,56 @@ fn ints(bytes: &[u8]) -> Vec<u32> {
         .collect()
 }
 
-/// Clustered vectors on the unit sphere, as `hnswlib_compare.py` draws them (not the same ones).
-fn generate(n: usize, dim: usize, clusters: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut uniform = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+/// Clustered vectors on the unit sphere, as `hnswlib_compare.py` draws them (not the same ones):
+/// Gaussian centres plus `sigma` per coordinate. With `unit_centres` the centres are normalised
+/// first, as `tessera bench vectorsearch` draws its corpus (there `sigma` is 0.6/√dim).
+fn generate(
+    n: usize,
+    dim: usize,
+    clusters: usize,
+    sigma: f32,
+    unit_centres: bool,
+    zipf: f64,
+    seed: u64,
+) -> Vec<f32> {
+    let state = std::cell::Cell::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let uniform = || {
+        let mut x = state.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        state.set(x);
+        ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     };
-    let mut normal = move || {
+    let normal = || {
         let (u, v) = (uniform(), uniform());
         ((-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
     };
-    let centres: Vec<f32> = (0..clusters * dim).map(|_| normal()).collect();
+    let mut centres: Vec<f32> = (0..clusters * dim).map(|_| normal()).collect();
+    if unit_centres {
+        for centre in centres.chunks_exact_mut(dim) {
+            let norm = centre.iter().map(|x| x * x).sum::<f32>().sqrt();
+            centre.iter_mut().for_each(|x| *x /= norm);
+        }
+    }
+    // Cluster sizes: equal without `zipf`, else the rank-r cluster drawn with weight r^-zipf.
+    let mut cumulative: Vec<f64> = (1..=clusters).map(|r| (r as f64).powf(-zipf)).collect();
+    for r in 1..clusters {
+        cumulative[r] += cumulative[r - 1];
+    }
     let mut out = Vec::with_capacity(n * dim);
     for i in 0..n {
-        let c = (i * 7919 + (normal().abs() * 1000.0) as usize) % clusters;
+        let c = if zipf > 0.0 {
+            let target = uniform() * cumulative[clusters - 1];
+            cumulative
+                .partition_point(|&w| w < target)
+                .min(clusters - 1)
+        } else {
+            (i * 7919 + (normal().abs() * 1000.0) as usize) % clusters
+        };
         let start = out.len();
         for d in 0..dim {
-            out.push(centres[c * dim + d] + 0.8 * normal());
+            out.push(centres[c * dim + d] + sigma * normal());
         }
         let norm = out[start..].iter().map(|x| x * x).sum::<f32>().sqrt();
         out[start..].iter_mut().for_each(|x| *x /= norm);
@@ -127,7 +157,7 @@ fn main() {
         .split(',')
         .map(|e| e.parse().unwrap())
         .collect();
-    let k = 10;
+    let k: usize = get("k", "10").parse().unwrap();
     let rounds: usize = get("rounds", "3").parse().unwrap();
 
     let (data, dim, queries, truth) = if let Some(dir) = args.get("dir") {
@@ -146,7 +176,17 @@ fn main() {
         let dim: usize = get("dim", "256").parse().unwrap();
         let nq: usize = get("nq", "1000").parse().unwrap();
         let seed: u64 = get("seed", "7").parse().unwrap();
-        let all = generate(n + nq, dim, 500, seed);
+        let clusters: usize = get("clusters", "500").parse().unwrap();
+        // `--noise` is the noise's norm around unit centres (vectorsearch's corpus: 0.6).
+        let all = match args.get("noise") {
+            Some(noise) => {
+                let noise: f32 = noise.parse().unwrap();
+                let zipf: f64 = get("zipf", "0").parse().unwrap();
+                let sigma = noise / (dim as f32).sqrt();
+                generate(n + nq, dim, clusters, sigma, true, zipf, seed)
+            }
+            None => generate(n + nq, dim, clusters, 0.8, false, 0.0, seed),
+        };
         let (data, queries) = all.split_at(n * dim);
         let store = SliceStore::new(data, dim);
         let truth = queries
@@ -175,8 +215,8 @@ fn main() {
     }
 
     let params = HnswParams {
-        m: 16,
-        ef_construction: 100,
+        m: get("m", "16").parse().unwrap(),
+        ef_construction: get("ef-construction", "100").parse().unwrap(),
         seed: 42,
     };
     let graph_file = args.get("graph-file");
@@ -206,7 +246,10 @@ fn main() {
     );
     println!(
         "{:>6} {:>10} {:>10} {:>10}",
-        "ef", "us/query", "recall@10", "visited"
+        "ef",
+        "us/query",
+        format!("recall@{k}"),
+        "visited"
     );
     for &ef in &efs {
         for q in queries.chunks_exact(dim).take(50) {

@@ -1,5 +1,5 @@
 //! Tessera's vector search: the distance spaces of OpenSearch's k-NN plugin and their scores
-//! (`distance`), an HNSW graph of our own (`hnsw`: hnswlib's algorithm, read in place from a
+//! (`distance`), an HNSW graph of our own (`hnsw`: hnswlib's algorithm with Lucene's denser layer 0, read in place from a
 //! memory map), the per-segment vector file written and merged by a tantivy `SegmentPlugin`
 //! (`segment`), which segments get a graph and how merges reuse one (`segment_graph`), graph or
 //! exact search per segment run slice by slice with the shard's top-k rewrite (`search`), the fixed `(segment, doc, score)` query it produces (`query`), and the

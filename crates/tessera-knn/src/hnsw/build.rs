@@ -1,12 +1,21 @@
 //! Building a graph: hnswlib's `addPoint`, one node at a time, in an in-memory graph that is
-//! then written out in the file format.
+//! then written out in the file format, with Lucene's denser layer 0.
 //!
 //! Each node draws a level floor(-ln(U)·mL) with mL = 1/ln(M) (a xorshift seeded by the params,
 //! so a build is reproducible), descends greedily to that level, and on each level below runs an
-//! ef_construction search, keeps M neighbours chosen by the heuristic (a candidate is kept only
-//! if it is closer to the new node than to every neighbour kept before it) and links back; a
-//! neighbour whose list is full (M on upper layers, 2·M on layer 0) is re-pruned by the same
-//! heuristic. A merge can start from an existing graph and insert only the new vectors.
+//! ef_construction search and keeps up to M neighbours (2·M on layer 0) chosen by the heuristic:
+//! a candidate is kept only if it is closer to the new node than to every neighbour kept before
+//! it. Then it links back. A neighbour whose list is full drops **one** link: the farthest that
+//! sits closer to a nearer link than to the neighbour itself, else the farthest (Lucene's
+//! `addAndEnsureDiversity`). hnswlib instead re-runs the heuristic over the whole list, which
+//! cuts it to 10–20 links; measured on 20k clustered 128-d vectors (k 100, ef 100), the denser
+//! lists raise recall@100 from 0.911 to 0.932, more than the same extra visits buy in ef.
+//!
+//! Lucene checks a full list only against the links added since its last check; that lets
+//! non-diverse links stay for good, and measured 0.950 against 0.962 recall@100 on 150k vectors,
+//! so every link is checked. The build remembers each link's distance to the list's owner, which
+//! spares recomputing it. A merge can start from an existing graph and insert only the new
+//! vectors.
 
 use super::format::{self, GraphParts, HnswGraph, MAX_LEVEL};
 use super::scratch::{Scored, Scratch};
@@ -79,12 +88,16 @@ struct Builder<V> {
     layer0: Vec<u32>,
     /// Per node: level × (1 + m), the blocks of levels 1..=level.
     upper: Vec<Vec<u32>>,
+    /// Each link's distance to its list's owner, slot for slot beside `layer0` (n × m0) and
+    /// `upper` (level × m per node); not written out.
+    distances0: Vec<f32>,
+    upper_distances: Vec<Vec<f32>>,
     entry: Option<u32>,
     max_level: usize,
     scratch: Scratch,
     /// The candidates of a selection, reused.
     found: Vec<Scored>,
-    /// A full neighbour list and the new link, reused while re-pruning.
+    /// A full neighbour list and the new link, reused while pruning.
     pruned: Vec<Scored>,
 }
 
@@ -112,6 +125,8 @@ impl<V: Vectors + Copy> Builder<V> {
             levels: vec![0; n as usize],
             layer0: vec![0; n as usize * (1 + 2 * m)],
             upper: vec![Vec::new(); n as usize],
+            distances0: vec![0.0; n as usize * 2 * m],
+            upper_distances: vec![Vec::new(); n as usize],
             entry: None,
             max_level: 0,
             scratch: Scratch::default(),
@@ -129,46 +144,74 @@ impl<V: Vectors + Copy> Builder<V> {
         ((-uniform.ln() * self.level_mult) as usize).min(MAX_LEVEL)
     }
 
-    fn block_mut(&mut self, node: u32, level: usize) -> &mut [u32] {
+    /// Most links a node keeps on `level`.
+    fn cap(&self, level: usize) -> usize {
         if level == 0 {
-            let stride = 1 + self.m0;
-            &mut self.layer0[node as usize * stride..(node as usize + 1) * stride]
+            self.m0
         } else {
-            let stride = 1 + self.m;
-            &mut self.upper[node as usize][(level - 1) * stride..level * stride]
+            self.m
         }
     }
 
-    fn set_links(&mut self, node: u32, level: usize, links: &[u32]) {
-        let block = self.block_mut(node, level);
-        block[0] = links.len() as u32;
-        block[1..1 + links.len()].copy_from_slice(links);
+    /// A node's link block on `level` (the count, then the slots) and the links' distances.
+    fn block_mut(&mut self, node: u32, level: usize) -> (&mut [u32], &mut [f32]) {
+        let node = node as usize;
+        if level == 0 {
+            let stride = 1 + self.m0;
+            (
+                &mut self.layer0[node * stride..(node + 1) * stride],
+                &mut self.distances0[node * self.m0..(node + 1) * self.m0],
+            )
+        } else {
+            let stride = 1 + self.m;
+            (
+                &mut self.upper[node][(level - 1) * stride..level * stride],
+                &mut self.upper_distances[node][(level - 1) * self.m..level * self.m],
+            )
+        }
+    }
+
+    /// Sets a node's links on `level`.
+    fn set_links<'s>(&mut self, node: u32, level: usize, links: impl Iterator<Item = &'s Scored>) {
+        let (block, distances) = self.block_mut(node, level);
+        let mut count = 0;
+        for (slot, link) in links.enumerate() {
+            block[1 + slot] = link.node;
+            distances[slot] = link.distance;
+            count += 1;
+        }
+        block[0] = count;
     }
 
     fn set_level(&mut self, node: u32, level: usize) {
         self.levels[node as usize] = level as u8;
         self.upper[node as usize] = vec![0; level * (1 + self.m)];
+        self.upper_distances[node as usize] = vec![0.0; level * self.m];
     }
 
     /// Copies the first `reused_len` nodes of `existing`, dropping links to later nodes.
     fn reuse(&mut self, existing: &HnswGraph<'_>, reused_len: u32) {
+        let vectors = self.vectors;
         let mut links = Vec::new();
         let mut best: Option<(usize, u32)> = None;
         for node in 0..reused_len {
             let level = existing.level(node);
             self.set_level(node, level);
+            let base = vectors.get(node);
             for l in 0..=level {
-                let cap = if l == 0 { self.m0 } else { self.m };
                 links.clear();
                 links.extend(
                     existing
                         .neighbors_of(node, l)
                         .iter()
-                        .copied()
-                        .filter(|&n| n < reused_len && n != node)
-                        .take(cap),
+                        .filter(|&&n| n < reused_len && n != node)
+                        .take(self.cap(l))
+                        .map(|&n| Scored {
+                            distance: (self.kernel)(base, vectors.get(n)),
+                            node: n,
+                        }),
                 );
-                self.set_links(node, l, &links);
+                self.set_links(node, l, links.iter());
             }
             if best.is_none_or(|(top, _)| level > top) {
                 best = Some((level, node));
@@ -218,7 +261,7 @@ impl<V: Vectors + Copy> Builder<V> {
         let walk = Walk::construction(self.ef_construction);
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut found = std::mem::take(&mut self.found);
-        let mut selected = Vec::with_capacity(self.m);
+        let mut selected = Vec::with_capacity(self.m0);
         for l in (0..=level.min(self.max_level)).rev() {
             search_layer(
                 self,
@@ -236,10 +279,11 @@ impl<V: Vectors + Copy> Builder<V> {
             found.extend(scratch.results.drain());
             found.sort_unstable();
             current = found[0];
-            self.select(&found, self.m, &mut selected);
-            self.set_links(node, l, &selected);
-            for &neighbor in &selected {
-                self.link_back(neighbor, node, l, &mut scratch);
+            self.select(&found, self.cap(l), &mut selected);
+            self.set_links(node, l, selected.iter());
+            for &link in &selected {
+                // Every space's distance is symmetric: the link's distance is the back link's.
+                self.link_back(link.node, node, link.distance, l);
             }
         }
         self.scratch = scratch;
@@ -252,54 +296,67 @@ impl<V: Vectors + Copy> Builder<V> {
 
     /// hnswlib's `getNeighborsByHeuristic2` over candidates sorted closest first: keeps a
     /// candidate if it is closer to the base than to every candidate kept so far.
-    fn select(&self, candidates: &[Scored], max: usize, selected: &mut Vec<u32>) {
+    fn select(&self, candidates: &[Scored], max: usize, selected: &mut Vec<Scored>) {
         selected.clear();
         if candidates.len() <= max {
-            selected.extend(candidates.iter().map(|c| c.node));
+            selected.extend_from_slice(candidates);
             return;
         }
         for candidate in candidates {
             if selected.len() >= max {
                 break;
             }
-            let vector = self.vectors.get(candidate.node);
-            let diverse = selected
-                .iter()
-                .all(|&kept| (self.kernel)(vector, self.vectors.get(kept)) >= candidate.distance);
-            if diverse {
-                selected.push(candidate.node);
+            if !self.crowded(candidate, selected.iter()) {
+                selected.push(*candidate);
             }
         }
     }
 
-    /// Adds `node` to `neighbor`'s list on `level`, re-pruning the list when it is full.
-    fn link_back(&mut self, neighbor: u32, node: u32, level: usize, scratch: &mut Scratch) {
-        let cap = if level == 0 { self.m0 } else { self.m };
-        let block = self.block_mut(neighbor, level);
+    /// Whether `candidate` is closer to one of `closer` than to the list's owner.
+    fn crowded<'c>(
+        &self,
+        candidate: &Scored,
+        mut closer: impl Iterator<Item = &'c Scored>,
+    ) -> bool {
+        let vector = self.vectors.get(candidate.node);
+        closer.any(|c| (self.kernel)(vector, self.vectors.get(c.node)) < candidate.distance)
+    }
+
+    /// Adds `node` (at `distance`) to `neighbor`'s list on `level`; a full list then drops one
+    /// link (`worst_link`).
+    fn link_back(&mut self, neighbor: u32, node: u32, distance: f32, level: usize) {
+        let cap = self.cap(level);
+        let (block, distances) = self.block_mut(neighbor, level);
         let count = block[0] as usize;
         if block[1..1 + count].contains(&node) {
             return;
         }
         if count < cap {
             block[1 + count] = node;
+            distances[count] = distance;
             block[0] += 1;
             return;
         }
-        let vectors = self.vectors;
-        let base = vectors.get(neighbor);
-        let mut scored = std::mem::take(&mut self.pruned);
-        scored.clear();
-        let existing = Layers::neighbors(self, neighbor, level);
-        scored.extend(existing.iter().chain([&node]).map(|&c| Scored {
-            distance: (self.kernel)(base, vectors.get(c)),
-            node: c,
-        }));
-        scored.sort_unstable();
-        let mut kept = std::mem::take(&mut scratch.pending);
-        self.select(&scored, cap, &mut kept);
-        self.set_links(neighbor, level, &kept);
-        scratch.pending = kept;
-        self.pruned = scored;
+        let mut list = std::mem::take(&mut self.pruned);
+        list.clear();
+        let (block, distances) = self.block_mut(neighbor, level);
+        let links = block[1..1 + count].iter().zip(distances.iter());
+        list.extend(links.map(|(&node, &distance)| Scored { distance, node }));
+        list.push(Scored { distance, node });
+        list.sort_unstable();
+        let worst = self.worst_link(&list);
+        list.remove(worst);
+        self.set_links(neighbor, level, list.iter());
+        self.pruned = list;
+    }
+
+    /// Lucene's `findWorstNonDiverse` over a list sorted closest first: the farthest link that
+    /// is closer to a nearer link than to the owner, else the farthest.
+    fn worst_link(&self, list: &[Scored]) -> usize {
+        (1..list.len())
+            .rev()
+            .find(|&i| self.crowded(&list[i], list[..i].iter()))
+            .unwrap_or(list.len() - 1)
     }
 
     fn write(&self) -> Vec<u8> {
@@ -349,7 +406,7 @@ impl<V> Layers for Builder<V> {
 mod tests {
     use super::*;
     use crate::hnsw::test_data::{clustered, recall};
-    use crate::hnsw::SliceStore;
+    use crate::hnsw::{Flat, SliceStore};
 
     const DIM: usize = 12;
 
@@ -365,6 +422,66 @@ mod tests {
         }
         fn vector(&self, ord: u32) -> &[f32] {
             self.0.vector(ord)
+        }
+    }
+
+    /// Points on a line (y = 0), so distances are easy to read: squared under L2.
+    fn line(xs: &[f32]) -> Vec<f32> {
+        xs.iter().flat_map(|&x| [x, 0.0]).collect()
+    }
+
+    fn scored(builder: &Builder<Flat<'_>>, owner: u32, nodes: &[u32]) -> Vec<Scored> {
+        let mut list: Vec<Scored> = nodes
+            .iter()
+            .map(|&node| Scored {
+                distance: (builder.kernel)(builder.vectors.get(owner), builder.vectors.get(node)),
+                node,
+            })
+            .collect();
+        list.sort_unstable();
+        list
+    }
+
+    #[test]
+    fn a_full_list_drops_the_farthest_link_crowded_by_a_nearer_one() {
+        // Owner 0 at x = 0; links at 1, 1.1, -3, 3.5.
+        let data = line(&[0.0, 1.0, 1.1, -3.0, 3.5]);
+        let store = SliceStore::new(&data, 2);
+        let flat = Flat {
+            data: &data,
+            dim: 2,
+        };
+        let builder = Builder::new(Space::L2, flat, &store, &HnswParams::default(), 1);
+        // 3.5 is closer to 1 (6.25) than to the owner (12.25): the farthest crowded link.
+        let list = scored(&builder, 0, &[1, 2, 3, 4]);
+        assert_eq!(list[builder.worst_link(&list)].node, 4);
+        // Without it, 1.1 (crowded by 1) goes, though -3 is farther: -3 is nearer nothing else.
+        let list = scored(&builder, 0, &[1, 2, 3]);
+        assert_eq!(list[builder.worst_link(&list)].node, 2);
+        // When every link is diverse, the farthest goes.
+        let list = scored(&builder, 0, &[1, 3]);
+        assert_eq!(list[builder.worst_link(&list)].node, 3);
+    }
+
+    #[test]
+    fn layer0_lists_fill_up_to_twice_m_and_a_full_list_loses_one_link() {
+        let data = clustered(2000, DIM, 4, 11);
+        let store = SliceStore::new(&data, DIM);
+        let params = HnswParams {
+            m: 4,
+            ..HnswParams::default()
+        };
+        let bytes = build_graph(Space::L2, &store, &params);
+        let graph = HnswGraph::open(&bytes).unwrap();
+        let degrees: Vec<usize> = (0..2000).map(|n| graph.neighbors_of(n, 0).len()).collect();
+        assert!(degrees.iter().all(|&d| d <= 8));
+        // hnswlib's re-pruning leaves lists well short of 2·M; dropping one link keeps them full.
+        let full = degrees.iter().filter(|&&d| d == 8).count();
+        assert!(full > 1000, "{full} of 2000 layer-0 lists are full");
+        for level in 1..=graph.max_level() {
+            for node in (0..2000).filter(|&n| graph.level(n) >= level) {
+                assert!(graph.neighbors_of(node, level).len() <= 4);
+            }
         }
     }
 

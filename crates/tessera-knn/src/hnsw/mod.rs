@@ -1,6 +1,6 @@
-//! The HNSW graph (Malkov & Yashunin; hnswlib's algorithm and defaults): a random level per
-//! node, greedy descent through the upper layers, an ef-bounded best-first search on layer 0,
-//! and the neighbour-selection heuristic when linking.
+//! The HNSW graph (Malkov & Yashunin; hnswlib's algorithm and defaults, with Lucene's denser
+//! layer 0): a random level per node, greedy descent through the upper layers, an ef-bounded
+//! best-first search on layer 0, and the neighbour-selection heuristic when linking.
 //!
 //! One file per responsibility: `build` inserts nodes into an in-memory graph, `format` writes it
 //! and reads it back in place ([`HnswGraph`]), `search` walks either of them, `exact` is the
