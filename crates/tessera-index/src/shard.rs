@@ -126,6 +126,8 @@ pub struct ShardSnapshot {
     pub segment_ranks: Vec<u32>,
     /// Sorted copies of integer columns, shared by the shard's snapshots.
     pub sorted: Arc<SortedColumns>,
+    /// The segments' vector files, opened by the first k-NN search of this snapshot.
+    pub knn_vectors: tessera_knn::segment::ShardVectorsCell,
 }
 
 impl ShardSnapshot {
@@ -162,6 +164,7 @@ impl ShardSnapshot {
             segments_in_order,
             segment_ranks,
             sorted,
+            knn_vectors: Default::default(),
         }
     }
 }

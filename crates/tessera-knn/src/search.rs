@@ -34,7 +34,7 @@ use tantivy::{DocId, Searcher};
 
 use crate::distance::Space;
 use crate::hnsw::{exact_search, SearchRequest, SharedBound, VectorStore};
-use crate::segment::{FieldVectors, SegmentVectors};
+use crate::segment::{FieldVectors, ShardVectors};
 
 /// OpenSearch's limit (`KNNConstants.MAX_DISTANCE_COMPUTATIONS`) under which a filtered segment
 /// is searched exactly: accepted count × dimension.
@@ -264,7 +264,7 @@ fn assign(mut work: Vec<SegmentWork>, slices: usize) -> Vec<Vec<SegmentWork>> {
 
 /// Searches one slice's segments.
 fn search_slice(
-    searcher: &Searcher,
+    vectors: &ShardVectors,
     search: &KnnSearch,
     work: &[SegmentWork],
     filtered: bool,
@@ -272,8 +272,7 @@ fn search_slice(
 ) -> tantivy::Result<Vec<ShardHit>> {
     let mut hits = Vec::new();
     for item in work {
-        let reader = searcher.segment_reader(item.segment_ord);
-        let Some(segment) = SegmentVectors::open(reader)? else {
+        let Some(segment) = vectors.segment(item.segment_ord) else {
             continue;
         };
         let Some(vectors) = segment.field(search.field) else {
@@ -295,9 +294,10 @@ fn search_slice(
 
 /// The shard's hits: every segment searched (on the runner's slices when one is given and the
 /// work is worth it), then the best `k` overall (ties: segment order, then doc), or all hits
-/// within the distance.
+/// within the distance. `vectors` are the searcher's ([`ShardVectors::open`]).
 pub fn search_shard(
     searcher: &Searcher,
+    vectors: &Arc<ShardVectors>,
     search: &KnnSearch,
     filter: Option<&dyn Weight>,
     runner: Option<&dyn SliceRunner>,
@@ -305,7 +305,7 @@ pub fn search_shard(
     let filtered = filter.is_some();
     let mut work = Vec::new();
     for (segment_ord, reader) in searcher.segment_readers().iter().enumerate() {
-        let Some(segment) = SegmentVectors::open(reader)? else {
+        let Some(segment) = vectors.segment(segment_ord as u32) else {
             continue;
         };
         let Some(vectors) = segment.field(search.field) else {
@@ -340,10 +340,10 @@ pub fn search_shard(
             let tasks: Vec<SliceTask> = groups
                 .into_iter()
                 .map(|group| {
-                    let searcher = searcher.clone();
+                    let vectors = vectors.clone();
                     let search = search.clone();
                     let bound = bound.clone();
-                    Box::new(move || search_slice(&searcher, &search, &group, filtered, &bound))
+                    Box::new(move || search_slice(&vectors, &search, &group, filtered, &bound))
                         as SliceTask
                 })
                 .collect();
@@ -352,7 +352,7 @@ pub fn search_shard(
         _ => {
             let mut hits = Vec::new();
             for group in &groups {
-                hits.extend(search_slice(searcher, search, group, filtered, &bound)?);
+                hits.extend(search_slice(vectors, search, group, filtered, &bound)?);
             }
             hits
         }
@@ -373,6 +373,8 @@ pub fn search_shard(
 mod tests {
     use std::sync::Arc;
 
+    use crate::segment::SegmentVectors;
+
     use serde_json::json;
     use tantivy::query::{EnableScoring, Query, TermQuery};
     use tantivy::schema::{IndexRecordOption, Schema, STRING};
@@ -380,6 +382,10 @@ mod tests {
 
     use super::*;
     use crate::segment::{encode_vector, KnnPlugin, KNN_VECTOR_TYPE};
+
+    fn shard_vectors(searcher: &Searcher) -> Arc<ShardVectors> {
+        Arc::new(ShardVectors::open(searcher).unwrap())
+    }
 
     struct Flat(Vec<Vec<f32>>);
     impl VectorStore for Flat {
@@ -446,7 +452,7 @@ mod tests {
             limit: Limit::TopK(3),
             ef_search: 100,
         };
-        let hits = search_shard(&searcher, &search, None, None).unwrap();
+        let hits = search_shard(&searcher, &shard_vectors(&searcher), &search, None, None).unwrap();
         let distances: Vec<f32> = hits.iter().map(|h| h.distance.sqrt().round()).collect();
         assert_eq!(hits.len(), 3);
         // 3 is deleted: 4 (0.9), 2 (1.1), 5 (1.9)
@@ -455,7 +461,7 @@ mod tests {
         let filter = TermQuery::new(Term::from_field_text(tag, "odd"), IndexRecordOption::Basic)
             .weight(EnableScoring::disabled_from_searcher(&searcher))
             .unwrap();
-        let hits = search_shard(&searcher, &search, Some(filter.as_ref()), None).unwrap();
+        let hits = search_shard(&searcher, &shard_vectors(&searcher), &search, Some(filter.as_ref()), None).unwrap();
         // odd and alive: 5 and 1
         let xs: Vec<f32> = hits.iter().map(|h| 3.1 + h.distance.sqrt()).collect();
         assert_eq!(hits.len(), 2, "{hits:?}");
@@ -465,7 +471,7 @@ mod tests {
             ..search.clone()
         };
         assert_eq!(
-            search_shard(&searcher, &within, None, None).unwrap().len(),
+            search_shard(&searcher, &shard_vectors(&searcher), &within, None, None).unwrap().len(),
             1
         );
     }
@@ -551,7 +557,7 @@ mod tests {
                 limit: Limit::TopK(10),
                 ef_search: 64,
             };
-            let approximate = search_shard(&searcher, &search, None, None).unwrap();
+            let approximate = search_shard(&searcher, &shard_vectors(&searcher), &search, None, None).unwrap();
             // exact: every segment compared in full
             let mut exact = Vec::new();
             for (ord, reader) in searcher.segment_readers().iter().enumerate() {
@@ -607,13 +613,13 @@ mod tests {
                 ef_search: 16 + i,
             };
             for filter in [None, Some(filter.as_ref())] {
-                let one = search_shard(&searcher, &search, filter, None).unwrap();
+                let one = search_shard(&searcher, &shard_vectors(&searcher), &search, filter, None).unwrap();
                 if matches!(limit, Limit::TopK(_)) {
                     assert!(!one.is_empty());
                 }
                 for slices in 1..=6 {
                     let sliced =
-                        search_shard(&searcher, &search, filter, Some(&Threads(slices))).unwrap();
+                        search_shard(&searcher, &shard_vectors(&searcher), &search, filter, Some(&Threads(slices))).unwrap();
                     assert_eq!(
                         sliced,
                         one,

@@ -526,6 +526,7 @@ impl LocalShard {
             knn: KnnContext {
                 ef_search: knn_ef_search(&meta),
                 slices: Some(&knn_slices),
+                vectors: Some(&snapshot.knn_vectors),
             },
             nested_scope: Default::default(),
             deadline: request.deadline,
@@ -846,6 +847,7 @@ impl LocalShard {
             knn: KnnContext {
                 ef_search: knn_ef_search(&meta),
                 slices: None,
+                vectors: Some(&snapshot.knn_vectors),
             },
             nested_scope: Default::default(),
             deadline: None,

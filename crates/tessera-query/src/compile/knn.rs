@@ -5,10 +5,13 @@
 //! `function_score`, and the aggregations, see exactly the shard's top k, as in OpenSearch
 //! (where k is per shard and `size` applies at the coordinator).
 
+use std::sync::Arc;
+
 use tantivy::query::{EnableScoring, Query};
 use tessera_common::{Error, Result};
 use tessera_knn::query::DocScoresQuery;
 use tessera_knn::search::{search_shard, KnnSearch, Limit};
+use tessera_knn::segment::ShardVectors;
 use tessera_knn::stats::{QueryKind, STATS};
 use tessera_knn::Space;
 use tessera_mapping::field_table::LeafKind;
@@ -138,8 +141,19 @@ pub(super) fn knn(ctx: &CompileContext, query: &KnnQuery) -> Result<Box<dyn Quer
         // the query's `method_parameters.ef_search`, else the index's
         ef_search: query.ef_search.map_or(ctx.knn.ef_search, |e| e as usize),
     };
-    let hits = search_shard(searcher, &search, filter.as_deref(), ctx.knn.slices)
-        .map_err(|e| Error::internal("run the knn search", e))?;
+    let vectors = match ctx.knn.vectors {
+        Some(cell) => cell.get(searcher),
+        None => ShardVectors::open(searcher).map(Arc::new),
+    }
+    .map_err(|e| Error::internal("open the segments' vectors", e))?;
+    let hits = search_shard(
+        searcher,
+        &vectors,
+        &search,
+        filter.as_deref(),
+        ctx.knn.slices,
+    )
+    .map_err(|e| Error::internal("run the knn search", e))?;
     Ok(Box::new(DocScoresQuery::new(
         searcher,
         &hits,

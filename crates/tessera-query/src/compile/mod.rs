@@ -86,6 +86,9 @@ pub struct KnnContext<'a> {
     pub ef_search: usize,
     /// Runs the per-segment searches on the shard's slices; `None`: one slice, this thread.
     pub slices: Option<&'a dyn tessera_knn::search::SliceRunner>,
+    /// The shard snapshot's vector files, kept open between searches; `None`: opened for
+    /// this search only.
+    pub vectors: Option<&'a tessera_knn::segment::ShardVectorsCell>,
 }
 
 impl Default for KnnContext<'_> {
@@ -93,6 +96,7 @@ impl Default for KnnContext<'_> {
         KnnContext {
             ef_search: DEFAULT_EF_SEARCH,
             slices: None,
+            vectors: None,
         }
     }
 }
