@@ -777,6 +777,28 @@ mod tests {
         assert!(vectors.field(Field::from_field_id(99)).is_none());
     }
 
+    #[test]
+    fn shard_vectors_are_opened_once_per_snapshot_and_found_by_segment_ordinal() {
+        let dir = tempfile::tempdir().unwrap();
+        let (index, id, v) = graph_index(dir.path(), 100);
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
+        writer.set_merge_policy(Box::new(NoMergePolicy));
+        add_many(&mut writer, id, v, 0, 120);
+        writer.commit().unwrap();
+        add_many(&mut writer, id, v, 120, 130);
+        writer.commit().unwrap();
+        let searcher = index.reader().unwrap().searcher();
+        let cell = ShardVectorsCell::default();
+        let first = cell.get(&searcher).unwrap();
+        assert!(Arc::ptr_eq(&first, &cell.get(&searcher).unwrap()));
+        let mut lens: Vec<u32> = (0..2)
+            .map(|ord| first.segment(ord).unwrap().field(v).unwrap().len())
+            .collect();
+        lens.sort();
+        assert_eq!(lens, vec![10, 120]);
+        assert!(first.segment(2).is_none());
+    }
+
     /// An index on disk whose field gets graphs (m 8) under `threshold`.
     fn graph_index(dir: &std::path::Path, threshold: i64) -> (Index, Field, Field) {
         let mut builder = Schema::builder();
