@@ -573,7 +573,7 @@ pub async fn search(
     // reduce
     let sort = HitSort::new(request.sort.clone());
     let k = request.from + request.size;
-    let numeric_sorts = answered[0].result.numeric_sorts.clone();
+    let sort_formats = answered[0].result.sort_formats.clone();
     let mut copies: BTreeMap<usize, Arc<dyn ShardSearcher>> = BTreeMap::new();
     let mut prefetched: BTreeMap<(usize, u32, u32), crate::fetch::FetchedDoc> = BTreeMap::new();
     let mut shard_aggs = Vec::new();
@@ -673,7 +673,8 @@ pub async fn search(
                         .get(i)
                         .cloned()
                         .unwrap_or(crate::sort::SortValue::Missing);
-                    render_sort_value(&value, field, numeric_sorts.get(i).copied().unwrap_or(true))
+                    let format = sort_formats.get(i).copied().unwrap_or_default();
+                    render_sort_value(&value, field, format)
                 })
                 .collect()
         });

@@ -164,8 +164,8 @@ pub struct QuerySearchResult {
     pub result: QueryResult,
     /// The shard's aggregation results (slices reduced and trimmed), when requested.
     pub aggregations: Option<InternalAggregations>,
-    /// Which sort fields render missing values as numbers.
-    pub numeric_sorts: Vec<bool>,
+    /// How each sort field's values render.
+    pub sort_formats: Vec<crate::sort::SortFormat>,
     /// Timings for `"profile": true`.
     pub profile: Option<ShardProfile>,
     /// The reader the query ran on, kept for the fetch phase: set when the shard has hits the
@@ -235,7 +235,7 @@ pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T> {
 mod tests {
     use super::*;
     use crate::hits::ShardHit;
-    use crate::sort::SortValue;
+    use crate::sort::{SortFormat, SortValue};
     use serde_json::json;
 
     #[test]
@@ -366,7 +366,7 @@ mod tests {
                 ..QueryResult::default()
             },
             aggregations: None,
-            numeric_sorts: vec![false, true],
+            sort_formats: vec![SortFormat::Text, SortFormat::Float32],
             profile: None,
             context_id: Some(ReaderContextId { session: 7, id: 3 }),
             fetched: None,

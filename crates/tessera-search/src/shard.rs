@@ -703,10 +703,10 @@ impl LocalShard {
             .map(|p| p.shard_result(outcome.slice_aggs, request.total_shards as usize))
             .transpose()?;
         let reduce_nanos = outcome.reduce_nanos + reduce_started.elapsed().as_nanos() as u64;
-        let numeric_sorts = search
+        let sort_formats = search
             .sort
             .iter()
-            .map(|f| crate::sort_keys::is_numeric_sort(table, f))
+            .map(|f| crate::sort_keys::sort_format(table, f))
             .collect();
         stats.record_query(started.elapsed());
         let profile = search.profile.then(|| ShardProfile {
@@ -735,7 +735,7 @@ impl LocalShard {
         Ok(QuerySearchResult {
             result: outcome.hits,
             aggregations,
-            numeric_sorts,
+            sort_formats,
             profile,
             context_id,
             fetched,

@@ -456,17 +456,33 @@ pub fn compare_keys(specs: &[SortSpec], a: &[SortValue], b: &[SortValue]) -> Ord
     Ordering::Equal
 }
 
+/// How a sort field's values render; the shard knows the mapping and tells the coordinator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SortFormat {
+    /// `keyword`, `text`, `ip`, `_id`: a missing value renders as `null`.
+    Text,
+    /// A missing value renders as the extreme long.
+    #[default]
+    Number,
+    /// `float` and `half_float`: the values are 32-bit floats, printed as Java prints a float
+    /// (0.6, where the column's double is 0.6000000238418579).
+    Float32,
+}
+
 /// The sort value OpenSearch renders for a hit: missing numbers become the extreme long
 /// (`Long.MAX_VALUE` sorts last ascending), missing strings `null`.
-pub fn render_sort_value(value: &SortValue, field: &SortField, numeric: bool) -> Value {
+pub fn render_sort_value(value: &SortValue, field: &SortField, format: SortFormat) -> Value {
     match value {
         SortValue::I64(n) => Value::from(*n),
+        SortValue::F64(f) if format == SortFormat::Float32 => {
+            crate::source_fields::float_value(*f as f32)
+        }
         SortValue::F64(f) => serde_json::Number::from_f64(*f)
             .map(Value::Number)
             .unwrap_or(Value::Null),
         SortValue::Str(s) => Value::String(s.clone()),
         SortValue::Ip(ip) => Value::String(tessera_mapping::values::format_ip(*ip)),
-        SortValue::Missing if numeric => {
+        SortValue::Missing if format != SortFormat::Text => {
             let last = !matches!(
                 field,
                 SortField::Field {
@@ -562,7 +578,7 @@ mod tests {
             nested: None,
         };
         assert_eq!(
-            render_sort_value(&SortValue::Missing, &asc, true),
+            render_sort_value(&SortValue::Missing, &asc, SortFormat::Number),
             json!(i64::MAX)
         );
         let desc = SortField::Field {
@@ -575,12 +591,40 @@ mod tests {
             nested: None,
         };
         assert_eq!(
-            render_sort_value(&SortValue::Missing, &desc, true),
+            render_sort_value(&SortValue::Missing, &desc, SortFormat::Float32),
             json!(i64::MIN)
         );
         assert_eq!(
-            render_sort_value(&SortValue::Missing, &asc, false),
+            render_sort_value(&SortValue::Missing, &asc, SortFormat::Text),
             Value::Null
+        );
+    }
+
+    #[test]
+    fn float_fields_render_their_sort_values_as_floats() {
+        let field = SortField::Field {
+            field: "f".into(),
+            order: Order::Asc,
+            missing: Missing::Last,
+            mode: None,
+            unmapped_type: None,
+            format: None,
+            nested: None,
+        };
+        let stored = SortValue::F64(0.6f32 as f64);
+        assert_eq!(
+            render_sort_value(&stored, &field, SortFormat::Float32),
+            json!(0.6)
+        );
+        assert_eq!(
+            render_sort_value(&stored, &field, SortFormat::Number),
+            json!(0.6000000238418579)
+        );
+        // a half_float's value, as OpenSearch prints it
+        let half = SortValue::F64(0.60009765625);
+        assert_eq!(
+            render_sort_value(&half, &field, SortFormat::Float32),
+            json!(0.60009766)
         );
     }
 }

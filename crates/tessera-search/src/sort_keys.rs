@@ -13,10 +13,12 @@ use tantivy::columnar::{Column, StrColumn, TermOrdHit};
 use tantivy::{DocId, SegmentReader};
 use tessera_common::{Error, Result};
 use tessera_index::sorted_columns::{float_key, key_float, SortedValues};
-use tessera_mapping::{FieldTable, LeafField, LeafKind};
+use tessera_mapping::{FieldTable, FieldType, LeafField, LeafKind};
 
 use crate::hits::ShardHit;
-use crate::sort::{Missing, NestedSort, Order, SortField, SortMode, SortSpec, SortValue};
+use crate::sort::{
+    Missing, NestedSort, Order, SortField, SortFormat, SortMode, SortSpec, SortValue,
+};
 use std::sync::Arc;
 use tessera_query::nested::{level_bits, DocBits, Level};
 use tessera_query::CompileContext;
@@ -199,23 +201,41 @@ impl OrdPlace {
 }
 
 /// Whether a sort field renders missing values as numbers (true) or null.
-pub fn is_numeric_sort(table: &FieldTable, field: &SortField) -> bool {
+pub fn sort_format(table: &FieldTable, field: &SortField) -> SortFormat {
+    let text = |is_text: bool| {
+        if is_text {
+            SortFormat::Text
+        } else {
+            SortFormat::Number
+        }
+    };
     match field {
-        SortField::Score { .. } | SortField::Doc { .. } | SortField::ShardDoc { .. } => true,
-        SortField::Script { numeric, .. } => *numeric,
+        SortField::Score { .. } | SortField::Doc { .. } | SortField::ShardDoc { .. } => {
+            SortFormat::Number
+        }
+        SortField::Script { numeric, .. } => text(!numeric),
         SortField::Field {
             field,
             unmapped_type,
             ..
         } => match table.leaf(field) {
-            None if field == "_id" => false,
-            Some(leaf) => !matches!(
+            None if field == "_id" => SortFormat::Text,
+            Some(leaf) if is_float32(leaf) => SortFormat::Float32,
+            Some(leaf) => text(matches!(
                 leaf.kind,
                 LeafKind::Keyword { .. } | LeafKind::Ip | LeafKind::Text { .. }
-            ),
-            None => !matches!(unmapped_type.as_deref(), Some("keyword" | "text" | "ip")),
+            )),
+            None => text(matches!(
+                unmapped_type.as_deref(),
+                Some("keyword" | "text" | "ip")
+            )),
         },
     }
+}
+
+/// `float` and `half_float` keep 32-bit values (in a column of doubles).
+fn is_float32(leaf: &LeafField) -> bool {
+    matches!(leaf.field_type, FieldType::Float | FieldType::HalfFloat)
 }
 
 /// Checks that every sort field can be sorted on in this shard, with OpenSearch's errors.
@@ -346,6 +366,15 @@ pub fn sort_value_for(table: &FieldTable, field: &SortField, value: &Value) -> R
                     Value::String(s) if s == "false" => Ok(SortValue::I64(0)),
                     _ => as_i64().map(SortValue::I64).ok_or_else(bad),
                 },
+                // a float's values are 32-bit: 0.6 (as rendered) is the column's 0.6000000238…
+                Some(LeafKind::Float) if table.leaf(field).is_some_and(|leaf| is_float32(leaf)) => {
+                    let parsed = match value {
+                        Value::Number(n) => n.to_string().parse::<f32>().ok(),
+                        Value::String(s) => s.parse::<f32>().ok(),
+                        _ => None,
+                    };
+                    parsed.map(|f| SortValue::F64(f as f64)).ok_or_else(bad)
+                }
                 Some(LeafKind::Float) | Some(LeafKind::ScaledFloat { .. }) => {
                     as_f64().map(SortValue::F64).ok_or_else(bad)
                 }

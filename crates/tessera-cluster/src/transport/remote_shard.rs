@@ -344,7 +344,7 @@ mod tests {
                         ..QueryResult::default()
                     },
                     aggregations: None,
-                    numeric_sorts: vec![true],
+                    sort_formats: vec![tessera_search::sort::SortFormat::Number],
                     profile: None,
                     context_id: Some(ReaderContextId { session: 9, id: 7 }),
                     fetched: None,
