@@ -461,7 +461,14 @@ mod tests {
         let filter = TermQuery::new(Term::from_field_text(tag, "odd"), IndexRecordOption::Basic)
             .weight(EnableScoring::disabled_from_searcher(&searcher))
             .unwrap();
-        let hits = search_shard(&searcher, &shard_vectors(&searcher), &search, Some(filter.as_ref()), None).unwrap();
+        let hits = search_shard(
+            &searcher,
+            &shard_vectors(&searcher),
+            &search,
+            Some(filter.as_ref()),
+            None,
+        )
+        .unwrap();
         // odd and alive: 5 and 1
         let xs: Vec<f32> = hits.iter().map(|h| 3.1 + h.distance.sqrt()).collect();
         assert_eq!(hits.len(), 2, "{hits:?}");
@@ -471,7 +478,9 @@ mod tests {
             ..search.clone()
         };
         assert_eq!(
-            search_shard(&searcher, &shard_vectors(&searcher), &within, None, None).unwrap().len(),
+            search_shard(&searcher, &shard_vectors(&searcher), &within, None, None)
+                .unwrap()
+                .len(),
             1
         );
     }
@@ -557,7 +566,8 @@ mod tests {
                 limit: Limit::TopK(10),
                 ef_search: 64,
             };
-            let approximate = search_shard(&searcher, &shard_vectors(&searcher), &search, None, None).unwrap();
+            let approximate =
+                search_shard(&searcher, &shard_vectors(&searcher), &search, None, None).unwrap();
             // exact: every segment compared in full
             let mut exact = Vec::new();
             for (ord, reader) in searcher.segment_readers().iter().enumerate() {
@@ -613,13 +623,20 @@ mod tests {
                 ef_search: 16 + i,
             };
             for filter in [None, Some(filter.as_ref())] {
-                let one = search_shard(&searcher, &shard_vectors(&searcher), &search, filter, None).unwrap();
+                let one = search_shard(&searcher, &shard_vectors(&searcher), &search, filter, None)
+                    .unwrap();
                 if matches!(limit, Limit::TopK(_)) {
                     assert!(!one.is_empty());
                 }
                 for slices in 1..=6 {
-                    let sliced =
-                        search_shard(&searcher, &shard_vectors(&searcher), &search, filter, Some(&Threads(slices))).unwrap();
+                    let sliced = search_shard(
+                        &searcher,
+                        &shard_vectors(&searcher),
+                        &search,
+                        filter,
+                        Some(&Threads(slices)),
+                    )
+                    .unwrap();
                     assert_eq!(
                         sliced,
                         one,
