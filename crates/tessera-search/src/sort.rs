@@ -566,30 +566,27 @@ mod tests {
         );
     }
 
-    #[test]
-    fn renders_missing_as_opensearch_does() {
-        let asc = SortField::Field {
-            field: "n".into(),
-            order: Order::Asc,
+    /// A plain sort on `field`, missing values last.
+    fn by_field(field: &str, order: Order) -> SortField {
+        SortField::Field {
+            field: field.into(),
+            order,
             missing: Missing::Last,
             mode: None,
             unmapped_type: None,
             format: None,
             nested: None,
-        };
+        }
+    }
+
+    #[test]
+    fn renders_missing_as_opensearch_does() {
+        let asc = by_field("n", Order::Asc);
         assert_eq!(
             render_sort_value(&SortValue::Missing, &asc, SortFormat::Number),
             json!(i64::MAX)
         );
-        let desc = SortField::Field {
-            field: "n".into(),
-            order: Order::Desc,
-            missing: Missing::Last,
-            mode: None,
-            unmapped_type: None,
-            format: None,
-            nested: None,
-        };
+        let desc = by_field("n", Order::Desc);
         assert_eq!(
             render_sort_value(&SortValue::Missing, &desc, SortFormat::Float32),
             json!(i64::MIN)
@@ -602,15 +599,7 @@ mod tests {
 
     #[test]
     fn float_fields_render_their_sort_values_as_floats() {
-        let field = SortField::Field {
-            field: "f".into(),
-            order: Order::Asc,
-            missing: Missing::Last,
-            mode: None,
-            unmapped_type: None,
-            format: None,
-            nested: None,
-        };
+        let field = by_field("f", Order::Asc);
         let stored = SortValue::F64(0.6f32 as f64);
         assert_eq!(
             render_sort_value(&stored, &field, SortFormat::Float32),
