@@ -164,6 +164,12 @@ impl FieldType {
         )
     }
 
+    /// `float` and `half_float`: 32-bit values (kept in a column of doubles), which OpenSearch
+    /// prints as Java prints a float.
+    pub fn is_float32(self) -> bool {
+        matches!(self, FieldType::Float | FieldType::HalfFloat)
+    }
+
     pub fn is_numeric(self) -> bool {
         self.is_integer() || self.is_float()
     }

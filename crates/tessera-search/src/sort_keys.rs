@@ -13,7 +13,7 @@ use tantivy::columnar::{Column, StrColumn, TermOrdHit};
 use tantivy::{DocId, SegmentReader};
 use tessera_common::{Error, Result};
 use tessera_index::sorted_columns::{float_key, key_float, SortedValues};
-use tessera_mapping::{FieldTable, FieldType, LeafField, LeafKind};
+use tessera_mapping::{FieldTable, LeafField, LeafKind};
 
 use crate::hits::ShardHit;
 use crate::sort::{
@@ -220,7 +220,7 @@ pub fn sort_format(table: &FieldTable, field: &SortField) -> SortFormat {
             ..
         } => match table.leaf(field) {
             None if field == "_id" => SortFormat::Text,
-            Some(leaf) if is_float32(leaf) => SortFormat::Float32,
+            Some(leaf) if leaf.field_type.is_float32() => SortFormat::Float32,
             Some(leaf) => text(matches!(
                 leaf.kind,
                 LeafKind::Keyword { .. } | LeafKind::Ip | LeafKind::Text { .. }
@@ -231,11 +231,6 @@ pub fn sort_format(table: &FieldTable, field: &SortField) -> SortFormat {
             )),
         },
     }
-}
-
-/// `float` and `half_float` keep 32-bit values (in a column of doubles).
-fn is_float32(leaf: &LeafField) -> bool {
-    matches!(leaf.field_type, FieldType::Float | FieldType::HalfFloat)
 }
 
 /// Checks that every sort field can be sorted on in this shard, with OpenSearch's errors.
@@ -347,8 +342,8 @@ pub fn sort_value_for(table: &FieldTable, field: &SortField, value: &Value) -> R
             unmapped_type,
             ..
         } => {
-            let kind = table.leaf(field).map(|l| l.kind.clone());
-            match kind {
+            let leaf = table.leaf(field);
+            match leaf.map(|l| l.kind.clone()) {
                 Some(LeafKind::Integer) => as_i64().map(SortValue::I64).ok_or_else(bad),
                 Some(LeafKind::Date { format }) => match as_i64() {
                     Some(n) => Ok(SortValue::I64(n)),
@@ -367,7 +362,7 @@ pub fn sort_value_for(table: &FieldTable, field: &SortField, value: &Value) -> R
                     _ => as_i64().map(SortValue::I64).ok_or_else(bad),
                 },
                 // a float's values are 32-bit: 0.6 (as rendered) is the column's 0.6000000238…
-                Some(LeafKind::Float) if table.leaf(field).is_some_and(|leaf| is_float32(leaf)) => {
+                Some(LeafKind::Float) if leaf.is_some_and(|l| l.field_type.is_float32()) => {
                     let parsed = match value {
                         Value::Number(n) => n.to_string().parse::<f32>().ok(),
                         Value::String(s) => s.parse::<f32>().ok(),

@@ -83,12 +83,14 @@ fn render(leaf: &LeafField, value: &Value, format: Option<&DateFormat>) -> Optio
             })
         }
         LeafKind::Integer => Value::from(coerce::to_integer(value, leaf.field_type, true).ok()?),
-        LeafKind::Float => match leaf.field_type {
-            tessera_mapping::FieldType::Double => {
-                json!(coerce::to_float(value, leaf.field_type, true).ok()?)
+        LeafKind::Float => {
+            let number = coerce::to_float(value, leaf.field_type, true).ok()?;
+            if leaf.field_type.is_float32() {
+                float_value(number as f32)
+            } else {
+                json!(number)
             }
-            _ => float_value(coerce::to_float(value, leaf.field_type, true).ok()? as f32),
-        },
+        }
         LeafKind::ScaledFloat { .. } => json!(coerce::to_f64(value)?),
         LeafKind::Date {
             format: field_format,
