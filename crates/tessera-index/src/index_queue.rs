@@ -153,6 +153,12 @@ pub struct QueuedDoc {
     _place: Place,
 }
 
+impl QueuedDoc {
+    pub(crate) fn document(&self) -> &TantivyDocument {
+        &self.doc
+    }
+}
+
 impl Document for QueuedDoc {
     type Value<'a> = <TantivyDocument as Document>::Value<'a>;
     type FieldsValuesIter<'a> = <TantivyDocument as Document>::FieldsValuesIter<'a>;

@@ -9,6 +9,7 @@ pub mod index_settings;
 pub mod replication;
 pub mod resize;
 pub mod schema_change;
+pub mod segment_ids;
 pub mod shard;
 pub mod snapshot_files;
 pub mod sorted_columns;

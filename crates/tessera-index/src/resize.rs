@@ -118,7 +118,11 @@ fn build_in(
     let mut max_seq_no: Option<u64> = None;
     for (source, meta) in sources.iter().zip(&metas) {
         max_seq_no = max_seq_no.max(payload_max_seq_no(meta));
-        if meta.schema != base.schema {
+        // segments link only into a shard of the same schema and segment files (a shard created
+        // before the k-NN or ids plugin has segments without their files)
+        if meta.schema != base.schema
+            || meta.persisted_custom_extensions != base.persisted_custom_extensions
+        {
             indexed_again.push(source);
             continue;
         }

@@ -128,6 +128,8 @@ pub struct ShardSnapshot {
     pub sorted: Arc<SortedColumns>,
     /// The segments' vector files, opened by the first k-NN search of this snapshot.
     pub knn_vectors: tessera_knn::segment::ShardVectorsCell,
+    /// The segments' `_id` files, opened by the first fetch of this snapshot.
+    pub segment_ids: crate::segment_ids::ShardIdsCell,
 }
 
 impl ShardSnapshot {
@@ -165,6 +167,7 @@ impl ShardSnapshot {
             segment_ranks,
             sorted,
             knn_vectors: Default::default(),
+            segment_ids: Default::default(),
         }
     }
 }
@@ -302,14 +305,11 @@ impl WriteState {
     }
 }
 
-/// A new shard's tantivy settings (kept in its `meta.json`). The document store compresses
-/// each block on the indexing thread instead of handing it to a compressor thread: the hand-over
-/// (a channel of 3 blocks) put the indexing thread to sleep thousands of times a second in a
-/// bulk load, each time the compressor thread waited for a core, and bulk loads took ~6% longer.
 /// Opens a shard's tantivy index with the segment plugins it was created with: the k-NN
-/// plugin for shards created since k-NN exists (tantivy fixes the plugin set at creation and
-/// refuses a writer whose plugins differ, so an older shard opens without it and simply has no
-/// vectors).
+/// plugin for shards created since k-NN exists, the ids plugin for shards created since the
+/// `ids` file exists (tantivy fixes the plugin set at creation and refuses a writer whose
+/// plugins differ, so an older shard opens without them: it has no vectors, and its hits read
+/// their `_id` from the document store).
 pub fn open_index(dir: &Path) -> tantivy::Result<Index> {
     open_index_with(
         dir,
@@ -323,15 +323,15 @@ pub fn open_index(dir: &Path) -> tantivy::Result<Index> {
 /// and merge.
 pub fn open_index_with(dir: &Path, knn_threshold: &Arc<AtomicI64>) -> tantivy::Result<Index> {
     let mut index = Index::open_in_dir(dir)?;
-    if index
-        .load_metas()?
-        .persisted_custom_extensions
-        .iter()
-        .any(|ext| ext == tessera_knn::segment::EXTENSION)
-    {
+    let persisted = index.load_metas()?.persisted_custom_extensions;
+    let has = |extension: &str| persisted.iter().any(|ext| ext == extension);
+    if has(tessera_knn::segment::EXTENSION) {
         index.register_plugin(Arc::new(tessera_knn::segment::KnnPlugin::new(
             knn_threshold.clone(),
         )));
+    }
+    if has(crate::segment_ids::EXTENSION) {
+        index.register_plugin(Arc::new(crate::segment_ids::IdsPlugin));
     }
     Ok(index)
 }
@@ -351,6 +351,10 @@ fn check_knn_support(index: &Index, table: &FieldTable) -> Result<()> {
     Ok(())
 }
 
+/// A new shard's tantivy settings (kept in its `meta.json`). The document store compresses
+/// each block on the indexing thread instead of handing it to a compressor thread: the hand-over
+/// (a channel of 3 blocks) put the indexing thread to sleep thousands of times a second in a
+/// bulk load, each time the compressor thread waited for a core, and bulk loads took ~6% longer.
 fn index_settings() -> tantivy::IndexSettings {
     tantivy::IndexSettings {
         docstore_compress_dedicated_thread: false,
@@ -582,6 +586,7 @@ impl Shard {
                 .register_plugin(Arc::new(tessera_knn::segment::KnnPlugin::new(
                     knn_threshold.clone(),
                 )))
+                .register_plugin(Arc::new(crate::segment_ids::IdsPlugin))
                 .create_in_dir(&index_dir)
                 .map_err(tantivy_err("create shard"))?;
         }
@@ -1844,6 +1849,40 @@ mod tests {
         drop(open(old.path(), &mapping()));
         let index = open_index(&old.path().join("index")).unwrap();
         assert!(index.schema().get_field("v").is_err());
+    }
+
+    #[test]
+    fn new_shards_write_ids_files_and_older_ones_still_write_without() {
+        let ids_of = |shard: &Shard| {
+            let snapshot = shard.snapshot();
+            let ids = snapshot.segment_ids.get(&snapshot.searcher).unwrap();
+            (0..snapshot.searcher.segment_readers().len() as u32)
+                .map(|ord| ids.segment(ord).map(|s| s.id(0).unwrap()))
+                .collect::<Vec<_>>()
+        };
+        let write = |shard: &Shard, id: &str| {
+            let doc = prepared(shard, &mapping(), id, json!({"n": 1}));
+            let mut batch = shard.write_batch();
+            batch.index(doc, &Conditions::default()).unwrap();
+            batch.finish().unwrap();
+            shard.refresh().unwrap();
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let shard = open(dir.path(), &mapping());
+        write(&shard, "first");
+        assert_eq!(ids_of(&shard), vec![Some(Some("first".to_string()))]);
+        // an index created without the plugin (before the ids file) opens without it and writes
+        let old = tempfile::tempdir().unwrap();
+        let index_dir = old.path().join("index");
+        std::fs::create_dir_all(&index_dir).unwrap();
+        let (table, _) = FieldTable::build(&mapping(), None).unwrap();
+        Index::builder()
+            .schema(table.schema().clone())
+            .create_in_dir(&index_dir)
+            .unwrap();
+        let shard = open(old.path(), &mapping());
+        write(&shard, "old");
+        assert_eq!(ids_of(&shard), vec![None]);
     }
 
     #[test]

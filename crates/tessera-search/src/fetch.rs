@@ -16,6 +16,7 @@ use tessera_mapping::{LeafField, LeafKind, SourceFilter};
 use tessera_query::compile::script::PreparedScript;
 
 use crate::decimal_format::DecimalFormat;
+use crate::hit_meta::HitMetas;
 
 use crate::request::{DocValueField, SourceSpec, StoredFields};
 
@@ -225,19 +226,36 @@ pub fn fetch_docs(
     let filter = SourceFilter::new(spec.source.includes.clone(), spec.source.excludes.clone());
     let want_source = spec.source.enabled && spec.stored_fields.returns_source();
     let scripts = ScriptFields::prepare(snapshot, &spec.script_fields)?;
+    let returns_id = spec.stored_fields.returns_id();
+    let parse_source = !spec.fields.is_empty() || spec.highlight.is_some();
+    let mut hit_metas = HitMetas::new(snapshot);
     let mut out = Vec::with_capacity(docs.len());
     for &(segment_ord, doc_id) in docs {
         let address = DocAddress::new(segment_ord, doc_id);
-        let doc: TantivyDocument = snapshot
-            .searcher
-            .doc(address)
-            .map_err(|e| Error::internal("read a stored document", e))?;
-        let id = if !spec.stored_fields.returns_id() {
-            None
+        // a hit that shows only its _id (and no _routing) is served without the store
+        let file_id = match returns_id && !want_source && !parse_source {
+            true => hit_metas.id(segment_ord, doc_id)?,
+            false => None,
+        };
+        let stored = want_source
+            || parse_source
+            || (returns_id && file_id.is_none())
+            || hit_metas.routed(segment_ord)?;
+        let doc: TantivyDocument = if stored {
+            snapshot
+                .searcher
+                .doc(address)
+                .map_err(|e| Error::internal("read a stored document", e))?
         } else {
-            doc.get_first(meta.id)
+            TantivyDocument::new()
+        };
+        let id = match file_id {
+            Some(id) => Some(id),
+            None if returns_id => doc
+                .get_first(meta.id)
                 .and_then(|v| v.as_str())
-                .map(String::from)
+                .map(String::from),
+            None => None,
         };
         let source = if want_source {
             match doc.get_first(meta.source).and_then(|v| v.as_bytes()) {
@@ -280,7 +298,7 @@ pub fn fetch_docs(
         let mut fields = docvalue_fields(snapshot, address, &spec.docvalue_fields)?;
         scripts.add(snapshot, address, &mut fields)?;
         let mut highlight = None;
-        if !spec.fields.is_empty() || spec.highlight.is_some() {
+        if parse_source {
             if let Some(bytes) = doc.get_first(meta.source).and_then(|v| v.as_bytes()) {
                 let parsed: Value = serde_json::from_slice(bytes)
                     .map_err(|e| Error::internal("parse _source", e))?;

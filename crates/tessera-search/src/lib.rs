@@ -11,6 +11,7 @@ pub mod coordinator;
 pub mod decimal_format;
 pub mod fetch;
 pub mod highlight;
+pub mod hit_meta;
 pub mod hits;
 pub mod knn_slices;
 pub mod messages;
