@@ -587,6 +587,32 @@ impl KeywordValues {
         })
     }
 
+    /// Calls `f(ordinal, term bytes)` for each of `ords` (ascending, repeats allowed), reading
+    /// each dictionary block they fall in once: [`KeywordValues::term`] rescans a term's block
+    /// from its start (hundreds of terms), so resolving many ordinals one by one is quadratic
+    /// in the block.
+    pub fn for_each_term_of(&self, ords: &[u64], mut f: impl FnMut(u64, &[u8])) -> Result<()> {
+        let Some(column) = &self.column else {
+            return Ok(());
+        };
+        let mut next = ords.iter();
+        let found = column
+            .dictionary()
+            .sorted_ords_to_term_cb(ords, |term| {
+                if let Some(&ord) = next.next() {
+                    f(ord, term);
+                }
+            })
+            .map_err(|e| Error::internal("read the terms of an aggregation column", e))?;
+        if !found {
+            return Err(Error::internal(
+                "read the terms of an aggregation column",
+                "an ordinal past the dictionary's end",
+            ));
+        }
+        Ok(())
+    }
+
     /// Calls `f(ordinal, term bytes)` for every term of the segment, in order: one sequential
     /// pass over the dictionary, much cheaper per term than [`KeywordValues::term`] lookups
     /// when most terms are needed.

@@ -962,10 +962,14 @@ struct DictionaryTerms {
 
 impl DictionaryTerms {
     /// Moves the current segment's dense counts into the buckets.
-    fn flush_dense(&mut self) {
+    fn flush_dense(&mut self) -> Result<()> {
         let Some(mut counts) = self.dense.take() else {
-            return;
+            return Ok(());
         };
+        let counted: Vec<u64> = (0..counts.len() as u64)
+            .filter(|&ord| counts[ord as usize] > 0)
+            .collect();
+        self.resolve_segment_terms(&counted)?;
         for (ord, count) in counts.iter_mut().enumerate() {
             if *count > 0 {
                 let id = self.segment_term_id(ord as u64);
@@ -976,6 +980,33 @@ impl DictionaryTerms {
             }
         }
         self.dense = Some(counts);
+        Ok(())
+    }
+
+    /// Resolves the term ids of the current segment's ordinals `ords` (ascending) in one pass
+    /// over the dictionary.
+    fn resolve_segment_terms(&mut self, ords: &[u64]) -> Result<()> {
+        let Some(keyword) = self.keyword.take() else {
+            return Ok(());
+        };
+        let (terms, common, map) = (&mut self.terms, &self.common, &mut self.segment_map);
+        let mut bad_term = false;
+        let resolved = keyword.for_each_term_of(ords, |ord, term| {
+            match (std::str::from_utf8(term), map.get_mut(ord as usize)) {
+                (Ok(text), Some(slot)) if *slot == UNRESOLVED => *slot = terms.id(text, common),
+                (Ok(_), _) => {}
+                (Err(_), _) => bad_term = true,
+            }
+        });
+        self.keyword = Some(keyword);
+        resolved?;
+        if bad_term {
+            return Err(Error::internal(
+                "read the terms of an aggregation column",
+                "a term that is not UTF-8",
+            ));
+        }
+        Ok(())
     }
 
     /// Registers every term of every segment of the shard (not only the slice's), so that
@@ -986,13 +1017,12 @@ impl DictionaryTerms {
             return Ok(());
         };
         if let ValueSource::Keyword { .. } = &self.source {
-            let mut text = String::new();
             for reader in shard.segment_readers() {
                 let values = KeywordValues::open(&self.source, reader)?;
-                for ord in 0..values.num_terms() as u64 {
-                    values.term(ord, &mut text)?;
-                    self.term_id(&text);
-                }
+                // one pass over the dictionary: a lookup per ordinal rescans its block
+                values.for_each_term(|_, term| {
+                    self.terms.id(&String::from_utf8_lossy(term), &self.common);
+                })?;
             }
         }
         if let Some(missing) = self.missing.clone() {
@@ -1145,7 +1175,7 @@ impl Collector for DictionaryTerms {
 
     fn finish_segment(&mut self) -> Result<()> {
         if self.dense_segment {
-            self.flush_dense();
+            self.flush_dense()?;
         }
         self.common.subs.finish_segment()
     }
@@ -1346,6 +1376,40 @@ mod tests {
         InternalTerms {
             buckets,
             ..Default::default()
+        }
+    }
+
+    #[test]
+    fn many_terms_resolve_across_dictionary_blocks() {
+        use crate::test_util::TestShard;
+        // 3,000 distinct terms span several dictionary blocks; every third also comes twice more
+        let mut docs = Vec::new();
+        for i in 0..3000u32 {
+            let times = if i.is_multiple_of(3) { 3 } else { 1 };
+            for _ in 0..times {
+                docs.push(json!({"k": format!("term-{i:05}")}));
+            }
+        }
+        let shard = TestShard::new(json!({"properties": {"k": {"type": "keyword"}}}), &docs, 2);
+        for (aggs, expected_first) in [
+            (json!({"size": 3, "order": {"_key": "desc"}}), "term-02999"),
+            (json!({"size": 3}), "term-00000"),
+            (
+                json!({"size": 3, "order": {"_key": "asc"}, "min_doc_count": 0}),
+                "term-00000",
+            ),
+        ] {
+            let mut terms = aggs.clone();
+            terms["field"] = json!("k");
+            let out = shard.render(&json!({"t": {"terms": terms}}), 2, 7);
+            let buckets = out["t"]["buckets"].as_array().unwrap();
+            assert_eq!(buckets.len(), 3, "{aggs}");
+            assert_eq!(buckets[0]["key"], expected_first, "{aggs}");
+            for bucket in buckets {
+                let i: usize = bucket["key"].as_str().unwrap()[5..].parse().unwrap();
+                let count = if i.is_multiple_of(3) { 3 } else { 1 };
+                assert_eq!(bucket["doc_count"], count, "{bucket}");
+            }
         }
     }
 
