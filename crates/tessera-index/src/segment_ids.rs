@@ -22,7 +22,6 @@
 
 use std::any::Any;
 use std::io::Write;
-use std::sync::{Arc, OnceLock};
 
 use tantivy::directory::{OwnedBytes, TerminatingWrite};
 use tantivy::index::{SegmentComponent, SegmentReader};
@@ -30,7 +29,8 @@ use tantivy::indexer::doc_id_mapping::{DocIdMapping, MappingType};
 use tantivy::plugin::{PluginMergeContext, PluginWriter, PluginWriterContext, SegmentPlugin};
 use tantivy::schema::document::{ErasedDocument, ErasedValue, ReferenceValueLeaf};
 use tantivy::schema::{Field, Schema, Value};
-use tantivy::{DocId, Searcher, Segment, TantivyDocument, TantivyError};
+use tantivy::{DocId, Segment, TantivyDocument, TantivyError};
+use tessera_knn::per_segment::{PerSegment, PerSegmentCell, SegmentFile};
 use tessera_mapping::field_table::ID_FIELD;
 
 use crate::index_queue::QueuedDoc;
@@ -368,46 +368,22 @@ impl SegmentIds {
     }
 }
 
-/// The `ids` files of a searcher's segments (by segment ordinal), opened once: tantivy keeps a
-/// file's memory map only while someone holds it.
-pub struct ShardIds {
-    segments: Vec<Option<SegmentIds>>,
-}
+/// The `ids` files of a searcher's segments, opened once (see `tessera_knn::per_segment`).
+pub type ShardIds = PerSegment<SegmentIds>;
 
-impl ShardIds {
-    pub fn open(searcher: &Searcher) -> tantivy::Result<ShardIds> {
-        let segments = searcher
-            .segment_readers()
-            .iter()
-            .map(SegmentIds::open)
-            .collect::<tantivy::Result<_>>()?;
-        Ok(ShardIds { segments })
-    }
+/// A shard snapshot's [`ShardIds`], opened by its first fetch.
+pub type ShardIdsCell = PerSegmentCell<SegmentIds>;
 
-    /// Segment `ord`'s ids; `None` for a segment without an `ids` file.
-    pub fn segment(&self, ord: u32) -> Option<&SegmentIds> {
-        self.segments.get(ord as usize)?.as_ref()
-    }
-}
-
-/// A shard snapshot's [`ShardIds`], opened by its first fetch and kept as long as the snapshot.
-#[derive(Default)]
-pub struct ShardIdsCell(OnceLock<Arc<ShardIds>>);
-
-impl ShardIdsCell {
-    /// The ids of `searcher`, which must be the snapshot's own.
-    pub fn get(&self, searcher: &Searcher) -> tantivy::Result<Arc<ShardIds>> {
-        if let Some(ids) = self.0.get() {
-            return Ok(ids.clone());
-        }
-        let opened = Arc::new(ShardIds::open(searcher)?);
-        Ok(self.0.get_or_init(|| opened).clone())
+impl SegmentFile for SegmentIds {
+    fn open_in(reader: &SegmentReader) -> tantivy::Result<Option<SegmentIds>> {
+        SegmentIds::open(reader)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use tantivy::directory::RamDirectory;
     use tantivy::schema::{Schema, STORED, STRING};
     use tantivy::{Index, IndexWriter, TantivyDocument, Term};

@@ -1805,6 +1805,20 @@ mod tests {
         Shard::open("idx", 0, dir, mapping, 1, ShardConfig::default()).unwrap()
     }
 
+    /// A shard directory whose index was created without segment plugins, as shards were
+    /// before k-NN and the ids file.
+    fn pluginless_shard() -> tempfile::TempDir {
+        let old = tempfile::tempdir().unwrap();
+        let index_dir = old.path().join("index");
+        std::fs::create_dir_all(&index_dir).unwrap();
+        let (table, _) = FieldTable::build(&mapping(), None).unwrap();
+        Index::builder()
+            .schema(table.schema().clone())
+            .create_in_dir(&index_dir)
+            .unwrap();
+        old
+    }
+
     #[test]
     fn new_shards_carry_the_knn_plugin_and_older_ones_still_open() {
         let dir = tempfile::tempdir().unwrap();
@@ -1821,15 +1835,8 @@ mod tests {
         assert!(has_plugin(&shard.lock().index));
         drop(shard);
         // an index created without the plugin (before k-NN) opens without it and still writes
-        let old = tempfile::tempdir().unwrap();
-        let index_dir = old.path().join("index");
-        std::fs::create_dir_all(&index_dir).unwrap();
-        let (table, _) = FieldTable::build(&mapping(), None).unwrap();
-        Index::builder()
-            .schema(table.schema().clone())
-            .create_in_dir(&index_dir)
-            .unwrap();
-        let index = open_index(&index_dir).unwrap();
+        let old = pluginless_shard();
+        let index = open_index(&old.path().join("index")).unwrap();
         assert!(!has_plugin(&index));
         drop(index);
         let shard = open(old.path(), &mapping());
@@ -1872,14 +1879,7 @@ mod tests {
         write(&shard, "first");
         assert_eq!(ids_of(&shard), vec![Some(Some("first".to_string()))]);
         // an index created without the plugin (before the ids file) opens without it and writes
-        let old = tempfile::tempdir().unwrap();
-        let index_dir = old.path().join("index");
-        std::fs::create_dir_all(&index_dir).unwrap();
-        let (table, _) = FieldTable::build(&mapping(), None).unwrap();
-        Index::builder()
-            .schema(table.schema().clone())
-            .create_in_dir(&index_dir)
-            .unwrap();
+        let old = pluginless_shard();
         let shard = open(old.path(), &mapping());
         write(&shard, "old");
         assert_eq!(ids_of(&shard), vec![None]);

@@ -2,7 +2,7 @@
 //! (`distance`), an HNSW graph of our own (`hnsw`: hnswlib's algorithm with Lucene's denser
 //! layer 0, read in place from a memory map), the per-segment vector file written and merged by
 //! a tantivy `SegmentPlugin` (`segment`, with the searcher's files opened once as
-//! `ShardVectors`), which segments get a graph and how merges reuse one (`segment_graph`), graph
+//! `ShardVectors`, a `per_segment::PerSegment`), which segments get a graph and how merges reuse one (`segment_graph`), graph
 //! or exact search per segment run slice by slice with the shard's top-k rewrite (`search`), the
 //! fixed `(segment, doc, score)` query it produces (`query`), and the node's counters (`stats`).
 //!
@@ -11,6 +11,7 @@
 
 pub mod distance;
 pub mod hnsw;
+pub mod per_segment;
 pub mod query;
 pub mod search;
 pub mod segment;

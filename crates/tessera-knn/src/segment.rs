@@ -31,7 +31,7 @@ use std::any::Any;
 use std::borrow::Cow;
 use std::io::Write;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use tantivy::directory::WritePtr;
 use tantivy::directory::{OwnedBytes, TerminatingWrite};
@@ -40,9 +40,10 @@ use tantivy::indexer::doc_id_mapping::{DocIdMapping, MappingType};
 use tantivy::plugin::{PluginMergeContext, PluginWriter, PluginWriterContext, SegmentPlugin};
 use tantivy::schema::document::{ErasedDocument, ErasedValue, ReferenceValueLeaf};
 use tantivy::schema::{Field, FieldType, Schema};
-use tantivy::{DocId, Searcher, Segment, TantivyError};
+use tantivy::{DocId, Segment, TantivyError};
 
 use crate::hnsw::{build_graph, HnswGraph, SliceStore, VectorStore};
+use crate::per_segment::{PerSegment, PerSegmentCell, SegmentFile};
 use crate::segment_graph::{
     builds_graph, graph_settings, merge_graph, MergeSource, DEFAULT_APPROXIMATE_THRESHOLD,
 };
@@ -430,43 +431,15 @@ impl FileWriter {
     }
 }
 
-/// The `knn` files of a searcher's segments (by segment ordinal), opened once. Opening maps a
-/// file, and tantivy keeps a map only while someone holds it: opened per query, each query
-/// faulted in the vector pages it read and unmapped them after, which took a third of its CPU
-/// on 150k vectors.
-pub struct ShardVectors {
-    segments: Vec<Option<SegmentVectors>>,
-}
+/// The `knn` files of a searcher's segments, opened once (see [`crate::per_segment`]).
+pub type ShardVectors = PerSegment<SegmentVectors>;
 
-impl ShardVectors {
-    pub fn open(searcher: &Searcher) -> tantivy::Result<ShardVectors> {
-        let segments = searcher
-            .segment_readers()
-            .iter()
-            .map(SegmentVectors::open)
-            .collect::<tantivy::Result<_>>()?;
-        Ok(ShardVectors { segments })
-    }
+/// A shard snapshot's [`ShardVectors`], opened by its first k-NN search.
+pub type ShardVectorsCell = PerSegmentCell<SegmentVectors>;
 
-    /// Segment `ord`'s vectors; `None` for a segment without a `knn` file.
-    pub fn segment(&self, ord: u32) -> Option<&SegmentVectors> {
-        self.segments.get(ord as usize)?.as_ref()
-    }
-}
-
-/// A shard snapshot's [`ShardVectors`], opened by its first k-NN search and kept as long as the
-/// snapshot (and so its searcher) lives.
-#[derive(Default)]
-pub struct ShardVectorsCell(OnceLock<Arc<ShardVectors>>);
-
-impl ShardVectorsCell {
-    /// The vectors of `searcher`, which must be the snapshot's own.
-    pub fn get(&self, searcher: &Searcher) -> tantivy::Result<Arc<ShardVectors>> {
-        if let Some(vectors) = self.0.get() {
-            return Ok(vectors.clone());
-        }
-        let opened = Arc::new(ShardVectors::open(searcher)?);
-        Ok(self.0.get_or_init(|| opened).clone())
+impl SegmentFile for SegmentVectors {
+    fn open_in(reader: &SegmentReader) -> tantivy::Result<Option<SegmentVectors>> {
+        SegmentVectors::open(reader)
     }
 }
 
