@@ -953,6 +953,16 @@ impl SourceState {
         if let AnyValues::Keyword(values) = &self.values {
             self.segment_terms.clear();
             self.segment_terms.resize(values.num_terms(), None);
+            // when the part may touch a good share of the terms, read them all in one pass over
+            // the dictionary: a lookup per ordinal rescans its block (hundreds of terms)
+            if values.num_terms() <= segment.docs.len().saturating_mul(4) {
+                let terms = &mut self.segment_terms;
+                values.for_each_term(|ord, bytes| {
+                    if let Some(slot) = terms.get_mut(ord as usize) {
+                        *slot = Some(Arc::from(String::from_utf8_lossy(bytes).as_ref()));
+                    }
+                })?;
+            }
         }
         Ok(())
     }
