@@ -41,9 +41,10 @@ const MAGIC: u32 = 0x3244_4954; // "TID2"
 const FOOTER_LEN: usize = 8;
 /// Documents per compressed block.
 const BLOCK_DOCS: usize = 64;
-/// The longest id a block may hold: OpenSearch's limit is 512 bytes, a block of longer ones is
-/// corrupt (and never makes the reader allocate more than this bound).
-const MAX_ID_LEN: usize = 512;
+/// The longest id a block holds: OpenSearch's limit, which the REST layer enforces. A longer
+/// one (a script can set any `_id`) is left to the document store, so that it never fails a
+/// flush; the reader refuses a block claiming more, and never allocates beyond this bound.
+const MAX_ID_LEN: usize = tessera_common::ids::MAX_ID_BYTES;
 
 fn component() -> SegmentComponent {
     SegmentComponent::Custom(EXTENSION.to_string())
@@ -89,7 +90,7 @@ impl SegmentPlugin for IdsPlugin {
                     if block.index != Some(index) {
                         block = source.block(index)?;
                     }
-                    ids.push(block.id(doc as usize % BLOCK_DOCS))?;
+                    ids.push(block.id(doc as usize % BLOCK_DOCS));
                 }
             }
         }
@@ -120,17 +121,15 @@ impl Default for IdsBuffer {
 }
 
 impl IdsBuffer {
-    fn push(&mut self, id: &[u8]) -> tantivy::Result<()> {
-        if id.len() > MAX_ID_LEN {
-            return Err(corrupt(format!("an id of {} bytes", id.len())));
-        }
+    /// Appends the next document's id (empty: none here, the store has it).
+    fn push(&mut self, id: &[u8]) {
+        let id = if id.len() > MAX_ID_LEN { &[] } else { id };
         self.lengths.push(id.len() as u16);
         self.pending.extend_from_slice(id);
         self.docs += 1;
         if self.lengths.len() == BLOCK_DOCS {
             self.flush_block();
         }
-        Ok(())
     }
 
     fn flush_block(&mut self) {
@@ -208,7 +207,8 @@ impl PluginWriter for IdsWriter {
             )));
         }
         let id = self.id_of(doc).unwrap_or_default();
-        self.ids.push(id.as_bytes())
+        self.ids.push(id.as_bytes());
+        Ok(())
     }
 
     fn serialize(
@@ -473,7 +473,7 @@ mod tests {
     fn file(ids: &[&str]) -> Vec<u8> {
         let mut buffer = IdsBuffer::default();
         for id in ids {
-            buffer.push(str::as_bytes(id)).unwrap();
+            buffer.push(str::as_bytes(id));
         }
         buffer.finish()
     }
@@ -525,7 +525,10 @@ mod tests {
         flipped[6] ^= 0xff;
         let ids = SegmentIds::from_bytes(OwnedBytes::new(flipped)).unwrap();
         let _ = ids.id(1);
-        // an id longer than OpenSearch allows is refused when written
-        assert!(IdsBuffer::default().push(&[b'x'; 513]).is_err());
+        // an id longer than OpenSearch allows is left to the store, and its neighbours kept
+        let long = "x".repeat(513);
+        let ids = SegmentIds::from_bytes(OwnedBytes::new(file(&["a", &long, "b"]))).unwrap();
+        let read: Vec<_> = (0..3).map(|doc| ids.id(doc).unwrap()).collect();
+        assert_eq!(read, [Some("a".to_string()), None, Some("b".to_string())]);
     }
 }

@@ -84,7 +84,7 @@ mod tests {
     use tessera_mapping::{FieldTable, Mapping};
 
     /// A one-segment snapshot of `docs` (id, routing), its index with the ids plugin or not.
-    fn snapshot(with_ids: bool, docs: &[(&str, Option<&str>)]) -> ShardSnapshot {
+    fn shard_snapshot(with_ids: bool, docs: &[(&str, Option<&str>)]) -> ShardSnapshot {
         let mapping = Mapping::parse(&json!({"properties": {"k": {"type": "keyword"}}})).unwrap();
         let (table, _) = FieldTable::build(&mapping, None).unwrap();
         let mut builder = Index::builder().schema(table.schema().clone());
@@ -152,7 +152,7 @@ mod tests {
             ]
         };
         for with_ids in [true, false] {
-            let snapshot = snapshot(with_ids, &docs);
+            let snapshot = shard_snapshot(with_ids, &docs);
             let mut metas = HitMetas::new(&snapshot);
             assert_eq!(metas.id(0, 1).unwrap().is_some(), with_ids);
             assert!(metas.routed(0).unwrap());
@@ -161,11 +161,21 @@ mod tests {
             }
         }
         // a segment without a routed document shows none without reading the store
-        let snapshot = snapshot(true, &[("x", None)]);
+        let snapshot = shard_snapshot(true, &[("x", None)]);
         assert!(!HitMetas::new(&snapshot).routed(0).unwrap());
         assert_eq!(
             fetch(&snapshot, false),
             vec![(Some("x".into()), None, false)]
+        );
+        // an id longer than the ids file holds (a script may set one) comes from the store
+        let long = "l".repeat(600);
+        let with_long = shard_snapshot(true, &[(long.as_str(), None), ("y", None)]);
+        assert_eq!(
+            fetch(&with_long, false),
+            vec![
+                (Some(long.clone()), None, false),
+                (Some("y".into()), None, false)
+            ]
         );
     }
 }
