@@ -3,8 +3,8 @@
 //!
 //! The node is `$TESSERA_BENCH_TARGET` (any OpenSearch-compatible endpoint, e.g. a reference
 //! OpenSearch), else a `tessera` started from `$TESSERA_BIN` as
-//! `$TESSERA_BIN serve --port <free port> --data <temp dir>`; with neither set the test prints
-//! why and passes (CI sets one of them).
+//! `$TESSERA_BIN serve --port <free port> --data <temp dir> -c <the repository's
+//! tests/test-node.yml>`; with neither set the test prints why and passes (CI sets one of them).
 
 use clap::Parser;
 use serde_json::Value;
@@ -48,9 +48,14 @@ fn free_port() -> u16 {
 fn start_tessera(bin: &str) -> Node {
     let data = tempfile::tempdir().unwrap();
     let port = free_port();
+    // the settings every test node starts with (the repository's tests/test-node.yml)
+    let config = data.path().join("tessera.yml");
+    std::fs::write(&config, include_str!("../../../tests/test-node.yml")).unwrap();
     let child = Command::new(bin)
         .args(["serve", "--port", &port.to_string(), "--data"])
-        .arg(data.path())
+        .arg(data.path().join("data"))
+        .arg("-c")
+        .arg(&config)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()

@@ -97,7 +97,10 @@ pub fn node_config(
     let mut c = format!(
         "cluster.name: {CLUSTER_NAME}\nnode.name: {name}\ncluster.coordination.etcd: {etcd}\n\
          network.host: 127.0.0.1\nhttp.port: {http_port}\ntransport.port: {transport_port}\n\
-         path.data: {}\n",
+         path.data: {}\n\
+         # a throwaway cluster in a temp dir: a host disk that is mostly full of other things\n\
+         # must not turn its index read-only in the middle of a run\n\
+         cluster.routing.allocation.disk.threshold_enabled: false\n",
         data.display()
     );
     if coordinating_only {

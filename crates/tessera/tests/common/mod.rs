@@ -165,12 +165,15 @@ pub fn basic_auth(user: &str, password: &str) -> String {
     out
 }
 
+/// The lines every test node's config file starts with (see the file).
+pub const TEST_NODE_SETTINGS: &str = include_str!("../../../../tests/test-node.yml");
+
 /// A `tessera serve` child process with its own temporary data directory.
 pub struct Node {
     dir: TempDir,
     child: Option<Child>,
     port: u16,
-    config_file: Option<PathBuf>,
+    config_file: PathBuf,
     agent: ureq::Agent,
     starts: u32,
     secure: Secure,
@@ -208,11 +211,9 @@ impl Node {
         let data = dir.path().join("data");
         std::fs::create_dir_all(&data).expect("create the data directory");
         prepare(&data);
-        let config_file = config.map(|text| {
-            let path = dir.path().join("tessera.yml");
-            std::fs::write(&path, text).expect("write the config file");
-            path
-        });
+        let config_file = dir.path().join("tessera.yml");
+        let text = format!("{TEST_NODE_SETTINGS}{}", config.unwrap_or(""));
+        std::fs::write(&config_file, text).expect("write the config file");
         let mut node = Node {
             dir,
             child: None,
@@ -305,15 +306,12 @@ impl Node {
             .arg(self.port.to_string())
             .arg("--data")
             .arg(self.data_dir());
-        let names_itself = self.config_file.as_ref().is_some_and(|path| {
-            std::fs::read_to_string(path).is_ok_and(|text| text.contains("node.name:"))
-        });
+        let names_itself = std::fs::read_to_string(&self.config_file)
+            .is_ok_and(|text| text.contains("node.name:"));
         if !names_itself {
             command.arg("--node-name").arg("test-node");
         }
-        if let Some(config) = &self.config_file {
-            command.arg("-c").arg(config);
-        }
+        command.arg("-c").arg(&self.config_file);
         let child = command
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
