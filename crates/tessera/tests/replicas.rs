@@ -387,6 +387,8 @@ fn failover_trial(rng: &mut Rng, kill_manager: bool) {
     let stop = std::sync::atomic::AtomicBool::new(false);
     let search_failures = std::sync::Mutex::new(Vec::<Value>::new());
     std::thread::scope(|scope| {
+        // a failed assertion below must stop the searcher too, or the scope waits for it forever
+        let _stop_on_unwind = StopOnDrop(&stop);
         let node = cluster.node(coordinator);
         scope.spawn(|| {
             use std::sync::atomic::Ordering::SeqCst;
@@ -487,6 +489,15 @@ fn a_killed_node_loses_no_acknowledged_write_and_its_copies_catch_up() {
         // the first trial kills the manager, the others whichever node the seed picks
         eprintln!("failover trial {trial}");
         failover_trial(&mut rng, trial == 0);
+    }
+}
+
+/// Sets its flag when dropped, as a scope unwinds.
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
