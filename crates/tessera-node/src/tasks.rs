@@ -338,7 +338,8 @@ impl TaskGuard {
         let Some(manager) = self.manager.upgrade() else {
             return;
         };
-        manager.running.lock().unwrap().remove(&self.task.id);
+        // the result is kept before the task leaves the running ones: a `GET _tasks/{id}` in
+        // between finds one or the other, never neither
         if keep {
             let mut answer = json!({
                 "completed": true,
@@ -350,6 +351,7 @@ impl TaskGuard {
             }
             manager.keep(self.task.id, answer);
         }
+        manager.running.lock().unwrap().remove(&self.task.id);
     }
 }
 
