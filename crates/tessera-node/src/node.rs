@@ -2048,6 +2048,7 @@ pub(crate) fn test_node(dir: &Path) -> Arc<Node> {
             merge_threads: 1,
             scripts: Default::default(),
         },
+        cluster_setting_defaults: crate::disk::one_free_byte(),
         ..NodeConfig::default()
     })
     .unwrap();

@@ -360,6 +360,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let node = Node::start(NodeConfig {
             data_path: dir.path().join("data"),
+            cluster_setting_defaults: tessera_node::disk::one_free_byte(),
             ..NodeConfig::default()
         })
         .unwrap();

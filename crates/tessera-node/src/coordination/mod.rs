@@ -963,6 +963,7 @@ mod tests {
                     merge_threads: 1,
                     scripts: Default::default(),
                 },
+                cluster_setting_defaults: crate::disk::one_free_byte(),
                 ..NodeConfig::default()
             },
             store.clone(),

@@ -512,6 +512,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = || NodeConfig {
             data_path: dir.path().join("data"),
+            cluster_setting_defaults: tessera_node::disk::one_free_byte(),
             ..NodeConfig::default()
         };
         let node = Node::start(config()).unwrap();
