@@ -16,6 +16,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 use tessera_common::error::json_token;
+use tessera_common::ids::{index_id_problems, MAX_ID_BYTES};
 use tessera_common::{Error, Result};
 use tessera_index::{Conditions, DocWrite};
 use tessera_script::Value as ScriptValue;
@@ -283,6 +284,11 @@ pub fn reindex(node: &Arc<Node>, body: &Value, mut options: Options) -> Result<B
                     routing,
                     conditions,
                 },
+                // OpenSearch's bulk validation refuses the whole request for a long id
+                HitOp::Index if id.as_deref().is_some_and(|id| id.len() > MAX_ID_BYTES) => {
+                    let problems = index_id_problems(id.as_deref().unwrap_or_default());
+                    return Err(Error::action_request_validation(&problems));
+                }
                 HitOp::Index => DocWrite::Index {
                     id,
                     auto_generated_id: false,

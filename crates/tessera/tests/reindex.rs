@@ -241,6 +241,25 @@ fn scripts_rewrite_documents_and_the_rest_is_refused() {
         json!({"n": 40})
     );
     assert_eq!(node.get("/zero/_count").ok().json()["count"], 1);
+    // an id a script makes longer than 512 bytes fails the request, as OpenSearch's bulk
+    // validation does, and writes nothing
+    let long = node
+        .post(
+            "/_reindex",
+            &json!({"source": {"index": "docs"}, "dest": {"index": "long"},
+                    "script": {"source": "if (ctx._source.n == 40) { String s = ''; for (int i = 0; i < 600; i++) { s += 'x'; } ctx._id = s }"}}),
+        )
+        .expect_error(400, "action_request_validation_exception");
+    let reason = long["error"]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("Validation Failed: 1: id [xxx"),
+        "{reason}"
+    );
+    assert!(
+        reason.ends_with("is too long, must be no longer than 512 bytes but was: 600;"),
+        "{reason}"
+    );
+    assert_eq!(node.get("/long").status, 404);
     // a script that fails fails the request, and writes nothing
     node.post(
         "/docs/_update_by_query",
