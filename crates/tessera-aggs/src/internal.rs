@@ -266,6 +266,8 @@ impl InternalAgg {
             AggKind::GeoGrid(_) => InternalAgg::GeoGrid(InternalGeoGrid::default()),
             AggKind::Filter(_)
             | AggKind::Missing(_)
+            | AggKind::Sampler(_)
+            | AggKind::DiversifiedSampler(_)
             | AggKind::Global
             | AggKind::Nested(_)
             | AggKind::ReverseNested(_) => {
@@ -420,6 +422,8 @@ impl InternalAgg {
             (InternalAgg::RareTerms(t), _) => t.typed_name(),
             (_, AggKind::Percentiles(_)) => "tdigest_percentiles",
             (_, AggKind::PercentileRanks(_)) => "tdigest_percentile_ranks",
+            // a diversified sample is a sample
+            (_, AggKind::DiversifiedSampler(_)) => "sampler",
             (_, kind) => kind.type_name(),
         }
     }

@@ -30,6 +30,7 @@ mod script_values;
 mod test_util;
 pub mod values;
 
+pub use bucket::sampler::needs_single_slice;
 pub use internal::{
     too_many_buckets, InternalAgg, InternalAggregations, RenderContext, ShardFinish,
     DEFAULT_MAX_BUCKETS,

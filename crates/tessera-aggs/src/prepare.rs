@@ -46,11 +46,14 @@ pub struct AggContext<'a> {
     pub script_failures: tessera_query::compile::QueryFailures,
 }
 
-/// Whether some aggregation in `requests` shows or sorts by scores (top_hits): the shard then
+/// Whether some aggregation in `requests` shows, sorts or samples by scores (top_hits,
+/// samplers): the shard then
 /// works out [`AggContext::constant_score`], or scores the matches of a scored query.
 pub fn needs_scores(requests: &[AggRequest]) -> bool {
-    requests.iter().any(|r| {
-        matches!(&r.kind, AggKind::TopHits(top) if top.uses_scores()) || needs_scores(&r.subs)
+    requests.iter().any(|r| match &r.kind {
+        AggKind::TopHits(top) => top.uses_scores(),
+        AggKind::Sampler(_) | AggKind::DiversifiedSampler(_) => true,
+        _ => needs_scores(&r.subs),
     })
 }
 
@@ -113,6 +116,8 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext, scope: Option<&str>) -> R
         AggKind::Filters(r) => bucket::filter::filters_factory(r, ctx)?,
         AggKind::AdjacencyMatrix(r) => bucket::adjacency_matrix::factory(r, ctx)?,
         AggKind::Missing(r) => bucket::missing::factory(request, r, ctx)?,
+        AggKind::Sampler(r) => bucket::sampler::sampler_factory(request, r, ctx)?,
+        AggKind::DiversifiedSampler(r) => bucket::sampler::diversified_factory(request, r, ctx)?,
         AggKind::Global => bucket::filter::global_factory(ctx),
         AggKind::Nested(r) => bucket::nested::nested_factory(&request.name, r, ctx.table, scope)?,
         AggKind::ReverseNested(r) => {
@@ -156,14 +161,7 @@ fn prepare_one(request: &AggRequest, ctx: &AggContext, scope: Option<&str>) -> R
     Ok(Prepared {
         name: request.name.clone(),
         factory,
-        single_bucket: matches!(
-            request.kind,
-            AggKind::Filter(_)
-                | AggKind::Missing(_)
-                | AggKind::Global
-                | AggKind::Nested(_)
-                | AggKind::ReverseNested(_)
-        ),
+        single_bucket: request.kind.is_single_bucket(),
         subs,
     })
 }

@@ -64,6 +64,8 @@ pub enum AggKind {
     Filters(FiltersRequest),
     AdjacencyMatrix(AdjacencyMatrixRequest),
     Missing(MissingRequest),
+    Sampler(crate::bucket::sampler::SamplerRequest),
+    DiversifiedSampler(crate::bucket::sampler::DiversifiedSamplerRequest),
     Global,
     Nested(crate::bucket::nested::NestedRequest),
     ReverseNested(crate::bucket::nested::ReverseNestedRequest),
@@ -113,6 +115,8 @@ impl AggKind {
             AggKind::Filters(_) => "filters",
             AggKind::AdjacencyMatrix(_) => "adjacency_matrix",
             AggKind::Missing(_) => "missing",
+            AggKind::Sampler(_) => "sampler",
+            AggKind::DiversifiedSampler(_) => "diversified_sampler",
             AggKind::Global => "global",
             AggKind::Nested(_) => "nested",
             AggKind::ReverseNested(_) => "reverse_nested",
@@ -167,10 +171,27 @@ impl AggKind {
             | AggKind::Filter(_)
             | AggKind::Filters(_)
             | AggKind::Missing(_)
+            | AggKind::Sampler(_)
+            | AggKind::DiversifiedSampler(_)
             | AggKind::Global
             | AggKind::Nested(_)
             | AggKind::ReverseNested(_) => None,
         }
+    }
+
+    /// Whether the aggregation always makes exactly one bucket (its sub-aggregations then have
+    /// one parent, and a bucket order may name it in a path).
+    pub fn is_single_bucket(&self) -> bool {
+        matches!(
+            self,
+            AggKind::Filter(_)
+                | AggKind::Missing(_)
+                | AggKind::Sampler(_)
+                | AggKind::DiversifiedSampler(_)
+                | AggKind::Global
+                | AggKind::Nested(_)
+                | AggKind::ReverseNested(_)
+        )
     }
 
     /// Whether a multi-value metric has a value called `metric`.
@@ -188,10 +209,8 @@ impl AggKind {
 /// silently missing result.
 const UNSUPPORTED_TYPES: &[&str] = &[
     "children",
-    "diversified_sampler",
     "matrix_stats",
     "moving_avg",
-    "sampler",
     "significant_text",
     "variable_width_histogram",
 ];
@@ -408,6 +427,13 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
             AggKind::AdjacencyMatrix(AdjacencyMatrixRequest::parse(name, &object(body)?)?)
         }
         "missing" => AggKind::Missing(MissingRequest::parse(&object(body)?)?),
+        "sampler" => AggKind::Sampler(crate::bucket::sampler::SamplerRequest::parse(
+            name,
+            &object(body)?,
+        )?),
+        "diversified_sampler" => AggKind::DiversifiedSampler(
+            crate::bucket::sampler::DiversifiedSamplerRequest::parse(&object(body)?)?,
+        ),
         "nested" => AggKind::Nested(crate::bucket::nested::NestedRequest::parse(name, body)?),
         "reverse_nested" => AggKind::ReverseNested(
             crate::bucket::nested::ReverseNestedRequest::parse(name, body)?,

@@ -663,6 +663,14 @@ impl IpValues {
             .as_ref()
             .is_some_and(|c| c.values_for_doc(doc).next().is_some())
     }
+
+    /// The segment's smallest address (deleted documents included); `None` without values.
+    pub fn min_value(&self) -> Option<Ipv6Addr> {
+        self.column
+            .as_ref()
+            .filter(|c| c.values.num_vals() > 0)
+            .map(|c| c.min_value())
+    }
 }
 
 /// A range field's ranges in one segment, for counting: OpenSearch keeps a document's ranges

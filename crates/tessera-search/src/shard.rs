@@ -252,13 +252,22 @@ impl LocalShard {
     }
 
     /// How many slices this request gets: the index's concurrent search settings over the
-    /// cluster's, and for `auto` the work and the node's load (see [`crate::concurrent`]).
+    /// cluster's, and for `auto` the work and the node's load (see [`crate::concurrent`]). A
+    /// sampler aggregation keeps the best documents of the whole shard: its requests run on one
+    /// slice, as OpenSearch runs them without concurrent segment search.
     fn slice_count(
         &self,
         phase: &QueryPhase,
         meta: &IndexMetadata,
         search: &SearchRequest,
     ) -> usize {
+        if search
+            .aggs
+            .as_deref()
+            .is_some_and(tessera_aggs::needs_single_slice)
+        {
+            return 1;
+        }
         match Self::concurrency(meta, search) {
             (ConcurrentMode::None, _) => 1,
             // 0 = Lucene's heuristic, in `plan_slices`

@@ -477,6 +477,8 @@ pub(crate) fn parent_error(parent: &AggKind) -> Error {
         AggKind::Filter(_) => "FilterAggregatorFactory".to_string(),
         AggKind::Filters(_) => "FiltersAggregatorFactory".to_string(),
         AggKind::Missing(_) => "MissingAggregatorFactory".to_string(),
+        AggKind::Sampler(_) => "SamplerAggregatorFactory".to_string(),
+        AggKind::DiversifiedSampler(_) => "DiversifiedAggregatorFactory".to_string(),
         AggKind::Global => "GlobalAggregatorFactory".to_string(),
         AggKind::Nested(_) => "NestedAggregatorFactory".to_string(),
         AggKind::ReverseNested(_) => "ReverseNestedAggregatorFactory".to_string(),

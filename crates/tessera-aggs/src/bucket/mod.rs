@@ -17,6 +17,7 @@ pub mod order;
 pub mod range;
 pub mod range_histogram;
 pub mod rare_terms;
+pub mod sampler;
 mod script_terms;
 pub mod significant_terms;
 pub mod terms;

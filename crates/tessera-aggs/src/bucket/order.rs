@@ -7,7 +7,7 @@ use serde_json::Value;
 use tessera_common::{Error, Result};
 
 use crate::internal::InternalAggregations;
-use crate::request::{AggKind, AggRequest, MetricShape};
+use crate::request::{AggRequest, MetricShape};
 
 /// One sort criterion.
 #[derive(Clone, Debug, PartialEq)]
@@ -241,12 +241,7 @@ fn resolve_path<'a>(
                         "Buckets can only be sorted on a sub-aggregator path that is built out of zero or more single-bucket aggregations within the path and a final single-bucket or a metrics aggregation at the path end.".into(),
                     ))
                 }
-                (AggKind::Filter(_)
-            | AggKind::Missing(_)
-            | AggKind::Global
-            | AggKind::Nested(_)
-            | AggKind::ReverseNested(_), _)
-                    if key.is_none() => {}
+                (kind, _) if kind.is_single_bucket() && key.is_none() => {}
                 _ => {
                     return Err(invalid_path(
                         path,
@@ -255,14 +250,7 @@ fn resolve_path<'a>(
                 }
             }
         } else {
-            if !matches!(
-                request.kind,
-                AggKind::Filter(_)
-                    | AggKind::Missing(_)
-                    | AggKind::Global
-                    | AggKind::Nested(_)
-                    | AggKind::ReverseNested(_)
-            ) {
+            if !request.kind.is_single_bucket() {
                 return Err(invalid_path(
                     path,
                     format!("Buckets can only be sorted on a sub-aggregator path that is built out of zero or more single-bucket aggregations within the path and a final single-bucket or a metrics aggregation at the path end. Sub-path [{name}] points to non single-bucket aggregation"),

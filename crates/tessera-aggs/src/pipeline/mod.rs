@@ -108,19 +108,8 @@ fn is_histogram(kind: &AggKind) -> bool {
     )
 }
 
-fn is_single_bucket(kind: &AggKind) -> bool {
-    matches!(
-        kind,
-        AggKind::Filter(_)
-            | AggKind::Missing(_)
-            | AggKind::Global
-            | AggKind::Nested(_)
-            | AggKind::ReverseNested(_)
-    )
-}
-
 fn is_multi_bucket(kind: &AggKind) -> bool {
-    kind.is_bucket() && !is_single_bucket(kind)
+    kind.is_bucket() && !kind.is_single_bucket()
 }
 
 /// Checks every pipeline of the tree before anything runs, with OpenSearch's request
@@ -318,7 +307,7 @@ fn apply_level(
 
 /// Runs the pipelines declared inside `agg` (and below) on its rendered `result`.
 fn apply_in_agg(result: &mut Map<String, Value>, agg: &AggRequest, typed_keys: bool) -> Result<()> {
-    if is_single_bucket(&agg.kind) {
+    if agg.kind.is_single_bucket() {
         return apply_level(result, &agg.subs, &agg.pipelines, typed_keys);
     }
     // the buckets' own sub-aggregations first
