@@ -34,6 +34,13 @@ use crate::values::{Accepts, IpValues, KeywordValues, NumericValues, ValueSource
 /// OpenSearch's default sample size per shard.
 const DEFAULT_SHARD_SIZE: i64 = 100;
 
+/// What one sampled document holds (its entries in the sample, in its key's group and in the
+/// replay list), charged to the request's circuit breaker [`CHARGE_CHUNK`] documents at a time
+/// as samples grow: a large `shard_size` under a many-bucket parent must trip the breaker
+/// rather than exhaust the node.
+const SAMPLED_BYTES: u64 = 96;
+const CHARGE_CHUNK: usize = 1024;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SamplerRequest {
     pub shard_size: i64,
@@ -305,6 +312,7 @@ impl SamplerFactory {
             block_scores: Vec::new(),
             failure: None,
             replayed: false,
+            kept: 0,
             subs,
         }))
     }
@@ -521,6 +529,8 @@ struct SamplerCollector {
     /// The first failure (a multi-valued key), reported when the segment ends.
     failure: Option<Error>,
     replayed: bool,
+    /// Documents the samples have grown by (evictions from a full sample do not count).
+    kept: usize,
     subs: SubCollectors,
 }
 
@@ -561,13 +571,24 @@ impl Collector for SamplerCollector {
             };
             let keys = &mut self.diversity;
             let max_per_key = keys.as_ref().map(|k| k.max_per_key);
-            let offered = self.samples[parent].offer(hit, self.shard_size, max_per_key, |seen| {
+            let sample = &mut self.samples[parent];
+            let before = sample.best.len();
+            let offered = sample.offer(hit, self.shard_size, max_per_key, |seen| {
                 keys.as_mut()
                     .map_or(Ok(Key::Missing), |keys| keys.key(doc, seen))
             });
             if let Err(e) = offered {
                 self.failure = Some(e);
                 return;
+            }
+            if sample.best.len() > before {
+                self.kept += 1;
+                if self.kept.is_multiple_of(CHARGE_CHUNK) {
+                    tessera_common::breaker::charge_current(
+                        CHARGE_CHUNK as u64 * SAMPLED_BYTES,
+                        tessera_common::breaker::REUSED_ARRAYS,
+                    );
+                }
             }
         }
     }
@@ -879,6 +900,49 @@ mod tests {
         assert!(run(serde_json::json!({"s": {"sampler": {"shard_size": 0},
             "aggs": {"c": {"value_count": {"field": "k"}}}}}))
         .starts_with("numHits must be > 0"));
+    }
+
+    #[test]
+    fn a_growing_sample_is_charged_to_the_request_breaker() {
+        use std::sync::Arc;
+        use tessera_common::breaker::{enter, CircuitBreakerService};
+
+        let docs: Vec<Value> = (0..3 * CHARGE_CHUNK)
+            .map(|n| serde_json::json!({"n": n}))
+            .collect();
+        let shard = crate::test_util::TestShard::new(
+            serde_json::json!({"properties": {"n": {"type": "long"}}}),
+            &docs,
+            1,
+        );
+        let service = Arc::new(CircuitBreakerService::new(1 << 30));
+        let chunk = CHARGE_CHUNK as u64 * SAMPLED_BYTES;
+        service
+            .set_limits(&(2 * chunk + chunk / 2).to_string(), "100%")
+            .unwrap();
+        let sampler = |size: usize| {
+            serde_json::json!({"s": {"sampler": {"shard_size": size},
+                "aggs": {"m": {"max": {"field": "n"}}}}})
+        };
+        let request = service.request();
+        {
+            let _current = enter(Some(request.clone()));
+            // a sample of two chunks fits
+            shard.try_run(&sampler(2 * CHARGE_CHUNK), 1, 0).unwrap();
+            assert_eq!(request.held(), 2 * chunk);
+            assert!(request.tripped().is_none());
+        }
+        drop(request);
+        let request = service.request();
+        {
+            let _current = enter(Some(request.clone()));
+            // a third chunk passes the limit
+            let _ = shard.try_run(&sampler(3 * CHARGE_CHUNK), 1, 0);
+            let e = request.tripped().expect("the sample trips the breaker");
+            assert_eq!(e.kind(), "circuit_breaking_exception");
+        }
+        drop(request);
+        assert_eq!(service.used(), 0);
     }
 
     #[test]
