@@ -47,8 +47,8 @@ pub struct AggContext<'a> {
 }
 
 /// Whether some aggregation in `requests` shows, sorts or samples by scores (top_hits,
-/// samplers): the shard then
-/// works out [`AggContext::constant_score`], or scores the matches of a scored query.
+/// samplers): the shard then works out [`AggContext::constant_score`], or scores the matches
+/// of a scored query.
 pub fn needs_scores(requests: &[AggRequest]) -> bool {
     requests.iter().any(|r| match &r.kind {
         AggKind::TopHits(top) => top.uses_scores(),

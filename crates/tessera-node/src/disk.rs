@@ -97,7 +97,6 @@ impl Watermark {
     }
 }
 
-/// The registry's validation of the watermark settings.
 /// Watermarks that ask for one free byte, as node defaults for nodes in tests: like
 /// OpenSearch's test clusters, a test must not fail because the machine's disk is past 95%.
 pub fn one_free_byte() -> tessera_common::settings::Settings {
@@ -108,6 +107,7 @@ pub fn one_free_byte() -> tessera_common::settings::Settings {
     settings
 }
 
+/// The registry's validation of the watermark settings.
 pub fn check_watermark(key: &str, value: &str) -> Result<()> {
     Watermark::parse(key, value).map(|_| ())
 }
