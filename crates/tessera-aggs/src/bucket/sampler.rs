@@ -256,6 +256,7 @@ enum Key {
     Missing,
 }
 
+#[derive(Clone)]
 struct Diversity {
     source: ValueSource,
     max_per_key: usize,
@@ -273,34 +274,26 @@ struct SamplerFactory {
 }
 
 impl Factory for SamplerFactory {
-    fn collector(&self, subs: SubCollectors, single_parent: bool) -> Result<Box<dyn Collector>> {
-        self.make(subs, single_parent, None)
+    fn collector(&self, subs: SubCollectors, _single_parent: bool) -> Result<Box<dyn Collector>> {
+        self.make(subs, None)
     }
 
     fn scored_collector(
         &self,
         subs: SubCollectors,
-        single_parent: bool,
+        _single_parent: bool,
         scores: &BlockScores,
     ) -> Result<Box<dyn Collector>> {
-        self.make(subs, single_parent, Some(scores.clone()))
+        self.make(subs, Some(scores.clone()))
     }
 }
 
 impl SamplerFactory {
-    fn make(
-        &self,
-        subs: SubCollectors,
-        _single_parent: bool,
-        scores: Option<BlockScores>,
-    ) -> Result<Box<dyn Collector>> {
+    fn make(&self, subs: SubCollectors, scores: Option<BlockScores>) -> Result<Box<dyn Collector>> {
         Ok(Box::new(SamplerCollector {
             shard_size: self.shard_size,
-            diversity: self.diversity.as_ref().map(|d| KeySource {
-                source: d.source.clone(),
-                max_per_key: d.max_per_key,
-                missing: d.missing.clone(),
-                by_first_seen: d.by_first_seen,
+            diversity: self.diversity.clone().map(|rules| KeySource {
+                rules,
                 values: None,
                 cached: HashMap::new(),
             }),
@@ -415,10 +408,7 @@ impl Sample {
 
 /// Reads the diversity key of documents in the current segment.
 struct KeySource {
-    source: ValueSource,
-    max_per_key: usize,
-    missing: Key,
-    by_first_seen: bool,
+    rules: Diversity,
     values: Option<KeyValues>,
     /// The current segment's keyword ordinals already resolved to their terms.
     cached: HashMap<u64, Box<[u8]>>,
@@ -438,14 +428,11 @@ fn multi_valued() -> Error {
 impl KeySource {
     fn set_segment(&mut self, reader: &SegmentReader) -> Result<()> {
         self.cached.clear();
-        self.values = Some(match &self.source {
-            ValueSource::Keyword { .. } => {
-                KeyValues::Keyword(KeywordValues::open(&self.source, reader)?)
-            }
-            ValueSource::Ip { .. } => KeyValues::Ip(IpValues::open(&self.source, reader)?),
-            ValueSource::Numeric { .. } => {
-                KeyValues::Numeric(NumericValues::open(&self.source, reader)?)
-            }
+        let source = &self.rules.source;
+        self.values = Some(match source {
+            ValueSource::Keyword { .. } => KeyValues::Keyword(KeywordValues::open(source, reader)?),
+            ValueSource::Ip { .. } => KeyValues::Ip(IpValues::open(source, reader)?),
+            ValueSource::Numeric { .. } => KeyValues::Numeric(NumericValues::open(source, reader)?),
             _ => {
                 return Err(Error::illegal_state(
                     "a diversified sample over an unknown source",
@@ -461,7 +448,7 @@ impl KeySource {
         let mut term: Option<Box<[u8]>> = None;
         let mut count = 0;
         match self.values.as_mut() {
-            None => return Ok(self.missing.clone()),
+            None => return Ok(self.rules.missing.clone()),
             Some(KeyValues::Numeric(values)) => {
                 let mut number = 0;
                 values.for_each_i64(&docs, |_, v| {
@@ -469,7 +456,7 @@ impl KeySource {
                     number = v;
                 });
                 return match count {
-                    0 => Ok(self.missing.clone()),
+                    0 => Ok(self.rules.missing.clone()),
                     1 => Ok(Key::Number(number)),
                     _ => Err(multi_valued()),
                 };
@@ -503,8 +490,8 @@ impl KeySource {
             }
         }
         match (count, term) {
-            (0, _) => Ok(self.missing.clone()),
-            (1, Some(term)) if self.by_first_seen => {
+            (0, _) => Ok(self.rules.missing.clone()),
+            (1, Some(term)) if self.rules.by_first_seen => {
                 let next = first_seen.len() as i64;
                 Ok(Key::Number(*first_seen.entry(term).or_insert(next)))
             }
@@ -570,7 +557,7 @@ impl Collector for SamplerCollector {
                 doc,
             };
             let keys = &mut self.diversity;
-            let max_per_key = keys.as_ref().map(|k| k.max_per_key);
+            let max_per_key = keys.as_ref().map(|k| k.rules.max_per_key);
             let sample = &mut self.samples[parent];
             let before = sample.best.len();
             let offered = sample.offer(hit, self.shard_size, max_per_key, |seen| {
