@@ -42,12 +42,21 @@ pub fn analyzer(name: &str) -> Option<TextAnalyzer> {
 
 /// The terms of `text` with their positions, as the analyzer `name` produces them.
 pub fn analyze(name: &str, text: &str) -> Vec<(usize, String)> {
+    tokens(name, text)
+        .into_iter()
+        .map(|token| (token.position, token.text))
+        .collect()
+}
+
+/// The tokens of `text` as the analyzer `name` produces them: term, position and byte
+/// offsets into `text` (an unknown name analyzes as `standard`).
+pub fn tokens(name: &str, text: &str) -> Vec<Token> {
     let mut analyzer =
         analyzer(name).unwrap_or_else(|| TextAnalyzer::from(StandardTokenizer::default()));
     let mut stream = analyzer.token_stream(text);
     let mut out = Vec::new();
     while let Some(token) = stream.next() {
-        out.push((token.position, token.text.clone()));
+        out.push(token.clone());
     }
     out
 }

@@ -12,6 +12,7 @@
 //! the kept expansions, as in OpenSearch.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use levenshtein_automata::{Distance, LevenshteinAutomatonBuilder, DFA, SINK_STATE};
 use tantivy::query::{
@@ -59,50 +60,99 @@ impl BlendedFuzzyQuery {
 
     /// The kept expansions: term text and similarity, best first.
     fn expansions(&self, searcher: &Searcher) -> tantivy::Result<Vec<(Vec<u8>, f32)>> {
-        let split = self
-            .text
-            .char_indices()
-            .nth(self.prefix_length as usize)
-            .map_or(self.text.len(), |(at, _)| at);
-        let (prefix, rest) = self.text.split_at(split);
-        let dfa =
-            LevenshteinAutomatonBuilder::new(self.distance, self.transpositions).build_dfa(rest);
-        let automaton = PrefixedDfa {
-            prefix: prefix.as_bytes(),
-            dfa: &dfa,
+        let automaton = FuzzyAutomaton {
+            text: &self.text,
+            distance: self.distance,
+            prefix_length: self.prefix_length,
+            transpositions: self.transpositions,
         };
-        let query_length = self.text.chars().count();
-        // each term once, whichever segments hold it
-        let mut found: BTreeMap<Vec<u8>, f32> = BTreeMap::new();
-        for segment in searcher.segment_readers() {
-            let inverted = segment.inverted_index(self.field)?;
-            let mut stream = inverted.terms().search(&automaton).into_stream()?;
-            while stream.advance() {
-                let term = stream.key();
-                if found.contains_key(term) {
-                    continue;
-                }
-                let Distance::Exact(edits) = dfa.eval(&term[prefix.len()..]) else {
-                    continue;
-                };
-                let Ok(text) = std::str::from_utf8(term) else {
-                    continue;
-                };
-                let similarity = if edits == 0 {
-                    1.0
-                } else {
-                    let shorter = text.chars().count().min(query_length).max(1);
-                    1.0 - edits as f32 / shorter as f32
-                };
-                found.insert(term.to_vec(), similarity);
-            }
-        }
-        let mut kept: Vec<(Vec<u8>, f32)> = found.into_iter().collect();
+        let mut kept: Vec<(Vec<u8>, f32)> = fuzzy_candidates(searcher, self.field, &automaton)?
+            .into_iter()
+            .map(|c| (c.term, c.similarity))
+            .collect();
         // the most similar first, then term order (Lucene's queue of top terms)
         kept.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         kept.truncate(self.max_expansions.max(1) as usize);
         Ok(kept)
     }
+}
+
+/// The terms within an edit distance of a text: what Lucene's `FuzzyTermsEnum` enumerates.
+#[derive(Clone, Copy, Debug)]
+pub struct FuzzyAutomaton<'a> {
+    pub text: &'a str,
+    /// At most 2 (Lucene's largest supported distance).
+    pub distance: u8,
+    /// Leading characters (code points) that must match exactly.
+    pub prefix_length: u32,
+    /// Whether swapping two adjacent characters is one edit.
+    pub transpositions: bool,
+}
+
+/// A term of the shard within a [`FuzzyAutomaton`]'s distance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FuzzyCandidate {
+    pub term: Vec<u8>,
+    /// `1 - edits / min(term length, text length)` in code points (1 for the text itself).
+    pub similarity: f32,
+    /// The term's document frequency on the shard (its segments' summed, deleted documents
+    /// included, as Lucene's `docFreq`).
+    pub doc_freq: u64,
+}
+
+/// The shard's terms of `field` within `automaton`'s distance, each once, in term order
+/// (the shard's segments' terms dictionaries merged, as Lucene's `MultiTerms`).
+pub fn fuzzy_candidates(
+    searcher: &Searcher,
+    field: Field,
+    automaton: &FuzzyAutomaton,
+) -> tantivy::Result<Vec<FuzzyCandidate>> {
+    let text = automaton.text;
+    let split = text
+        .char_indices()
+        .nth(automaton.prefix_length as usize)
+        .map_or(text.len(), |(at, _)| at);
+    let (prefix, rest) = text.split_at(split);
+    let dfa = builder(automaton.distance, automaton.transpositions).build_dfa(rest);
+    let prefixed = PrefixedDfa {
+        prefix: prefix.as_bytes(),
+        dfa: &dfa,
+    };
+    let query_length = text.chars().count();
+    let mut found: BTreeMap<Vec<u8>, FuzzyCandidate> = BTreeMap::new();
+    for segment in searcher.segment_readers() {
+        let inverted = segment.inverted_index(field)?;
+        let mut stream = inverted.terms().search(&prefixed).into_stream()?;
+        while stream.advance() {
+            let term = stream.key();
+            let doc_freq = u64::from(stream.value().doc_freq);
+            if let Some(known) = found.get_mut(term) {
+                known.doc_freq += doc_freq;
+                continue;
+            }
+            let Distance::Exact(edits) = dfa.eval(&term[prefix.len()..]) else {
+                continue;
+            };
+            let Ok(candidate) = std::str::from_utf8(term) else {
+                continue;
+            };
+            let similarity = if edits == 0 {
+                1.0
+            } else {
+                let shorter = candidate.chars().count().min(query_length).max(1);
+                1.0 - edits as f32 / shorter as f32
+            };
+            found.insert(
+                term.to_vec(),
+                FuzzyCandidate {
+                    term: term.to_vec(),
+                    similarity,
+                    doc_freq,
+                },
+            );
+        }
+    }
+    Ok(found.into_values().collect())
 }
 
 impl Query for BlendedFuzzyQuery {
@@ -177,6 +227,19 @@ impl Bm25StatisticsProvider for BlendedDocFreq<'_> {
             self.inner.doc_freq(term)
         }
     }
+}
+
+/// The automaton builder for a distance (its tables take milliseconds to build for distance
+/// 2, so each is built once per process).
+fn builder(distance: u8, transpositions: bool) -> &'static LevenshteinAutomatonBuilder {
+    static BUILDERS: [[OnceLock<LevenshteinAutomatonBuilder>; 2]; 3] = [
+        [OnceLock::new(), OnceLock::new()],
+        [OnceLock::new(), OnceLock::new()],
+        [OnceLock::new(), OnceLock::new()],
+    ];
+    let distance = distance.min(2);
+    BUILDERS[distance as usize][transpositions as usize]
+        .get_or_init(|| LevenshteinAutomatonBuilder::new(distance, transpositions))
 }
 
 /// Terms that start with `prefix` and whose rest `dfa` accepts.

@@ -13,7 +13,7 @@ mod field_stats;
 mod full_text;
 mod function_score;
 mod fuzzy_terms;
-pub use fuzzy_terms::DEFAULT_MAX_EXPANSIONS;
+pub use fuzzy_terms::{fuzzy_candidates, FuzzyAutomaton, FuzzyCandidate, DEFAULT_MAX_EXPANSIONS};
 mod geo;
 mod knn;
 pub mod numeric_script;
