@@ -238,6 +238,10 @@ const SEARCH: &[&str] = &[
     "include_named_queries_score",
     "search_pipeline",
     "stats",
+    "suggest_field",
+    "suggest_text",
+    "suggest_size",
+    "suggest_mode",
 ];
 /// `_search/scroll`.
 const SCROLL: &[&str] = &["scroll", "scroll_id", "rest_total_hits_as_int"];

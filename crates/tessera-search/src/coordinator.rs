@@ -123,6 +123,8 @@ pub struct SearchResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aggregations: Option<Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggest: Option<Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<Value>,
     /// The readers a search on pinned readers ran on, and where its page ended.
     #[serde(skip)]
@@ -165,6 +167,7 @@ impl SearchResponse {
                 hits: Vec::new(),
             },
             aggregations,
+            suggest: None,
             profile: None,
             pinned: None,
         })
@@ -434,6 +437,7 @@ impl Phases<'_> {
             || !crate::can_match::may_skip(&request.query)
             || visits_all_docs
             || pinned
+            || request.suggest.is_some()
         {
             return all;
         }
@@ -577,12 +581,14 @@ pub async fn search(
     let mut copies: BTreeMap<usize, Arc<dyn ShardSearcher>> = BTreeMap::new();
     let mut prefetched: BTreeMap<(usize, u32, u32), crate::fetch::FetchedDoc> = BTreeMap::new();
     let mut shard_aggs = Vec::new();
+    let mut shard_suggests = Vec::new();
     let mut shard_results = Vec::with_capacity(answered.len());
     let mut profiles = Vec::new();
     for a in answered {
         let r = a.result;
         shard_results.push(r.result);
         shard_aggs.extend(r.aggregations);
+        shard_suggests.extend(r.suggest);
         if let Some(profile) = r.profile {
             profiles.push(crate::profile::render_shard(a.copy.as_ref(), &profile));
         }
@@ -619,6 +625,11 @@ pub async fn search(
             )
         }
     };
+    let suggest = request
+        .suggest
+        .as_ref()
+        .map(|suggest| crate::suggest::reduce(suggest, shard_suggests, options.typed_keys))
+        .transpose()?;
     let page: Vec<_> = reduced.hits.iter().skip(request.from).cloned().collect();
 
     // fetch phase: only the final page's hits not fetched with their shard's query (a single
@@ -748,6 +759,7 @@ pub async fn search(
             hits,
         },
         aggregations,
+        suggest,
         profile: request.profile.then(|| json!({ "shards": profiles })),
         pinned,
     })

@@ -30,6 +30,7 @@ pub mod slice;
 pub mod sort;
 pub mod sort_keys;
 pub mod source_fields;
+pub mod suggest;
 pub mod transport;
 pub mod unavailable;
 pub mod url_params;

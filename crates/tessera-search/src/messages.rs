@@ -177,6 +177,8 @@ pub struct QuerySearchResult {
     pub load: Option<crate::search_load::ShardLoad>,
     /// The pinned reader the query ran on (asked for with [`ReaderUse`]).
     pub pinned: Option<ReaderContextId>,
+    /// The shard's suggestions, when the request asks for some.
+    pub suggest: Option<crate::suggest::ShardSuggest>,
 }
 
 /// Hits loaded with their query, keyed by `(segment, doc)`.
@@ -351,6 +353,20 @@ mod tests {
 
     #[test]
     fn query_results_and_errors_cross_the_wire() {
+        use crate::suggest::term::{TermEntry, TermOption};
+        use crate::suggest::{ShardSuggest, ShardSuggestion};
+        let suggest = ShardSuggest {
+            suggestions: vec![ShardSuggestion::Term(vec![TermEntry {
+                text: "quikc".into(),
+                offset: 0,
+                length: 5,
+                options: vec![TermOption {
+                    text: "quick".into(),
+                    score: 0.8,
+                    freq: 3,
+                }],
+            }])],
+        };
         let result = QuerySearchResult {
             result: QueryResult {
                 hits: vec![ShardHit {
@@ -372,12 +388,14 @@ mod tests {
             fetched: None,
             load: None,
             pinned: Some(ReaderContextId { session: 7, id: 4 }),
+            suggest: Some(suggest.clone()),
         };
         let ok: Result<QuerySearchResult> = Ok(result);
         let round: Result<QuerySearchResult> = decode(&encode(&ok).unwrap()).unwrap();
         let round = round.unwrap();
         assert_eq!(round.result.hits[0].doc, 42);
         assert_eq!(round.result.total, 9);
+        assert_eq!(round.suggest, Some(suggest));
         assert_eq!(
             round.context_id,
             Some(ReaderContextId { session: 7, id: 3 })

@@ -105,6 +105,11 @@ pub struct SearchRequest {
     pub rescore: Vec<crate::rescore::Rescorer>,
     /// `collapse`: one hit per value of a field.
     pub collapse: Option<crate::collapse::CollapseSpec>,
+    /// `suggest`: suggestions computed beside the hits.
+    pub suggest: Option<std::sync::Arc<crate::suggest::SuggestRequest>>,
+    /// Whether the request names a query (`query`, or the `q` parameter): a suggestion
+    /// without one, nor aggregations, runs no query (see [`SearchRequest::suggest_only`]).
+    pub query_given: bool,
 }
 
 /// The body's `pit`: a point in time's id, and a new keep-alive for it.
@@ -182,6 +187,8 @@ impl Default for SearchRequest {
             named_queries: Vec::new(),
             rescore: Vec::new(),
             collapse: None,
+            suggest: None,
+            query_given: false,
         }
     }
 }
@@ -384,7 +391,6 @@ fn parse_script_fields(value: &Value) -> Result<Vec<ScriptField>> {
 
 /// Keys of the search body that name features Tessera does not implement.
 const UNSUPPORTED_KEYS: &[&str] = &[
-    "suggest",
     "indices_boost",
     "point_in_time",
     "runtime_mappings",
@@ -408,7 +414,15 @@ impl SearchRequest {
         };
         for (key, value) in map {
             match key.as_str() {
-                "query" => request.query = parse_query(value)?,
+                "query" => {
+                    request.query = parse_query(value)?;
+                    request.query_given = true;
+                }
+                "suggest" => {
+                    request.suggest = Some(std::sync::Arc::new(
+                        crate::suggest::SuggestRequest::parse(value)?,
+                    ))
+                }
                 "post_filter" => request.post_filter = Some(parse_query(value)?),
                 "from" => request.from = non_negative("from", int_value(key, value)?)?,
                 "size" => request.size = non_negative("size", int_value(key, value)?)?,
@@ -483,6 +497,12 @@ impl SearchRequest {
             }
         }
         Ok(request)
+    }
+
+    /// A search for suggestions alone (`suggest` without a query or aggregations): the
+    /// shards skip the query phase and the answer has no hits, as OpenSearch's.
+    pub fn suggest_only(&self) -> bool {
+        self.suggest.is_some() && !self.query_given && self.aggs.is_none()
     }
 
     /// Checks the request against an index's `max_result_window`.
@@ -668,7 +688,7 @@ mod tests {
             .unwrap_err()
             .reason()
             .contains("cannot be negative"));
-        assert!(SearchRequest::parse(&json!({"suggest": {}}))
+        assert!(SearchRequest::parse(&json!({"indices_boost": []}))
             .unwrap_err()
             .reason()
             .contains("not supported"));

@@ -470,6 +470,10 @@ fn phase_slices(outcome: &Result<PhaseOutcome>) -> u64 {
 /// The phases as they run on this node's `search` pool.
 impl LocalShard {
     fn can_match_here(&self, request: &Prepared) -> Result<bool> {
+        // every shard's terms count in suggestions (an empty shard answers their entries)
+        if request.search.suggest.is_some() {
+            return Ok(true);
+        }
         let snapshot = self.snapshot()?;
         if snapshot.searcher.num_docs() == 0 {
             return Ok(false);
@@ -508,6 +512,17 @@ impl LocalShard {
         let meta = self.index.metadata();
         let search = &request.search;
         let table = &snapshot.table;
+        let suggest = search
+            .suggest
+            .as_ref()
+            .map(|suggest| suggest.run_on_shard(&snapshot.searcher, table))
+            .transpose()?;
+        if search.suggest_only() {
+            return Ok(QuerySearchResult {
+                suggest,
+                ..QuerySearchResult::default()
+            });
+        }
         validate_sort(table, &meta.name, &search.sort)?;
         crate::nested_inner_hits::collect(&search.query)?;
         crate::fetch::validate_docvalue_fields(table, &search.docvalue_fields)?;
@@ -750,6 +765,7 @@ impl LocalShard {
             fetched,
             load: None,
             pinned: None,
+            suggest,
         })
     }
 

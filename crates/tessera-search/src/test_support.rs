@@ -3,13 +3,19 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::{json, Value};
 use tessera_common::settings::Settings;
-use tessera_index::{IndexService, NodeResources, ShardSnapshot};
+use tessera_index::{Conditions, DocWrite, IndexService, NodeResources, ShardSnapshot};
 use tessera_mapping::Mapping;
 
 /// A one-shard index `i` with a keyword field `k`, under `dir`.
 pub fn test_index(dir: &Path) -> Arc<IndexService> {
+    index_with(dir, json!({"properties": {"k": {"type": "keyword"}}}), &[])
+}
+
+/// A one-shard index `i` with `mapping`, under `dir`, holding `docs` (ids "0", "1", …),
+/// refreshed.
+pub fn index_with(dir: &Path, mapping: Value, docs: &[Value]) -> Arc<IndexService> {
     let settings =
         json!({"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"});
     let index = IndexService::create(
@@ -19,7 +25,7 @@ pub fn test_index(dir: &Path) -> Arc<IndexService> {
         Settings::from_json(&settings)
             .expect("settings")
             .with_prefix("index."),
-        Mapping::parse(&json!({"properties": {"k": {"type": "keyword"}}})).expect("mapping"),
+        Mapping::parse(&mapping).expect("mapping"),
         &NodeResources {
             indexing_threads: 1,
             indexing_buffer_bytes: 16 << 20,
@@ -28,6 +34,23 @@ pub fn test_index(dir: &Path) -> Arc<IndexService> {
         },
     )
     .expect("create the index");
+    let writes = docs
+        .iter()
+        .enumerate()
+        .map(|(i, doc)| DocWrite::Index {
+            id: Some(i.to_string()),
+            auto_generated_id: false,
+            source: serde_json::to_vec(doc).expect("source").into(),
+            routing: None,
+            conditions: Conditions::default(),
+        })
+        .collect();
+    if !docs.is_empty() {
+        for result in index.write_shard(0, writes, false).expect("write") {
+            result.expect("indexed");
+        }
+        index.refresh().expect("refresh");
+    }
     Arc::new(index)
 }
 

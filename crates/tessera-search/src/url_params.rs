@@ -14,6 +14,8 @@ use crate::request::{
     parse_track_total_hits, DocValueField, SearchRequest, SourceSpec, StoredFields,
 };
 use crate::sort::parse_sort;
+use crate::suggest::term::{SuggestMode, TermSuggester};
+use crate::suggest::{SuggestRequest, Suggester, Suggestion};
 
 /// `q=` as a `query_string` query, with `df`, `default_operator`, `analyzer`, `lenient`…
 pub fn url_query(params: &BTreeMap<String, String>) -> Result<Option<QueryAst>> {
@@ -92,6 +94,34 @@ pub fn source_spec(params: &BTreeMap<String, String>) -> Result<Option<SourceSpe
     Ok(Some(spec))
 }
 
+/// `suggest_field` (with `suggest_text`, else `q`, `suggest_size` and `suggest_mode`): a term
+/// suggestion named after the field, in place of the body's `suggest`.
+fn url_suggest(params: &BTreeMap<String, String>) -> Result<Option<SuggestRequest>> {
+    let Some(field) = params.param("suggest_field") else {
+        return Ok(None);
+    };
+    let mut term = TermSuggester::new(field.to_string());
+    if let Some(size) = params.param_i64("suggest_size")? {
+        if size <= 0 {
+            return Err(Error::illegal_argument("size must be positive"));
+        }
+        term.size = size as usize;
+    }
+    if let Some(mode) = params.param("suggest_mode") {
+        term.suggest_mode = SuggestMode::resolve(mode)?;
+    }
+    Ok(Some(SuggestRequest {
+        suggestions: vec![Suggestion {
+            name: field.to_string(),
+            text: params
+                .param("suggest_text")
+                .or(params.param("q"))
+                .map(str::to_string),
+            suggester: Suggester::Term(term),
+        }],
+    }))
+}
+
 fn non_negative(params: &BTreeMap<String, String>, name: &str) -> Result<Option<usize>> {
     match params.param_i64(name)? {
         Some(n) if n < 0 => Err(Error::illegal_argument(format!(
@@ -106,6 +136,7 @@ fn non_negative(params: &BTreeMap<String, String>, name: &str) -> Result<Option<
 pub fn apply(params: &BTreeMap<String, String>, search: &mut SearchRequest) -> Result<()> {
     if let Some(query) = url_query(params)? {
         search.query = query;
+        search.query_given = true;
     }
     if let Some(from) = non_negative(params, "from")? {
         search.from = from;
@@ -161,6 +192,9 @@ pub fn apply(params: &BTreeMap<String, String>, search: &mut SearchRequest) -> R
         params.param_bool("allow_partial_search_results", true)?;
     if params.param("explain").is_some() {
         search.explain = params.param_bool("explain", false)?;
+    }
+    if let Some(suggest) = url_suggest(params)? {
+        search.suggest = Some(std::sync::Arc::new(suggest));
     }
     match params.param("search_type") {
         None | Some("query_then_fetch") => {}

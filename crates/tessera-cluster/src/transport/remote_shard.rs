@@ -350,6 +350,7 @@ mod tests {
                     fetched: None,
                     load: None,
                     pinned: None,
+                    suggest: None,
                 })
             })
         }
