@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use common::{
     first_diff, mode_none, random_aggs, random_query, random_sort, seeds, Engine, Rng, TestIndex,
+    VOCAB,
 };
 use serde_json::{json, Value};
 use tessera_search::{LoopbackShard, ShardSearcher};
@@ -43,7 +44,41 @@ fn random_request(rng: &mut Rng, users: u64) -> Value {
         body["version"] = json!(true);
         body["seq_no_primary_term"] = json!(true);
     }
+    if rng.chance(0.25) {
+        body["suggest"] = random_suggest(rng);
+        if rng.chance(0.3) {
+            // suggestions alone: no query runs
+            let map = body.as_object_mut().expect("an object");
+            map.remove("query");
+            map.remove("aggs");
+        }
+    }
     body
+}
+
+/// A term suggestion for a misspelt corpus word and a correct one: each shard offers its
+/// options, the coordinator adds the frequencies up.
+fn random_suggest(rng: &mut Rng) -> Value {
+    let mut misspelt: Vec<char> = rng.pick(VOCAB).chars().collect();
+    let at = rng.range(0, misspelt.len() as i64 - 2) as usize;
+    match rng.range(0, 2) {
+        0 => misspelt.swap(at, at + 1),
+        1 => {
+            misspelt.remove(at);
+        }
+        _ => misspelt[at] = 'x',
+    }
+    let misspelt: String = misspelt.into_iter().collect();
+    json!({
+        "text": format!("{misspelt} {}", rng.pick(VOCAB)),
+        "s": {"term": {
+            "field": "body",
+            "suggest_mode": rng.pick(&["missing", "popular", "always"]),
+            "sort": rng.pick(&["score", "frequency"]),
+            "max_term_freq": 1000,
+            "size": rng.range(1, 4),
+        }}
+    })
 }
 
 #[test]
