@@ -735,6 +735,7 @@ impl Factory for TermsFactory {
                 terms: SliceTerms::default(),
                 segment_map: Vec::new(),
                 pairs: Vec::new(),
+                fresh_ords: Vec::new(),
                 doc_terms: Vec::new(),
                 text: String::new(),
                 shard: self.shard.clone(),
@@ -947,6 +948,8 @@ struct DictionaryTerms {
     /// Segment ordinal → term id (keyword fields).
     segment_map: Vec<u32>,
     pairs: Vec<(u32, u32)>,
+    /// A block's ordinals not resolved yet (reused between blocks).
+    fresh_ords: Vec<u64>,
     doc_terms: Vec<u32>,
     text: String,
     /// The shard, whose every term gets a zero-count bucket (`min_doc_count: 0`); taken
@@ -1007,6 +1010,27 @@ impl DictionaryTerms {
             ));
         }
         Ok(())
+    }
+
+    /// Resolves the ordinals of `pairs` not seen before in this segment, together: one pass
+    /// over the dictionary blocks they fall in, where resolving each on its own would rescan
+    /// its block from the start (the block's terms are delta-encoded). A lookup that fails
+    /// leaves its ordinals to [`Self::segment_term_id`].
+    fn resolve_new_ords(&mut self, pairs: &[(u32, u32)]) {
+        let mut fresh = std::mem::take(&mut self.fresh_ords);
+        fresh.clear();
+        fresh.extend(
+            pairs
+                .iter()
+                .map(|&(_, ord)| u64::from(ord))
+                .filter(|&ord| self.segment_map.get(ord as usize) == Some(&UNRESOLVED)),
+        );
+        if fresh.len() > 1 {
+            fresh.sort_unstable();
+            fresh.dedup();
+            let _ = self.resolve_segment_terms(&fresh);
+        }
+        self.fresh_ords = fresh;
     }
 
     /// Registers every term of every segment of the shard (not only the slice's), so that
@@ -1138,6 +1162,7 @@ impl Collector for DictionaryTerms {
         pairs.clear();
         if let Some(values) = &mut self.keyword {
             values.for_each_ord(docs, |p, ord| pairs.push((p as u32, ord as u32)));
+            self.resolve_new_ords(&pairs);
             for pair in pairs.iter_mut() {
                 pair.1 = self.segment_term_id(pair.1 as u64);
             }
