@@ -7,7 +7,10 @@
 //! kernel, systemd and journal on top; `@timestamp` covers 2023-01-01..2023-01-08 with a daily
 //! rhythm, so the 2023-01-01..2023-01-03 range holds about two sevenths of the corpus.
 //! Host, agent and log-stream pools are fixed (not seeded), so operations can name a value
-//! (`term` asks for the most common log file path).
+//! (`term` asks for the most common log file path, the numeric sorts with a match for
+//! `solarshark`, a common stream, and the range-field queries for `indigodagger`, a rare one).
+//! The public `scroll` operation pages with a scroll id, which `bench run` does not do: it is
+//! left out.
 
 use super::fmt;
 use super::{op, DocGenerator, Operation, Workload};
@@ -75,6 +78,110 @@ pub fn workload() -> Workload {
         x(
             "composite-date_histogram-daily",
             include_str!("../../workloads/big5/extra/composite-date_histogram-daily.json"),
+        ),
+        x(
+            "term-suggest",
+            include_str!("../../workloads/big5/extra/term-suggest.json"),
+        ),
+        x(
+            "range-numeric",
+            include_str!("../../workloads/big5/extra/range-numeric.json"),
+        ),
+        x(
+            "date_histogram_hourly_agg",
+            include_str!("../../workloads/big5/extra/date_histogram_hourly_agg.json"),
+        ),
+        x(
+            "date_histogram_minute_agg",
+            include_str!("../../workloads/big5/extra/date_histogram_minute_agg.json"),
+        ),
+        x(
+            "desc_sort_with_after_timestamp",
+            include_str!("../../workloads/big5/extra/desc_sort_with_after_timestamp.json"),
+        ),
+        x(
+            "asc_sort_timestamp",
+            include_str!("../../workloads/big5/extra/asc_sort_timestamp.json"),
+        ),
+        x(
+            "asc_sort_with_after_timestamp",
+            include_str!("../../workloads/big5/extra/asc_sort_with_after_timestamp.json"),
+        ),
+        x(
+            "desc_sort_timestamp_can_match_shortcut",
+            include_str!("../../workloads/big5/extra/desc_sort_timestamp_can_match_shortcut.json"),
+        ),
+        x(
+            "asc_sort_timestamp_can_match_shortcut",
+            include_str!("../../workloads/big5/extra/asc_sort_timestamp_can_match_shortcut.json"),
+        ),
+        x(
+            "sort_numeric_desc",
+            include_str!("../../workloads/big5/extra/sort_numeric_desc.json"),
+        ),
+        x(
+            "sort_numeric_asc",
+            include_str!("../../workloads/big5/extra/sort_numeric_asc.json"),
+        ),
+        x(
+            "sort_numeric_desc_with_match",
+            include_str!("../../workloads/big5/extra/sort_numeric_desc_with_match.json"),
+        ),
+        x(
+            "sort_numeric_asc_with_match",
+            include_str!("../../workloads/big5/extra/sort_numeric_asc_with_match.json"),
+        ),
+        x(
+            "terms-significant-1",
+            include_str!("../../workloads/big5/extra/terms-significant-1.json"),
+        ),
+        x(
+            "terms-significant-2",
+            include_str!("../../workloads/big5/extra/terms-significant-2.json"),
+        ),
+        x(
+            "range_field_conjunction_big_range_big_term_query",
+            include_str!("../../workloads/big5/extra/range_field_conjunction_big_range_big_term_query.json"),
+        ),
+        x(
+            "range_field_disjunction_big_range_small_term_query",
+            include_str!("../../workloads/big5/extra/range_field_disjunction_big_range_small_term_query.json"),
+        ),
+        x(
+            "range_field_conjunction_small_range_small_term_query",
+            include_str!("../../workloads/big5/extra/range_field_conjunction_small_range_small_term_query.json"),
+        ),
+        x(
+            "range_field_conjunction_small_range_big_term_query",
+            include_str!("../../workloads/big5/extra/range_field_conjunction_small_range_big_term_query.json"),
+        ),
+        x(
+            "multi_terms-keyword",
+            include_str!("../../workloads/big5/extra/multi_terms-keyword.json"),
+        ),
+        x(
+            "composite-terms",
+            include_str!("../../workloads/big5/extra/composite-terms.json"),
+        ),
+        x(
+            "composite_terms-keyword",
+            include_str!("../../workloads/big5/extra/composite_terms-keyword.json"),
+        ),
+        x(
+            "query-string-on-message-filtered",
+            include_str!("../../workloads/big5/extra/query-string-on-message-filtered.json"),
+        ),
+        x(
+            "query-string-on-message-filtered-sorted-num",
+            include_str!("../../workloads/big5/extra/query-string-on-message-filtered-sorted-num.json"),
+        ),
+        x(
+            "desc_sort_timestamp_no_can_match_shortcut",
+            include_str!("../../workloads/big5/extra/desc_sort_timestamp_no_can_match_shortcut.json"),
+        ),
+        x(
+            "asc_sort_timestamp_no_can_match_shortcut",
+            include_str!("../../workloads/big5/extra/asc_sort_timestamp_no_can_match_shortcut.json"),
         ),
     ];
     Workload {
@@ -299,6 +406,11 @@ impl Big5 {
                 )
             })
             .collect();
+        // two values the public operations name: a common stream (the numeric sorts with a
+        // match) and a rare one (the "small term" of the range-field queries)
+        let mut streams = streams;
+        streams[30] = "solarshark".to_string();
+        streams[700] = "indigodagger".to_string();
         let hosts: Vec<String> = (0..2000)
             .map(|_| {
                 let ip = pool.next_u64();
@@ -446,6 +558,16 @@ mod tests {
             d["log"]["file"]["path"] == "/var/log/messages/fuschiashoulder"
         });
         assert!(top_path > 0.05, "term share {top_path}");
+        let stream = |name: &'static str| {
+            move |d: &serde_json::Value| d["aws"]["cloudwatch"]["log_stream"] == name
+        };
+        let common = share(&docs, stream("solarshark"));
+        assert!((0.001..0.01).contains(&common), "solarshark share {common}");
+        let rare = share(&docs, stream("indigodagger"));
+        assert!(
+            (0.00003..0.001).contains(&rare),
+            "indigodagger share {rare}"
+        );
         let m = docs[0]["message"].as_str().unwrap();
         assert!(m.starts_with("2023-01-0") && m.contains(" ip-"), "{m}");
     }

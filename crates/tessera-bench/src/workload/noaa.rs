@@ -63,6 +63,38 @@ pub fn workload() -> Workload {
             "date-histo-geohash-box",
             include_str!("../../workloads/noaa/extra/date-histo-geohash-box.json"),
         ),
+        x(
+            "range_field_big_range",
+            include_str!("../../workloads/noaa/extra/range_field_big_range.json"),
+        ),
+        x(
+            "range_field_small_range",
+            include_str!("../../workloads/noaa/extra/range_field_small_range.json"),
+        ),
+        x(
+            "range_field_conjunction_big_range_small_term_query",
+            include_str!("../../workloads/noaa/extra/range_field_conjunction_big_range_small_term_query.json"),
+        ),
+        x(
+            "range_field_conjunction_small_range_small_term_query",
+            include_str!("../../workloads/noaa/extra/range_field_conjunction_small_range_small_term_query.json"),
+        ),
+        x(
+            "range_field_conjunction_small_range_big_term_query",
+            include_str!("../../workloads/noaa/extra/range_field_conjunction_small_range_big_term_query.json"),
+        ),
+        x(
+            "range_field_conjunction_big_range_big_term_query",
+            include_str!("../../workloads/noaa/extra/range_field_conjunction_big_range_big_term_query.json"),
+        ),
+        x(
+            "range_field_disjunction_small_range_small_term_query",
+            include_str!("../../workloads/noaa/extra/range_field_disjunction_small_range_small_term_query.json"),
+        ),
+        x(
+            "range_field_disjunction_big_range_small_term_query",
+            include_str!("../../workloads/noaa/extra/range_field_disjunction_big_range_small_term_query.json"),
+        ),
     ];
     Workload {
         name: "noaa",
