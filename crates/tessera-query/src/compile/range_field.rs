@@ -4,14 +4,16 @@
 //! value parsing and messages.
 //!
 //! A range field is two columns of inclusive bounds (see `tessera_mapping::range`); the query
-//! scans each segment's pair of columns, a document matching when any of its ranges does.
+//! filters each column with its bulk range scan and intersects the two lists, a document
+//! matching when any of its ranges does.
 //! Matches score 1.0 × boost, as Lucene's range field queries do.
 
 use std::net::Ipv6Addr;
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tantivy::columnar::{Column, DynamicColumn};
+use tantivy::columnar::{Cardinality, Column, DynamicColumn};
 use tantivy::query::{
     BitSetDocSet, ConstScorer, EnableScoring, Explanation, Query, Scorer, Weight,
 };
@@ -61,17 +63,88 @@ fn relates<T: PartialOrd>(relation: RangeRelation, from: T, to: T, low: &T, high
     }
 }
 
-/// Sets the bit of every document of the segment with a matching range.
+/// A value type of range columns, with the ends of its order.
+trait Bound: PartialOrd + Copy + Send + Sync + std::fmt::Debug + 'static {
+    const LEAST: Self;
+    const GREATEST: Self;
+
+    /// The value as the upper end of a column scan: a column orders -0.0 before 0.0, which
+    /// compare equal, so an upper end of zero is 0.0 and a lower end -0.0.
+    fn as_upper_end(self) -> Self {
+        self
+    }
+
+    fn as_lower_end(self) -> Self {
+        self
+    }
+}
+
+impl Bound for i64 {
+    const LEAST: i64 = i64::MIN;
+    const GREATEST: i64 = i64::MAX;
+}
+
+impl Bound for f64 {
+    const LEAST: f64 = f64::NEG_INFINITY;
+    const GREATEST: f64 = f64::INFINITY;
+
+    fn as_upper_end(self) -> f64 {
+        if self == 0.0 {
+            0.0
+        } else {
+            self
+        }
+    }
+
+    fn as_lower_end(self) -> f64 {
+        if self == 0.0 {
+            -0.0
+        } else {
+            self
+        }
+    }
+}
+
+impl Bound for Ipv6Addr {
+    const LEAST: Ipv6Addr = Ipv6Addr::UNSPECIFIED;
+    const GREATEST: Ipv6Addr = Ipv6Addr::new(
+        0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff,
+    );
+}
+
+/// What `relation` asks of each bound column on its own: the values a document's lower bound
+/// and upper bound must lie in (both, for one of its ranges).
+fn column_ranges<T: Bound>(
+    relation: RangeRelation,
+    low: T,
+    high: T,
+) -> (RangeInclusive<T>, RangeInclusive<T>) {
+    let up_to = |end: T| T::LEAST..=end.as_upper_end();
+    let from = |end: T| end.as_lower_end()..=T::GREATEST;
+    match relation {
+        RangeRelation::Intersects => (up_to(high), from(low)),
+        RangeRelation::Within => (from(low), up_to(high)),
+        RangeRelation::Contains => (up_to(low), from(high)),
+    }
+}
+
+/// Sets the bit of every document of the segment with a range that relates to `[low, high]`.
+///
+/// Each bound column is filtered on its own condition by the column's bulk range scan (it
+/// compares packed blocks of values instead of reading documents one by one). With one range
+/// per document the two conditions meet in row space (a few candidates read their other
+/// bound directly); with several, a document in both lists is checked range by range (its
+/// bounds may come from different ranges).
 fn mark<T>(
     reader: &SegmentReader,
     from_column: &str,
     to_column: &str,
-    matches: impl Fn(T, T) -> bool,
+    relation: RangeRelation,
+    (low, high): (T, T),
     bits: &mut BitSet,
 ) -> tantivy::Result<()>
 where
-    T: PartialOrd + Copy + Send + Sync + std::fmt::Debug + 'static,
-    T: tantivy::columnar::HasAssociatedColumnType,
+    T: Bound + tantivy::columnar::HasAssociatedColumnType,
     DynamicColumn: Into<Option<Column<T>>>,
 {
     let fast = reader.fast_fields();
@@ -81,16 +154,65 @@ where
     ) else {
         return Ok(());
     };
-    for doc in 0..reader.max_doc() {
+    let (from_range, to_range) = column_ranges(relation, low, high);
+    let single = |column: &Column<T>| column.get_cardinality() != Cardinality::Multivalued;
+    if single(&from) && single(&to) && from.values.num_vals() == to.values.num_vals() {
+        // one range per document: the bounds of the documents' ranges are in the same rows
+        // of both columns, so the rows are matched first and only matches become documents
+        let rows = 0..from.values.num_vals();
+        let mut hits = Vec::new();
+        from.values
+            .get_row_ids_for_value_range(from_range, rows.clone(), &mut hits);
+        if hits.len() * 4 < rows.len() {
+            // few candidates: read their other bound instead of scanning its column
+            hits.retain(|&row| to_range.contains(&to.values.get_val(row)));
+        } else {
+            let mut to_rows = Vec::new();
+            to.values
+                .get_row_ids_for_value_range(to_range, rows, &mut to_rows);
+            hits = intersect_sorted(&hits, &to_rows);
+        }
+        from.index.select_batch_in_place(0, &mut hits);
+        for doc in hits {
+            bits.insert(doc);
+        }
+        return Ok(());
+    }
+    let docs = 0..reader.max_doc();
+    let mut from_docs = Vec::new();
+    from.get_docids_for_value_range(from_range, docs.clone(), &mut from_docs);
+    from_docs.dedup();
+    let mut to_docs = Vec::new();
+    to.get_docids_for_value_range(to_range, docs, &mut to_docs);
+    to_docs.dedup();
+    for doc in intersect_sorted(&from_docs, &to_docs) {
         if from
             .values_for_doc(doc)
             .zip(to.values_for_doc(doc))
-            .any(|(a, b)| matches(a, b))
+            .any(|(f, t)| relates(relation, f, t, &low, &high))
         {
             bits.insert(doc);
         }
     }
     Ok(())
+}
+
+/// The values in both ascending lists.
+fn intersect_sorted(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(a.len().min(b.len()));
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                out.push(a[i]);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out
 }
 
 impl Query for RangeFieldQuery {
@@ -114,21 +236,24 @@ impl Weight for RangeFieldWeight {
                 reader,
                 from_column,
                 to_column,
-                |a, b| relates(relation, a, b, &low, &high),
+                relation,
+                (low, high),
                 &mut bits,
             )?,
             RangeBounds::F64(low, high) => mark::<f64>(
                 reader,
                 from_column,
                 to_column,
-                |a, b| relates(relation, a, b, &low, &high),
+                relation,
+                (low, high),
                 &mut bits,
             )?,
             RangeBounds::Ip(low, high) => mark::<Ipv6Addr>(
                 reader,
                 from_column,
                 to_column,
-                |a, b| relates(relation, a, b, &low, &high),
+                relation,
+                (low, high),
                 &mut bits,
             )?,
         }
@@ -494,6 +619,90 @@ mod tests {
         assert_eq!(count(2, 4, Contains), 1);
         assert_eq!(count(12, 35, Contains), 0, "no single range holds it");
         assert_eq!(count(31, 39, Contains), 1);
+    }
+
+    /// The column scans agree with checking every document's ranges, single- and
+    /// multi-valued, on float bounds around zero too.
+    #[test]
+    fn column_scans_match_every_range_checked_one_by_one() {
+        // at most one range per document (the lists' intersection is the answer), then two
+        // (each document in both lists is checked range by range)
+        for most in [1, 2] {
+            column_scans_check(most);
+        }
+    }
+
+    fn column_scans_check(most: u64) {
+        let mut builder = Schema::builder();
+        let from = builder.add_f64_field("r#from", FAST);
+        let to = builder.add_f64_field("r#to", FAST);
+        let index = Index::create_in_ram(builder.build());
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
+        // a small deterministic generator: ranges over -5..=5 (zero's both signs included)
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let value = |v: u64| if v == 11 { -0.0 } else { v as f64 - 5.0 };
+        let mut docs: Vec<Vec<(f64, f64)>> = Vec::new();
+        for _ in 0..400 {
+            let ranges: Vec<(f64, f64)> = (0..next(most + 1))
+                .map(|_| {
+                    let (a, b) = (value(next(12)), value(next(12)));
+                    if a <= b {
+                        (a, b)
+                    } else {
+                        (b, a)
+                    }
+                })
+                .collect();
+            let mut doc = tantivy::TantivyDocument::default();
+            for (a, b) in &ranges {
+                doc.add_f64(from, *a);
+                doc.add_f64(to, *b);
+            }
+            writer.add_document(doc).unwrap();
+            docs.push(ranges);
+        }
+        writer.commit().unwrap();
+        let searcher = index.reader().unwrap().searcher();
+        for relation in [
+            RangeRelation::Intersects,
+            RangeRelation::Within,
+            RangeRelation::Contains,
+        ] {
+            for (low, high) in [
+                (-2.0, 1.0),
+                (0.0, 0.0),
+                (-0.0, 3.0),
+                (-5.0, 5.0),
+                (4.0, 4.5),
+            ] {
+                let q = RangeFieldQuery::new(from, to, RangeBounds::F64(low, high), relation);
+                let found = searcher
+                    .search(&q, &tantivy::collector::DocSetCollector)
+                    .unwrap();
+                let found: Vec<u32> = {
+                    let mut docs: Vec<u32> = found.into_iter().map(|d| d.doc_id).collect();
+                    docs.sort_unstable();
+                    docs
+                };
+                let expected: Vec<u32> = (0..docs.len() as u32)
+                    .filter(|&d| {
+                        docs[d as usize]
+                            .iter()
+                            .any(|(a, b)| relates(relation, *a, *b, &low, &high))
+                    })
+                    .collect();
+                assert_eq!(
+                    found, expected,
+                    "{relation:?} [{low}, {high}], {most} per doc"
+                );
+            }
+        }
     }
 
     #[test]
