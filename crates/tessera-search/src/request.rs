@@ -696,6 +696,20 @@ mod tests {
     }
 
     #[test]
+    fn suggestions_alone_run_no_query() {
+        let suggest = json!({"s": {"text": "x", "term": {"field": "f"}}});
+        let only = |body: serde_json::Value| SearchRequest::parse(&body).unwrap().suggest_only();
+        assert!(only(json!({"suggest": suggest, "size": 3, "sort": ["f"]})));
+        assert!(!only(
+            json!({"suggest": suggest, "query": {"match_all": {}}})
+        ));
+        assert!(!only(
+            json!({"suggest": suggest, "aggs": {"c": {"value_count": {"field": "f"}}}})
+        ));
+        assert!(!only(json!({"size": 0})));
+    }
+
+    #[test]
     fn pit_takes_an_id_and_a_keep_alive() {
         let r = SearchRequest::parse(&json!({"pit": {"id": "abc", "keep_alive": "2m"}})).unwrap();
         assert_eq!(

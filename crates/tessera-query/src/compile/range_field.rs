@@ -9,11 +9,11 @@
 //! Matches score 1.0 × boost, as Lucene's range field queries do.
 
 use std::net::Ipv6Addr;
-use std::ops::RangeInclusive;
+use std::ops::{Range, RangeInclusive};
 use std::sync::Arc;
 
 use serde_json::Value;
-use tantivy::columnar::{Cardinality, Column, DynamicColumn};
+use tantivy::columnar::{Cardinality, Column, ColumnValues, DynamicColumn};
 use tantivy::query::{
     BitSetDocSet, ConstScorer, EnableScoring, Explanation, Query, Scorer, Weight,
 };
@@ -161,15 +161,13 @@ where
         // of both columns, so the rows are matched first and only matches become documents
         let rows = 0..from.values.num_vals();
         let mut hits = Vec::new();
-        from.values
-            .get_row_ids_for_value_range(from_range, rows.clone(), &mut hits);
+        scan_rows(&*from.values, from_range, rows.clone(), &mut hits);
         if hits.len() * 4 < rows.len() {
             // few candidates: read their other bound instead of scanning its column
             hits.retain(|&row| to_range.contains(&to.values.get_val(row)));
         } else {
             let mut to_rows = Vec::new();
-            to.values
-                .get_row_ids_for_value_range(to_range, rows, &mut to_rows);
+            scan_rows(&*to.values, to_range, rows, &mut to_rows);
             hits = intersect_sorted(&hits, &to_rows);
         }
         from.index.select_batch_in_place(0, &mut hits);
@@ -178,13 +176,19 @@ where
         }
         return Ok(());
     }
-    let docs = 0..reader.max_doc();
-    let mut from_docs = Vec::new();
-    from.get_docids_for_value_range(from_range, docs.clone(), &mut from_docs);
-    from_docs.dedup();
-    let mut to_docs = Vec::new();
-    to.get_docids_for_value_range(to_range, docs, &mut to_docs);
-    to_docs.dedup();
+    let docs = |column: &Column<T>, range: RangeInclusive<T>| {
+        let mut rows = Vec::new();
+        scan_rows(
+            &*column.values,
+            range,
+            0..column.values.num_vals(),
+            &mut rows,
+        );
+        column.index.select_batch_in_place(0, &mut rows);
+        rows.dedup();
+        rows
+    };
+    let (from_docs, to_docs) = (docs(&from, from_range), docs(&to, to_range));
     for doc in intersect_sorted(&from_docs, &to_docs) {
         if from
             .values_for_doc(doc)
@@ -195,6 +199,26 @@ where
         }
     }
     Ok(())
+}
+
+/// The rows among `rows` whose value lies in `range`, ascending. The range is first narrowed
+/// to the column's own: the columns' scans shift a bound below the smallest value up to it
+/// (a range wholly below the column's values would match its smallest).
+fn scan_rows<T: Bound>(
+    values: &dyn ColumnValues<T>,
+    range: RangeInclusive<T>,
+    rows: Range<u32>,
+    out: &mut Vec<u32>,
+) {
+    out.clear();
+    let (start, end) = range.into_inner();
+    let (least, greatest) = (values.min_value(), values.max_value());
+    if rows.is_empty() || end < least || start > greatest {
+        return;
+    }
+    let start = if start < least { least } else { start };
+    let end = if end > greatest { greatest } else { end };
+    values.get_row_ids_for_value_range(start..=end, rows, out);
 }
 
 /// The values in both ascending lists.
@@ -619,6 +643,34 @@ mod tests {
         assert_eq!(count(2, 4, Contains), 1);
         assert_eq!(count(12, 35, Contains), 0, "no single range holds it");
         assert_eq!(count(31, 39, Contains), 1);
+    }
+
+    /// A segment of one range has constant columns, whose scans would match a query bound
+    /// beyond the value as the value itself (the noaa restart test's `within` query).
+    #[test]
+    fn bounds_beyond_a_segments_values_match_nothing() {
+        let mut builder = Schema::builder();
+        let from = builder.add_f64_field("r#from", FAST);
+        let to = builder.add_f64_field("r#to", FAST);
+        let index = Index::create_in_ram(builder.build());
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
+        writer
+            .add_document(doc!(from => 10.1f64, to => 20.5f64))
+            .unwrap();
+        writer.commit().unwrap();
+        let searcher = index.reader().unwrap().searcher();
+        let count = |low: f64, high: f64, relation: RangeRelation| {
+            let q = RangeFieldQuery::new(from, to, RangeBounds::F64(low, high), relation);
+            searcher.search(&q, &Count).unwrap()
+        };
+        use RangeRelation::*;
+        assert_eq!(count(0.0, 15.0, Within), 0);
+        assert_eq!(count(0.0, 5.0, Intersects), 0);
+        assert_eq!(count(25.0, 30.0, Intersects), 0);
+        assert_eq!(count(30.0, 40.0, Contains), 0);
+        assert_eq!(count(0.0, 30.0, Within), 1);
+        assert_eq!(count(15.0, 15.0, Intersects), 1);
+        assert_eq!(count(12.0, 13.0, Contains), 1);
     }
 
     /// The column scans agree with checking every document's ranges, single- and
