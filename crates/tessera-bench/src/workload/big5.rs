@@ -397,7 +397,7 @@ impl Big5 {
     fn new(seed: u64) -> Big5 {
         // Fixed pools (independent of the corpus seed) so that operations can name values.
         let mut pool = Rng::new(0xB165);
-        let streams: Vec<String> = (0..FIRST.len() * SECOND.len())
+        let mut streams: Vec<String> = (0..FIRST.len() * SECOND.len())
             .map(|i| {
                 format!(
                     "{}{}",
@@ -408,7 +408,6 @@ impl Big5 {
             .collect();
         // two values the public operations name: a common stream (the numeric sorts with a
         // match) and a rare one (the "small term" of the range-field queries)
-        let mut streams = streams;
         streams[30] = "solarshark".to_string();
         streams[700] = "indigodagger".to_string();
         let hosts: Vec<String> = (0..2000)
