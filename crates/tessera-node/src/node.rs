@@ -1434,30 +1434,41 @@ impl Node {
         }
         let node_ids: Vec<&str> = holders.iter().map(|(node, _)| node.id.as_str()).collect();
         let collector = &self.response_collector;
+        let mut probe = None;
         if order.len() > 1 && adaptive {
-            order = collector.order(&node_ids, order);
+            let ranking = collector.choose(&node_ids, order);
+            order = ranking.order;
+            probe = ranking.probe;
             let losers: Vec<&str> = order[1..].iter().map(|&i| node_ids[i]).collect();
             collector.adjust_losers(node_ids[order[0]], &losers);
         }
+        let copy_at = |position: usize| -> Arc<dyn ShardSearcher> {
+            let node = holders[position].0;
+            if node.id == self.node_id {
+                local()
+            } else {
+                Arc::new(tessera_cluster::transport::RemoteShard::new(
+                    meta.name.as_str(),
+                    meta.uuid.as_str(),
+                    shard,
+                    node.id.as_str(),
+                    node.transport_address.as_str(),
+                    coordination.transport.clone(),
+                ))
+            }
+        };
+        let mut probe =
+            probe.map(|position| TrackedShard::claimed(copy_at(position), collector.clone()));
         order
             .into_iter()
             .enumerate()
             .map(|(rank, position)| -> Arc<dyn ShardSearcher> {
-                let node = holders[position].0;
-                let copy: Arc<dyn ShardSearcher> = if node.id == self.node_id {
-                    local()
-                } else {
-                    Arc::new(tessera_cluster::transport::RemoteShard::new(
-                        meta.name.as_str(),
-                        meta.uuid.as_str(),
-                        shard,
-                        node.id.as_str(),
-                        node.transport_address.as_str(),
-                        coordination.transport.clone(),
-                    ))
-                };
-                match rank {
-                    0 => Arc::new(TrackedShard::chosen(copy, collector.clone())),
+                let copy = copy_at(position);
+                match (rank, probe.take()) {
+                    (0, Some(probe)) => {
+                        Arc::new(TrackedShard::chosen(copy, collector.clone()).with_probe(probe))
+                    }
+                    (0, None) => Arc::new(TrackedShard::chosen(copy, collector.clone())),
                     _ => Arc::new(TrackedShard::fallback(copy, collector.clone())),
                 }
             })

@@ -1,9 +1,11 @@
 //! A shard copy whose query results feed the coordinator's [`ResponseCollector`]: it counts
 //! the request in flight from the moment the copy is chosen (so the ranking of the search's
-//! next shard already sees it) until its answer, and records the answer's statistics.
+//! next shard already sees it) until its answer, and records the answer's statistics. The
+//! chosen copy may carry a probe of a lagging copy (see the parent module): its query is sent
+//! to that copy as well, and the probe's answer is measured and dropped.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tessera_search::fetch::FetchedDoc;
@@ -21,6 +23,8 @@ pub struct TrackedShard {
     collector: Arc<ResponseCollector>,
     /// Counted in flight since it was chosen, and not sent yet.
     reserved: AtomicBool,
+    /// A lagging copy to send this copy's query to as well, once.
+    probe: Mutex<Option<Box<TrackedShard>>>,
 }
 
 impl TrackedShard {
@@ -28,12 +32,24 @@ impl TrackedShard {
     pub fn chosen(copy: Arc<dyn ShardSearcher>, collector: Arc<ResponseCollector>) -> Self {
         let node = copy.node_id();
         collector.begin(&node);
+        Self::claimed(copy, collector)
+    }
+
+    /// A copy a ranking counted in flight already (a probe, [`super::Ranking::probe`]).
+    pub fn claimed(copy: Arc<dyn ShardSearcher>, collector: Arc<ResponseCollector>) -> Self {
         TrackedShard {
+            node: copy.node_id(),
             copy,
-            node,
             collector,
             reserved: AtomicBool::new(true),
+            probe: Mutex::new(None),
         }
+    }
+
+    /// This copy, sending its query to `probe` as well.
+    pub fn with_probe(self, probe: TrackedShard) -> Self {
+        *self.probe.lock().unwrap() = Some(Box::new(probe));
+        self
     }
 
     /// A copy tried only if the ones before it fail: counted once it is sent a request.
@@ -43,7 +59,35 @@ impl TrackedShard {
             copy,
             collector,
             reserved: AtomicBool::new(false),
+            probe: Mutex::new(None),
         }
+    }
+
+    /// Sends `request` to the probe, if this copy carries one: the answer is measured (by the
+    /// probe's own `query`) and dropped, its reader context freed. It runs on the current
+    /// runtime (the transport's calls need one); without one, the probe is released unsent
+    /// and a later search probes the node.
+    fn send_probe(&self, request: &ShardSearchRequest) {
+        // a pinned reader (scroll, point in time) lives on the copy that has it
+        if request.reader.is_some() {
+            return;
+        }
+        let Some(probe) = self.probe.lock().unwrap().take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let answer = probe.query(request.clone());
+        runtime.spawn(async move {
+            if let Ok(QuerySearchResult {
+                context_id: Some(id),
+                ..
+            }) = answer.await
+            {
+                probe.free_context(id);
+            }
+        });
     }
 }
 
@@ -90,6 +134,7 @@ impl ShardSearcher for TrackedShard {
     }
 
     fn query(&self, request: ShardSearchRequest) -> ShardFuture<QuerySearchResult> {
+        self.send_probe(&request);
         if !self.reserved.swap(false, Ordering::AcqRel) {
             self.collector.begin(&self.node);
         }
@@ -129,10 +174,20 @@ mod tests {
     use super::*;
     use tessera_common::Result;
 
-    /// A copy on `node` that answers every query with this load, or fails.
+    /// A copy on `node` that answers every query with this load and a reader context, or
+    /// fails; it notes the contexts freed.
+    #[derive(Default)]
     struct Copy {
         node: &'static str,
         fails: bool,
+        freed: Mutex<Vec<ReaderContextId>>,
+    }
+
+    fn copy(node: &'static str) -> Arc<Copy> {
+        Arc::new(Copy {
+            node,
+            ..Copy::default()
+        })
     }
 
     impl ShardSearcher for Copy {
@@ -158,6 +213,7 @@ mod tests {
                     return Err(tessera_common::Error::illegal_state("down"));
                 }
                 let result = QuerySearchResult {
+                    context_id: Some(ReaderContextId { session: 1, id: 7 }),
                     load: Some(tessera_search::search_load::ShardLoad {
                         queue_size: 2,
                         service_time_nanos: 3_000_000,
@@ -172,7 +228,9 @@ mod tests {
         fn fetch(&self, _: ShardFetchRequest) -> ShardFuture<Vec<FetchedDoc>> {
             Box::pin(async { Ok(Vec::new()) })
         }
-        fn free_context(&self, _: ReaderContextId) {}
+        fn free_context(&self, id: ReaderContextId) {
+            self.freed.lock().unwrap().push(id);
+        }
     }
 
     fn request() -> ShardSearchRequest {
@@ -212,13 +270,7 @@ mod tests {
     #[test]
     fn a_chosen_copy_counts_in_flight_until_it_answers() {
         let collector = Arc::new(ResponseCollector::new());
-        let copy = TrackedShard::chosen(
-            Arc::new(Copy {
-                node: "n1",
-                fails: false,
-            }),
-            collector.clone(),
-        );
+        let copy = TrackedShard::chosen(copy("n1"), collector.clone());
         assert_eq!(outgoing(&collector, "n1"), 1);
         let answer = copy.query(request());
         assert_eq!(outgoing(&collector, "n1"), 1);
@@ -234,19 +286,14 @@ mod tests {
     #[test]
     fn a_copy_never_sent_and_a_failed_one_are_released() {
         let collector = Arc::new(ResponseCollector::new());
-        let skipped = TrackedShard::chosen(
-            Arc::new(Copy {
-                node: "n1",
-                fails: false,
-            }),
-            collector.clone(),
-        );
+        let skipped = TrackedShard::chosen(copy("n1"), collector.clone());
         drop(skipped);
         assert_eq!(outgoing(&collector, "n1"), 0);
         let failing = TrackedShard::fallback(
             Arc::new(Copy {
                 node: "n2",
                 fails: true,
+                ..Copy::default()
             }),
             collector.clone(),
         );
@@ -257,5 +304,52 @@ mod tests {
         // a failure brings no statistics
         let view = collector.views().into_iter().find(|v| v.node_id == "n2");
         assert!(view.is_some_and(|v| v.rank_nanos.is_none()));
+    }
+
+    #[tokio::test]
+    async fn a_probe_gets_the_query_too_and_its_answer_is_measured_and_dropped() {
+        let collector = Arc::new(ResponseCollector::new());
+        let lagging = copy("n2");
+        // a ranking counted the probe in flight
+        collector.begin("n2");
+        let chosen = TrackedShard::chosen(copy("n1"), collector.clone())
+            .with_probe(TrackedShard::claimed(lagging.clone(), collector.clone()));
+        let answer = chosen.query(request()).await.unwrap();
+        assert!(answer.load.is_some());
+        for _ in 0..100 {
+            if outgoing(&collector, "n2") == 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(outgoing(&collector, "n2"), 0);
+        let probed = collector
+            .views()
+            .into_iter()
+            .find(|v| v.node_id == "n2")
+            .unwrap();
+        assert_eq!(probed.avg_service_time_nanos, 3_000_000, "measured");
+        let freed = lagging.freed.lock().unwrap().clone();
+        assert_eq!(
+            freed,
+            [ReaderContextId { session: 1, id: 7 }],
+            "and dropped"
+        );
+        // once only
+        chosen.query(request()).await.unwrap();
+        tokio::task::yield_now().await;
+        assert_eq!(lagging.freed.lock().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_probe_of_a_copy_never_queried_is_released() {
+        let collector = Arc::new(ResponseCollector::new());
+        collector.begin("n2");
+        let chosen = TrackedShard::chosen(copy("n1"), collector.clone())
+            .with_probe(TrackedShard::claimed(copy("n2"), collector.clone()));
+        assert_eq!(outgoing(&collector, "n2"), 1);
+        drop(chosen);
+        assert_eq!(outgoing(&collector, "n2"), 0);
+        assert_eq!(outgoing(&collector, "n1"), 0);
     }
 }
