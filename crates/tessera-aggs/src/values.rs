@@ -574,6 +574,23 @@ impl KeywordValues {
         Ok(())
     }
 
+    /// Where `term` sits among this segment's ordinals, comparable with `2·ord + 1` for any
+    /// ordinal: `2·ord + 1` when the segment has the term, else `2·next` (`next` the ordinal
+    /// of the first larger term, or the number of terms).
+    pub fn ord_position(&self, term: &[u8]) -> Result<u64> {
+        let Some(column) = &self.column else {
+            return Ok(0);
+        };
+        let hit = column
+            .dictionary()
+            .term_ord_or_next(term)
+            .map_err(|e| Error::internal("look up a term of an aggregation column", e))?;
+        Ok(match hit {
+            tantivy::columnar::TermOrdHit::Exact(ord) => 2 * ord + 1,
+            tantivy::columnar::TermOrdHit::Next(ord) => 2 * ord.min(column.num_terms() as u64),
+        })
+    }
+
     pub fn has_value(&self, doc: DocId) -> bool {
         self.column
             .as_ref()

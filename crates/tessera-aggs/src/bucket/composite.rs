@@ -9,7 +9,11 @@
 //! and [`InternalComposite::reduce`] merges parts by key and keeps the first `size` again.
 //! Any grouping of slices and shards therefore gives the same page. A key evicted from a
 //! slice's map can never come back (all later keys it would compete with are smaller), so
-//! sub-aggregations collected for it are simply never built.
+//! sub-aggregations collected for it are simply never built. When every source is a keyword
+//! column without a missing bucket, a document's combinations are first compared with
+//! `after` and the full map's largest key as segment ordinals (term order is ordinal order
+//! within a segment), and only a key that can enter the map is built: most documents of a
+//! large result never allocate one.
 //!
 //! Keys print as OpenSearch prints them: raw numbers (a `terms` source on a date gives epoch
 //! millis, a `date_histogram` source too unless it has a `format`), booleans as JSON
@@ -913,6 +917,9 @@ impl Factory for CompositeFactory {
             counts: Vec::new(),
             subs,
             doc_parts: Vec::new(),
+            ordinal_keys: false,
+            after_positions: None,
+            top_positions: None,
             formats: self.specs.iter().map(|s| s.format.clone()).collect(),
         }))
     }
@@ -925,6 +932,8 @@ struct SourceState {
     values: AnyValues,
     /// Segment ordinal → the term (keyword fields), resolved on first use.
     segment_terms: Vec<Option<Arc<str>>>,
+    /// Whether `segment_terms` holds every term of the segment.
+    all_terms: bool,
     text: String,
     /// The block's `(position, part)` values.
     pairs: Vec<(u32, Val)>,
@@ -937,6 +946,7 @@ impl SourceState {
             spec,
             values: AnyValues::Unmapped,
             segment_terms: Vec::new(),
+            all_terms: false,
             text: String::new(),
             pairs: Vec::new(),
             ords: Vec::new(),
@@ -952,6 +962,7 @@ impl SourceState {
             }
             _ => AnyValues::open(&self.spec.source, segment.reader)?,
         };
+        self.all_terms = false;
         if let AnyValues::Keyword(values) = &self.values {
             self.segment_terms.clear();
             self.segment_terms.resize(values.num_terms(), None);
@@ -964,9 +975,51 @@ impl SourceState {
                         *slot = Some(Arc::from(String::from_utf8_lossy(bytes).as_ref()));
                     }
                 })?;
+                self.all_terms = self.segment_terms.iter().all(Option::is_some);
             }
         }
         Ok(())
+    }
+
+    /// The segment's term of a keyword ordinal, read on first use.
+    fn term(&mut self, ord: u64) -> Arc<str> {
+        let slot = &mut self.segment_terms[ord as usize];
+        if slot.is_none() {
+            if let AnyValues::Keyword(values) = &self.values {
+                let _ = values.term(ord, &mut self.text);
+            }
+            *slot = Some(Arc::from(self.text.as_str()));
+        }
+        slot.clone().expect("resolved above")
+    }
+
+    /// Fills `ords` with the block's distinct `(position, ordinal)` pairs (keyword sources;
+    /// a document's column may repeat a term it holds twice).
+    fn read_ords(&mut self, docs: &[DocId]) {
+        self.ords.clear();
+        if let AnyValues::Keyword(values) = &mut self.values {
+            let ords = &mut self.ords;
+            values.for_each_ord(docs, |p, ord| ords.push((p as u32, ord)));
+            if values.is_multivalued() {
+                ords.sort_unstable();
+                ords.dedup();
+            }
+        }
+    }
+
+    /// Where `term` sits among the segment's ordinals, comparable with `2·ord + 1` (see
+    /// `KeywordValues::ord_position`).
+    fn position(&self, term: &str) -> Result<u64> {
+        if self.all_terms {
+            let terms = &self.segment_terms;
+            let at = terms.partition_point(|t| t.as_deref().is_some_and(|t| t < term));
+            let exact = terms.get(at).is_some_and(|t| t.as_deref() == Some(term));
+            return Ok(2 * at as u64 + u64::from(exact));
+        }
+        match &self.values {
+            AnyValues::Keyword(values) => values.ord_position(term.as_bytes()),
+            _ => Err(Error::illegal_state("not a keyword source")),
+        }
     }
 
     /// Reads the block's values, keyed by the source (rounded for histograms), grouped by
@@ -976,22 +1029,10 @@ impl SourceState {
         pairs.clear();
         match self.spec.kind {
             ValueKind::Keyword => {
-                let mut ords = std::mem::take(&mut self.ords);
-                ords.clear();
-                if let AnyValues::Keyword(values) = &mut self.values {
-                    values.for_each_ord(docs, |p, ord| ords.push((p as u32, ord)));
-                }
+                self.read_ords(docs);
+                let ords = std::mem::take(&mut self.ords);
                 for &(p, ord) in &ords {
-                    let slot = &mut self.segment_terms[ord as usize];
-                    if slot.is_none() {
-                        if let AnyValues::Keyword(values) = &self.values {
-                            let _ = values.term(ord, &mut self.text);
-                        }
-                        *slot = Some(Arc::from(self.text.as_str()));
-                    }
-                    if let Some(term) = slot {
-                        pairs.push((p, Val::S(term.clone())));
-                    }
+                    pairs.push((p, Val::S(self.term(ord))));
                 }
                 self.ords = ords;
             }
@@ -1068,6 +1109,40 @@ struct CompositeCollector {
     /// Per source, the current document's parts.
     doc_parts: Vec<Vec<Part>>,
     formats: Vec<ValueFormat>,
+    /// Set for a segment whose sources are all keyword columns without a missing bucket:
+    /// a document's keys are compared with `after` and the full queue's largest key as
+    /// segment ordinals, and only keys that can enter the queue are built
+    /// ([`CompositeCollector::collect_ordinals`]).
+    ordinal_keys: bool,
+    /// `after` as segment ordinal positions (`SourceState::position`).
+    after_positions: Option<Vec<u64>>,
+    /// The full queue's largest key as positions; none until needed after the queue changed.
+    top_positions: Option<Vec<u64>>,
+}
+
+/// `ords` (segment ordinals, one per source) against `positions` (`SourceState::position`),
+/// in the key order.
+fn compare_positions(ords: &[u64], positions: &[u64], orders: &[PartOrder]) -> Ordering {
+    for ((ord, position), order) in ords.iter().zip(positions).zip(orders) {
+        let by_term = (2 * ord + 1).cmp(position);
+        let directed = if order.asc {
+            by_term
+        } else {
+            by_term.reverse()
+        };
+        if directed != Ordering::Equal {
+            return directed;
+        }
+    }
+    Ordering::Equal
+}
+
+fn directed(val: Val, order: PartOrder) -> Directed {
+    if order.asc {
+        Directed::Asc(val)
+    } else {
+        Directed::Desc(Reverse(val))
+    }
 }
 
 impl CompositeCollector {
@@ -1100,11 +1175,106 @@ impl CompositeCollector {
                 let ord = self.counts.len() as u32;
                 self.counts.push(0);
                 self.queue.insert(key, ord);
+                self.top_positions = None;
                 ord
             }
         };
         self.counts[ord as usize] += count;
         Some(ord)
+    }
+}
+
+impl CompositeCollector {
+    /// `key` (keyword terms only) as this segment's ordinal positions; none when a part is
+    /// not a term or a lookup fails.
+    fn positions_of(&self, key: &SortKey) -> Option<Vec<u64>> {
+        key.iter()
+            .zip(&self.sources)
+            .map(|(part, source)| match &part.1 {
+                Directed::Asc(Val::S(term)) | Directed::Desc(Reverse(Val::S(term))) => {
+                    source.position(term).ok()
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether a key with these segment ordinals can enter the queue: after `after`, and not
+    /// after the full queue's largest key.
+    fn competitive(&mut self, ords: &[u64]) -> bool {
+        if let Some(after) = &self.after_positions {
+            if compare_positions(ords, after, &self.orders) != Ordering::Greater {
+                return false;
+            }
+        }
+        if self.queue.len() < self.size {
+            return true;
+        }
+        if self.top_positions.is_none() {
+            let largest = self.queue.last_key_value().map(|(key, _)| key);
+            self.top_positions = largest.and_then(|key| self.positions_of(key));
+        }
+        match &self.top_positions {
+            Some(top) => compare_positions(ords, top, &self.orders) != Ordering::Greater,
+            None => true,
+        }
+    }
+
+    /// [`Collector::collect`] for keyword sources only (`ordinal_keys`): each combination of a
+    /// document's ordinals is checked against the bounds before its key is built.
+    fn collect_ordinals(&mut self, docs: &[DocId]) {
+        for source in &mut self.sources {
+            source.read_ords(docs);
+        }
+        let n = self.sources.len();
+        let mut ranges = vec![(0usize, 0usize); n];
+        let mut index = vec![0usize; n];
+        let mut ords = vec![0u64; n];
+        for (position, &doc) in docs.iter().enumerate() {
+            for (range, source) in ranges.iter_mut().zip(&self.sources) {
+                let start = range.1;
+                let mut end = start;
+                while end < source.ords.len() && source.ords[end].0 as usize == position {
+                    end += 1;
+                }
+                *range = (start, end);
+            }
+            if ranges.iter().any(|(start, end)| start == end) {
+                continue;
+            }
+            index.fill(0);
+            loop {
+                for s in 0..n {
+                    ords[s] = self.sources[s].ords[ranges[s].0 + index[s]].1;
+                }
+                if self.competitive(&ords) {
+                    let key: SortKey = (0..n)
+                        .map(|s| {
+                            let term = self.sources[s].term(ords[s]);
+                            Part(1, directed(Val::S(term), self.orders[s]))
+                        })
+                        .collect();
+                    self.offer(doc, key);
+                }
+                // the next combination (odometer order)
+                let mut s = n;
+                let done = loop {
+                    if s == 0 {
+                        break true;
+                    }
+                    s -= 1;
+                    index[s] += 1;
+                    if ranges[s].0 + index[s] < ranges[s].1 {
+                        break false;
+                    }
+                    index[s] = 0;
+                };
+                if done {
+                    break;
+                }
+            }
+        }
+        self.subs.flush();
     }
 }
 
@@ -1164,10 +1334,27 @@ impl Collector for CompositeCollector {
         for source in &mut self.sources {
             source.set_segment(segment)?;
         }
+        self.top_positions = None;
+        self.ordinal_keys = self.sources.iter().all(|source| {
+            source.spec.kind == ValueKind::Keyword
+                && !source.spec.missing_bucket
+                && matches!(source.values, AnyValues::Keyword(_))
+        });
+        self.after_positions = match (&self.after, self.ordinal_keys) {
+            (Some(after), true) => {
+                let positions = self.positions_of(after);
+                self.ordinal_keys = positions.is_some();
+                positions
+            }
+            _ => None,
+        };
         self.subs.set_segment(segment)
     }
 
     fn collect(&mut self, docs: &[DocId], _parents: &[u32]) {
+        if self.ordinal_keys {
+            return self.collect_ordinals(docs);
+        }
         for source in &mut self.sources {
             source.read(docs);
         }
@@ -1645,6 +1832,72 @@ mod tests {
             .collect();
         assert_eq!(ks[0], "z");
         assert!(ks.windows(2).all(|w| w[0] >= w[1]));
+    }
+
+    /// Keyword sources only (the ordinal path): every page, over any slicing, sharding and
+    /// segments (each with its own ordinals), is the brute-force count of each combination.
+    #[test]
+    fn keyword_sources_page_exactly_by_ordinals() {
+        let mut rng = Rng::new(11);
+        let words = [
+            "ant", "bee", "cat", "dog", "eel", "fox", "gnu", "hen", "yak",
+        ];
+        let docs: Vec<Value> = (0..600)
+            .map(|i| {
+                let mut pick = || words[rng.below(words.len() as u64) as usize];
+                match i % 5 {
+                    0 => json!({"k": pick()}),
+                    1 => json!({"k": [pick(), pick()], "m": [pick(), pick(), pick()]}),
+                    _ => json!({"k": pick(), "m": pick()}),
+                }
+            })
+            .collect();
+        let mapping = json!({"properties": {"k": {"type": "keyword"}, "m": {"type": "keyword"}}});
+        // brute force: k descending, then m ascending
+        let mut expected: BTreeMap<(Reverse<String>, String), u64> = BTreeMap::new();
+        let values = |doc: &Value, field: &str| -> Vec<String> {
+            let mut all: Vec<String> = match &doc[field] {
+                Value::String(s) => vec![s.clone()],
+                Value::Array(a) => a.iter().map(|v| v.as_str().unwrap().to_string()).collect(),
+                _ => vec![],
+            };
+            all.sort();
+            all.dedup();
+            all
+        };
+        for doc in &docs {
+            for k in values(doc, "k") {
+                for m in values(doc, "m") {
+                    *expected.entry((Reverse(k.clone()), m)).or_default() += 1;
+                }
+            }
+        }
+        let expected: Vec<Value> = expected
+            .into_iter()
+            .map(|((Reverse(k), m), count)| json!({"key": {"k": k, "m": m}, "doc_count": count}))
+            .collect();
+        assert!(expected.len() > 40);
+        let sources = json!([
+            {"k": {"terms": {"field": "k", "order": "desc"}}},
+            {"m": {"terms": {"field": "m"}}}
+        ]);
+        let one = TestShard::new(mapping.clone(), &docs, 5);
+        for (size, seed) in [(1, 1), (4, 2), (9, 3), (1000, 4)] {
+            let paged = pages(&[&one], &sources, size, seed);
+            assert_eq!(
+                json_diff(&json!(paged), &json!(expected), 0.0, ""),
+                None,
+                "{size}"
+            );
+        }
+        let parts = split_docs(&docs, 3, 5);
+        let shards: Vec<TestShard> = parts
+            .iter()
+            .map(|p| TestShard::new(mapping.clone(), p, 3))
+            .collect();
+        let refs: Vec<&TestShard> = shards.iter().collect();
+        let paged = pages(&refs, &sources, 6, 5);
+        assert_eq!(json_diff(&json!(paged), &json!(expected), 0.0, ""), None);
     }
 
     #[test]
