@@ -352,4 +352,29 @@ mod tests {
         assert_eq!(outgoing(&collector, "n2"), 0);
         assert_eq!(outgoing(&collector, "n1"), 0);
     }
+
+    #[tokio::test]
+    async fn a_search_on_a_pinned_reader_sends_no_probe() {
+        let collector = Arc::new(ResponseCollector::new());
+        let lagging = copy("n2");
+        collector.begin("n2");
+        let chosen = TrackedShard::chosen(copy("n1"), collector.clone())
+            .with_probe(TrackedShard::claimed(lagging.clone(), collector.clone()));
+        let mut pinned = request();
+        pinned.reader = Some(tessera_search::messages::ReaderUse::Pin {
+            kind: tessera_search::reader_context::PinKind::Scroll,
+            keep_alive_millis: 60_000,
+            max_open: 10,
+            pit: None,
+        });
+        chosen.query(pinned).await.unwrap();
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        assert!(lagging.freed.lock().unwrap().is_empty(), "not sent");
+        // the probe stays claimed until the copy is dropped
+        assert_eq!(outgoing(&collector, "n2"), 1);
+        drop(chosen);
+        assert_eq!(outgoing(&collector, "n2"), 0);
+    }
 }
