@@ -5,7 +5,10 @@
 //!
 //! A range field is two columns of inclusive bounds (see `tessera_mapping::range`); the query
 //! filters each column with its bulk range scan and intersects the two lists, a document
-//! matching when any of its ranges does.
+//! matching when any of its ranges does. A range that a sample says most documents match is
+//! answered lazily instead: a conjunction's other clause leads and each of its candidates
+//! has its bounds read directly, and the bulk scan runs only once the set is walked by itself
+//! (`LazyRangeDocs`).
 //! Matches score 1.0 × boost, as Lucene's range field queries do.
 
 use std::net::Ipv6Addr;
@@ -19,6 +22,7 @@ use tantivy::query::{
 };
 use tantivy::schema::Field;
 use tantivy::{BitSet, DocId, Score, SegmentReader};
+use tantivy::{DocSet, SeekDangerResult, TERMINATED};
 use tessera_common::{Error, Result};
 use tessera_mapping::range::{java_float, RangeBounds, RangeKind};
 use tessera_mapping::values as coerce;
@@ -135,25 +139,13 @@ fn column_ranges<T: Bound>(
 /// per document the two conditions meet in row space (a few candidates read their other
 /// bound directly); with several, a document in both lists is checked range by range (its
 /// bounds may come from different ranges).
-fn mark<T>(
-    reader: &SegmentReader,
-    from_column: &str,
-    to_column: &str,
+fn mark<T: Bound>(
+    from: &Column<T>,
+    to: &Column<T>,
     relation: RangeRelation,
     (low, high): (T, T),
     bits: &mut BitSet,
-) -> tantivy::Result<()>
-where
-    T: Bound + tantivy::columnar::HasAssociatedColumnType,
-    DynamicColumn: Into<Option<Column<T>>>,
-{
-    let fast = reader.fast_fields();
-    let (Some(from), Some(to)) = (
-        fast.column_opt::<T>(from_column)?,
-        fast.column_opt::<T>(to_column)?,
-    ) else {
-        return Ok(());
-    };
+) {
     let (from_range, to_range) = column_ranges(relation, low, high);
     let single = |column: &Column<T>| column.get_cardinality() != Cardinality::Multivalued;
     if single(&from) && single(&to) && from.values.num_vals() == to.values.num_vals() {
@@ -174,7 +166,7 @@ where
         for doc in hits {
             bits.insert(doc);
         }
-        return Ok(());
+        return;
     }
     let docs = |column: &Column<T>, range: RangeInclusive<T>| {
         let mut rows = Vec::new();
@@ -188,17 +180,215 @@ where
         rows.dedup();
         rows
     };
-    let (from_docs, to_docs) = (docs(&from, from_range), docs(&to, to_range));
+    let (from_docs, to_docs) = (docs(from, from_range), docs(to, to_range));
     for doc in intersect_sorted(&from_docs, &to_docs) {
-        if from
-            .values_for_doc(doc)
-            .zip(to.values_for_doc(doc))
-            .any(|(f, t)| relates(relation, f, t, &low, &high))
-        {
+        if doc_relates(from, to, relation, &low, &high, doc) {
             bits.insert(doc);
         }
     }
-    Ok(())
+}
+
+/// Whether one of `doc`'s ranges relates to `[low, high]` (its bounds read directly).
+fn doc_relates<T: Bound>(
+    from: &Column<T>,
+    to: &Column<T>,
+    relation: RangeRelation,
+    low: &T,
+    high: &T,
+    doc: DocId,
+) -> bool {
+    from.values_for_doc(doc)
+        .zip(to.values_for_doc(doc))
+        .any(|(f, t)| relates(relation, f, t, low, high))
+}
+
+/// Documents checked to estimate how many match: a range most documents match is found
+/// lazily ([`LazyRangeDocs`]), a narrow one by the bulk scan at once.
+const SAMPLED_DOCS: u32 = 64;
+
+/// The segment's matches for `relation` to `[low, high]`, as a docset.
+fn range_docs<T>(
+    reader: &SegmentReader,
+    from_column: &str,
+    to_column: &str,
+    relation: RangeRelation,
+    (low, high): (T, T),
+) -> tantivy::Result<Box<dyn DocSet>>
+where
+    T: Bound + tantivy::columnar::HasAssociatedColumnType,
+    DynamicColumn: Into<Option<Column<T>>>,
+{
+    let fast = reader.fast_fields();
+    let (Some(from), Some(to)) = (
+        fast.column_opt::<T>(from_column)?,
+        fast.column_opt::<T>(to_column)?,
+    ) else {
+        return Ok(Box::new(BitSetDocSet::from(BitSet::with_max_value(1))));
+    };
+    let max_doc = reader.max_doc();
+    let step = (max_doc / SAMPLED_DOCS).max(1);
+    let sampled = (0..max_doc)
+        .step_by(step as usize)
+        .take(SAMPLED_DOCS as usize);
+    let (mut seen, mut matched) = (0u32, 0u32);
+    for doc in sampled {
+        seen += 1;
+        matched += u32::from(doc_relates(&from, &to, relation, &low, &high, doc));
+    }
+    if matched * 4 >= seen && seen > 0 {
+        let estimate = (u64::from(max_doc) * u64::from(matched) / u64::from(seen)) as u32;
+        return Ok(Box::new(LazyRangeDocs::new(
+            from,
+            to,
+            relation,
+            (low, high),
+            max_doc,
+            estimate,
+        )));
+    }
+    let mut bits = BitSet::with_max_value(max_doc.max(1));
+    mark(&from, &to, relation, (low, high), &mut bits);
+    Ok(Box::new(BitSetDocSet::from(bits)))
+}
+
+/// Consecutive `advance` calls after which [`LazyRangeDocs`] runs the bulk scan.
+const WALK_BEFORE_SCAN: u32 = 256;
+
+/// The matches of a range most documents match, found lazily: while another clause of a
+/// conjunction leads (it seeks this set to its candidates), each candidate's bounds are read
+/// directly, and none of the rest is looked at; once the set is walked by itself (a lone
+/// query, a disjunction), the columns' bulk scan ([`mark`]) finds the rest at once.
+struct LazyRangeDocs<T: Bound> {
+    from: Column<T>,
+    to: Column<T>,
+    relation: RangeRelation,
+    bounds: (T, T),
+    /// After the bulk scan: the rest of the matches.
+    scanned: Option<BitSetDocSet>,
+    doc: DocId,
+    max_doc: DocId,
+    /// `advance` calls since the last seek.
+    walked: u32,
+    estimate: u32,
+}
+
+impl<T: Bound> LazyRangeDocs<T> {
+    fn new(
+        from: Column<T>,
+        to: Column<T>,
+        relation: RangeRelation,
+        bounds: (T, T),
+        max_doc: DocId,
+        estimate: u32,
+    ) -> Self {
+        let mut docs = LazyRangeDocs {
+            from,
+            to,
+            relation,
+            bounds,
+            scanned: None,
+            doc: 0,
+            max_doc,
+            walked: 0,
+            estimate,
+        };
+        docs.doc = docs.next_match(0);
+        docs
+    }
+
+    fn relates(&self, doc: DocId) -> bool {
+        let (low, high) = &self.bounds;
+        doc_relates(&self.from, &self.to, self.relation, low, high, doc)
+    }
+
+    /// The first match at or after `doc`, reading documents one by one.
+    fn next_match(&self, mut doc: DocId) -> DocId {
+        while doc < self.max_doc {
+            if self.relates(doc) {
+                return doc;
+            }
+            doc += 1;
+        }
+        TERMINATED
+    }
+
+    /// Runs the bulk scan; the first match after the current document.
+    fn scan_rest(&mut self) -> DocId {
+        let mut bits = BitSet::with_max_value(self.max_doc.max(1));
+        mark(&self.from, &self.to, self.relation, self.bounds, &mut bits);
+        let mut rest = BitSetDocSet::from(bits);
+        let next = match self.doc.checked_add(1) {
+            Some(next) if next < self.max_doc => rest.seek(next),
+            _ => TERMINATED,
+        };
+        self.scanned = Some(rest);
+        next
+    }
+}
+
+impl<T: Bound> DocSet for LazyRangeDocs<T> {
+    fn advance(&mut self) -> DocId {
+        if let Some(rest) = &mut self.scanned {
+            return rest.advance();
+        }
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        self.walked += 1;
+        self.doc = if self.walked > WALK_BEFORE_SCAN {
+            self.scan_rest()
+        } else {
+            self.next_match(self.doc + 1)
+        };
+        self.doc
+    }
+
+    fn seek(&mut self, target: DocId) -> DocId {
+        if let Some(rest) = &mut self.scanned {
+            return rest.seek(target);
+        }
+        self.walked = 0;
+        if self.doc < target {
+            self.doc = self.next_match(target);
+        }
+        self.doc
+    }
+
+    /// A candidate is checked alone: the next match is not looked for (the leading clause
+    /// will name the next candidate).
+    fn seek_danger(&mut self, target: DocId) -> SeekDangerResult {
+        if let Some(rest) = &mut self.scanned {
+            return rest.seek_danger(target);
+        }
+        self.walked = 0;
+        if target >= self.max_doc {
+            return SeekDangerResult::SeekLowerBound(TERMINATED);
+        }
+        if self.relates(target) {
+            self.doc = target;
+            return SeekDangerResult::Found;
+        }
+        match target + 1 {
+            next if next >= self.max_doc => SeekDangerResult::SeekLowerBound(TERMINATED),
+            next => SeekDangerResult::SeekLowerBound(next),
+        }
+    }
+
+    fn doc(&self) -> DocId {
+        match &self.scanned {
+            Some(rest) => rest.doc(),
+            None => self.doc,
+        }
+    }
+
+    fn size_hint(&self) -> u32 {
+        self.estimate
+    }
+
+    /// Walking it reads every document's bounds: let a conjunction's other clauses lead.
+    fn cost(&self) -> u64 {
+        u64::from(self.max_doc)
+    }
 }
 
 /// The rows among `rows` whose value lies in `range`, ascending. The range is first narrowed
@@ -250,38 +440,21 @@ struct RangeFieldWeight(Arc<RangeFieldQuery>);
 impl Weight for RangeFieldWeight {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
         let q = &self.0;
-        let max_doc = reader.max_doc();
-        let mut bits = BitSet::with_max_value(max_doc.max(1));
         let relation = q.relation;
         let schema = reader.schema();
         let (from_column, to_column) = (schema.get_field_name(q.from), schema.get_field_name(q.to));
-        match q.bounds {
-            RangeBounds::I64(low, high) => mark::<i64>(
-                reader,
-                from_column,
-                to_column,
-                relation,
-                (low, high),
-                &mut bits,
-            )?,
-            RangeBounds::F64(low, high) => mark::<f64>(
-                reader,
-                from_column,
-                to_column,
-                relation,
-                (low, high),
-                &mut bits,
-            )?,
-            RangeBounds::Ip(low, high) => mark::<Ipv6Addr>(
-                reader,
-                from_column,
-                to_column,
-                relation,
-                (low, high),
-                &mut bits,
-            )?,
-        }
-        Ok(Box::new(ConstScorer::new(BitSetDocSet::from(bits), boost)))
+        let docs = match q.bounds {
+            RangeBounds::I64(low, high) => {
+                range_docs::<i64>(reader, from_column, to_column, relation, (low, high))?
+            }
+            RangeBounds::F64(low, high) => {
+                range_docs::<f64>(reader, from_column, to_column, relation, (low, high))?
+            }
+            RangeBounds::Ip(low, high) => {
+                range_docs::<Ipv6Addr>(reader, from_column, to_column, relation, (low, high))?
+            }
+        };
+        Ok(Box::new(ConstScorer::new(docs, boost)))
     }
 
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
@@ -684,7 +857,80 @@ mod tests {
         }
     }
 
-    fn column_scans_check(most: u64) {
+    /// Seeks, careful and dangerous, and walks find the same documents as the bulk scan,
+    /// whichever way the segment's docset was built (lazy for the wide ranges).
+    #[test]
+    fn lazy_range_docs_seek_and_walk_like_the_scan() {
+        for most in [1, 2] {
+            let (index, from, to, _) = test_index(most);
+            let searcher = index.reader().unwrap().searcher();
+            let segment = searcher.segment_reader(0);
+            let schema = segment.schema();
+            let (from, to) = (schema.get_field_name(from), schema.get_field_name(to));
+            let max_doc = segment.max_doc();
+            for relation in [RangeRelation::Intersects, RangeRelation::Within] {
+                for bounds in [(-5.0, 5.0), (-2.0, 1.0), (4.0, 4.5)] {
+                    let docs = || range_docs::<f64>(segment, from, to, relation, bounds).unwrap();
+                    let expected: Vec<DocId> = {
+                        let fast = segment.fast_fields();
+                        let (f, t) = (
+                            fast.column_opt::<f64>(from).unwrap().unwrap(),
+                            fast.column_opt::<f64>(to).unwrap().unwrap(),
+                        );
+                        let mut bits = BitSet::with_max_value(max_doc);
+                        mark(&f, &t, relation, bounds, &mut bits);
+                        (0..max_doc).filter(|&d| bits.contains(d)).collect()
+                    };
+                    let next_from = |target: DocId| {
+                        expected
+                            .iter()
+                            .copied()
+                            .find(|&d| d >= target)
+                            .unwrap_or(TERMINATED)
+                    };
+                    let case = format!("{most} {relation:?} {bounds:?}");
+                    // a walk (past the switch to the bulk scan for the wide ranges)
+                    let mut walk = docs();
+                    let mut walked = Vec::new();
+                    while walk.doc() != TERMINATED {
+                        walked.push(walk.doc());
+                        walk.advance();
+                    }
+                    assert_eq!(walked, expected, "{case}");
+                    // seeks to every third document, and walks between them
+                    let mut seeking = docs();
+                    for target in (0..max_doc + 3).step_by(3) {
+                        if seeking.doc() >= target {
+                            continue;
+                        }
+                        assert_eq!(seeking.seek(target), next_from(target), "{case} {target}");
+                    }
+                    // dangerous seeks, on strictly increasing targets
+                    let mut danger = docs();
+                    for target in (1..max_doc + 2).step_by(2) {
+                        match danger.seek_danger(target) {
+                            SeekDangerResult::Found => {
+                                assert!(expected.contains(&target), "{case} {target}");
+                                assert_eq!(danger.doc(), target);
+                            }
+                            SeekDangerResult::SeekLowerBound(bound) => {
+                                assert!(!expected.contains(&target), "{case} {target}");
+                                assert!(bound > target, "{case} {target}");
+                                assert!(
+                                    bound <= next_from(target) || bound == TERMINATED,
+                                    "{case} {target} {bound}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// 400 documents with up to `most` ranges each over -5..=5 (zero's both signs included),
+    /// and their ranges.
+    fn test_index(most: u64) -> (Index, Field, Field, Vec<Vec<(f64, f64)>>) {
         let mut builder = Schema::builder();
         let from = builder.add_f64_field("r#from", FAST);
         let to = builder.add_f64_field("r#to", FAST);
@@ -720,6 +966,11 @@ mod tests {
             docs.push(ranges);
         }
         writer.commit().unwrap();
+        (index, from, to, docs)
+    }
+
+    fn column_scans_check(most: u64) {
+        let (index, from, to, docs) = test_index(most);
         let searcher = index.reader().unwrap().searcher();
         for relation in [
             RangeRelation::Intersects,
