@@ -148,7 +148,7 @@ fn mark<T: Bound>(
 ) {
     let (from_range, to_range) = column_ranges(relation, low, high);
     let single = |column: &Column<T>| column.get_cardinality() != Cardinality::Multivalued;
-    if single(&from) && single(&to) && from.values.num_vals() == to.values.num_vals() {
+    if single(from) && single(to) && from.values.num_vals() == to.values.num_vals() {
         // one range per document: the bounds of the documents' ranges are in the same rows
         // of both columns, so the rows are matched first and only matches become documents
         let rows = 0..from.values.num_vals();
@@ -928,9 +928,12 @@ mod tests {
         }
     }
 
+    /// Each document's ranges.
+    type DocRanges = Vec<Vec<(f64, f64)>>;
+
     /// 400 documents with up to `most` ranges each over -5..=5 (zero's both signs included),
     /// and their ranges.
-    fn test_index(most: u64) -> (Index, Field, Field, Vec<Vec<(f64, f64)>>) {
+    fn test_index(most: u64) -> (Index, Field, Field, DocRanges) {
         let mut builder = Schema::builder();
         let from = builder.add_f64_field("r#from", FAST);
         let to = builder.add_f64_field("r#to", FAST);
@@ -945,7 +948,7 @@ mod tests {
             state % n
         };
         let value = |v: u64| if v == 11 { -0.0 } else { v as f64 - 5.0 };
-        let mut docs: Vec<Vec<(f64, f64)>> = Vec::new();
+        let mut docs: DocRanges = Vec::new();
         for _ in 0..400 {
             let ranges: Vec<(f64, f64)> = (0..next(most + 1))
                 .map(|_| {
