@@ -177,8 +177,8 @@ impl ResponseCollector {
     /// `base` (indexes into `nodes`, the copies' nodes in their default order) in the order to
     /// try them: nodes without statistics with room for a probe first, then by rank, then
     /// nodes being probed (without statistics, or with estimated ones) that have their probe
-    /// in flight, then lagging nodes by rank. Ties keep the `base` order. A lagging node that
-    /// is due a probe is named in [`Ranking::probe`] when another copy comes first.
+    /// in flight, then lagging nodes by response time. Ties keep the `base` order. A lagging
+    /// node that is due a probe is named in [`Ranking::probe`] when another copy comes first.
     pub fn choose(&self, nodes: &[&str], base: Vec<usize>) -> Ranking {
         self.choose_at(nodes, base, Instant::now())
     }
@@ -218,13 +218,15 @@ impl ResponseCollector {
         let first_lagging = |i: &usize| known.get(nodes[*i]).is_some_and(|e| e.lagging.is_some());
         let probe = match base.first() {
             Some(first) if !first_lagging(first) => base[1..].iter().copied().find(|&i| {
-                let entry = &known[nodes[i]];
-                entry.lagging.is_some()
-                    && entry.outstanding == 0
-                    && entry.sampled_at.is_none_or(|at| {
-                        let response = entry.response_nanos().unwrap_or(0.0);
-                        now.saturating_duration_since(at) >= Duration::from_nanos(response as u64)
-                    })
+                known.get(nodes[i]).is_some_and(|entry| {
+                    entry.lagging.is_some()
+                        && entry.outstanding == 0
+                        && entry.sampled_at.is_none_or(|at| {
+                            let response = entry.response_nanos().unwrap_or(0.0);
+                            now.saturating_duration_since(at)
+                                >= Duration::from_nanos(response as u64)
+                        })
+                })
             }),
             _ => None,
         };
@@ -416,6 +418,24 @@ mod tests {
             [1, 0],
             "ten in flight on known"
         );
+    }
+
+    #[test]
+    fn copies_on_nodes_never_seen_are_ranked_without_a_probe() {
+        let collector = ResponseCollector::new();
+        let ranking = collector.choose(&["a", "b", "c"], vec![2, 0, 1]);
+        assert_eq!(
+            ranking,
+            Ranking {
+                order: vec![2, 0, 1],
+                probe: None
+            }
+        );
+        // and with one known node among them
+        answered(&collector, "b", 2, 1);
+        let ranking = collector.choose(&["a", "b", "c"], vec![0, 1, 2]);
+        assert_eq!(ranking.order, [0, 2, 1]);
+        assert_eq!(ranking.probe, None);
     }
 
     #[test]

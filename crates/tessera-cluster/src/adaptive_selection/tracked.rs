@@ -78,7 +78,13 @@ impl TrackedShard {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let answer = probe.query(request.clone());
+        // the search's own end does not cancel it: a probe that never answers never
+        // measures, and a lagging node on this node would stay set aside
+        let request = ShardSearchRequest {
+            cancelled: None,
+            ..request.clone()
+        };
+        let answer = probe.query(request);
         runtime.spawn(async move {
             if let Ok(QuerySearchResult {
                 context_id: Some(id),
