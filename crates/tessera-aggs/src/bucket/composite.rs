@@ -560,14 +560,7 @@ fn part(value: &CompositeValue, order: PartOrder) -> Part {
         CompositeValue::Str(s) => (1, Val::S(Arc::from(s.as_str()))),
         CompositeValue::Ip(bits) => (1, Val::P(*bits)),
     };
-    Part(
-        rank,
-        if order.asc {
-            Directed::Asc(val)
-        } else {
-            Directed::Desc(Reverse(val))
-        },
-    )
+    Part(rank, directed(val, order))
 }
 
 fn sort_key(values: &[CompositeValue], orders: &[PartOrder]) -> SortKey {
@@ -1137,6 +1130,19 @@ fn compare_positions(ords: &[u64], positions: &[u64], orders: &[PartOrder]) -> O
     Ordering::Equal
 }
 
+/// Moves `index` to the next combination of the sources' values (odometer order, the last
+/// source fastest), source `s` having `len(s)` values; false once every one was visited.
+fn next_combination(index: &mut [usize], len: impl Fn(usize) -> usize) -> bool {
+    for s in (0..index.len()).rev() {
+        index[s] += 1;
+        if index[s] < len(s) {
+            return true;
+        }
+        index[s] = 0;
+    }
+    false
+}
+
 fn directed(val: Val, order: PartOrder) -> Directed {
     if order.asc {
         Directed::Asc(val)
@@ -1256,20 +1262,7 @@ impl CompositeCollector {
                         .collect();
                     self.offer(doc, key);
                 }
-                // the next combination (odometer order)
-                let mut s = n;
-                let done = loop {
-                    if s == 0 {
-                        break true;
-                    }
-                    s -= 1;
-                    index[s] += 1;
-                    if ranges[s].0 + index[s] < ranges[s].1 {
-                        break false;
-                    }
-                    index[s] = 0;
-                };
-                if done {
+                if !next_combination(&mut index, |s| ranges[s].1 - ranges[s].0) {
                     break;
                 }
             }
@@ -1320,13 +1313,7 @@ impl Collector for CompositeCollector {
             i = j;
         }
         for (key, count) in runs {
-            let val = Val::I(key);
-            let directed = if order.asc {
-                Directed::Asc(val)
-            } else {
-                Directed::Desc(Reverse(val))
-            };
-            self.offer_count(vec![Part(1, directed)], count);
+            self.offer_count(vec![Part(1, directed(Val::I(key), order))], count);
         }
     }
 
@@ -1373,14 +1360,7 @@ impl Collector for CompositeCollector {
                 parts.clear();
                 while *cursor < source.pairs.len() && source.pairs[*cursor].0 as usize == position {
                     let val = source.pairs[*cursor].1.clone();
-                    parts.push(Part(
-                        1,
-                        if order.asc {
-                            Directed::Asc(val)
-                        } else {
-                            Directed::Desc(Reverse(val))
-                        },
-                    ));
+                    parts.push(Part(1, directed(val, order)));
                     *cursor += 1;
                 }
                 if parts.is_empty() {
@@ -1401,19 +1381,7 @@ impl Collector for CompositeCollector {
                     .map(|s| self.doc_parts[s][index[s]].clone())
                     .collect();
                 self.offer(doc, key);
-                let mut s = n;
-                let done = loop {
-                    if s == 0 {
-                        break true;
-                    }
-                    s -= 1;
-                    index[s] += 1;
-                    if index[s] < self.doc_parts[s].len() {
-                        break false;
-                    }
-                    index[s] = 0;
-                };
-                if done {
+                if !next_combination(&mut index, |s| self.doc_parts[s].len()) {
                     break;
                 }
             }
