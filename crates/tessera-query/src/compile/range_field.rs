@@ -132,74 +132,75 @@ fn column_ranges<T: Bound>(
     }
 }
 
-/// Sets the bit of every document of the segment with a range that relates to `[low, high]`.
-///
-/// Each bound column is filtered on its own condition by the column's bulk range scan (it
-/// compares packed blocks of values instead of reading documents one by one). With one range
-/// per document the two conditions meet in row space (a few candidates read their other
-/// bound directly); with several, a document in both lists is checked range by range (its
-/// bounds may come from different ranges).
-fn mark<T: Bound>(
-    from: &Column<T>,
-    to: &Column<T>,
+/// A segment's two bound columns, and what the query asks of its ranges.
+struct SegmentRanges<T: Bound> {
+    from: Column<T>,
+    to: Column<T>,
     relation: RangeRelation,
-    (low, high): (T, T),
-    bits: &mut BitSet,
-) {
-    let (from_range, to_range) = column_ranges(relation, low, high);
-    let single = |column: &Column<T>| column.get_cardinality() != Cardinality::Multivalued;
-    if single(from) && single(to) && from.values.num_vals() == to.values.num_vals() {
-        // one range per document: the bounds of the documents' ranges are in the same rows
-        // of both columns, so the rows are matched first and only matches become documents
-        let rows = 0..from.values.num_vals();
-        let mut hits = Vec::new();
-        scan_rows(&*from.values, from_range, rows.clone(), &mut hits);
-        if hits.len() * 4 < rows.len() {
-            // few candidates: read their other bound instead of scanning its column
-            hits.retain(|&row| to_range.contains(&to.values.get_val(row)));
-        } else {
-            let mut to_rows = Vec::new();
-            scan_rows(&*to.values, to_range, rows, &mut to_rows);
-            hits = intersect_sorted(&hits, &to_rows);
-        }
-        from.index.select_batch_in_place(0, &mut hits);
-        for doc in hits {
-            bits.insert(doc);
-        }
-        return;
-    }
-    let docs = |column: &Column<T>, range: RangeInclusive<T>| {
-        let mut rows = Vec::new();
-        scan_rows(
-            &*column.values,
-            range,
-            0..column.values.num_vals(),
-            &mut rows,
-        );
-        column.index.select_batch_in_place(0, &mut rows);
-        rows.dedup();
-        rows
-    };
-    let (from_docs, to_docs) = (docs(from, from_range), docs(to, to_range));
-    for doc in intersect_sorted(&from_docs, &to_docs) {
-        if doc_relates(from, to, relation, &low, &high, doc) {
-            bits.insert(doc);
-        }
-    }
+    low: T,
+    high: T,
 }
 
-/// Whether one of `doc`'s ranges relates to `[low, high]` (its bounds read directly).
-fn doc_relates<T: Bound>(
-    from: &Column<T>,
-    to: &Column<T>,
-    relation: RangeRelation,
-    low: &T,
-    high: &T,
-    doc: DocId,
-) -> bool {
-    from.values_for_doc(doc)
-        .zip(to.values_for_doc(doc))
-        .any(|(f, t)| relates(relation, f, t, low, high))
+impl<T: Bound> SegmentRanges<T> {
+    /// Whether one of `doc`'s ranges relates to `[low, high]` (its bounds read directly).
+    fn relates(&self, doc: DocId) -> bool {
+        self.from
+            .values_for_doc(doc)
+            .zip(self.to.values_for_doc(doc))
+            .any(|(f, t)| relates(self.relation, f, t, &self.low, &self.high))
+    }
+
+    /// Sets the bit of every document of the segment with a range that relates to
+    /// `[low, high]`.
+    ///
+    /// Each bound column is filtered on its own condition by the column's bulk range scan (it
+    /// compares packed blocks of values instead of reading documents one by one). With one range
+    /// per document the two conditions meet in row space (a few candidates read their other
+    /// bound directly); with several, a document in both lists is checked range by range (its
+    /// bounds may come from different ranges).
+    fn mark(&self, bits: &mut BitSet) {
+        let (from, to) = (&self.from, &self.to);
+        let (from_range, to_range) = column_ranges(self.relation, self.low, self.high);
+        let single = |column: &Column<T>| column.get_cardinality() != Cardinality::Multivalued;
+        if single(from) && single(to) && from.values.num_vals() == to.values.num_vals() {
+            // one range per document: the bounds of the documents' ranges are in the same rows
+            // of both columns, so the rows are matched first and only matches become documents
+            let rows = 0..from.values.num_vals();
+            let mut hits = Vec::new();
+            scan_rows(&*from.values, from_range, rows.clone(), &mut hits);
+            if hits.len() * 4 < rows.len() {
+                // few candidates: read their other bound instead of scanning its column
+                hits.retain(|&row| to_range.contains(&to.values.get_val(row)));
+            } else {
+                let mut to_rows = Vec::new();
+                scan_rows(&*to.values, to_range, rows, &mut to_rows);
+                hits = intersect_sorted(&hits, &to_rows);
+            }
+            from.index.select_batch_in_place(0, &mut hits);
+            for doc in hits {
+                bits.insert(doc);
+            }
+            return;
+        }
+        let docs = |column: &Column<T>, range: RangeInclusive<T>| {
+            let mut rows = Vec::new();
+            scan_rows(
+                &*column.values,
+                range,
+                0..column.values.num_vals(),
+                &mut rows,
+            );
+            column.index.select_batch_in_place(0, &mut rows);
+            rows.dedup();
+            rows
+        };
+        let (from_docs, to_docs) = (docs(from, from_range), docs(to, to_range));
+        for doc in intersect_sorted(&from_docs, &to_docs) {
+            if self.relates(doc) {
+                bits.insert(doc);
+            }
+        }
+    }
 }
 
 /// Documents checked to estimate how many match: a range most documents match is found
@@ -225,6 +226,13 @@ where
     ) else {
         return Ok(Box::new(BitSetDocSet::from(BitSet::with_max_value(1))));
     };
+    let ranges = SegmentRanges {
+        from,
+        to,
+        relation,
+        low,
+        high,
+    };
     let max_doc = reader.max_doc();
     let step = (max_doc / SAMPLED_DOCS).max(1);
     let sampled = (0..max_doc)
@@ -233,21 +241,14 @@ where
     let (mut seen, mut matched) = (0u32, 0u32);
     for doc in sampled {
         seen += 1;
-        matched += u32::from(doc_relates(&from, &to, relation, &low, &high, doc));
+        matched += u32::from(ranges.relates(doc));
     }
     if matched * 4 >= seen && seen > 0 {
         let estimate = (u64::from(max_doc) * u64::from(matched) / u64::from(seen)) as u32;
-        return Ok(Box::new(LazyRangeDocs::new(
-            from,
-            to,
-            relation,
-            (low, high),
-            max_doc,
-            estimate,
-        )));
+        return Ok(Box::new(LazyRangeDocs::new(ranges, max_doc, estimate)));
     }
     let mut bits = BitSet::with_max_value(max_doc.max(1));
-    mark(&from, &to, relation, (low, high), &mut bits);
+    ranges.mark(&mut bits);
     Ok(Box::new(BitSetDocSet::from(bits)))
 }
 
@@ -257,12 +258,10 @@ const WALK_BEFORE_SCAN: u32 = 256;
 /// The matches of a range most documents match, found lazily: while another clause of a
 /// conjunction leads (it seeks this set to its candidates), each candidate's bounds are read
 /// directly, and none of the rest is looked at; once the set is walked by itself (a lone
-/// query, a disjunction), the columns' bulk scan ([`mark`]) finds the rest at once.
+/// query, a disjunction), the columns' bulk scan ([`SegmentRanges::mark`]) finds the rest at
+/// once.
 struct LazyRangeDocs<T: Bound> {
-    from: Column<T>,
-    to: Column<T>,
-    relation: RangeRelation,
-    bounds: (T, T),
+    ranges: SegmentRanges<T>,
     /// After the bulk scan: the rest of the matches.
     scanned: Option<BitSetDocSet>,
     doc: DocId,
@@ -273,19 +272,9 @@ struct LazyRangeDocs<T: Bound> {
 }
 
 impl<T: Bound> LazyRangeDocs<T> {
-    fn new(
-        from: Column<T>,
-        to: Column<T>,
-        relation: RangeRelation,
-        bounds: (T, T),
-        max_doc: DocId,
-        estimate: u32,
-    ) -> Self {
+    fn new(ranges: SegmentRanges<T>, max_doc: DocId, estimate: u32) -> Self {
         let mut docs = LazyRangeDocs {
-            from,
-            to,
-            relation,
-            bounds,
+            ranges,
             scanned: None,
             doc: 0,
             max_doc,
@@ -296,15 +285,10 @@ impl<T: Bound> LazyRangeDocs<T> {
         docs
     }
 
-    fn relates(&self, doc: DocId) -> bool {
-        let (low, high) = &self.bounds;
-        doc_relates(&self.from, &self.to, self.relation, low, high, doc)
-    }
-
     /// The first match at or after `doc`, reading documents one by one.
     fn next_match(&self, mut doc: DocId) -> DocId {
         while doc < self.max_doc {
-            if self.relates(doc) {
+            if self.ranges.relates(doc) {
                 return doc;
             }
             doc += 1;
@@ -315,7 +299,7 @@ impl<T: Bound> LazyRangeDocs<T> {
     /// Runs the bulk scan; the first match after the current document.
     fn scan_rest(&mut self) -> DocId {
         let mut bits = BitSet::with_max_value(self.max_doc.max(1));
-        mark(&self.from, &self.to, self.relation, self.bounds, &mut bits);
+        self.ranges.mark(&mut bits);
         let mut rest = BitSetDocSet::from(bits);
         let next = match self.doc.checked_add(1) {
             Some(next) if next < self.max_doc => rest.seek(next),
@@ -364,7 +348,7 @@ impl<T: Bound> DocSet for LazyRangeDocs<T> {
         if target >= self.max_doc {
             return SeekDangerResult::SeekLowerBound(TERMINATED);
         }
-        if self.relates(target) {
+        if self.ranges.relates(target) {
             self.doc = target;
             return SeekDangerResult::Found;
         }
@@ -877,8 +861,15 @@ mod tests {
                             fast.column_opt::<f64>(from).unwrap().unwrap(),
                             fast.column_opt::<f64>(to).unwrap().unwrap(),
                         );
+                        let ranges = SegmentRanges {
+                            from: f,
+                            to: t,
+                            relation,
+                            low: bounds.0,
+                            high: bounds.1,
+                        };
                         let mut bits = BitSet::with_max_value(max_doc);
-                        mark(&f, &t, relation, bounds, &mut bits);
+                        ranges.mark(&mut bits);
                         (0..max_doc).filter(|&d| bits.contains(d)).collect()
                     };
                     let next_from = |target: DocId| {
