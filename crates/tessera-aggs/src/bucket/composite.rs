@@ -1188,9 +1188,7 @@ impl CompositeCollector {
         self.counts[ord as usize] += count;
         Some(ord)
     }
-}
 
-impl CompositeCollector {
     /// `key` (keyword terms only) as this segment's ordinal positions; none when a part is
     /// not a term or a lookup fails.
     fn positions_of(&self, key: &SortKey) -> Option<Vec<u64>> {
