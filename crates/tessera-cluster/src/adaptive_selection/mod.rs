@@ -241,13 +241,14 @@ impl ResponseCollector {
     /// notes the reference for the lagging ones' next answers.
     fn mark_lagging(known: &mut HashMap<String, NodeEntry>, nodes: &[&str], candidates: &[usize]) {
         for &i in candidates {
-            let others: Vec<f64> = known
+            let (sum, count) = known
                 .iter()
                 .filter(|(node, entry)| node.as_str() != nodes[i] && entry.lagging.is_none())
                 .filter_map(|(_, entry)| entry.response_nanos())
-                .collect();
-            let reference =
-                (!others.is_empty()).then(|| others.iter().sum::<f64>() / others.len() as f64);
+                .fold((0.0, 0u32), |(sum, count), response| {
+                    (sum + response, count + 1)
+                });
+            let reference = (count > 0).then(|| sum / f64::from(count));
             let (Some(reference), Some(entry)) = (reference, known.get_mut(nodes[i])) else {
                 continue;
             };
