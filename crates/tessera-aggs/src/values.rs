@@ -172,7 +172,8 @@ impl ValueSource {
             LeafKind::Text { .. }
             | LeafKind::GeoPoint { .. }
             | LeafKind::Range { .. }
-            | LeafKind::KnnVector(_) => return Err(unsupported()),
+            | LeafKind::KnnVector(_)
+            | LeafKind::Completion(_) => return Err(unsupported()),
         };
         let accepted = match accepts {
             Accepts::Numeric => matches!(source, ValueSource::Numeric { .. }),

@@ -80,6 +80,9 @@ pub fn parse_json_document(
         return Err(Error::mapper_parsing("failed to parse, document is empty"));
     };
     let mut walker = Walker::new(mapping, table, id, false);
+    if table.completion_paths {
+        walker.root = Some(source.to_value());
+    }
     walker.object(root, "", Some(&mapping.properties), mapping.dynamic)?;
     if !walker.updates.is_empty() {
         return Ok(ParseOutcome::MappingUpdate(walker.updates));
@@ -112,6 +115,9 @@ pub fn parse_document_for_replay(
         return (Vec::new(), TantivyDocument::new());
     };
     let mut walker = Walker::new(mapping, table, id, true);
+    if table.completion_paths {
+        walker.root = Some(source.to_value());
+    }
     match walker.object(root, "", Some(&mapping.properties), mapping.dynamic) {
         Ok(()) => walker.finish(),
         Err(_) => (Vec::new(), TantivyDocument::new()),
@@ -131,6 +137,7 @@ impl<'a> Walker<'a> {
             nested: Vec::new(),
             outer: Vec::new(),
             flattening: 0,
+            root: None,
         }
     }
 
@@ -294,6 +301,9 @@ struct Walker<'a> {
     outer: Vec<(TantivyDocument, Vec<&'a str>)>,
     /// Above 0 while a nested object's values are copied into its parent or root document.
     flattening: usize,
+    /// The whole document, for the completion contexts that read another field (`path`);
+    /// built only for mappings that have one.
+    root: Option<Value>,
 }
 
 /// The dotted path of `name` under `prefix`; top-level names (most fields of most documents)
@@ -488,6 +498,9 @@ impl<'a> Walker<'a> {
         if let LeafKind::KnnVector(spec) = &leaf.kind {
             return self.knn_vector(leaf, spec, value);
         }
+        if let LeafKind::Completion(spec) = &leaf.kind {
+            return self.completion(leaf, spec, value);
+        }
         match value {
             Json::Array(items) => {
                 for item in items {
@@ -547,6 +560,53 @@ impl<'a> Walker<'a> {
                 }
                 Err(_) => {}
             }
+        }
+        Ok(())
+    }
+
+    /// A `completion` field's value: one key per input and context value (see
+    /// [`crate::completion`]); refused with OpenSearch's messages.
+    fn completion(
+        &mut self,
+        leaf: &'a LeafField,
+        spec: &crate::completion::CompletionSpec,
+        value: &Json,
+    ) -> Result<()> {
+        let Some(field) = leaf.field else {
+            return Ok(());
+        };
+        let no_root = Value::Null;
+        let root = self.root.as_ref().unwrap_or(&no_root);
+        let suggestions = match spec.suggestions(&leaf.path, &value.to_value(), root) {
+            Ok(suggestions) => suggestions,
+            Err(_) if self.lenient => return Ok(()),
+            // OpenSearch answers a missing context outside the usual wrapping
+            Err(e) if e.reason().starts_with("Contexts are mandatory") => return Err(e),
+            Err(e) => return Err(Error::mapper_parsing("failed to parse").caused_by(e)),
+        };
+        for suggestion in &suggestions {
+            let form = spec.form(&spec.analyzer, &suggestion.input);
+            if suggestion.contexts.is_empty() {
+                let key = crate::completion::encode_key(
+                    None,
+                    &form,
+                    suggestion.weight,
+                    &suggestion.input,
+                );
+                self.doc.add_bytes(field, &key);
+            }
+            for (index, context) in &suggestion.contexts {
+                let key = crate::completion::encode_key(
+                    Some((*index, context)),
+                    &form,
+                    suggestion.weight,
+                    &suggestion.input,
+                );
+                self.doc.add_bytes(field, &key);
+            }
+        }
+        if !suggestions.is_empty() {
+            self.field_names.push(&leaf.path);
         }
         Ok(())
     }
@@ -804,6 +864,10 @@ impl<'a> Walker<'a> {
                     "[copy_to] into the knn_vector field [{}] is not supported by Tessera",
                     leaf.path
                 )))
+            }
+            LeafKind::Completion(spec) => {
+                // a value copied into the field is one input
+                return self.completion(leaf, spec, value);
             }
             LeafKind::GeoPoint { .. } => {
                 crate::geo::parse_point(&value.to_value())?;

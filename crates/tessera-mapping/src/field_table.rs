@@ -80,6 +80,9 @@ pub enum LeafKind {
     /// A dense vector: a custom tantivy field whose segments' vectors the k-NN plugin keeps
     /// (see `tessera_knn::segment`).
     KnnVector(Arc<crate::knn::KnnSpec>),
+    /// A completion field: its keys are the terms of an indexed bytes field (see
+    /// [`crate::completion`]).
+    Completion(Arc<crate::completion::CompletionSpec>),
 }
 
 /// One mapped leaf of one shard.
@@ -145,6 +148,9 @@ pub struct FieldTable {
     pub meta: MetaFields,
     /// The mapping's `nested` fields, outermost first.
     pub nested: Vec<NestedPath>,
+    /// Whether a completion field has a context that reads another field of the document
+    /// (`path`): its documents are then parsed with the whole document at hand.
+    pub completion_paths: bool,
 }
 
 impl FieldTable {
@@ -251,12 +257,17 @@ impl FieldTable {
             let leaf = resolve_leaf(&schema, &path, mapping)?;
             table.insert(path, Arc::new(leaf));
         }
+        let completion_paths = table.values().any(|leaf| match &leaf.kind {
+            LeafKind::Completion(spec) => spec.contexts.iter().any(|c| c.path.is_some()),
+            _ => false,
+        });
         Ok((
             FieldTable {
                 schema,
                 leaves: table,
                 meta,
                 nested,
+                completion_paths,
             },
             grew,
         ))
@@ -452,6 +463,8 @@ fn leaf_entry(path: &str, mapping: &FieldMapping) -> Option<FieldEntry> {
         | FieldType::IpRange
         | FieldType::Object
         | FieldType::Nested => return None,
+        // the keys are read through the term dictionary only: no positions, norms or store
+        FieldType::Completion => FieldEntry::new_bytes(name, BytesOptions::default().set_indexed()),
         FieldType::KnnVector => {
             let spec = crate::knn::KnnSpec::from_params(&mapping.params);
             FieldEntry::new_custom(
@@ -499,6 +512,9 @@ fn resolve_leaf(schema: &Schema, path: &str, mapping: &FieldMapping) -> Result<L
         FieldType::KnnVector => {
             LeafKind::KnnVector(Arc::new(crate::knn::KnnSpec::from_params(&mapping.params)))
         }
+        FieldType::Completion => LeafKind::Completion(Arc::new(
+            crate::completion::CompletionSpec::from_params(&mapping.params),
+        )),
         FieldType::GeoPoint => LeafKind::GeoPoint {
             lat: schema.get_field(&geo_column(path, "lat")).ok(),
             lon: schema.get_field(&geo_column(path, "lon")).ok(),
@@ -612,6 +628,7 @@ fn check_compatible(path: &str, mapping: &FieldMapping, entry: &FieldEntry) -> R
             FieldType::Double | FieldType::Float | FieldType::HalfFloat,
             TantivyType::F64(_)
         ) | (FieldType::Boolean, TantivyType::Bool(_))
+            | (FieldType::Completion, TantivyType::Bytes(_))
             | (FieldType::Ip, TantivyType::IpAddr(_))
     ) || matches!(
         (mapping.field_type, entry.field_type()),

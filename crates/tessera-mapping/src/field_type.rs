@@ -33,6 +33,8 @@ pub enum FieldType {
     IpRange,
     /// A dense vector for k-NN search (see [`crate::knn`]).
     KnnVector,
+    /// Inputs for the completion suggester (see [`crate::completion`]).
+    Completion,
     Object,
     /// An object whose array items are each indexed as a hidden child document (see
     /// `crate::nested`).
@@ -45,7 +47,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "join",
     "alias",
     "binary",
-    "completion",
     "search_as_you_type",
     "geo_shape",
     "unsigned_long",
@@ -97,6 +98,7 @@ impl FieldType {
             "date_range" => FieldType::DateRange,
             "ip_range" => FieldType::IpRange,
             "knn_vector" => FieldType::KnnVector,
+            "completion" => FieldType::Completion,
             "object" => FieldType::Object,
             "nested" => FieldType::Nested,
             other if UNSUPPORTED_TYPES.contains(&other) => {
@@ -136,6 +138,7 @@ impl FieldType {
             FieldType::DateRange => "date_range",
             FieldType::IpRange => "ip_range",
             FieldType::KnnVector => "knn_vector",
+            FieldType::Completion => "completion",
             FieldType::Object => "object",
             FieldType::Nested => "nested",
         }
@@ -302,6 +305,14 @@ impl FieldType {
                     "include_in_root",
                 ]
             }
+            FieldType::Completion => &[
+                "analyzer",
+                "search_analyzer",
+                "preserve_separators",
+                "preserve_position_increments",
+                "max_input_length",
+                "contexts",
+            ],
             FieldType::KnnVector => {
                 return vec![
                     "dimension",

@@ -64,6 +64,80 @@ pub fn decode_geohash(hash: &str) -> Result<GeoPoint> {
     })
 }
 
+/// The geohash of `point` with `precision` characters (1..=12).
+pub fn encode_geohash(point: GeoPoint, precision: usize) -> String {
+    let (mut lat, mut lon) = ((-90.0f64, 90.0f64), (-180.0f64, 180.0f64));
+    let mut out = String::with_capacity(precision);
+    let mut even = true;
+    for _ in 0..precision {
+        let mut bits = 0usize;
+        for _ in 0..5 {
+            let (range, value) = match even {
+                true => (&mut lon, point.lon),
+                false => (&mut lat, point.lat),
+            };
+            let mid = (range.0 + range.1) / 2.0;
+            bits <<= 1;
+            if value >= mid {
+                bits |= 1;
+                range.0 = mid;
+            } else {
+                range.1 = mid;
+            }
+            even = !even;
+        }
+        out.push(BASE32[bits] as char);
+    }
+    out
+}
+
+/// The (up to) eight cells around a geohash cell, at its precision, as Lucene's
+/// `Geohash.addNeighbors` finds them: longitudes wrap around, latitudes stop at the poles.
+pub fn geohash_neighbours(hash: &str) -> Result<Vec<String>> {
+    let centre = decode_geohash(hash)?;
+    let bits = hash.len() * 5;
+    // the cell's size: longitude takes the odd bit of an odd count
+    let lon_bits = bits.div_ceil(2) as i32;
+    let lat_bits = (bits / 2) as i32;
+    let (width, height) = (360.0 / 2f64.powi(lon_bits), 180.0 / 2f64.powi(lat_bits));
+    let mut out = Vec::with_capacity(8);
+    for dy in [-1.0, 0.0, 1.0] {
+        for dx in [-1.0, 0.0, 1.0] {
+            if dx == 0.0 && dy == 0.0 {
+                continue;
+            }
+            let lat = centre.lat + dy * height;
+            if !(-90.0..=90.0).contains(&lat) {
+                continue;
+            }
+            let lon = (centre.lon + dx * width + 540.0).rem_euclid(360.0) - 180.0;
+            out.push(encode_geohash(GeoPoint { lat, lon }, hash.len()));
+        }
+    }
+    Ok(out)
+}
+
+/// OpenSearch's `geoHashLevelsForPrecision`: the geohash length whose cells are at most
+/// `meters` wide.
+pub fn geohash_levels_for(meters: f64) -> i64 {
+    const EQUATOR: f64 = 2.0 * std::f64::consts::PI * 6_378_137.0;
+    const POLAR_DISTANCE: f64 = std::f64::consts::PI * 6_356_752.314_245;
+    if meters == 0.0 {
+        return 12;
+    }
+    let ratio = 1.0 + POLAR_DISTANCE / EQUATOR;
+    let width = (meters * meters / (ratio * ratio)).sqrt();
+    let part = (EQUATOR / width).ceil();
+    if part == 1.0 {
+        return 1;
+    }
+    let bits = part.log2().ceil() as i64;
+    let (full, left) = (bits / 5, bits % 5);
+    let even = full + i64::from(left > 0);
+    let odd = full + i64::from(left > 3);
+    even + odd
+}
+
 fn number(value: &Value) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),
@@ -269,6 +343,29 @@ mod tests {
             let e = parse_point(&array).unwrap_err();
             assert_eq!(e.reason(), "geo_point expected", "{array}");
         }
+    }
+
+    #[test]
+    fn geohashes_encode_and_find_their_neighbours() {
+        let toronto = GeoPoint {
+            lat: 43.662,
+            lon: -79.380,
+        };
+        // OpenSearch indexes this point as `dpz8` at precision 4
+        assert_eq!(encode_geohash(toronto, 4), "dpz8");
+        assert_eq!(encode_geohash(GeoPoint { lat: 1.0, lon: 2.0 }, 6), "s01mtw");
+        let mut around = geohash_neighbours("dpz8").unwrap();
+        around.sort();
+        // the cells around `8` in its parent `dpz`, and the top row of `dpx` below it
+        assert_eq!(
+            around,
+            ["dpxr", "dpxx", "dpxz", "dpz2", "dpz3", "dpz9", "dpzb", "dpzc"]
+        );
+        // at the antimeridian the cells wrap; at a pole there is nothing above
+        assert!(geohash_neighbours("2").unwrap().contains(&"r".to_string()));
+        assert_eq!(geohash_neighbours("z").unwrap().len(), 5);
+        assert_eq!(geohash_levels_for(1000.0), 7);
+        assert_eq!(geohash_levels_for(0.0), 12);
     }
 
     #[test]

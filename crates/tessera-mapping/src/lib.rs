@@ -2,6 +2,7 @@
 //! (the field table), document parsing and `_source` filtering.
 
 pub mod analysis;
+pub mod completion;
 pub mod document;
 pub mod dynamic;
 pub mod field_table;

@@ -210,6 +210,22 @@ impl FieldMapping {
             mapping.params = crate::knn::normalise(path, &given)?;
             return Ok(mapping);
         }
+        if field_type == FieldType::Completion {
+            let mut given = definition.clone();
+            given.remove("type");
+            if let Some(key) = given.keys().find(|k| !allowed.contains(&k.as_str())) {
+                return Err(Error::mapper_parsing(format!(
+                    "unknown parameter [{key}] on mapper [{path}] of type [completion]"
+                )));
+            }
+            if given.contains_key("fields") || given.contains_key("copy_to") {
+                return Err(Error::mapper_parsing(format!(
+                    "[{path}]: multi-fields and copy_to are not supported by Tessera on completion fields"
+                )));
+            }
+            mapping.params = crate::completion::normalise(path, &given)?;
+            return Ok(mapping);
+        }
         for (key, value) in definition {
             if key == "type" {
                 continue;

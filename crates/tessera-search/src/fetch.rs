@@ -637,7 +637,8 @@ fn docvalue_fields(
                 LeafKind::Text { .. }
                 | LeafKind::GeoPoint { .. }
                 | LeafKind::Range { .. }
-                | LeafKind::KnnVector(_) => Vec::new(),
+                | LeafKind::KnnVector(_)
+                | LeafKind::Completion(_) => Vec::new(),
             };
             if !values.is_empty() {
                 // asking for a field twice (say, with two formats) appends both renderings

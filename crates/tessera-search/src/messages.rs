@@ -356,16 +356,27 @@ mod tests {
         use crate::suggest::term::{TermEntry, TermOption};
         use crate::suggest::{ShardSuggest, ShardSuggestion};
         let suggest = ShardSuggest {
-            suggestions: vec![ShardSuggestion::Term(vec![TermEntry {
-                text: "quikc".into(),
-                offset: 0,
-                length: 5,
-                options: vec![TermOption {
-                    text: "quick".into(),
-                    score: 0.8,
-                    freq: 3,
-                }],
-            }])],
+            suggestions: vec![
+                ShardSuggestion::Term(vec![TermEntry {
+                    text: "quikc".into(),
+                    offset: 0,
+                    length: 5,
+                    options: vec![TermOption {
+                        text: "quick".into(),
+                        score: 0.8,
+                        freq: 3,
+                    }],
+                }]),
+                ShardSuggestion::Completion(vec![crate::suggest::completion::CompletionOption {
+                    text: "Nirvana".into(),
+                    index: "music".into(),
+                    id: "1".into(),
+                    score: 34.0,
+                    routing: Some("r1".into()),
+                    source: Some("{\"x\": 1}".into()),
+                    contexts: vec![("genre".into(), vec!["rock".into()])],
+                }]),
+            ],
         };
         let result = QuerySearchResult {
             result: QueryResult {

@@ -515,7 +515,14 @@ impl LocalShard {
         let suggest = search
             .suggest
             .as_ref()
-            .map(|suggest| suggest.run_on_shard(&snapshot.searcher, table))
+            .map(|suggest| {
+                suggest.run_on_shard(&crate::suggest::ShardInputs {
+                    searcher: &snapshot.searcher,
+                    table,
+                    index: &meta.name,
+                    source: &search.source,
+                })
+            })
             .transpose()?;
         if search.suggest_only() {
             return Ok(QuerySearchResult {

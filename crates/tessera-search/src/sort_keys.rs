@@ -293,6 +293,10 @@ fn check_sortable(leaf: &LeafField) -> Result<()> {
             "sorting on the knn_vector field [{}] is not supported by Tessera",
             leaf.path
         ))),
+        LeafKind::Completion(_) => Err(Error::illegal_argument(format!(
+            "sorting on the completion field [{}] is not supported by Tessera",
+            leaf.path
+        ))),
         // OpenSearch sorts by the bytes of its range encoding, an order of no use
         LeafKind::Range { .. } => Err(Error::illegal_argument(format!(
             "sorting on the range field [{}] of type [{}] is not supported by Tessera",
@@ -496,7 +500,8 @@ impl SegmentSortKeys {
                             LeafKind::Text { .. }
                             | LeafKind::GeoPoint { .. }
                             | LeafKind::Range { .. }
-                            | LeafKind::KnnVector(_) => Reader::Unmapped,
+                            | LeafKind::KnnVector(_)
+                            | LeafKind::Completion(_) => Reader::Unmapped,
                         },
                     };
                     (reader, mode, missing)

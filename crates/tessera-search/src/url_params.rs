@@ -117,6 +117,7 @@ fn url_suggest(params: &BTreeMap<String, String>) -> Result<Option<SuggestReques
                 .param("suggest_text")
                 .or(params.param("q"))
                 .map(str::to_string),
+            text_kind: crate::suggest::completion::TextKind::Prefix,
             suggester: Suggester::Term(term),
         }],
     }))

@@ -127,27 +127,6 @@ fn geotile_cell(point: GeoPoint, zoom: u8) -> u64 {
     ((zoom as u64) << 58) | (x << 29) | y
 }
 
-/// OpenSearch's `geoHashLevelsForPrecision`: the geohash length whose cells are at most
-/// `meters` wide.
-fn geohash_levels_for(meters: f64) -> i64 {
-    const EQUATOR: f64 = 2.0 * std::f64::consts::PI * 6_378_137.0;
-    const POLAR_DISTANCE: f64 = std::f64::consts::PI * 6_356_752.314_245;
-    if meters == 0.0 {
-        return 12;
-    }
-    let ratio = 1.0 + POLAR_DISTANCE / EQUATOR;
-    let width = (meters * meters / (ratio * ratio)).sqrt();
-    let part = (EQUATOR / width).ceil();
-    if part == 1.0 {
-        return 1;
-    }
-    let bits = part.log2().ceil() as i64;
-    let (full, left) = (bits / 5, bits % 5);
-    let even = full + i64::from(left > 0);
-    let odd = full + i64::from(left > 3);
-    even + odd
-}
-
 /// `bounds`: only points inside the box count (a box whose left is east of its right crosses
 /// the antimeridian).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -271,7 +250,7 @@ impl GeoGridRequest {
                                     ),
                                 )
                             })?;
-                            geohash_levels_for(meters).min(12)
+                            tessera_mapping::geo::geohash_levels_for(meters).min(12)
                         }
                         _ => int_param(agg, key, value)?,
                     };
@@ -568,9 +547,9 @@ mod tests {
 
     #[test]
     fn distance_precisions_pick_opensearch_s_levels() {
-        assert_eq!(geohash_levels_for(1000.0), 7);
-        assert_eq!(geohash_levels_for(500_000.0), 3);
-        assert_eq!(geohash_levels_for(0.0), 12);
+        assert_eq!(tessera_mapping::geo::geohash_levels_for(1000.0), 7);
+        assert_eq!(tessera_mapping::geo::geohash_levels_for(500_000.0), 3);
+        assert_eq!(tessera_mapping::geo::geohash_levels_for(0.0), 12);
     }
 
     #[test]

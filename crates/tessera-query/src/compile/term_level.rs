@@ -35,6 +35,9 @@ pub(crate) fn lookup<'a>(ctx: &'a CompileContext, path: &str) -> Option<(&'a Lea
 }
 
 fn require_indexed(ctx: &CompileContext, leaf: &LeafField) -> Result<()> {
+    if let LeafKind::Completion(_) = leaf.kind {
+        return Err(completion_field(ctx, leaf));
+    }
     if let LeafKind::KnnVector(_) = leaf.kind {
         return Err(ctx.error(format!(
             "KNN vector do not support exact searching, use KNN queries instead: [{}]",
@@ -302,6 +305,7 @@ pub(crate) fn range(ctx: &CompileContext, range: &RangeAst) -> Result<Box<dyn Qu
                 leaf.path
             )))
         }
+        LeafKind::Completion(_) => return Err(completion_field(ctx, leaf)),
         LeafKind::Integer | LeafKind::ScaledFloat { .. } | LeafKind::Date { .. } => {
             unreachable!("handled as i64 bounds")
         }
@@ -579,6 +583,14 @@ pub(crate) fn fuzzy(
     Ok(boosted(
         fuzzy_term(ctx, leaf, field, &value, distance, expansion),
         boost,
+    ))
+}
+
+/// Queries on a `completion` field: its keys serve the completion suggester only.
+pub(crate) fn completion_field(ctx: &CompileContext, leaf: &LeafField) -> tessera_common::Error {
+    ctx.error(format!(
+        "Tessera does not support queries on the completion field [{}]: use the completion suggester",
+        leaf.path
     ))
 }
 

@@ -119,6 +119,7 @@ pub(crate) fn exact(ctx: &CompileContext, leaf: &LeafField, value: &Value) -> Re
                 leaf.path
             )))
         }
+        LeafKind::Completion(_) => return Err(super::term_level::completion_field(ctx, leaf)),
         LeafKind::Range { .. } => Exact::Range(super::range_field::value_bounds(ctx, leaf, value)?),
     })
 }

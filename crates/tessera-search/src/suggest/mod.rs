@@ -7,9 +7,10 @@
 //! query nor aggregations is "suggest only": the shards skip the query and the answer has no
 //! hits, as in OpenSearch.
 //!
-//! The `term` suggester is the one implemented ([`term`]); `phrase` and `completion` are
-//! refused with a clear error.
+//! The `term` ([`term`]) and `completion` ([`completion`]) suggesters are implemented;
+//! `phrase` is refused with a clear error.
 
+pub mod completion;
 pub mod term;
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,8 @@ use tessera_common::error::json_token as token;
 use tessera_common::{Error, Result};
 use tessera_mapping::FieldTable;
 
+use crate::request::SourceSpec;
+use completion::{CompletionOption, CompletionSuggester, TextKind};
 use term::{TermEntry, TermSuggester};
 
 /// The request's `suggest` section.
@@ -34,6 +37,8 @@ pub struct Suggestion {
     /// Its own `text`, else the section's global one (checked on the shard, as OpenSearch
     /// does: a suggestion without text fails the shards).
     pub text: Option<String>,
+    /// Whether the text came as `regex` (the completion suggester's regular expression).
+    pub text_kind: TextKind,
     pub suggester: Suggester,
 }
 
@@ -41,6 +46,7 @@ pub struct Suggestion {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Suggester {
     Term(TermSuggester),
+    Completion(CompletionSuggester),
 }
 
 impl Suggester {
@@ -48,6 +54,7 @@ impl Suggester {
     fn type_name(&self) -> &'static str {
         match self {
             Suggester::Term(_) => "term",
+            Suggester::Completion(_) => "completion",
         }
     }
 }
@@ -63,6 +70,17 @@ pub struct ShardSuggest {
 pub enum ShardSuggestion {
     /// One entry per token of the text.
     Term(Vec<TermEntry>),
+    /// The shard's best options, best first.
+    Completion(Vec<CompletionOption>),
+}
+
+/// What a shard runs the suggestions on: its reader, its fields, its index's name (the
+/// completion options show it) and the `_source` the request asks for.
+pub struct ShardInputs<'a> {
+    pub searcher: &'a Searcher,
+    pub table: &'a FieldTable,
+    pub index: &'a str,
+    pub source: &'a SourceSpec,
 }
 
 impl SuggestRequest {
@@ -90,7 +108,7 @@ impl SuggestRequest {
     }
 
     /// Runs every suggestion on one shard's reader.
-    pub fn run_on_shard(&self, searcher: &Searcher, table: &FieldTable) -> Result<ShardSuggest> {
+    pub fn run_on_shard(&self, shard: &ShardInputs) -> Result<ShardSuggest> {
         let suggestions = self
             .suggestions
             .iter()
@@ -99,9 +117,14 @@ impl SuggestRequest {
                     Error::illegal_argument("The required text option is missing")
                 })?;
                 match &suggestion.suggester {
-                    Suggester::Term(term) => {
-                        Ok(ShardSuggestion::Term(term.run(text, searcher, table)?))
-                    }
+                    Suggester::Term(term) => Ok(ShardSuggestion::Term(term.run(
+                        text,
+                        shard.searcher,
+                        shard.table,
+                    )?)),
+                    Suggester::Completion(completion) => Ok(ShardSuggestion::Completion(
+                        completion.run(text, suggestion.text_kind, shard)?,
+                    )),
                 }
             })
             .collect::<Result<Vec<_>>>()?;
@@ -130,19 +153,20 @@ fn parse_suggestion(name: &str, body: &Value) -> Result<Suggestion> {
         )));
     };
     let mut text = None;
+    let mut text_kind = TextKind::Prefix;
     let mut suggester = None;
     for (key, value) in map {
         match key.as_str() {
-            "text" => text = Some(text_value(value)?),
+            "text" | "prefix" => text = Some(text_value(value)?),
+            "regex" => {
+                text = Some(text_value(value)?);
+                text_kind = TextKind::Regex;
+            }
             "term" => suggester = Some(Suggester::Term(TermSuggester::parse(value)?)),
-            "phrase" | "completion" => {
-                return Err(Error::not_supported(&format!("the [{key}] suggester")))
+            "completion" => {
+                suggester = Some(Suggester::Completion(CompletionSuggester::parse(value)?))
             }
-            "prefix" | "regex" => {
-                return Err(Error::not_supported(&format!(
-                    "[{key}] in a suggestion (it serves the completion suggester)"
-                )))
-            }
+            "phrase" => return Err(Error::not_supported(&format!("the [{key}] suggester"))),
             other => {
                 return Err(Error::new(
                     "named_object_not_found_exception",
@@ -159,9 +183,15 @@ fn parse_suggestion(name: &str, body: &Value) -> Result<Suggestion> {
             "missing suggestion object".to_string(),
         )
     })?;
+    if text_kind == TextKind::Regex && !matches!(suggester, Suggester::Completion(_)) {
+        return Err(Error::illegal_argument(
+            "[regex] in a suggestion serves the completion suggester only",
+        ));
+    }
     Ok(Suggestion {
         name: name.to_string(),
         text,
+        text_kind,
         suggester,
     })
 }
@@ -191,10 +221,21 @@ pub fn reduce(
                 let entries = answers
                     .into_iter()
                     .map(|answer| match answer {
-                        ShardSuggestion::Term(entries) => entries,
+                        ShardSuggestion::Term(entries) => Ok(entries),
+                        ShardSuggestion::Completion(_) => Err(mixed()),
                     })
-                    .collect();
+                    .collect::<Result<_>>()?;
                 term.reduce(entries)?
+            }
+            Suggester::Completion(completion) => {
+                let options = answers
+                    .into_iter()
+                    .map(|answer| match answer {
+                        ShardSuggestion::Completion(options) => Ok(options),
+                        ShardSuggestion::Term(_) => Err(mixed()),
+                    })
+                    .collect::<Result<_>>()?;
+                completion.reduce(suggestion.text.as_deref().unwrap_or_default(), options)
             }
         };
         let key = match typed_keys {
@@ -204,6 +245,10 @@ pub fn reduce(
         out.insert(key, rendered);
     }
     Ok(out)
+}
+
+fn mixed() -> Error {
+    Error::illegal_state("a shard answered a suggestion with another suggester's options")
 }
 
 #[cfg(test)]
@@ -240,6 +285,13 @@ mod tests {
         assert_eq!(e.kind(), "named_object_not_found_exception");
         let e = SuggestRequest::parse(&json!({"s": {"phrase": {"field": "f"}}})).unwrap_err();
         assert!(e.reason().contains("not supported"), "{}", e.reason());
+        // `prefix` is the completion suggester's text; `regex` serves it alone
+        let request =
+            SuggestRequest::parse(&json!({"s": {"prefix": "ni", "completion": {"field": "f"}}}));
+        assert_eq!(request.unwrap().suggestions[0].text.as_deref(), Some("ni"));
+        let e = SuggestRequest::parse(&json!({"s": {"regex": "n.", "term": {"field": "f"}}}))
+            .unwrap_err();
+        assert_eq!(e.kind(), "illegal_argument_exception");
         // a number is text too
         let request = SuggestRequest::parse(&json!({"text": 5, "s": {"term": {"field": "f"}}}));
         assert_eq!(request.unwrap().suggestions[0].text.as_deref(), Some("5"));
