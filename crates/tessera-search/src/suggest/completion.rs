@@ -125,10 +125,33 @@ impl CompletionSuggester {
                         )))
                     }
                 },
+                // as the `regexp` query: the default flags and none at all, no other set
                 "regex" => {
-                    return Err(Error::not_supported(
-                        "[regex] options of the completion suggester",
-                    ))
+                    let Value::Object(options) = value else {
+                        return Err(Error::x_content_parse(format!(
+                            "[completion] regex doesn't support values of type: {}",
+                            token(value)
+                        )));
+                    };
+                    for (key, value) in options {
+                        match (key.as_str(), value) {
+                            ("flags", Value::String(flags))
+                                if flags == "ALL" || flags == "NONE" => {}
+                            ("flags", _) => {
+                                return Err(Error::not_supported(
+                                    "completion [regex] flags other than ALL",
+                                ))
+                            }
+                            ("max_determinized_states", value) => {
+                                integer(key, value)?;
+                            }
+                            (other, _) => {
+                                return Err(Error::x_content_parse(format!(
+                                    "[regexp] unknown field [{other}]"
+                                )))
+                            }
+                        }
+                    }
                 }
                 other => {
                     return Err(Error::x_content_parse(format!(
@@ -1013,6 +1036,12 @@ mod tests {
             .fuzzy
             .unwrap();
         assert_eq!(fuzzy.edits, 2);
+        // regex options as the regexp query takes them
+        let flags = |flags: &str| {
+            CompletionSuggester::parse(&json!({"field": "s", "regex": {"flags": flags}}))
+        };
+        assert!(flags("ALL").is_ok() && flags("NONE").is_ok());
+        assert!(flags("INTERSECTION").is_err());
     }
 
     use serde_json::json;
