@@ -173,7 +173,8 @@ impl ValueSource {
             | LeafKind::GeoPoint { .. }
             | LeafKind::Range { .. }
             | LeafKind::KnnVector(_)
-            | LeafKind::Completion(_) => return Err(unsupported()),
+            | LeafKind::Completion(_)
+            | LeafKind::Percolator => return Err(unsupported()),
         };
         let accepted = match accepts {
             Accepts::Numeric => matches!(source, ValueSource::Numeric { .. }),

@@ -1204,6 +1204,7 @@ impl IndexService {
                 parsed => {
                     let (nested, doc) = parsed.into_block().expect("not a mapping update");
                     check_nested_objects(&meta, nested.len())?;
+                    check_stored_queries(&meta, &table, &json)?;
                     return Ok(PreparedDoc {
                         id,
                         auto_id,
@@ -1237,6 +1238,7 @@ impl IndexService {
                 parsed => {
                     let (nested, doc) = parsed.into_block().expect("not a mapping update");
                     check_nested_objects(&meta, nested.len())?;
+                    check_stored_queries(&meta, &table, &json)?;
                     return Ok(PreparedDoc {
                         id: id.to_string(),
                         auto_id: false,
@@ -1683,6 +1685,27 @@ pub fn render_index(meta: &IndexMetadata, flat: bool) -> Value {
     body.insert("mappings".into(), meta.mapping.to_json());
     body.insert("settings".into(), settings_json);
     Value::Object(body)
+}
+
+/// The queries of the document's `percolator` fields must be queries this index can run, as
+/// OpenSearch checks them when they are indexed.
+fn check_stored_queries(meta: &IndexMetadata, table: &FieldTable, json: &Json) -> Result<()> {
+    if table.percolators.is_empty() {
+        return Ok(());
+    }
+    let source = json.to_value();
+    for path in &table.percolators {
+        let mut value = Some(&source);
+        for part in path.split('.') {
+            value = value.and_then(|v| v.get(part));
+        }
+        let Some(query) = value.filter(|v| v.is_object()) else {
+            continue;
+        };
+        tessera_query::compile::percolate::check_stored_query(&meta.mapping, &meta.name, query)
+            .map_err(|e| Error::mapper_parsing("failed to parse").caused_by(e))?;
+    }
+    Ok(())
 }
 
 /// `index.mapping.nested_objects.limit`: the most nested child documents one document may

@@ -22,13 +22,11 @@ use tantivy::index::SegmentId;
 use tantivy::indexer::{IndexWriterOptions, UserOperation};
 use tantivy::merge_policy::LogMergePolicy;
 use tantivy::schema::{IndexRecordOption, Value as _};
-use tantivy::tokenizer::{LowerCaser, RawTokenizer, TextAnalyzer};
 use tantivy::{
     DocAddress, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument,
     Term, TERMINATED,
 };
 use tessera_common::{Error, Result};
-use tessera_mapping::field_table::LOWERCASE_KEYWORD_TOKENIZER;
 use tessera_mapping::{FieldTable, Mapping};
 
 use crate::index_queue::{IndexQueue, QueuedDoc, Weighed, QUEUE_BYTES, QUEUE_DOCS};
@@ -486,18 +484,7 @@ pub(crate) fn tantivy_err(
 }
 
 pub(crate) fn register_tokenizers(index: &Index) {
-    tessera_mapping::analysis::register_analyzers(index);
-    let lowercase_keyword = || {
-        TextAnalyzer::builder(RawTokenizer::default())
-            .filter(LowerCaser)
-            .build()
-    };
-    index
-        .tokenizers()
-        .register(LOWERCASE_KEYWORD_TOKENIZER, lowercase_keyword());
-    index
-        .fast_field_tokenizer()
-        .register(LOWERCASE_KEYWORD_TOKENIZER, lowercase_keyword());
+    tessera_mapping::analysis::register_tokenizers(index);
 }
 
 /// What the last commit says: the next sequence number after it, and whether a translog was

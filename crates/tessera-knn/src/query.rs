@@ -50,6 +50,25 @@ impl DocScoresQuery {
         }
     }
 
+    /// The query of documents already scored: (segment ordinal on `searcher`, doc, score).
+    pub fn from_scores(searcher: &Searcher, hits: &[(u32, DocId, Score)], boost: Score) -> Self {
+        let readers = searcher.segment_readers();
+        let mut by_segment: HashMap<SegmentId, Vec<(DocId, Score)>> = HashMap::new();
+        for &(segment_ord, doc, score) in hits {
+            by_segment
+                .entry(readers[segment_ord as usize].segment_id())
+                .or_default()
+                .push((doc, score));
+        }
+        for docs in by_segment.values_mut() {
+            docs.sort_by_key(|d| d.0);
+        }
+        DocScoresQuery {
+            by_segment: Arc::new(by_segment),
+            boost,
+        }
+    }
+
     fn segment(&self, reader: &SegmentReader) -> &[(DocId, Score)] {
         self.by_segment
             .get(&reader.segment_id())

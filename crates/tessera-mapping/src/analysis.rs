@@ -25,6 +25,22 @@ pub fn register_analyzers(index: &Index) {
     }
 }
 
+/// Registers everything a shard's schema may name: the analyzers, and the `lowercase`
+/// normalizer's tokenizer (for the terms and for the columns of keyword fields).
+pub fn register_tokenizers(index: &Index) {
+    register_analyzers(index);
+    let lowercase_keyword = || {
+        TextAnalyzer::builder(RawTokenizer::default())
+            .filter(LowerCaser)
+            .build()
+    };
+    let name = crate::field_table::LOWERCASE_KEYWORD_TOKENIZER;
+    index.tokenizers().register(name, lowercase_keyword());
+    index
+        .fast_field_tokenizer()
+        .register(name, lowercase_keyword());
+}
+
 /// The analyzer called `name`, or `None` when Tessera does not know it.
 pub fn analyzer(name: &str) -> Option<TextAnalyzer> {
     match name {

@@ -501,6 +501,9 @@ impl<'a> Walker<'a> {
         if let LeafKind::Completion(spec) = &leaf.kind {
             return self.completion(leaf, spec, value);
         }
+        if let LeafKind::Percolator = &leaf.kind {
+            return self.percolator(leaf, value);
+        }
         match value {
             Json::Array(items) => {
                 for item in items {
@@ -608,6 +611,28 @@ impl<'a> Walker<'a> {
         if !suggestions.is_empty() {
             self.field_names.push(&leaf.path);
         }
+        Ok(())
+    }
+
+    /// A `percolator` field's value: a query object, kept as its JSON (the index checks it
+    /// as a query; see `tessera_index`'s writes).
+    fn percolator(&mut self, leaf: &'a LeafField, value: &Json) -> Result<()> {
+        let Some(field) = leaf.field else {
+            return Ok(());
+        };
+        let query = value.to_value();
+        if !query.is_object() {
+            if self.lenient {
+                return Ok(());
+            }
+            return Err(
+                Error::mapper_parsing("failed to parse").caused_by(Error::parsing(
+                    "[_na] query malformed, must start with start_object",
+                )),
+            );
+        }
+        self.doc.add_bytes(field, query.to_string().as_bytes());
+        self.field_names.push(&leaf.path);
         Ok(())
     }
 
@@ -869,6 +894,7 @@ impl<'a> Walker<'a> {
                 // a value copied into the field is one input
                 return self.completion(leaf, spec, value);
             }
+            LeafKind::Percolator => return self.percolator(leaf, value),
             LeafKind::GeoPoint { .. } => {
                 crate::geo::parse_point(&value.to_value())?;
             }

@@ -83,6 +83,9 @@ pub enum LeafKind {
     /// A completion field: its keys are the terms of an indexed bytes field (see
     /// [`crate::completion`]).
     Completion(Arc<crate::completion::CompletionSpec>),
+    /// A percolator field: each document's query as JSON text in a bytes column, read by
+    /// the `percolate` query.
+    Percolator,
 }
 
 /// One mapped leaf of one shard.
@@ -151,6 +154,8 @@ pub struct FieldTable {
     /// Whether a completion field has a context that reads another field of the document
     /// (`path`): its documents are then parsed with the whole document at hand.
     pub completion_paths: bool,
+    /// The `percolator` fields, whose values the write path checks as queries.
+    pub percolators: Vec<String>,
 }
 
 impl FieldTable {
@@ -261,6 +266,12 @@ impl FieldTable {
             LeafKind::Completion(spec) => spec.contexts.iter().any(|c| c.path.is_some()),
             _ => false,
         });
+        let mut percolators: Vec<String> = table
+            .values()
+            .filter(|leaf| matches!(leaf.kind, LeafKind::Percolator))
+            .map(|leaf| leaf.path.clone())
+            .collect();
+        percolators.sort();
         Ok((
             FieldTable {
                 schema,
@@ -268,6 +279,7 @@ impl FieldTable {
                 meta,
                 nested,
                 completion_paths,
+                percolators,
             },
             grew,
         ))
@@ -465,6 +477,7 @@ fn leaf_entry(path: &str, mapping: &FieldMapping) -> Option<FieldEntry> {
         | FieldType::Nested => return None,
         // the keys are read through the term dictionary only: no positions, norms or store
         FieldType::Completion => FieldEntry::new_bytes(name, BytesOptions::default().set_indexed()),
+        FieldType::Percolator => FieldEntry::new_bytes(name, BytesOptions::default().set_fast()),
         FieldType::KnnVector => {
             let spec = crate::knn::KnnSpec::from_params(&mapping.params);
             FieldEntry::new_custom(
@@ -515,6 +528,7 @@ fn resolve_leaf(schema: &Schema, path: &str, mapping: &FieldMapping) -> Result<L
         FieldType::Completion => LeafKind::Completion(Arc::new(
             crate::completion::CompletionSpec::from_params(&mapping.params),
         )),
+        FieldType::Percolator => LeafKind::Percolator,
         FieldType::GeoPoint => LeafKind::GeoPoint {
             lat: schema.get_field(&geo_column(path, "lat")).ok(),
             lon: schema.get_field(&geo_column(path, "lon")).ok(),
@@ -628,7 +642,10 @@ fn check_compatible(path: &str, mapping: &FieldMapping, entry: &FieldEntry) -> R
             FieldType::Double | FieldType::Float | FieldType::HalfFloat,
             TantivyType::F64(_)
         ) | (FieldType::Boolean, TantivyType::Bool(_))
-            | (FieldType::Completion, TantivyType::Bytes(_))
+            | (
+                FieldType::Completion | FieldType::Percolator,
+                TantivyType::Bytes(_)
+            )
             | (FieldType::Ip, TantivyType::IpAddr(_))
     ) || matches!(
         (mapping.field_type, entry.field_type()),

@@ -35,6 +35,8 @@ pub enum FieldType {
     KnnVector,
     /// Inputs for the completion suggester (see [`crate::completion`]).
     Completion,
+    /// A stored query, for the `percolate` query: kept as its JSON in a bytes column.
+    Percolator,
     Object,
     /// An object whose array items are each indexed as a hidden child document (see
     /// `crate::nested`).
@@ -53,7 +55,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "date_nanos",
     "rank_feature",
     "rank_features",
-    "percolator",
     "token_count",
     "constant_keyword",
     "wildcard",
@@ -99,6 +100,7 @@ impl FieldType {
             "ip_range" => FieldType::IpRange,
             "knn_vector" => FieldType::KnnVector,
             "completion" => FieldType::Completion,
+            "percolator" => FieldType::Percolator,
             "object" => FieldType::Object,
             "nested" => FieldType::Nested,
             other if UNSUPPORTED_TYPES.contains(&other) => {
@@ -139,6 +141,7 @@ impl FieldType {
             FieldType::IpRange => "ip_range",
             FieldType::KnnVector => "knn_vector",
             FieldType::Completion => "completion",
+            FieldType::Percolator => "percolator",
             FieldType::Object => "object",
             FieldType::Nested => "nested",
         }
@@ -313,6 +316,7 @@ impl FieldType {
                 "max_input_length",
                 "contexts",
             ],
+            FieldType::Percolator => return Vec::new(),
             FieldType::KnnVector => {
                 return vec![
                     "dimension",

@@ -143,12 +143,27 @@ pub enum QueryAst {
     /// `knn`: the nearest vectors of a `knn_vector` field, rewritten on each shard into the
     /// shard's top k (`compile::knn`).
     Knn(Box<KnnQuery>),
+    /// `percolate`: the stored queries of a `percolator` field matching given documents,
+    /// answered on each shard before the weight is built (`compile::percolate`).
+    Percolate(Box<PercolateQuery>),
     /// `nested`: parents of the nested objects of `path` that match a query (`crate::nested`).
     Nested(Box<NestedQueryAst>),
     /// Lowered into the other variants by `query_string::lower` once fields are known.
     QueryString(QueryStringQuery),
     /// Lowered into the other variants by `query_string::lower_simple` once fields are known.
     SimpleQueryString(SimpleQueryStringQuery),
+}
+
+/// The `percolate` query: the documents as JSON text, in slot order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PercolateQuery {
+    pub field: String,
+    pub documents: Vec<String>,
+    /// Names the hits' slot field (`_percolator_document_slot_<name>`) beside other
+    /// `percolate` queries.
+    pub name: Option<String>,
+    /// Parsed and, as in OpenSearch, left out of the scores.
+    pub boost: f32,
 }
 
 /// The `nested` query.
@@ -193,6 +208,7 @@ impl QueryAst {
             QueryAst::ScriptScore(_) => "script_score",
             QueryAst::Script { .. } => "script",
             QueryAst::Knn(_) => "knn",
+            QueryAst::Percolate(_) => "percolate",
             QueryAst::Nested(_) => "nested",
             QueryAst::QueryString(_) => "query_string",
             QueryAst::SimpleQueryString(_) => "simple_query_string",

@@ -51,6 +51,8 @@ pub fn can_match(snapshot: &ShardSnapshot, index: &str, query: &QueryAst, now_mi
         nested_scope: Default::default(),
         deadline: None,
         failures: None,
+        mapping: None,
+        legacy_bm25: true,
     };
     for range in ranges {
         let Some(leaf) = snapshot.table.leaf(&range.field) else {

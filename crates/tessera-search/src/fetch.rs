@@ -638,7 +638,8 @@ fn docvalue_fields(
                 | LeafKind::GeoPoint { .. }
                 | LeafKind::Range { .. }
                 | LeafKind::KnnVector(_)
-                | LeafKind::Completion(_) => Vec::new(),
+                | LeafKind::Completion(_)
+                | LeafKind::Percolator => Vec::new(),
             };
             if !values.is_empty() {
                 // asking for a field twice (say, with two formats) appends both renderings

@@ -17,6 +17,7 @@ pub mod knn_slices;
 pub mod messages;
 pub mod named_queries;
 pub mod nested_inner_hits;
+pub mod percolate_slots;
 pub mod pinned;
 pub mod profile;
 pub mod query_phase;

@@ -562,6 +562,8 @@ impl LocalShard {
             nested_scope: Default::default(),
             deadline: request.deadline,
             failures: Some(Default::default()),
+            mapping: Some(&meta.mapping),
+            legacy_bm25: true,
         };
         let mut query = compile(&search.query, &ctx)?;
         // what this shard reads of one slice of a sliced scroll or PIT
@@ -884,6 +886,8 @@ impl LocalShard {
             nested_scope: Default::default(),
             deadline: None,
             failures: None,
+            mapping: Some(&meta.mapping),
+            legacy_bm25: true,
         };
         let highlight_terms = match (&spec.highlight, &spec.query) {
             (Some(_), Some(query)) => tessera_query::highlight_terms::highlight_terms(query, &ctx)?,
@@ -903,6 +907,8 @@ impl LocalShard {
                 )?);
             }
         }
+        ctx.clauses.reset();
+        crate::percolate_slots::add_slots(snapshot, &ctx, &search.query, docs, &mut fetched)?;
         if let Ok(shard) = self.index.shard(self.shard_id) {
             shard.stats.record_fetch(started.elapsed());
         }

@@ -106,6 +106,8 @@ impl NestedDocs {
                     nested_scope: Default::default(),
                     deadline: None,
                     failures: None,
+                    mapping: None,
+                    legacy_bm25: true,
                 };
                 ctx.nested_scope_replace(Some(nested.path.clone()));
                 let weight = tessera_query::compile(filter, &ctx)?
@@ -293,8 +295,9 @@ fn check_sortable(leaf: &LeafField) -> Result<()> {
             "sorting on the knn_vector field [{}] is not supported by Tessera",
             leaf.path
         ))),
-        LeafKind::Completion(_) => Err(Error::illegal_argument(format!(
-            "sorting on the completion field [{}] is not supported by Tessera",
+        LeafKind::Completion(_) | LeafKind::Percolator => Err(Error::illegal_argument(format!(
+            "sorting on the {} field [{}] is not supported by Tessera",
+            leaf.field_type.name(),
             leaf.path
         ))),
         // OpenSearch sorts by the bytes of its range encoding, an order of no use
@@ -501,7 +504,8 @@ impl SegmentSortKeys {
                             | LeafKind::GeoPoint { .. }
                             | LeafKind::Range { .. }
                             | LeafKind::KnnVector(_)
-                            | LeafKind::Completion(_) => Reader::Unmapped,
+                            | LeafKind::Completion(_)
+                            | LeafKind::Percolator => Reader::Unmapped,
                         },
                     };
                     (reader, mode, missing)

@@ -109,6 +109,8 @@ fn render(leaf: &LeafField, value: &Value, format: Option<&DateFormat>) -> Optio
         LeafKind::KnnVector(_) => float_value(coerce::to_f64(value)? as f32),
         // a completion value is an input or an object of them, shown as given
         LeafKind::Completion(_) => value.clone(),
+        // a stored query is shown as given
+        LeafKind::Percolator => value.clone(),
     })
 }
 

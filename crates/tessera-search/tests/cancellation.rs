@@ -58,6 +58,8 @@ fn a_cancelled_request_stops_its_running_slice() {
         nested_scope: Default::default(),
         deadline: None,
         failures: None,
+        mapping: None,
+        legacy_bm25: true,
     };
     let query = compile(&parse_query(&json!({"match_all": {}})).unwrap(), &ctx).unwrap();
     let weight = query

@@ -224,6 +224,8 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                     nested_scope: Default::default(),
                     deadline: None,
                     failures: None,
+                    mapping: None,
+                    legacy_bm25: true,
                 };
                 let query = compile(&ast, &ctx).expect("compile the query");
                 let searcher = &snapshot.searcher;

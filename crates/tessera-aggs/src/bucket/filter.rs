@@ -120,6 +120,8 @@ pub(crate) fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option
         nested_scope: Default::default(),
         deadline: None,
         failures: None,
+        mapping: None,
+        legacy_bm25: true,
     };
     let compiled = compile(query, &compile_ctx)?;
     let weight = compiled

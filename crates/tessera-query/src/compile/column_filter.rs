@@ -90,6 +90,8 @@ mod tests {
             nested_scope: Default::default(),
             deadline: None,
             failures: None,
+            mapping: None,
+            legacy_bm25: true,
         };
         let filter = |q: serde_json::Value| column_filter(&parse_query(&q).unwrap(), &ctx).unwrap();
         assert_eq!(filter(json!({"match_all": {}})), Some(ColumnFilter::All));

@@ -36,8 +36,19 @@ pub(crate) fn per_field(
         LeafKind::Keyword { .. } if leaf.fast => DocCountSource::Column,
         _ => DocCountSource::FieldNames(ctx.table.meta.field_names),
     };
-    FieldScoped::wrap(query, source, &leaf.path)
+    let scoped = FieldScoped::wrap(query, source, &leaf.path);
+    match ctx.legacy_bm25 {
+        true => scoped,
+        // Lucene's BM25 is the legacy one divided by `1 + k1`
+        false => Box::new(tantivy::query::BoostQuery::new(
+            scoped,
+            1.0 / (1.0 + BM25_K1),
+        )),
+    }
 }
+
+/// BM25's term frequency saturation, OpenSearch's and tantivy's default.
+const BM25_K1: f32 = 1.2;
 
 fn zero_terms(zero: ZeroTermsQuery) -> Box<dyn Query> {
     match zero {

@@ -17,6 +17,7 @@ pub use fuzzy_terms::{fuzzy_candidates, FuzzyAutomaton, FuzzyCandidate, DEFAULT_
 mod geo;
 mod knn;
 pub mod numeric_script;
+pub mod percolate;
 mod range_field;
 pub mod script;
 mod script_score;
@@ -77,6 +78,13 @@ pub struct CompileContext<'a> {
     /// leaves its first failure, for the shard to report once it has collected; `None`: no
     /// one would read it, so such a query evaluates its segment when its scorer is made.
     pub failures: Option<QueryFailures>,
+    /// The index's mapping, which a `percolate` query parses its documents with; `None`
+    /// where none is at hand (a `percolate` query fails).
+    pub mapping: Option<&'a tessera_mapping::Mapping>,
+    /// OpenSearch scores an index with Lucene's legacy BM25, which multiplies every score by
+    /// `1 + k1` (tantivy's formula too); the in-memory index of a `percolate` query's
+    /// documents is scored with Lucene's BM25 without that factor (false).
+    pub legacy_bm25: bool,
 }
 
 /// The index's k-NN settings and the shard's slices, for the `knn` rewrite.
@@ -528,6 +536,7 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
             Ok(boosted(Box::new(query), *boost))
         }
         QueryAst::Knn(query) => knn::knn(ctx, query),
+        QueryAst::Percolate(query) => percolate::percolate(ctx, query),
         QueryAst::Nested(query) => nested_query(ctx, query),
         QueryAst::FunctionScore(query) => {
             Ok(boosted(function_score::compile(ctx, query)?, query.boost))

@@ -35,8 +35,8 @@ pub(crate) fn lookup<'a>(ctx: &'a CompileContext, path: &str) -> Option<(&'a Lea
 }
 
 fn require_indexed(ctx: &CompileContext, leaf: &LeafField) -> Result<()> {
-    if let LeafKind::Completion(_) = leaf.kind {
-        return Err(completion_field(ctx, leaf));
+    if let LeafKind::Completion(_) | LeafKind::Percolator = leaf.kind {
+        return Err(unsearchable_field(ctx, leaf));
     }
     if let LeafKind::KnnVector(_) = leaf.kind {
         return Err(ctx.error(format!(
@@ -305,7 +305,9 @@ pub(crate) fn range(ctx: &CompileContext, range: &RangeAst) -> Result<Box<dyn Qu
                 leaf.path
             )))
         }
-        LeafKind::Completion(_) => return Err(completion_field(ctx, leaf)),
+        LeafKind::Completion(_) | LeafKind::Percolator => {
+            return Err(unsearchable_field(ctx, leaf))
+        }
         LeafKind::Integer | LeafKind::ScaledFloat { .. } | LeafKind::Date { .. } => {
             unreachable!("handled as i64 bounds")
         }
@@ -586,10 +588,16 @@ pub(crate) fn fuzzy(
     ))
 }
 
-/// Queries on a `completion` field: its keys serve the completion suggester only.
-pub(crate) fn completion_field(ctx: &CompileContext, leaf: &LeafField) -> tessera_common::Error {
+/// Queries on a `completion` or `percolator` field: its values serve the completion
+/// suggester or the `percolate` query only.
+pub(crate) fn unsearchable_field(ctx: &CompileContext, leaf: &LeafField) -> tessera_common::Error {
+    let instead = match leaf.kind {
+        LeafKind::Completion(_) => "the completion suggester",
+        _ => "the percolate query",
+    };
     ctx.error(format!(
-        "Tessera does not support queries on the completion field [{}]: use the completion suggester",
+        "Tessera does not support queries on the {} field [{}]: use {instead}",
+        leaf.field_type.name(),
         leaf.path
     ))
 }

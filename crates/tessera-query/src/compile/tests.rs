@@ -67,6 +67,8 @@ impl Fixture {
             nested_scope: Default::default(),
             deadline: None,
             failures: None,
+            mapping: None,
+            legacy_bm25: true,
         }
     }
 

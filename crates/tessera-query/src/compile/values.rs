@@ -119,7 +119,9 @@ pub(crate) fn exact(ctx: &CompileContext, leaf: &LeafField, value: &Value) -> Re
                 leaf.path
             )))
         }
-        LeafKind::Completion(_) => return Err(super::term_level::completion_field(ctx, leaf)),
+        LeafKind::Completion(_) | LeafKind::Percolator => {
+            return Err(super::term_level::unsearchable_field(ctx, leaf))
+        }
         LeafKind::Range { .. } => Exact::Range(super::range_field::value_bounds(ctx, leaf, value)?),
     })
 }

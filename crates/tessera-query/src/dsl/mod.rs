@@ -25,6 +25,7 @@ mod match_phrase;
 mod match_query;
 mod multi_match;
 mod nested;
+mod percolate;
 mod prefix;
 mod query_string;
 mod range;
@@ -42,7 +43,6 @@ const UNSUPPORTED: &[&str] = &[
     "parent_id",
     "geo_shape",
     "more_like_this",
-    "percolate",
     "span_term",
     "span_near",
     "span_or",
@@ -95,6 +95,7 @@ pub fn parse_query(value: &Value) -> Result<QueryAst> {
         "prefix" => prefix::parse(body),
         "wildcard" => wildcard::parse(body),
         "regexp" => regexp::parse(body),
+        "percolate" => percolate::parse(body),
         "fuzzy" => fuzzy::parse(body),
         "match" => match_query::parse(body),
         "match_phrase" => match_phrase::parse_phrase(body),
