@@ -64,31 +64,34 @@ pub fn decode_geohash(hash: &str) -> Result<GeoPoint> {
     })
 }
 
+/// The `5 × precision` interleaved bits (longitude first) of the geohash of `point` with
+/// `precision` characters (1..=12).
+pub fn geohash_bits(point: GeoPoint, precision: usize) -> u64 {
+    let (mut lat, mut lon) = ((-90.0f64, 90.0f64), (-180.0f64, 180.0f64));
+    let mut bits = 0u64;
+    for i in 0..precision * 5 {
+        let (range, value) = match i % 2 == 0 {
+            true => (&mut lon, point.lon),
+            false => (&mut lat, point.lat),
+        };
+        let mid = (range.0 + range.1) / 2.0;
+        bits <<= 1;
+        if value >= mid {
+            bits |= 1;
+            range.0 = mid;
+        } else {
+            range.1 = mid;
+        }
+    }
+    bits
+}
+
 /// The geohash of `point` with `precision` characters (1..=12).
 pub fn encode_geohash(point: GeoPoint, precision: usize) -> String {
-    let (mut lat, mut lon) = ((-90.0f64, 90.0f64), (-180.0f64, 180.0f64));
-    let mut out = String::with_capacity(precision);
-    let mut even = true;
-    for _ in 0..precision {
-        let mut bits = 0usize;
-        for _ in 0..5 {
-            let (range, value) = match even {
-                true => (&mut lon, point.lon),
-                false => (&mut lat, point.lat),
-            };
-            let mid = (range.0 + range.1) / 2.0;
-            bits <<= 1;
-            if value >= mid {
-                bits |= 1;
-                range.0 = mid;
-            } else {
-                range.1 = mid;
-            }
-            even = !even;
-        }
-        out.push(BASE32[bits] as char);
-    }
-    out
+    let bits = geohash_bits(point, precision);
+    (0..precision)
+        .map(|i| BASE32[((bits >> ((precision - 1 - i) * 5)) & 31) as usize] as char)
+        .collect()
 }
 
 /// The (up to) eight cells around a geohash cell, at its precision, as Lucene's

@@ -199,25 +199,24 @@ impl FieldMapping {
         }
         let allowed = field_type.allowed_params();
         let mut mapping = FieldMapping::leaf(field_type);
-        if field_type == FieldType::KnnVector {
+        // types whose parameters their own module checks and fills in
+        let given = || -> Result<Map<String, Value>> {
             let mut given = definition.clone();
             given.remove("type");
-            if let Some(key) = given.keys().find(|k| !allowed.contains(&k.as_str())) {
-                return Err(Error::mapper_parsing(format!(
-                    "unknown parameter [{key}] on mapper [{path}] of type [knn_vector]"
-                )));
+            match given.keys().find(|k| !allowed.contains(&k.as_str())) {
+                Some(key) => Err(Error::mapper_parsing(format!(
+                    "unknown parameter [{key}] on mapper [{path}] of type [{}]",
+                    field_type.name()
+                ))),
+                None => Ok(given),
             }
-            mapping.params = crate::knn::normalise(path, &given)?;
+        };
+        if field_type == FieldType::KnnVector {
+            mapping.params = crate::knn::normalise(path, &given()?)?;
             return Ok(mapping);
         }
         if field_type == FieldType::Completion {
-            let mut given = definition.clone();
-            given.remove("type");
-            if let Some(key) = given.keys().find(|k| !allowed.contains(&k.as_str())) {
-                return Err(Error::mapper_parsing(format!(
-                    "unknown parameter [{key}] on mapper [{path}] of type [completion]"
-                )));
-            }
+            let given = given()?;
             if given.contains_key("fields") || given.contains_key("copy_to") {
                 return Err(Error::mapper_parsing(format!(
                     "[{path}]: multi-fields and copy_to are not supported by Tessera on completion fields"

@@ -218,6 +218,28 @@ impl QueryAst {
         QueryAst::MatchAll { boost: 1.0 }
     }
 
+    /// The queries a compound query is made of (a `nested` query's own query included; a
+    /// `knn` filter left out, as it only narrows the vectors searched).
+    pub fn children(&self) -> Vec<&QueryAst> {
+        match self {
+            QueryAst::Bool(b) => b
+                .must
+                .iter()
+                .chain(&b.should)
+                .chain(&b.filter)
+                .chain(&b.must_not)
+                .collect(),
+            QueryAst::ConstantScore { filter, .. } => vec![filter],
+            QueryAst::DisMax { queries, .. } => queries.iter().collect(),
+            QueryAst::Boosting {
+                positive, negative, ..
+            } => vec![positive, negative],
+            QueryAst::FunctionScore(f) => vec![&f.query],
+            QueryAst::Nested(nested) => vec![&nested.query],
+            _ => Vec::new(),
+        }
+    }
+
     /// True when every matching document gets the same score, so the top hits by score are
     /// simply the first matches in index order (lets collection stop early).
     pub fn is_constant_score(&self) -> bool {

@@ -73,33 +73,12 @@ fn walk(query: &QueryAst, out: &mut Vec<NestedInnerHits>) -> Result<()> {
             out.push(parsed);
             Ok(())
         }
-        QueryAst::Bool(b) => {
-            for clause in b
-                .must
-                .iter()
-                .chain(&b.should)
-                .chain(&b.filter)
-                .chain(&b.must_not)
-            {
-                walk(clause, out)?;
-            }
-            Ok(())
-        }
-        QueryAst::ConstantScore { filter, .. } => walk(filter, out),
-        QueryAst::DisMax { queries, .. } => {
-            for q in queries {
+        compound => {
+            for q in compound.children() {
                 walk(q, out)?;
             }
             Ok(())
         }
-        QueryAst::Boosting {
-            positive, negative, ..
-        } => {
-            walk(positive, out)?;
-            walk(negative, out)
-        }
-        QueryAst::FunctionScore(f) => walk(&f.query, out),
-        _ => Ok(()),
     }
 }
 

@@ -80,22 +80,9 @@ fn stored_query(
 fn walk<'q>(query: &'q QueryAst, out: &mut Vec<&'q PercolateQuery>) {
     match query {
         QueryAst::Percolate(percolate) => out.push(percolate),
-        QueryAst::Bool(b) => {
-            for clause in b
-                .must
-                .iter()
-                .chain(&b.should)
-                .chain(&b.filter)
-                .chain(&b.must_not)
-            {
-                walk(clause, out);
-            }
-        }
-        QueryAst::ConstantScore { filter, .. } => walk(filter, out),
-        QueryAst::DisMax { queries, .. } => queries.iter().for_each(|q| walk(q, out)),
-        QueryAst::Boosting { positive, .. } => walk(positive, out),
-        QueryAst::FunctionScore(f) => walk(&f.query, out),
-        _ => {}
+        // a nested query runs on the nested objects, whose stored queries are no hits
+        QueryAst::Nested(_) => {}
+        compound => compound.children().into_iter().for_each(|q| walk(q, out)),
     }
 }
 

@@ -81,24 +81,7 @@ const TILE_MASK: u64 = (1 << 29) - 1;
 /// The geohash of `point` with `precision` characters: its `5 × precision` interleaved bits
 /// (longitude first) shifted above the 4-bit precision.
 fn geohash_cell(point: GeoPoint, precision: u8) -> u64 {
-    let (mut lat, mut lon) = ((-90.0f64, 90.0f64), (-180.0f64, 180.0f64));
-    let mut bits = 0u64;
-    for i in 0..(precision as u32 * 5) {
-        let (range, value) = if i % 2 == 0 {
-            (&mut lon, point.lon)
-        } else {
-            (&mut lat, point.lat)
-        };
-        let mid = (range.0 + range.1) / 2.0;
-        bits <<= 1;
-        if value >= mid {
-            bits |= 1;
-            range.0 = mid;
-        } else {
-            range.1 = mid;
-        }
-    }
-    (bits << 4) | precision as u64
+    (tessera_mapping::geo::geohash_bits(point, precision as usize) << 4) | precision as u64
 }
 
 fn geohash_string(cell: u64) -> String {

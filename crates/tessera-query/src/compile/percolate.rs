@@ -112,13 +112,7 @@ impl Percolator {
         // name them, as each was checked against the mapping when it was indexed
         let mut mapping: Mapping = mapping.clone();
         mapping.dynamic = Dynamic::False;
-        let (table, _) = FieldTable::build(&mapping, None)?;
-        let index = Index::builder()
-            .schema(table.schema().clone())
-            .register_plugin(Arc::new(tessera_knn::segment::KnnPlugin::default()))
-            .create_in_ram()
-            .map_err(|e| Error::internal("create the percolated documents' index", e))?;
-        tessera_mapping::analysis::register_tokenizers(&index);
+        let (table, index) = memory_index(&mapping)?;
         let mut writer: IndexWriter<TantivyDocument> = index
             .writer_with_num_threads(1, WRITER_MEMORY)
             .map_err(|e| Error::internal("index the percolated documents", e))?;
@@ -229,6 +223,18 @@ impl Percolator {
     }
 }
 
+/// An empty index in memory with `mapping`'s fields, analyzers and plugins, as a shard has.
+fn memory_index(mapping: &Mapping) -> Result<(FieldTable, Index)> {
+    let (table, _) = FieldTable::build(mapping, None)?;
+    let index = Index::builder()
+        .schema(table.schema().clone())
+        .register_plugin(Arc::new(tessera_knn::segment::KnnPlugin::default()))
+        .create_in_ram()
+        .map_err(|e| Error::internal("create an index in memory", e))?;
+    tessera_mapping::analysis::register_tokenizers(&index);
+    Ok((table, index))
+}
+
 /// Checks a query about to be stored in a percolator field: it must parse and compile
 /// against the index's mapping (on an empty index of it), as OpenSearch checks it.
 pub fn check_stored_query(
@@ -236,18 +242,8 @@ pub fn check_stored_query(
     index_name: &str,
     query: &serde_json::Value,
 ) -> Result<()> {
-    let table_and_index = || -> Result<(FieldTable, Index)> {
-        let (table, _) = FieldTable::build(mapping, None)?;
-        let index = Index::builder()
-            .schema(table.schema().clone())
-            .register_plugin(Arc::new(tessera_knn::segment::KnnPlugin::default()))
-            .create_in_ram()
-            .map_err(|e| Error::internal("check a stored query", e))?;
-        tessera_mapping::analysis::register_tokenizers(&index);
-        Ok((table, index))
-    };
     let ast: QueryAst = crate::dsl::parse_query(query)?;
-    let (table, index) = table_and_index()?;
+    let (table, index) = memory_index(mapping)?;
     let mut fields = Vec::new();
     named_fields(query, &mut fields);
     for field in fields {
