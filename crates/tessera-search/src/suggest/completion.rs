@@ -41,6 +41,9 @@ pub struct CompletionSuggester {
     pub field: String,
     pub analyzer: Option<String>,
     pub size: usize,
+    /// Options each shard returns (at least `size`): more leave room for the duplicates the
+    /// coordinator drops.
+    pub shard_size: Option<usize>,
     pub skip_duplicates: bool,
     pub fuzzy: Option<FuzzyOptions>,
     /// `contexts` as given: resolved on the shard against the field's context mappings.
@@ -96,6 +99,7 @@ impl CompletionSuggester {
             field: String::new(),
             analyzer: None,
             size: DEFAULT_SIZE,
+            shard_size: None,
             skip_duplicates: false,
             fuzzy: None,
             contexts: None,
@@ -112,7 +116,13 @@ impl CompletionSuggester {
                     out.size = size as usize;
                 }
                 "shard_size" => {
-                    integer(key, value)?;
+                    let size = integer(key, value)?;
+                    if size <= 0 {
+                        return Err(Error::illegal_argument(
+                            "[shard_size] must be a positive integer",
+                        ));
+                    }
+                    out.shard_size = Some(size as usize);
                 }
                 "skip_duplicates" => out.skip_duplicates = boolean(key, value)?,
                 "fuzzy" => out.fuzzy = FuzzyOptions::parse(value)?,
@@ -223,10 +233,11 @@ impl CompletionSuggester {
         };
         let mut matches = collect_matches(shard.searcher, field, spec, &ranges, &matcher)?;
         matches.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key.cmp(&b.key)));
+        let wanted = self.shard_size.unwrap_or(self.size).max(self.size);
         let mut seen_texts = std::collections::HashSet::new();
         let mut options = Vec::new();
         for best in matches.into_iter() {
-            if options.len() == self.size {
+            if options.len() == wanted {
                 break;
             }
             if self.skip_duplicates && !seen_texts.insert(best.surface.clone()) {
@@ -1036,6 +1047,9 @@ mod tests {
             .fuzzy
             .unwrap();
         assert_eq!(fuzzy.edits, 2);
+        let sized = CompletionSuggester::parse(&json!({"field": "s", "shard_size": 9})).unwrap();
+        assert_eq!(sized.shard_size, Some(9));
+        assert!(CompletionSuggester::parse(&json!({"field": "s", "shard_size": 0})).is_err());
         // regex options as the regexp query takes them
         let flags = |flags: &str| {
             CompletionSuggester::parse(&json!({"field": "s", "regex": {"flags": flags}}))

@@ -152,16 +152,13 @@ fn parse_suggestion(name: &str, body: &Value) -> Result<Suggestion> {
             token(body)
         )));
     };
-    let mut text = None;
-    let mut text_kind = TextKind::Prefix;
+    let (mut text, mut prefix, mut regex) = (None, None, None);
     let mut suggester = None;
     for (key, value) in map {
         match key.as_str() {
-            "text" | "prefix" => text = Some(text_value(value)?),
-            "regex" => {
-                text = Some(text_value(value)?);
-                text_kind = TextKind::Regex;
-            }
+            "text" => text = Some(text_value(value)?),
+            "prefix" => prefix = Some(text_value(value)?),
+            "regex" => regex = Some(text_value(value)?),
             "term" => suggester = Some(Suggester::Term(TermSuggester::parse(value)?)),
             "completion" => {
                 suggester = Some(Suggester::Completion(CompletionSuggester::parse(value)?))
@@ -183,10 +180,16 @@ fn parse_suggestion(name: &str, body: &Value) -> Result<Suggestion> {
             "missing suggestion object".to_string(),
         )
     })?;
-    if text_kind == TextKind::Regex && !matches!(suggester, Suggester::Completion(_)) {
-        return Err(Error::illegal_argument(
-            "[regex] in a suggestion serves the completion suggester only",
-        ));
+    // the completion suggester takes `prefix`, then `regex`, then `text`, as OpenSearch's
+    // does; the others read `text` alone (and leave the other two unused, as OpenSearch does)
+    let mut text_kind = TextKind::Prefix;
+    if let Suggester::Completion(_) = suggester {
+        if let Some(prefix) = prefix {
+            text = Some(prefix);
+        } else if let Some(regex) = regex {
+            text = Some(regex);
+            text_kind = TextKind::Regex;
+        }
     }
     Ok(Suggestion {
         name: name.to_string(),
@@ -285,13 +288,30 @@ mod tests {
         assert_eq!(e.kind(), "named_object_not_found_exception");
         let e = SuggestRequest::parse(&json!({"s": {"phrase": {"field": "f"}}})).unwrap_err();
         assert!(e.reason().contains("not supported"), "{}", e.reason());
-        // `prefix` is the completion suggester's text; `regex` serves it alone
+        // `prefix` (then `regex`) is the completion suggester's text; the term suggester
+        // reads `text` alone
+        let request = SuggestRequest::parse(&json!({"text": "g", "s": {
+            "prefix": "ni", "regex": "n.", "text": "t", "completion": {"field": "f"}
+        }}))
+        .unwrap();
+        let s = &request.suggestions[0];
+        assert_eq!(
+            (s.text.as_deref(), s.text_kind),
+            (Some("ni"), TextKind::Prefix)
+        );
         let request =
-            SuggestRequest::parse(&json!({"s": {"prefix": "ni", "completion": {"field": "f"}}}));
-        assert_eq!(request.unwrap().suggestions[0].text.as_deref(), Some("ni"));
-        let e = SuggestRequest::parse(&json!({"s": {"regex": "n.", "term": {"field": "f"}}}))
-            .unwrap_err();
-        assert_eq!(e.kind(), "illegal_argument_exception");
+            SuggestRequest::parse(&json!({"s": {"regex": "n.", "completion": {"field": "f"}}}))
+                .unwrap();
+        let s = &request.suggestions[0];
+        assert_eq!(
+            (s.text.as_deref(), s.text_kind),
+            (Some("n."), TextKind::Regex)
+        );
+        let request = SuggestRequest::parse(
+            &json!({"text": "g", "s": {"prefix": "ni", "term": {"field": "f"}}}),
+        )
+        .unwrap();
+        assert_eq!(request.suggestions[0].text.as_deref(), Some("g"));
         // a number is text too
         let request = SuggestRequest::parse(&json!({"text": 5, "s": {"term": {"field": "f"}}}));
         assert_eq!(request.unwrap().suggestions[0].text.as_deref(), Some("5"));
