@@ -640,9 +640,7 @@ impl Matcher {
     fn exact_start(&self) -> &[u8] {
         match self {
             Matcher::Prefix(form) => form,
-            Matcher::Fuzzy { form, options, .. } => {
-                &form[..leading_bytes(form, options.prefix_length)]
-            }
+            Matcher::Fuzzy { form, options, .. } => &form[..exact_bytes(form, options)],
             Matcher::Regex(_) => &[],
         }
     }
@@ -677,14 +675,17 @@ impl Matcher {
     }
 }
 
-/// The byte length of the first `chars` characters of `form`.
-fn leading_bytes(form: &[u8], chars: usize) -> usize {
-    match std::str::from_utf8(form) {
-        Ok(text) => text
+/// The byte length of the part of a fuzzy prefix that must match exactly: its first
+/// `prefix_length` labels, characters when `unicode_aware`, else bytes (as Lucene's automaton
+/// then runs over UTF-8 bytes).
+fn exact_bytes(form: &[u8], options: &FuzzyOptions) -> usize {
+    let labels = options.prefix_length;
+    match (options.unicode_aware, std::str::from_utf8(form)) {
+        (true, Ok(text)) => text
             .char_indices()
-            .nth(chars)
+            .nth(labels)
             .map_or(form.len(), |(at, _)| at),
-        Err(_) => chars.min(form.len()),
+        _ => labels.min(form.len()),
     }
 }
 
@@ -973,6 +974,14 @@ mod tests {
             ..one
         };
         assert_eq!(fuzzy_boost(b"abcd", b"bacd", 1, &no_swaps), None);
+        // the exact part counts bytes unless unicode_aware: `ñ` is two of them
+        let form = "ñx".as_bytes();
+        assert_eq!(exact_bytes(form, &fuzzy(1)), 1);
+        let unicode = FuzzyOptions {
+            unicode_aware: true,
+            ..fuzzy(1)
+        };
+        assert_eq!(exact_bytes(form, &unicode), 2);
     }
 
     #[test]
