@@ -353,7 +353,8 @@ mod tests {
 
     #[test]
     fn query_results_and_errors_cross_the_wire() {
-        use crate::suggest::term::{TermEntry, TermOption};
+        use crate::suggest::spell::SuggestWord as TermOption;
+        use crate::suggest::term::TermEntry;
         use crate::suggest::{ShardSuggest, ShardSuggestion};
         let suggest = ShardSuggest {
             suggestions: vec![
@@ -367,6 +368,15 @@ mod tests {
                         freq: 3,
                     }],
                 }]),
+                ShardSuggestion::Phrase(crate::suggest::phrase::PhraseEntry {
+                    cutoff: 0.25,
+                    options: vec![crate::suggest::phrase::PhraseOption {
+                        text: "quick brown".into(),
+                        highlighted: Some("<em>quick</em> brown".into()),
+                        score: 0.5,
+                        collate_match: Some(false),
+                    }],
+                }),
                 ShardSuggestion::Completion(vec![crate::suggest::completion::CompletionOption {
                     text: "Nirvana".into(),
                     index: "music".into(),

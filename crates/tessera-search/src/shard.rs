@@ -354,6 +354,49 @@ fn named_weights(
     Ok(out)
 }
 
+/// Whether `query` (a query object of the DSL) matches a document of `snapshot`: the
+/// phrase suggester's `collate` check.
+fn query_matches(
+    snapshot: &ShardSnapshot,
+    meta: &IndexMetadata,
+    now_millis: i64,
+    query: &serde_json::Value,
+) -> Result<bool> {
+    let query = tessera_query::parse_query(query)?;
+    let default_fields = meta.default_fields();
+    let ctx = CompileContext {
+        searcher: Some(&snapshot.searcher),
+        table: &snapshot.table,
+        index: &meta.name,
+        default_fields: &default_fields,
+        now_millis,
+        max_terms_count: meta
+            .setting("index.max_terms_count")
+            .parse()
+            .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT),
+        clauses: Default::default(),
+        knn: KnnContext {
+            ef_search: knn_ef_search(meta),
+            slices: None,
+            vectors: Some(&snapshot.knn_vectors),
+        },
+        nested_scope: Default::default(),
+        deadline: None,
+        failures: None,
+        mapping: Some(&meta.mapping),
+        legacy_bm25: true,
+    };
+    let mut query = compile(&query, &ctx)?;
+    if let Some(markers) = snapshot.table.meta.nested {
+        query = Box::new(tessera_query::nested::RootDocsQuery::new(query, markers));
+    }
+    let count = snapshot
+        .searcher
+        .search(&query, &tantivy::collector::Count)
+        .map_err(|e| Error::internal("run the collate query", e))?;
+    Ok(count > 0)
+}
+
 /// `index.knn.algo_param.ef_search` (validated when set).
 fn knn_ef_search(meta: &IndexMetadata) -> usize {
     meta.setting("index.knn.algo_param.ef_search")
@@ -521,6 +564,9 @@ impl LocalShard {
                     table,
                     index: &meta.name,
                     source: &search.source,
+                    exists: Some(&|query: &serde_json::Value| {
+                        query_matches(snapshot, &meta, request.now_millis, query)
+                    }),
                 })
             })
             .transpose()?;

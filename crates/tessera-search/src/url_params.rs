@@ -14,7 +14,8 @@ use crate::request::{
     parse_track_total_hits, DocValueField, SearchRequest, SourceSpec, StoredFields,
 };
 use crate::sort::parse_sort;
-use crate::suggest::term::{SuggestMode, TermSuggester};
+use crate::suggest::spell::SuggestMode;
+use crate::suggest::term::TermSuggester;
 use crate::suggest::{SuggestRequest, Suggester, Suggestion};
 
 /// `q=` as a `query_string` query, with `df`, `default_operator`, `analyzer`, `lenient`…
@@ -108,7 +109,7 @@ fn url_suggest(params: &BTreeMap<String, String>) -> Result<Option<SuggestReques
         term.size = size as usize;
     }
     if let Some(mode) = params.param("suggest_mode") {
-        term.suggest_mode = SuggestMode::resolve(mode)?;
+        term.checker.suggest_mode = SuggestMode::resolve(mode)?;
     }
     Ok(Some(SuggestRequest {
         suggestions: vec![Suggestion {

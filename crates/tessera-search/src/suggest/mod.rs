@@ -7,10 +7,14 @@
 //! query nor aggregations is "suggest only": the shards skip the query and the answer has no
 //! hits, as in OpenSearch.
 //!
-//! The `term` ([`term`]) and `completion` ([`completion`]) suggesters are implemented;
-//! `phrase` is refused with a clear error.
+//! The `term` ([`term`]), `phrase` ([`phrase`]) and `completion` ([`completion`])
+//! suggesters are implemented; the first two draw their candidates from one spell checker
+//! ([`spell`]).
 
 pub mod completion;
+mod options;
+pub mod phrase;
+pub mod spell;
 pub mod term;
 
 use serde::{Deserialize, Serialize};
@@ -22,6 +26,7 @@ use tessera_mapping::FieldTable;
 
 use crate::request::SourceSpec;
 use completion::{CompletionOption, CompletionSuggester, TextKind};
+use phrase::{PhraseEntry, PhraseSuggester};
 use term::{TermEntry, TermSuggester};
 
 /// The request's `suggest` section.
@@ -46,6 +51,7 @@ pub struct Suggestion {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Suggester {
     Term(TermSuggester),
+    Phrase(PhraseSuggester),
     Completion(CompletionSuggester),
 }
 
@@ -54,6 +60,7 @@ impl Suggester {
     fn type_name(&self) -> &'static str {
         match self {
             Suggester::Term(_) => "term",
+            Suggester::Phrase(_) => "phrase",
             Suggester::Completion(_) => "completion",
         }
     }
@@ -70,18 +77,25 @@ pub struct ShardSuggest {
 pub enum ShardSuggestion {
     /// One entry per token of the text.
     Term(Vec<TermEntry>),
+    /// The corrected phrases, best first, and the shard's cut-off.
+    Phrase(PhraseEntry),
     /// The shard's best options, best first.
     Completion(Vec<CompletionOption>),
 }
 
 /// What a shard runs the suggestions on: its reader, its fields, its index's name (the
-/// completion options show it) and the `_source` the request asks for.
+/// completion options show it), the `_source` the request asks for, and whether a query
+/// matches a document of the shard (the phrase suggester's `collate`).
 pub struct ShardInputs<'a> {
     pub searcher: &'a Searcher,
     pub table: &'a FieldTable,
     pub index: &'a str,
     pub source: &'a SourceSpec,
+    pub exists: Option<&'a ExistsCheck<'a>>,
 }
+
+/// Whether a query (an object of the query DSL) matches a document of the shard.
+pub type ExistsCheck<'a> = dyn Fn(&Value) -> Result<bool> + 'a;
 
 impl SuggestRequest {
     /// Parses the body's `suggest` object.
@@ -122,6 +136,9 @@ impl SuggestRequest {
                         shard.searcher,
                         shard.table,
                     )?)),
+                    Suggester::Phrase(phrase) => {
+                        Ok(ShardSuggestion::Phrase(phrase.run(text, shard)?))
+                    }
                     Suggester::Completion(completion) => Ok(ShardSuggestion::Completion(
                         completion.run(text, suggestion.text_kind, shard)?,
                     )),
@@ -163,7 +180,7 @@ fn parse_suggestion(name: &str, body: &Value) -> Result<Suggestion> {
             "completion" => {
                 suggester = Some(Suggester::Completion(CompletionSuggester::parse(value)?))
             }
-            "phrase" => return Err(Error::not_supported(&format!("the [{key}] suggester"))),
+            "phrase" => suggester = Some(Suggester::Phrase(PhraseSuggester::parse(value)?)),
             other => {
                 return Err(Error::new(
                     "named_object_not_found_exception",
@@ -225,17 +242,27 @@ pub fn reduce(
                     .into_iter()
                     .map(|answer| match answer {
                         ShardSuggestion::Term(entries) => Ok(entries),
-                        ShardSuggestion::Completion(_) => Err(mixed()),
+                        _ => Err(mixed()),
                     })
                     .collect::<Result<_>>()?;
                 term.reduce(entries)?
+            }
+            Suggester::Phrase(phrase) => {
+                let entries = answers
+                    .into_iter()
+                    .map(|answer| match answer {
+                        ShardSuggestion::Phrase(entry) => Ok(entry),
+                        _ => Err(mixed()),
+                    })
+                    .collect::<Result<_>>()?;
+                phrase.reduce(suggestion.text.as_deref().unwrap_or_default(), entries)
             }
             Suggester::Completion(completion) => {
                 let options = answers
                     .into_iter()
                     .map(|answer| match answer {
                         ShardSuggestion::Completion(options) => Ok(options),
-                        ShardSuggestion::Term(_) => Err(mixed()),
+                        _ => Err(mixed()),
                     })
                     .collect::<Result<_>>()?;
                 completion.reduce(suggestion.text.as_deref().unwrap_or_default(), options)
@@ -286,8 +313,6 @@ mod tests {
         );
         let e = SuggestRequest::parse(&json!({"s": {"bogus": {}}})).unwrap_err();
         assert_eq!(e.kind(), "named_object_not_found_exception");
-        let e = SuggestRequest::parse(&json!({"s": {"phrase": {"field": "f"}}})).unwrap_err();
-        assert!(e.reason().contains("not supported"), "{}", e.reason());
         // `prefix` (then `regex`) is the completion suggester's text; the term suggester
         // reads `text` alone
         let request = SuggestRequest::parse(&json!({"text": "g", "s": {
