@@ -62,12 +62,14 @@ impl SearchService {
     pub async fn open_scroll(
         &self,
         target: &SearchTarget,
-        mut search: Search,
+        search: Search,
         keep_alive: Duration,
         options: ResponseOptions,
     ) -> Result<SearchResponse> {
         check_scroll(&search.request)?;
         self.check_keep_alive(keep_alive)?;
+        // later pages re-run the source the id carries: it must name no document
+        let mut search = self.resolve_lookups(search).await?;
         let source = (*search.source).clone();
         search.readers = Readers::Pin {
             kind: PinKind::Scroll,
@@ -177,7 +179,7 @@ impl SearchService {
     /// A search with `pit`: on the point in time's readers, its keep-alive renewed.
     pub async fn search_pit(
         &self,
-        mut search: Search,
+        search: Search,
         options: ResponseOptions,
     ) -> Result<SearchResponse> {
         let Some(reference) = search.request.pit.clone() else {
@@ -187,6 +189,7 @@ impl SearchService {
         if let Some(keep_alive) = reference.keep_alive {
             self.check_keep_alive(keep_alive)?;
         }
+        let mut search = self.resolve_lookups(search).await?;
         search.readers = Readers::Pinned {
             ids: pit.shards.iter().map(|s| s.context).collect(),
             keep_alive: reference.keep_alive,

@@ -28,6 +28,9 @@ pub enum QueryAst {
         values: Vec<Value>,
         boost: f32,
     },
+    /// A `terms` query whose values are read from a document: the coordinator replaces it
+    /// with the values before the shards see it (see [`crate::lookup`]).
+    TermsLookup(Box<TermsLookup>),
     Range(RangeQuery),
     Exists {
         field: String,
@@ -159,11 +162,34 @@ pub enum QueryAst {
 pub struct PercolateQuery {
     pub field: String,
     pub documents: Vec<String>,
+    /// The indexed document to percolate instead (`index` and `id`): the coordinator reads
+    /// it into `documents` before the shards see the query (see [`crate::lookup`]).
+    pub indexed: Option<DocRef>,
     /// Names the hits' slot field (`_percolator_document_slot_<name>`) beside other
     /// `percolate` queries.
     pub name: Option<String>,
     /// Parsed and, as in OpenSearch, left out of the scores.
     pub boost: f32,
+}
+
+/// A `terms` lookup: the values at `path` in a document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TermsLookup {
+    pub field: String,
+    pub doc: DocRef,
+    /// Dotted path to the values in the document's `_source`.
+    pub path: String,
+    pub boost: f32,
+}
+
+/// A document a query names by index and id.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DocRef {
+    pub index: String,
+    pub id: String,
+    pub routing: Option<String>,
+    /// The version the document must have (a `percolate` of an indexed document).
+    pub version: Option<i64>,
 }
 
 /// The `nested` query.
@@ -185,7 +211,7 @@ impl QueryAst {
             QueryAst::MatchAll { .. } => "match_all",
             QueryAst::MatchNone => "match_none",
             QueryAst::Term { .. } => "term",
-            QueryAst::Terms { .. } => "terms",
+            QueryAst::Terms { .. } | QueryAst::TermsLookup(_) => "terms",
             QueryAst::Range(_) => "range",
             QueryAst::Exists { .. } => "exists",
             QueryAst::Ids { .. } => "ids",

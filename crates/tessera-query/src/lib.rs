@@ -6,6 +6,7 @@ pub mod ast;
 pub mod compile;
 pub mod dsl;
 pub mod highlight_terms;
+pub mod lookup;
 pub mod nested;
 pub mod nested_identity;
 pub mod query_string;

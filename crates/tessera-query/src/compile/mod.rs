@@ -536,7 +536,9 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
             Ok(boosted(Box::new(query), *boost))
         }
         QueryAst::Knn(query) => knn::knn(ctx, query),
+        QueryAst::Percolate(query) if query.indexed.is_some() => Err(unresolved("percolate")),
         QueryAst::Percolate(query) => percolate::percolate(ctx, query),
+        QueryAst::TermsLookup(_) => Err(unresolved("terms")),
         QueryAst::Nested(query) => nested_query(ctx, query),
         QueryAst::FunctionScore(query) => {
             Ok(boosted(function_score::compile(ctx, query)?, query.boost))
@@ -619,6 +621,14 @@ fn geo_query(
 }
 
 /// `index.max_terms_count`, checked before the field is even looked up, as OpenSearch does.
+/// A query that names a document reaches a shard only after the coordinator read the
+/// document into it ([`crate::lookup`]); one that did not is a path that skipped it.
+fn unresolved(query: &str) -> Error {
+    Error::illegal_state(format!(
+        "a [{query}] query naming an indexed document reached a shard unresolved"
+    ))
+}
+
 fn check_terms_count(count: usize, ctx: &CompileContext) -> Result<()> {
     if count <= ctx.max_terms_count {
         return Ok(());

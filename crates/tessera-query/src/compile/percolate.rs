@@ -411,6 +411,7 @@ mod tests {
                 json!({"message": "A new bonsai tree in the office", "n": 7}).to_string(),
                 json!({"n": 1, "unmapped": "ignored"}).to_string(),
             ],
+            indexed: None,
             name: None,
             boost: 1.0,
         };

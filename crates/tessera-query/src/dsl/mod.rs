@@ -25,7 +25,7 @@ mod match_phrase;
 mod match_query;
 mod multi_match;
 mod nested;
-mod percolate;
+pub(crate) mod percolate;
 mod prefix;
 mod query_string;
 mod range;
@@ -33,7 +33,7 @@ mod regexp;
 mod script;
 mod simple_query_string;
 mod term;
-mod terms;
+pub(crate) mod terms;
 mod wildcard;
 
 /// Query types OpenSearch has that Tessera does not implement.
@@ -241,6 +241,19 @@ pub(crate) fn as_u32(query: &str, key: &str, value: &Value) -> Result<u32> {
     })
 }
 
+pub(crate) fn as_i64(query: &str, key: &str, value: &Value) -> Result<i64> {
+    match value {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        Error::parsing(format!(
+            "[{query}] failed to parse field [{key}]: [{value}] is not an integer"
+        ))
+    })
+}
+
 pub(crate) fn as_bool(query: &str, key: &str, value: &Value) -> Result<bool> {
     match value {
         Value::Bool(b) => Ok(*b),
@@ -437,6 +450,7 @@ mod tests {
         ("validation_method", "Tessera validates points strictly (the default); a point that IGNORE_MALFORMED or COERCE would take fails with a 400, never silently"),
         ("type", "geo_bounding_box: an execution hint (memory or indexed) with the same matches; ids: mapping types, ignored by OpenSearch 2.x too"),
         ("max_determinized_states", "a limit that only decides whether a huge regex fails, not what matches"),
+        ("store", "a terms lookup's `store: false` reads the values from _source, which is what Tessera does; `store: true` is refused"),
     ];
 
     /// The keys of the arms `"a" | "b" => {}` of a parser's source.

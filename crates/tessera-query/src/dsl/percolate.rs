@@ -1,24 +1,27 @@
 //! `percolate`: the stored queries of a `percolator` field that match given documents.
 //!
-//! The documents come with the query (`document`, `documents`); naming one already indexed
-//! (`index` and `id`) is refused with a clear error.
+//! The documents come with the query (`document`, `documents`) or name one already indexed
+//! (`index`, `id`, `routing`, `version`), which the coordinator reads into the query before
+//! the shards see it ([`crate::lookup`]).
 
 use serde_json::Value;
 use tessera_common::{Error, Result};
 
-use super::{as_f32, as_string, object};
-use crate::ast::{PercolateQuery, QueryAst};
+use super::{as_f32, as_i64, as_string, object};
+use crate::ast::{DocRef, PercolateQuery, QueryAst};
 
 pub fn parse(body: &Value) -> Result<QueryAst> {
     let map = object("percolate", body)?;
     let mut query = PercolateQuery {
         field: String::new(),
         documents: Vec::new(),
+        indexed: None,
         name: None,
         boost: 1.0,
     };
     let mut field = None;
     let mut given = false;
+    let (mut index, mut id, mut routing, mut version) = (None, None, None, None);
     let document = |value: &Value| -> Result<String> {
         match value {
             Value::Object(_) => Ok(value.to_string()),
@@ -48,11 +51,14 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
             "name" => query.name = Some(as_string("percolate", key, value)?),
             "boost" => query.boost = as_f32("percolate", key, value)?,
             "_name" => {}
-            "index" | "id" | "routing" | "preference" | "version" => {
-                return Err(Error::not_supported(
-                    "[percolate] of an indexed document (index and id): pass the document itself",
-                ))
+            "index" => index = Some(as_string("percolate", key, value)?),
+            "id" => id = Some(as_string("percolate", key, value)?),
+            "routing" => routing = Some(as_string("percolate", key, value)?),
+            // the coordinator reads the document where its primary is, whatever the preference
+            "preference" => {
+                as_string("percolate", key, value)?;
             }
+            "version" => version = Some(as_i64("percolate", key, value)?),
             other => {
                 return Err(Error::parsing(format!(
                     "[percolate] query does not support [{other}]"
@@ -61,6 +67,28 @@ pub fn parse(body: &Value) -> Result<QueryAst> {
         }
     }
     query.field = field.ok_or_else(|| Error::illegal_argument("[field] is a required argument"))?;
+    if let Some(id) = id {
+        if given {
+            let other = match query.documents.len() {
+                1 if map.contains_key("document") => "document",
+                _ => "documents",
+            };
+            return Err(Error::illegal_argument(format!(
+                "The following fields are not allowed together: [id, {other}] "
+            )));
+        }
+        let index = index.ok_or_else(|| {
+            Error::x_content_parse("Failed to build [percolate] after last required field arrived")
+                .caused_by(Error::illegal_argument("[index] is a required argument"))
+        })?;
+        query.indexed = Some(DocRef {
+            index,
+            id,
+            routing,
+            version,
+        });
+        return Ok(QueryAst::Percolate(Box::new(query)));
+    }
     if !given {
         return Err(Error::illegal_argument(
             "Required one of fields [document, documents, id], but none were specified. ",
@@ -94,7 +122,33 @@ mod tests {
             e.reason(),
             "Required one of fields [document, documents, id], but none were specified. "
         );
-        assert!(parse(&json!({"field": "q", "index": "i", "id": "1"})).is_err());
+        let QueryAst::Percolate(q) =
+            parse(&json!({"field": "q", "index": "i", "id": "1", "routing": "r", "version": 2}))
+                .unwrap()
+        else {
+            unreachable!()
+        };
+        assert_eq!(
+            q.indexed,
+            Some(DocRef {
+                index: "i".into(),
+                id: "1".into(),
+                routing: Some("r".into()),
+                version: Some(2)
+            })
+        );
+        let e = parse(&json!({"field": "q", "id": "1"})).unwrap_err();
+        assert_eq!(
+            e.cause().unwrap().reason(),
+            "[index] is a required argument"
+        );
+        let e = parse(&json!({"field": "q", "index": "i"})).unwrap_err();
+        assert!(e.reason().starts_with("Required one of fields"));
+        let e = parse(&json!({"field": "q", "index": "i", "id": "1", "document": {}})).unwrap_err();
+        assert_eq!(
+            e.reason(),
+            "The following fields are not allowed together: [id, document] "
+        );
         assert!(parse(&json!({"field": "q", "document": 5})).is_err());
     }
 }

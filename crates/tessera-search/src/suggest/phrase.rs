@@ -184,13 +184,13 @@ impl PhraseSuggester {
                     }
                 }
                 (_, Value::Array(_)) => return Err(unsupported_object(key)),
-                ("smoothing", Value::Object(_)) => {
+                ("smoothing", Value::Object(models)) => {
                     if smoothing.is_some() {
                         return Err(Error::illegal_argument(
                             "only one smoothing model supported",
                         ));
                     }
-                    smoothing = Some(Smoothing::parse(value)?);
+                    smoothing = Some(Smoothing::parse(models)?);
                 }
                 ("highlight", Value::Object(tags)) => s.highlight = parse_highlight(tags)?,
                 ("collate", Value::Object(collate)) => s.collate = Some(Collate::parse(collate)?),
@@ -717,10 +717,7 @@ impl Generator {
 }
 
 impl Smoothing {
-    fn parse(value: &Value) -> Result<Smoothing> {
-        let Value::Object(map) = value else {
-            unreachable!("the caller matched an object");
-        };
+    fn parse(map: &Map<String, Value>) -> Result<Smoothing> {
         let mut model = None;
         for (name, body) in map {
             let Value::Object(params) = body else {
