@@ -313,12 +313,11 @@ async fn a_copy_on_an_unreachable_node_fails_over_to_the_next() {
     let expected = run(&coordinator, local, &body).await;
     // every shard's first copy is on a node nobody listens on; the second is node B over gRPC
     let groups: Vec<ShardGroup> = (0..SHARDS)
-        .map(|s| ShardGroup {
-            copies: vec![
+        .map(|s| {
+            ShardGroup::of(vec![
                 node.remote(s, &gone, &client),
                 node.remote(s, &node.address, &client),
-            ],
-            alias_filter: None,
+            ])
         })
         .collect();
     let started = Instant::now();

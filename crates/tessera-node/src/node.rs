@@ -1342,6 +1342,7 @@ impl Node {
                 groups.push(ShardGroup {
                     copies: self.shard_copies(index, shard, &state, preference, turn, adaptive),
                     alias_filter: scope.filter.as_ref().map(Value::to_string),
+                    index_boost: 1.0,
                 });
             }
         }

@@ -277,13 +277,15 @@ impl SearchService {
         if shards.is_empty() {
             return SearchResponse::empty(&search.request, options);
         }
-        let groups = shards
+        let mut groups = shards
             .iter()
             .map(|shard| ShardGroup {
                 copies: vec![self.node.pinned_copy(shard)],
                 alias_filter: shard.alias_filter.clone(),
+                index_boost: 1.0,
             })
-            .collect();
+            .collect::<Vec<_>>();
+        self.apply_index_boosts(&mut groups, &search.request)?;
         tessera_search::search(&self.node.pools.search, groups, search, options).await
     }
 

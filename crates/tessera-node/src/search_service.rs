@@ -3,7 +3,7 @@
 //! expression into shard groups, and runs the coordinator's phases; the REST layer only parses
 //! the HTTP request and renders the answer, and never sees the node's pools or shards.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
@@ -12,6 +12,7 @@ use tessera_query::ast::DocRef;
 use tessera_query::lookup::{self, ReadDoc, ReadDocs};
 use tessera_search::collapse::{group_search_body, CollapseSpec};
 use tessera_search::coordinator::ShardsSummary;
+use tessera_search::request::SearchRequest;
 use tessera_search::{ResponseOptions, Search, SearchResponse, SearchSource, ShardGroup};
 
 use crate::read::{get_document, GetRequest};
@@ -186,10 +187,11 @@ impl SearchService {
         options: ResponseOptions,
     ) -> Result<SearchResponse> {
         let search = self.resolve_lookups(search).await?;
-        let groups = self.groups(target)?;
+        let mut groups = self.groups(target)?;
         if groups.is_empty() {
             return SearchResponse::empty(&search.request, options);
         }
+        self.apply_index_boosts(&mut groups, &search.request)?;
         tessera_search::search(&self.node.pools.search, groups, search, options).await
     }
 
@@ -206,6 +208,38 @@ impl SearchService {
             return Ok((0, ShardsSummary::default(), None));
         }
         tessera_search::count(&self.node.pools.search, groups, search).await
+    }
+
+    /// Sets each shard group's `indices_boost` factor: the first entry whose expression
+    /// names the group's index applies (an expression naming a missing index is a 404, as in
+    /// OpenSearch).
+    pub(crate) fn apply_index_boosts(
+        &self,
+        groups: &mut [ShardGroup],
+        request: &SearchRequest,
+    ) -> Result<()> {
+        if request.indices_boost.is_empty() {
+            return Ok(());
+        }
+        let mut boosts: HashMap<String, f32> = HashMap::new();
+        for (expression, boost) in &request.indices_boost {
+            let options = ResolveOptions::default();
+            for (index, _) in self.node.resolve_search(expression, &options, None)? {
+                boosts
+                    .entry(index.metadata().name.clone())
+                    .or_insert(*boost);
+            }
+        }
+        for group in groups {
+            let boost = group
+                .copies
+                .first()
+                .and_then(|copy| boosts.get(&copy.index_name()));
+            if let Some(boost) = boost {
+                group.index_boost = *boost;
+            }
+        }
+        Ok(())
     }
 
     /// Reads the documents the request's queries name (`terms` lookups, a `percolate` of an

@@ -263,6 +263,8 @@ pub struct ShardGroup {
     /// The filter of the aliases the shard's index was reached through (JSON), which every
     /// copy applies on top of the query (OpenSearch's alias filter).
     pub alias_filter: Option<String>,
+    /// What `indices_boost` multiplies the scores of the shard's documents by.
+    pub index_boost: f32,
 }
 
 impl ShardGroup {
@@ -276,6 +278,7 @@ impl ShardGroup {
         ShardGroup {
             copies,
             alias_filter: None,
+            index_boost: 1.0,
         }
     }
 
@@ -418,6 +421,7 @@ impl Phases<'_> {
             run_on_receiving_thread: false,
             reader: self.search.readers.for_shard(shard_index),
             alias_filter: self.groups[shard_index].alias_filter.clone(),
+            index_boost: self.groups[shard_index].index_boost,
         }
     }
 

@@ -126,6 +126,8 @@ pub struct ShardSearchRequest {
     /// The filter (JSON) of the aliases the index was reached through: the shard searches
     /// `query AND filter` (see [`crate::coordinator::ShardGroup::alias_filter`]).
     pub alias_filter: Option<String>,
+    /// What the shard multiplies its documents' scores by (`indices_boost`; 1: none).
+    pub index_boost: f32,
 }
 
 /// Which pinned reader a query runs on (see [`crate::reader_context`]).
@@ -271,6 +273,7 @@ mod tests {
             run_on_receiving_thread: false,
             reader: None,
             alias_filter: None,
+            index_boost: 1.0,
         };
         let round: ShardSearchRequest = decode(&encode(&request).unwrap()).unwrap();
         assert_eq!(round.source, request.source);

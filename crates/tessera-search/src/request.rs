@@ -52,6 +52,9 @@ impl Default for SourceSpec {
 pub struct SearchRequest {
     pub query: QueryAst,
     pub post_filter: Option<QueryAst>,
+    /// `indices_boost`: index expressions and the factor the scores of their documents are
+    /// multiplied by (the first expression naming an index applies).
+    pub indices_boost: Vec<(String, f32)>,
     pub from: usize,
     pub size: usize,
     pub sort: Vec<SortField>,
@@ -156,6 +159,7 @@ impl Default for SearchRequest {
         SearchRequest {
             query: QueryAst::match_all(),
             post_filter: None,
+            indices_boost: Vec::new(),
             from: 0,
             size: 10,
             sort: Vec::new(),
@@ -389,9 +393,49 @@ fn parse_script_fields(value: &Value) -> Result<Vec<ScriptField>> {
         .collect()
 }
 
+/// `indices_boost`: a list of one-key objects (`[{"index": 1.5}]`), or one object of them
+/// (OpenSearch's deprecated form), in order.
+fn parse_indices_boost(value: &Value) -> Result<Vec<(String, f32)>> {
+    let number = |value: &Value| match value {
+        Value::Number(n) => Ok(n.as_f64().unwrap_or_default() as f32),
+        other => Err(Error::parsing(format!(
+            "Expected [VALUE_NUMBER] in [indices_boost] but found [{}]",
+            token(other)
+        ))),
+    };
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .map(|(index, boost)| Ok((index.clone(), number(boost)?)))
+            .collect(),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| {
+                let Value::Object(map) = item else {
+                    return Err(Error::parsing(format!(
+                        "Expected [START_OBJECT] in [indices_boost] but found [{}]",
+                        token(item)
+                    )));
+                };
+                let mut entries = map.iter();
+                let (Some((index, boost)), None) = (entries.next(), entries.next()) else {
+                    return Err(Error::parsing(match map.len() {
+                        0 => "Expected [FIELD_NAME] in [indices_boost] but found [END_OBJECT]",
+                        _ => "Expected [END_OBJECT] in [indices_boost] but found [FIELD_NAME]",
+                    }));
+                };
+                Ok((index.clone(), number(boost)?))
+            })
+            .collect(),
+        other => Err(Error::parsing(format!(
+            "Unknown key for a {} in [indices_boost].",
+            token(other)
+        ))),
+    }
+}
+
 /// Keys of the search body that name features Tessera does not implement.
 const UNSUPPORTED_KEYS: &[&str] = &[
-    "indices_boost",
     "point_in_time",
     "runtime_mappings",
     "search_pipeline",
@@ -424,6 +468,7 @@ impl SearchRequest {
                     ))
                 }
                 "post_filter" => request.post_filter = Some(parse_query(value)?),
+                "indices_boost" => request.indices_boost = parse_indices_boost(value)?,
                 "from" => request.from = non_negative("from", int_value(key, value)?)?,
                 "size" => request.size = non_negative("size", int_value(key, value)?)?,
                 "sort" => request.sort = parse_sort(value)?,
@@ -688,10 +733,31 @@ mod tests {
             .unwrap_err()
             .reason()
             .contains("cannot be negative"));
-        assert!(SearchRequest::parse(&json!({"indices_boost": []}))
-            .unwrap_err()
-            .reason()
-            .contains("not supported"));
+        let boosts = SearchRequest::parse(&json!({"indices_boost": [{"a*": 2}, {"b": 1.5}]}))
+            .unwrap()
+            .indices_boost;
+        assert_eq!(boosts, [("a*".to_string(), 2.0), ("b".to_string(), 1.5)]);
+        let boosts = SearchRequest::parse(&json!({"indices_boost": {"a": 3}}))
+            .unwrap()
+            .indices_boost;
+        assert_eq!(boosts, [("a".to_string(), 3.0)]);
+        for (bad, reason) in [
+            (
+                json!([{"a": "x"}]),
+                "Expected [VALUE_NUMBER] in [indices_boost] but found [VALUE_STRING]",
+            ),
+            (
+                json!([{"a": 1, "b": 2}]),
+                "Expected [END_OBJECT] in [indices_boost] but found [FIELD_NAME]",
+            ),
+            (
+                json!(5),
+                "Unknown key for a VALUE_NUMBER in [indices_boost].",
+            ),
+        ] {
+            let e = SearchRequest::parse(&json!({"indices_boost": bad})).unwrap_err();
+            assert_eq!((e.kind(), e.reason()), ("parsing_exception", reason));
+        }
         assert!(SearchRequest::parse(&json!({"track_total_hits": -5})).is_err());
     }
 

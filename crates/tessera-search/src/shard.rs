@@ -194,6 +194,9 @@ impl LocalShard {
         if let Some(filter) = &request.alias_filter {
             search = Arc::new(with_alias_filter(&search, filter)?);
         }
+        if request.index_boost != 1.0 {
+            search = Arc::new(with_index_boost(&search, request.index_boost));
+        }
         Ok(Prepared {
             search,
             shard_index: request.shard_index,
@@ -503,6 +506,21 @@ fn with_alias_filter(search: &SearchRequest, filter: &str) -> Result<SearchReque
         boost: 1.0,
     });
     Ok(limited)
+}
+
+/// `search` with its query's scores multiplied by `boost` (`indices_boost`), as OpenSearch
+/// wraps the query of a boosted index.
+fn with_index_boost(search: &SearchRequest, boost: f32) -> SearchRequest {
+    let mut boosted = search.clone();
+    boosted.query = QueryAst::Bool(tessera_query::ast::BoolQuery {
+        must: vec![search.query.clone()],
+        should: Vec::new(),
+        filter: Vec::new(),
+        must_not: Vec::new(),
+        minimum_should_match: None,
+        boost,
+    });
+    boosted
 }
 
 /// The number of slices a query phase ran (0 when it failed).

@@ -118,10 +118,7 @@ fn a_failing_copy_hands_its_shard_to_the_next() {
             .enumerate()
             .map(|(i, copy)| {
                 if i == 1 {
-                    ShardGroup {
-                        copies: vec![broken.clone() as Arc<dyn ShardSearcher>, copy.clone()],
-                        alias_filter: None,
-                    }
+                    ShardGroup::of(vec![broken.clone() as Arc<dyn ShardSearcher>, copy.clone()])
                 } else {
                     ShardGroup::single(copy.clone())
                 }
@@ -139,10 +136,10 @@ fn a_failure_of_the_request_itself_is_not_retried() {
     let index = TestIndex::random(&mut Rng::new(8), (30, 60), &[1]);
     let copies = engine.targets(&index.index);
     let broken = failing(&copies[0], Error::parsing("bad query"));
-    let groups = vec![ShardGroup {
-        copies: vec![broken.clone() as Arc<dyn ShardSearcher>, copies[0].clone()],
-        alias_filter: None,
-    }];
+    let groups = vec![ShardGroup::of(vec![
+        broken.clone() as Arc<dyn ShardSearcher>,
+        copies[0].clone(),
+    ])];
     let answer = engine.search_groups(groups, &json!({"size": 1}), mode_none());
     assert_eq!(broken.calls.load(Ordering::Relaxed), 1);
     assert_eq!(answer["status"], 400);

@@ -255,6 +255,7 @@ mod tests {
             run_on_receiving_thread: false,
             reader: None,
             alias_filter: None,
+            index_boost: 1.0,
         }
     }
 
