@@ -212,6 +212,19 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn numbers_parse_to_the_nearest_double_as_java_parses_them() {
+        // serde_json's default parsing is off by one ulp for this one; a document's double
+        // (and a request's bound or sort value) must be the value Java would read
+        for text in ["3644.6287993839837", "0.1", "5865461.490515818", "1e-300"] {
+            let parsed = Json::parse(text.as_bytes()).unwrap().to_value();
+            let exact: f64 = text.parse().unwrap();
+            assert_eq!(parsed.as_f64(), Some(exact), "{text}");
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(value.as_f64(), Some(exact), "{text}");
+        }
+    }
+
+    #[test]
     fn parses_and_converts_like_serde_json() {
         let text = br#"{"a": 1, "b": [true, null, 2.5, "x\ny"], "c": {"d": "e", "f": -3}}"#;
         let parsed = Json::parse(text).unwrap();
