@@ -35,8 +35,8 @@ pub fn quantize(point: GeoPoint) -> GeoPoint {
 
 const BASE32: &[u8] = b"0123456789bcdefghjkmnpqrstuvwxyz";
 
-/// The centre of a geohash cell.
-pub fn decode_geohash(hash: &str) -> Result<GeoPoint> {
+/// The latitude and longitude ranges of a geohash's cell.
+fn geohash_cell(hash: &str) -> Result<((f64, f64), (f64, f64))> {
     let (mut lat, mut lon) = ((-90.0f64, 90.0f64), (-180.0f64, 180.0f64));
     let mut even = true;
     for c in hash.chars() {
@@ -58,9 +58,25 @@ pub fn decode_geohash(hash: &str) -> Result<GeoPoint> {
             even = !even;
         }
     }
+    Ok((lat, lon))
+}
+
+/// The centre of a geohash's cell.
+pub fn decode_geohash(hash: &str) -> Result<GeoPoint> {
+    let (lat, lon) = geohash_cell(hash)?;
     Ok(GeoPoint {
         lat: (lat.0 + lat.1) / 2.0,
         lon: (lon.0 + lon.1) / 2.0,
+    })
+}
+
+/// The point a geohash stands for as a geo point value: its cell's lower-left corner, as
+/// OpenSearch's `GeoPoint.resetFromGeoHash` reads it (a document's location, an origin).
+pub fn geohash_point(hash: &str) -> Result<GeoPoint> {
+    let (lat, lon) = geohash_cell(hash)?;
+    Ok(GeoPoint {
+        lat: lat.0,
+        lon: lon.0,
     })
 }
 
@@ -195,7 +211,7 @@ pub fn parse_point_unchecked(value: &Value) -> Result<GeoPoint> {
                     .map_err(|_| bad(format!("longitude must be a number [{b}]")))?;
                 GeoPoint { lat, lon }
             } else if !s.is_empty() && s.len() <= 12 {
-                decode_geohash(s)?
+                geohash_point(s)?
             } else {
                 return Err(bad(format!("unsupported symbol in geohash [{s}]")));
             }
@@ -236,7 +252,7 @@ pub fn checked(point: GeoPoint) -> Result<GeoPoint> {
 }
 
 /// The mean earth radius Lucene's haversine uses, in meters.
-const EARTH_RADIUS_METERS: f64 = 6_371_008.771_4;
+pub(crate) const EARTH_RADIUS_METERS: f64 = 6_371_008.771_4;
 
 /// Great-circle distance in meters.
 pub fn haversine_meters(a: GeoPoint, b: GeoPoint) -> f64 {
@@ -318,6 +334,16 @@ pub fn parse_distance(value: &Value) -> Result<f64> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_geohash_value_is_its_cells_lower_left_corner() {
+        // the reference node indexes "u173z" as this point (its docvalue_fields show it)
+        let point = parse_point(&json!("u173z")).unwrap();
+        assert_eq!((point.lat, point.lon), (52.3388671875, 4.8779296875));
+        assert_eq!(quantize(point), point);
+        let centre = decode_geohash("u173z").unwrap();
+        assert_eq!((centre.lat, centre.lon), (52.36083984375, 4.89990234375));
+    }
 
     #[test]
     fn parses_every_form() {
