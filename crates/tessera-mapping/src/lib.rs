@@ -12,6 +12,7 @@ pub mod json;
 pub mod knn;
 pub mod mapping;
 pub mod range;
+pub mod sloppy_math;
 pub mod source_filter;
 pub mod values;
 

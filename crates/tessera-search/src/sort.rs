@@ -66,6 +66,27 @@ pub enum SortField {
         numeric: bool,
         order: Order,
     },
+    /// `_geo_distance`: the distance of a document's geo points from one or more origins.
+    GeoDistance(Box<GeoDistanceSort>),
+}
+
+/// A `_geo_distance` sort. A document's value is picked by `mode` among the distances of
+/// each of its points from each origin; one without a point sorts as an infinite distance
+/// (last ascending, first descending), as in OpenSearch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoDistanceSort {
+    pub field: String,
+    /// The origins, as (latitude, longitude).
+    pub origins: Vec<(f64, f64)>,
+    pub order: Order,
+    /// Meters per unit of the sort values.
+    pub unit: f64,
+    /// Default: the least distance ascending, the greatest descending.
+    pub mode: Option<SortMode>,
+    /// `distance_type: plane` (else `arc`, Lucene's haversine).
+    pub plane: bool,
+    /// An unmapped field sorts every document as missing instead of failing the shard.
+    pub ignore_unmapped: bool,
 }
 
 /// A field sort's `nested`: the sort value of a document is picked (by `mode`) among the
@@ -126,6 +147,7 @@ impl SortField {
             | SortField::ShardDoc { order }
             | SortField::Field { order, .. }
             | SortField::Script { order, .. } => *order,
+            SortField::GeoDistance(sort) => sort.order,
         }
     }
 
@@ -227,6 +249,94 @@ fn script_sort(options: &Value) -> Result<SortField> {
     })
 }
 
+/// `{"_geo_distance": {"<field>": origins, "order", "unit", "mode", "distance_type",
+/// "ignore_unmapped", "validation_method"}}`.
+fn geo_distance_sort(options: &Value) -> Result<SortField> {
+    const SORT: &str = "_geo_distance";
+    let Value::Object(options) = options else {
+        return Err(Error::parsing(format!("[{SORT}] sort takes an object")));
+    };
+    let unsupported = |key: &str| Error::parsing(format!("[{SORT}] does not support [{key}]"));
+    let text = |key: &str, value: &Value| {
+        value
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| unsupported(key))
+    };
+    let mut sort = GeoDistanceSort {
+        field: String::new(),
+        origins: Vec::new(),
+        order: Order::Asc,
+        unit: 1.0,
+        mode: None,
+        plane: false,
+        ignore_unmapped: false,
+    };
+    for (key, value) in options {
+        match key.as_str() {
+            "order" => sort.order = parse_order(value)?,
+            "unit" => {
+                let name = text(key, value)?;
+                sort.unit = tessera_mapping::geo::unit_meters(&name).ok_or_else(|| {
+                    Error::illegal_argument(format!("No distance unit match [{name}]"))
+                })?;
+            }
+            "mode" => {
+                let mode = parse_mode(value)?;
+                if mode == SortMode::Sum {
+                    return Err(Error::illegal_argument(
+                        "sort_mode [sum] isn't supported for sorting by geo distance",
+                    ));
+                }
+                sort.mode = Some(mode);
+            }
+            "distance_type" => {
+                sort.plane = match text(key, value)?.to_ascii_lowercase().as_str() {
+                    "arc" => false,
+                    "plane" => true,
+                    other => {
+                        return Err(Error::illegal_argument(format!(
+                            "No geo distance for [{other}]"
+                        )))
+                    }
+                }
+            }
+            "ignore_unmapped" => {
+                sort.ignore_unmapped = value.as_bool().ok_or_else(|| unsupported(key))?
+            }
+            // the only method Tessera has: a malformed origin is refused
+            "validation_method" if text(key, value)?.eq_ignore_ascii_case("strict") => {}
+            "validation_method" | "nested" => {
+                return Err(Error::not_supported(&format!("[{key}] in a [{SORT}] sort")))
+            }
+            field => {
+                if !sort.field.is_empty()
+                    || !(value.is_string() || value.is_array() || value.is_object())
+                {
+                    return Err(unsupported(field));
+                }
+                sort.field = field.to_string();
+                let points: Vec<&Value> = match value {
+                    Value::Array(items) if !items.iter().all(Value::is_number) => {
+                        items.iter().collect()
+                    }
+                    one => vec![one],
+                };
+                for point in points {
+                    let point = tessera_mapping::geo::parse_point(point)?;
+                    sort.origins.push((point.lat, point.lon));
+                }
+            }
+        }
+    }
+    if sort.field.is_empty() || sort.origins.is_empty() {
+        return Err(Error::illegal_argument(format!(
+            "[{SORT}] needs a field and at least one origin"
+        )));
+    }
+    Ok(SortField::GeoDistance(Box::new(sort)))
+}
+
 /// Parses `sort`: `"field"`, `{"field": "desc"}`, `{"field": {"order": …, "missing": …}}`, or
 /// a list of those.
 pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
@@ -242,6 +352,10 @@ pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
                 for (name, spec) in map {
                     if name == "_script" {
                         out.push(script_sort(spec)?);
+                        continue;
+                    }
+                    if name == "_geo_distance" || name == "_geoDistance" {
+                        out.push(geo_distance_sort(spec)?);
                         continue;
                     }
                     match spec {
@@ -334,7 +448,8 @@ pub fn parse_sort(value: &Value) -> Result<Vec<SortField>> {
                                         // `nested_filter` without `nested_path` is no nested sort
                                         nested: nested.filter(|n| !n.path.is_empty()),
                                     },
-                                    script @ SortField::Script { .. } => script,
+                                    other @ (SortField::Script { .. }
+                                    | SortField::GeoDistance(_)) => other,
                                 };
                             }
                             out.push(sort);
@@ -412,6 +527,11 @@ impl SortSpec {
                 order: *order,
                 missing_first: matches!(missing, Missing::First),
             },
+            // a document without a point has an infinite distance, not a missing value
+            SortField::GeoDistance(sort) => SortSpec {
+                order: sort.order,
+                missing_first: false,
+            },
         }
     }
 
@@ -476,6 +596,10 @@ pub fn render_sort_value(value: &SortValue, field: &SortField, format: SortForma
         SortValue::I64(n) => Value::from(*n),
         SortValue::F64(f) if format == SortFormat::Float32 => {
             crate::source_fields::float_value(*f as f32)
+        }
+        // Java prints an infinite double (a geo distance sort's missing point) as a string
+        SortValue::F64(f) if f.is_infinite() => {
+            Value::String(if *f > 0.0 { "Infinity" } else { "-Infinity" }.to_string())
         }
         SortValue::F64(f) => serde_json::Number::from_f64(*f)
             .map(Value::Number)

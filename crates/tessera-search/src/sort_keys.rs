@@ -17,7 +17,8 @@ use tessera_mapping::{FieldTable, LeafField, LeafKind};
 
 use crate::hits::ShardHit;
 use crate::sort::{
-    Missing, NestedSort, Order, SortField, SortFormat, SortMode, SortSpec, SortValue,
+    GeoDistanceSort, Missing, NestedSort, Order, SortField, SortFormat, SortMode, SortSpec,
+    SortValue,
 };
 use std::sync::Arc;
 use tessera_query::nested::{level_bits, DocBits, Level};
@@ -51,6 +52,11 @@ enum Reader {
         field: tantivy::schema::Field,
     },
     Unmapped,
+    /// `_geo_distance`: the point columns (latitude, longitude) and the sort.
+    GeoDistance {
+        columns: Option<(Column<f64>, Column<f64>)>,
+        sort: Arc<GeoDistanceSort>,
+    },
     /// `_script`: the script, its columns on this segment and its frame.
     Script {
         script: std::sync::Arc<tessera_query::compile::script::PreparedScript>,
@@ -212,9 +218,10 @@ pub fn sort_format(table: &FieldTable, field: &SortField) -> SortFormat {
         }
     };
     match field {
-        SortField::Score { .. } | SortField::Doc { .. } | SortField::ShardDoc { .. } => {
-            SortFormat::Number
-        }
+        SortField::Score { .. }
+        | SortField::Doc { .. }
+        | SortField::ShardDoc { .. }
+        | SortField::GeoDistance(_) => SortFormat::Number,
         SortField::Script { numeric, .. } => text(!numeric),
         SortField::Field {
             field,
@@ -259,8 +266,32 @@ pub fn validate_sort(table: &FieldTable, index: &str, fields: &[SortField]) -> R
                 Some(leaf) => check_sortable(leaf)?,
             }
         }
+        if let SortField::GeoDistance(sort) = field {
+            check_geo_distance(table, sort)?;
+        }
     }
     Ok(())
+}
+
+/// A geo distance sort needs a geo point field with doc values (or `ignore_unmapped`).
+fn check_geo_distance(table: &FieldTable, sort: &GeoDistanceSort) -> Result<()> {
+    let field = &sort.field;
+    match table.leaf(field).map(|leaf| &leaf.kind) {
+        None if sort.ignore_unmapped => Ok(()),
+        None => Err(Error::illegal_argument(format!(
+            "failed to find mapper for [{field}] for geo distance based sort"
+        ))),
+        Some(LeafKind::GeoPoint {
+            lat: Some(_),
+            lon: Some(_),
+        }) => Ok(()),
+        Some(LeafKind::GeoPoint { .. }) => Err(Error::illegal_argument(format!(
+            "Can't load fielddata on [{field}] because fielddata is unsupported on fields of type [geo_point]. Use doc values instead."
+        ))),
+        Some(_) => Err(Error::illegal_argument(format!(
+            "field [{field}] is not a geo_point field: a geo distance sort needs one"
+        ))),
+    }
 }
 
 /// A nested sort's `path` must be a nested field, as in OpenSearch.
@@ -337,7 +368,9 @@ pub fn sort_value_for(table: &FieldTable, field: &SortField, value: &Value) -> R
         SortField::Doc { .. } | SortField::ShardDoc { .. } => {
             as_i64().map(SortValue::I64).ok_or_else(bad)
         }
-        SortField::Script { numeric: true, .. } => as_f64().map(SortValue::F64).ok_or_else(bad),
+        SortField::Script { numeric: true, .. } | SortField::GeoDistance(_) => {
+            as_f64().map(SortValue::F64).ok_or_else(bad)
+        }
         SortField::Script { .. } => Ok(SortValue::Str(
             value
                 .as_str()
@@ -428,6 +461,34 @@ impl SegmentSortKeys {
                     SortMode::Min,
                     SortValue::Missing,
                 ),
+                SortField::GeoDistance(sort) => {
+                    let columns = match table.leaf(&sort.field).map(|leaf| &leaf.kind) {
+                        Some(LeafKind::GeoPoint {
+                            lat: Some(lat),
+                            lon: Some(lon),
+                        }) => {
+                            let schema = table.schema();
+                            let column = |field| {
+                                fast.column_opt::<f64>(schema.get_field_name(field))
+                                    .map_err(open_err)
+                            };
+                            column(*lat)?.zip(column(*lon)?)
+                        }
+                        _ => None,
+                    };
+                    let mode = sort.mode.unwrap_or(match sort.order {
+                        Order::Asc => SortMode::Min,
+                        Order::Desc => SortMode::Max,
+                    });
+                    (
+                        Reader::GeoDistance {
+                            columns,
+                            sort: Arc::new((**sort).clone()),
+                        },
+                        mode,
+                        SortValue::F64(f64::INFINITY),
+                    )
+                }
                 SortField::Script {
                     script, numeric, ..
                 } => {
@@ -738,6 +799,27 @@ impl SegmentSortKeys {
 /// A scaled_float's value as OpenSearch's field data computes it: the stored integer times the
 /// factor's inverse (so 280 with factor 100 sorts as 2.8000000000000003, as aggregations see it).
 #[inline]
+/// The distance between an origin and a point in the sort's unit, as OpenSearch computes it
+/// (`arc`: Lucene's sloppy haversine; `plane`: the equirectangular approximation).
+fn geo_distance(sort: &GeoDistanceSort, lat1: f64, lon1: f64, lat2: f64, lon2: f64) -> f64 {
+    let meters = if sort.plane {
+        use tessera_mapping::geo::{plane_meters, GeoPoint};
+        plane_meters(
+            GeoPoint {
+                lat: lat1,
+                lon: lon1,
+            },
+            GeoPoint {
+                lat: lat2,
+                lon: lon2,
+            },
+        )
+    } else {
+        tessera_mapping::sloppy_math::haversin_meters(lat1, lon1, lat2, lon2)
+    };
+    meters / sort.unit
+}
+
 fn scaled(raw: i64, factor: f64) -> f64 {
     raw as f64 * (1.0 / factor)
 }
@@ -901,6 +983,21 @@ impl KeyReader {
                         None
                     }
                 }
+            }
+            Reader::GeoDistance {
+                columns: Some((lats, lons)),
+                sort,
+            } => {
+                let sort: &GeoDistanceSort = sort;
+                let points = docs
+                    .iter()
+                    .flat_map(|d| lats.values_for_doc(*d).zip(lons.values_for_doc(*d)));
+                let distances = points.flat_map(|(lat, lon)| {
+                    sort.origins.iter().map(move |&(from_lat, from_lon)| {
+                        geo_distance(sort, from_lat, from_lon, lat, lon)
+                    })
+                });
+                pick_numeric(distances, self.mode).map(SortValue::F64)
             }
             Reader::Score => Some(SortValue::F64(score as f64)),
             Reader::Doc { base } => Some(SortValue::I64((*base + doc as u64) as i64)),
