@@ -28,6 +28,8 @@ pub enum QueryAst {
         values: Vec<Value>,
         boost: f32,
     },
+    /// `distance_feature`: scores by closeness to an origin.
+    DistanceFeature(Box<DistanceFeatureQuery>),
     /// A `terms` query whose values are read from a document: the coordinator replaces it
     /// with the values before the shards see it (see [`crate::lookup`]).
     TermsLookup(Box<TermsLookup>),
@@ -172,6 +174,19 @@ pub struct PercolateQuery {
     pub boost: f32,
 }
 
+/// The `distance_feature` query: a document with a value in `field` (a date or a geo
+/// point) scores `boost × pivot / (pivot + distance)`, its closest value's distance from
+/// `origin`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DistanceFeatureQuery {
+    pub field: String,
+    /// A date (date math allowed) or a geo point.
+    pub origin: Value,
+    /// A time (`7d`) or a distance (`1km`).
+    pub pivot: String,
+    pub boost: f32,
+}
+
 /// A `terms` lookup: the values at `path` in a document.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TermsLookup {
@@ -212,6 +227,7 @@ impl QueryAst {
             QueryAst::MatchNone => "match_none",
             QueryAst::Term { .. } => "term",
             QueryAst::Terms { .. } | QueryAst::TermsLookup(_) => "terms",
+            QueryAst::DistanceFeature(_) => "distance_feature",
             QueryAst::Range(_) => "range",
             QueryAst::Exists { .. } => "exists",
             QueryAst::Ids { .. } => "ids",

@@ -9,6 +9,7 @@ mod boosting;
 mod column_filter;
 mod column_set;
 mod covering_range;
+mod distance_feature;
 mod field_stats;
 mod full_text;
 mod function_score;
@@ -539,6 +540,7 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
         QueryAst::Percolate(query) if query.indexed.is_some() => Err(unresolved("percolate")),
         QueryAst::Percolate(query) => percolate::percolate(ctx, query),
         QueryAst::TermsLookup(_) => Err(unresolved("terms")),
+        QueryAst::DistanceFeature(query) => distance_feature::compile(ctx, query),
         QueryAst::Nested(query) => nested_query(ctx, query),
         QueryAst::FunctionScore(query) => {
             Ok(boosted(function_score::compile(ctx, query)?, query.boost))

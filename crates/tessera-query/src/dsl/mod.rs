@@ -12,6 +12,7 @@ pub(crate) use tessera_common::error::json_token as token;
 
 mod bool_query;
 mod compound;
+mod distance_feature;
 mod exists;
 mod function_score;
 mod fuzzy;
@@ -53,7 +54,6 @@ const UNSUPPORTED: &[&str] = &[
     "span_within",
     "field_masking_span",
     "intervals",
-    "distance_feature",
     "rank_feature",
     "wrapper",
     "pinned",
@@ -112,6 +112,7 @@ pub fn parse_query(value: &Value) -> Result<QueryAst> {
         "geo_distance" => geo::parse_distance_query(body),
         "geo_bounding_box" => geo::parse_bounding_box(body),
         "geo_polygon" => geo_polygon::parse(body),
+        "distance_feature" => distance_feature::parse(body),
         "query_string" => query_string::parse(body),
         "knn" => knn::parse(body),
         "nested" => nested::parse(body),
@@ -478,6 +479,7 @@ mod tests {
         let parsers = [
             ("bool", include_str!("bool_query.rs")),
             ("compound", include_str!("compound.rs")),
+            ("distance_feature", include_str!("distance_feature.rs")),
             ("exists", include_str!("exists.rs")),
             ("function_score", include_str!("function_score.rs")),
             ("fuzzy", include_str!("fuzzy.rs")),

@@ -1068,8 +1068,16 @@ fn order(rng: &mut Rng) -> &'static str {
 /// A random query: filters, scored full-text queries, and mixes of both.
 pub fn random_query(rng: &mut Rng, users: u64) -> Value {
     let word = |rng: &mut Rng| rng.pick(VOCAB).to_string();
-    match rng.below(8) {
+    match rng.below(9) {
         0 => json!({"match_all": {}}),
+        8 => json!({"bool": {
+            "filter": [Filter::random(rng, users, 1).to_json()],
+            "should": [{"distance_feature": {
+                "field": "ts",
+                "origin": format!("2024-0{}-1{}", rng.range(1, 7), rng.range(0, 9)),
+                "pivot": *rng.pick(&["12h", "3d", "30d"]),
+            }}]
+        }}),
         1..=3 => Filter::random(rng, users, 2).to_json(),
         4 => json!({"match": {"body": format!("{} {}", word(rng), word(rng))}}),
         5 => json!({"bool": {
