@@ -22,6 +22,7 @@ pub mod poll;
 pub mod preference;
 pub mod process_stats;
 pub mod promoting;
+mod query_lookups;
 pub mod read;
 pub mod reindex;
 pub mod resize;

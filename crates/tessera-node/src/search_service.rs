@@ -8,14 +8,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 use tessera_common::{Error, Result};
-use tessera_query::ast::DocRef;
-use tessera_query::lookup::{self, ReadDoc, ReadDocs};
 use tessera_search::collapse::{group_search_body, CollapseSpec};
 use tessera_search::coordinator::ShardsSummary;
 use tessera_search::request::SearchRequest;
 use tessera_search::{ResponseOptions, Search, SearchResponse, SearchSource, ShardGroup};
-
-use crate::read::{get_document, GetRequest};
 
 use crate::{Node, ResolveOptions};
 
@@ -240,74 +236,6 @@ impl SearchService {
             }
         }
         Ok(())
-    }
-
-    /// Reads the documents the request's queries name (`terms` lookups, a `percolate` of an
-    /// indexed document) where their primaries are, and writes them into the request, so that
-    /// no shard sees a query naming a document (see [`tessera_query::lookup`]).
-    pub(crate) async fn resolve_lookups(&self, search: Search) -> Result<Search> {
-        let Some(text) = search.source.body.as_deref() else {
-            return Ok(search);
-        };
-        if !text.contains("\"id\"") {
-            return Ok(search);
-        }
-        let mut body: Value = serde_json::from_str(text)
-            .map_err(|e| Error::parsing(format!("failed to parse the search body: {e}")))?;
-        let docs = lookup::doc_refs(&body)?;
-        if docs.is_empty() {
-            return Ok(search);
-        }
-        let mut read = ReadDocs::new();
-        for doc in docs {
-            let found = self.read_doc(&doc).await?;
-            read.insert(doc, found);
-        }
-        lookup::resolve(&mut body, &read)?;
-        let mut source = SearchSource::clone(&search.source);
-        source.body = Some(body.to_string());
-        let mut request = source.parse_body(Some(&body), |e| e)?;
-        request.breaker = search.request.breaker.clone();
-        Ok(Search {
-            readers: search.readers,
-            ..Search::new(source, request)
-        })
-    }
-
-    /// One document a query names, read where its primary is (`None`: not found).
-    async fn read_doc(&self, doc: &DocRef) -> Result<Option<ReadDoc>> {
-        let (index, routing) = self
-            .node
-            .read_target(&doc.index, doc.routing.as_deref())?
-            .ok_or_else(|| {
-                Error::index_not_found(&doc.index).with_meta("resource.type", "index_expression")
-            })?;
-        let meta = index.metadata();
-        let shard = index.shard_for(&doc.id, routing.as_deref());
-        let request = GetRequest {
-            index: meta.name.clone(),
-            index_uuid: meta.uuid.clone(),
-            id: doc.id.clone(),
-            routing,
-            realtime: true,
-            refresh: false,
-        };
-        let Some(stored) = get_document(&self.node, &index, request).await? else {
-            return Ok(None);
-        };
-        let source = stored
-            .source
-            .map(|bytes| {
-                serde_json::from_slice(&bytes)
-                    .map_err(|e| Error::internal("read an indexed document's source", e))
-            })
-            .transpose()?;
-        Ok(Some(ReadDoc {
-            source,
-            version: stored.version.version,
-            index: meta.name.clone(),
-            shard,
-        }))
     }
 
     /// `_msearch`'s default `max_concurrent_searches`, as OpenSearch computes it: the data
