@@ -86,11 +86,7 @@ impl Query for DocScoresQuery {
 impl Weight for DocScoresQuery {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
         let docs: Arc<[(DocId, Score)]> = Arc::from(self.segment(reader));
-        Ok(Box::new(DocScoresScorer {
-            docs,
-            at: 0,
-            boost: boost * self.boost,
-        }))
+        Ok(Box::new(DocScoresScorer::new(docs, boost * self.boost)))
     }
 
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
@@ -106,10 +102,19 @@ impl Weight for DocScoresQuery {
     }
 }
 
-struct DocScoresScorer {
+/// A segment's matches and their scores (times `boost`), in document order: the scorer of
+/// any query whose scores are computed before it is walked.
+pub struct DocScoresScorer {
     docs: Arc<[(DocId, Score)]>,
     at: usize,
     boost: Score,
+}
+
+impl DocScoresScorer {
+    /// `docs` must be in document order.
+    pub fn new(docs: Arc<[(DocId, Score)]>, boost: Score) -> DocScoresScorer {
+        DocScoresScorer { docs, at: 0, boost }
+    }
 }
 
 impl DocSet for DocScoresScorer {

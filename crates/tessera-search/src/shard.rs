@@ -367,11 +367,31 @@ fn query_matches(
 ) -> Result<bool> {
     let query = tessera_query::parse_query(query)?;
     let default_fields = meta.default_fields();
-    let ctx = CompileContext {
+    let ctx = shard_context(snapshot, meta, &default_fields, now_millis);
+    let mut query = compile(&query, &ctx)?;
+    if let Some(markers) = snapshot.table.meta.nested {
+        query = Box::new(tessera_query::nested::RootDocsQuery::new(query, markers));
+    }
+    let count = snapshot
+        .searcher
+        .search(&query, &tantivy::collector::Count)
+        .map_err(|e| Error::internal("run the collate query", e))?;
+    Ok(count > 0)
+}
+
+/// The compile context of a shard's snapshot: its fields, its index's settings (default
+/// fields, `max_terms_count`, k-NN `ef_search`) and mapping; no deadline, no slices.
+fn shard_context<'a>(
+    snapshot: &'a ShardSnapshot,
+    meta: &'a IndexMetadata,
+    default_fields: &'a [String],
+    now_millis: i64,
+) -> CompileContext<'a> {
+    CompileContext {
         searcher: Some(&snapshot.searcher),
         table: &snapshot.table,
         index: &meta.name,
-        default_fields: &default_fields,
+        default_fields,
         now_millis,
         max_terms_count: meta
             .setting("index.max_terms_count")
@@ -388,16 +408,7 @@ fn query_matches(
         failures: None,
         mapping: Some(&meta.mapping),
         legacy_bm25: true,
-    };
-    let mut query = compile(&query, &ctx)?;
-    if let Some(markers) = snapshot.table.meta.nested {
-        query = Box::new(tessera_query::nested::RootDocsQuery::new(query, markers));
     }
-    let count = snapshot
-        .searcher
-        .search(&query, &tantivy::collector::Count)
-        .map_err(|e| Error::internal("run the collate query", e))?;
-    Ok(count > 0)
 }
 
 /// `index.knn.algo_param.ef_search` (validated when set).
@@ -599,10 +610,6 @@ impl LocalShard {
         crate::fetch::validate_docvalue_fields(table, &search.docvalue_fields)?;
         crate::source_fields::validate_fields(table, &search.fields)?;
         let default_fields = meta.default_fields();
-        let max_terms_count = meta
-            .setting("index.max_terms_count")
-            .parse()
-            .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT);
         let (mode, cap) = Self::concurrency(&meta, search);
         let knn_slices = KnnSlices {
             executor: self.services.executor.clone(),
@@ -610,24 +617,15 @@ impl LocalShard {
             cap,
             cancelled: request.cancelled.clone(),
         };
+        let base = shard_context(snapshot, &meta, &default_fields, request.now_millis);
         let ctx = CompileContext {
-            searcher: Some(&snapshot.searcher),
-            table,
-            index: &meta.name,
-            default_fields: &default_fields,
-            now_millis: request.now_millis,
-            max_terms_count,
-            clauses: Default::default(),
             knn: KnnContext {
-                ef_search: knn_ef_search(&meta),
                 slices: Some(&knn_slices),
-                vectors: Some(&snapshot.knn_vectors),
+                ..base.knn
             },
-            nested_scope: Default::default(),
             deadline: request.deadline,
             failures: Some(Default::default()),
-            mapping: Some(&meta.mapping),
-            legacy_bm25: true,
+            ..base
         };
         let mut query = compile(&search.query, &ctx)?;
         // what this shard reads of one slice of a sliced scroll or PIT
@@ -718,7 +716,7 @@ impl LocalShard {
                     index: &meta.name,
                     default_fields: &default_fields,
                     now_millis: request.now_millis,
-                    max_terms_count,
+                    max_terms_count: ctx.max_terms_count,
                     searcher,
                     shard_index: request.shard_index,
                     max_inner_result_window: meta
@@ -931,28 +929,12 @@ impl LocalShard {
         let spec = FetchSpec::of(search);
         let meta = self.index.metadata();
         let default_fields = meta.default_fields();
-        let ctx = CompileContext {
-            searcher: Some(&snapshot.searcher),
-            table: &snapshot.table,
-            index: &meta.name,
-            default_fields: &default_fields,
-            now_millis: tessera_common::time::now_millis(),
-            max_terms_count: meta
-                .setting("index.max_terms_count")
-                .parse()
-                .unwrap_or(tessera_query::compile::DEFAULT_MAX_TERMS_COUNT),
-            clauses: Default::default(),
-            knn: KnnContext {
-                ef_search: knn_ef_search(&meta),
-                slices: None,
-                vectors: Some(&snapshot.knn_vectors),
-            },
-            nested_scope: Default::default(),
-            deadline: None,
-            failures: None,
-            mapping: Some(&meta.mapping),
-            legacy_bm25: true,
-        };
+        let ctx = shard_context(
+            snapshot,
+            &meta,
+            &default_fields,
+            tessera_common::time::now_millis(),
+        );
         let highlight_terms = match (&spec.highlight, &spec.query) {
             (Some(_), Some(query)) => tessera_query::highlight_terms::highlight_terms(query, &ctx)?,
             _ => Vec::new(),

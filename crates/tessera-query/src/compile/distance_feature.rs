@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use tantivy::columnar::Column;
 use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
-use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED};
+use tantivy::{DocId, Score, SegmentReader};
 use tessera_common::{Error, Result};
+use tessera_knn::query::DocScoresScorer;
 use tessera_mapping::geo::{parse_distance, parse_point, GeoPoint};
 use tessera_mapping::sloppy_math::haversin_meters;
 use tessera_mapping::LeafKind;
@@ -169,13 +170,13 @@ impl DistanceFeature {
 
 impl Weight for DistanceFeature {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
-        let docs = self
+        let docs: Vec<(DocId, Score)> = self
             .source
             .distances(reader)?
             .into_iter()
             .map(|(doc, distance)| (doc, self.score(distance, boost)))
             .collect();
-        Ok(Box::new(ScoredDocs { docs, at: 0 }))
+        Ok(Box::new(DocScoresScorer::new(Arc::from(docs), 1.0)))
     }
 
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
@@ -189,43 +190,5 @@ impl Weight for DistanceFeature {
                 "document #({doc}) does not match"
             ))),
         }
-    }
-}
-
-/// A segment's matches with their scores, in document order.
-struct ScoredDocs {
-    docs: Vec<(DocId, Score)>,
-    at: usize,
-}
-
-impl DocSet for ScoredDocs {
-    fn advance(&mut self) -> DocId {
-        if self.at < self.docs.len() {
-            self.at += 1;
-        }
-        self.doc()
-    }
-
-    fn seek(&mut self, target: DocId) -> DocId {
-        if self.doc() >= target {
-            return self.doc();
-        }
-        let rest = &self.docs[self.at..];
-        self.at += rest.partition_point(|d| d.0 < target);
-        self.doc()
-    }
-
-    fn doc(&self) -> DocId {
-        self.docs.get(self.at).map_or(TERMINATED, |d| d.0)
-    }
-
-    fn size_hint(&self) -> u32 {
-        (self.docs.len() - self.at) as u32
-    }
-}
-
-impl Scorer for ScoredDocs {
-    fn score(&mut self) -> Score {
-        self.docs.get(self.at).map_or(0.0, |d| d.1)
     }
 }

@@ -1,6 +1,7 @@
 NAME = "suggest_phrase"
 DESCRIPTION = "the phrase suggester: whole-phrase corrections scored by the noisy-channel model (stupid backoff, laplace and linear smoothing over unigrams, bigrams and trigrams), confidence, max_errors, real_word_error_likelihood, direct generators (several, pre and post filters, suggest modes), highlighting, collate with and without prune, token_limit, two shards merged, several segments, and OpenSearch's errors; expectations recorded from OpenSearch 2.19.6"
 CLEANUP = ["/compat-phrase*"]
+exec(open(os.path.join(os.path.dirname(SPEC), "helpers.py")).read())
 INDEX = "/compat-phrase"
 
 TEXTS = [
@@ -44,14 +45,6 @@ def KP(*args, **kw):
     return d
 
 
-def positioned(pattern):
-    """The reason of an error OpenSearch prefixes with its position in the body."""
-    def fix(step):
-        err = step["expect"]["error"]
-        err["reason"] = {"$regex": r"^(\[\d+:\d+\] )?" + pattern + "$"}
-        for c in err["root_cause"]:
-            c["reason"] = {"$regex": r"^(\[\d+:\d+\] )?" + pattern + "$"}
-    return fix
 
 
 STEPS = [
