@@ -146,15 +146,20 @@ fn walk(value: &mut Value, visit: &mut dyn FnMut(Site, &mut Value) -> Result<()>
     Ok(())
 }
 
+/// A `terms` query whose one field holds a lookup: an object naming `index`, `id` and
+/// `path` (the search request was parsed already, so a lookup lacking one was refused; a
+/// terms aggregation's lone `script` names no `path`).
 fn is_terms_lookup(value: &Value) -> bool {
     let Some(map) = value.as_object() else {
         return false;
     };
     let mut fields = map.iter().filter(|(k, _)| *k != "boost" && *k != "_name");
-    matches!(
-        (fields.next(), fields.next()),
-        (Some((_, Value::Object(_))), None)
-    )
+    match (fields.next(), fields.next()) {
+        (Some((_, Value::Object(lookup))), None) => ["index", "id", "path"]
+            .iter()
+            .all(|key| lookup.contains_key(*key)),
+        _ => false,
+    }
 }
 
 fn is_indexed_percolate(value: &Value) -> bool {
@@ -240,8 +245,10 @@ mod tests {
                 {"terms": {"color": ["red"]}},
             ]}},
             "post_filter": {"percolate": {"field": "q", "index": "i", "id": "2", "routing": "r"}},
+            "slice": {"id": 0, "max": 2},
             "aggs": {
                 "t": {"terms": {"field": "x", "order": {"_count": "asc"}}},
+                "s": {"terms": {"script": {"id": "stored-script"}}},
                 "f": {"filter": {"terms": {"color": {"index": "i", "id": "1", "path": "d"}}}},
                 "p": {"filter": {"percolate": {"field": "q", "document":
                     {"terms": {"x": {"index": "i", "id": "9", "path": "p"}}}}}}
