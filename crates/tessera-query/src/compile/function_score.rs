@@ -14,6 +14,8 @@ use tantivy::columnar::Column;
 use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
 use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED};
 use tessera_common::{Error, Result};
+use tessera_mapping::geo::GeoPoint;
+use tessera_mapping::sloppy_math::haversin_meters;
 use tessera_mapping::LeafKind;
 
 use super::values::{parse_date_bound, DateBoundContext};
@@ -54,8 +56,20 @@ pub(super) fn compile(ctx: &CompileContext, query: &FunctionScoreQuery) -> Resul
 /// field's (a scaled float's integers divided by its factor).
 #[derive(Clone, Debug)]
 enum ColumnSource {
-    Integer { path: String, divisor: f64 },
-    Float { path: String },
+    Integer {
+        path: String,
+        divisor: f64,
+    },
+    Float {
+        path: String,
+    },
+    /// A geo point's distances in meters from `origin` (a geo decay's values: its origin is
+    /// then 0), by Lucene's sloppy haversine as OpenSearch's `arc` distance.
+    GeoDistance {
+        lat: String,
+        lon: String,
+        origin: GeoPoint,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -182,15 +196,46 @@ fn prepare(ctx: &CompileContext, function: &ScoreFunction) -> Result<Kind> {
                 .table
                 .leaf(field)
                 .ok_or_else(|| Error::parsing(format!("unknown field [{field}]")))?;
+            let create_failed = |reason: String| Error::new("parse_exception", 400, reason);
+            if let LeafKind::GeoPoint {
+                lat: Some(lat),
+                lon: Some(lon),
+            } = &leaf.kind
+            {
+                let Some(scale) = scale else {
+                    return Err(create_failed(
+                        "[origin] and [scale] must be set for geo fields.".into(),
+                    ));
+                };
+                let failed = |e: Error| {
+                    ctx.error(format!("failed to create query: {}", e.reason()))
+                        .caused_by(e)
+                };
+                // OpenSearch takes a missing origin as the point (0, 0)
+                let origin = match origin {
+                    Some(origin) => tessera_mapping::geo::parse_point(origin).map_err(failed)?,
+                    None => GeoPoint { lat: 0.0, lon: 0.0 },
+                };
+                let meters = |value: &serde_json::Value| {
+                    tessera_mapping::geo::parse_distance(value).map_err(failed)
+                };
+                let schema = ctx.table.schema();
+                return Ok(Kind::Decay {
+                    curve: *curve,
+                    column: ColumnSource::GeoDistance {
+                        lat: schema.get_field_name(*lat).to_string(),
+                        lon: schema.get_field_name(*lon).to_string(),
+                        origin,
+                    },
+                    origin: 0.0,
+                    scale: curve_scale(*curve, meters(scale)?, *decay),
+                    offset: offset.as_ref().map(meters).transpose()?.unwrap_or(0.0),
+                    mode: *multi_value_mode,
+                });
+            }
             let column = numeric_source(&leaf.kind, &leaf.path)
                 .filter(|_| leaf.fast)
-                .ok_or_else(|| match leaf.kind {
-                    LeafKind::GeoPoint { .. } => Error::parsing(format!(
-                        "decay functions on the geo_point field [{field}] are not supported by Tessera"
-                    )),
-                    _ => only_numeric(field, leaf.field_type.name()),
-                })?;
-            let create_failed = |reason: String| Error::new("parse_exception", 400, reason);
+                .ok_or_else(|| only_numeric(field, leaf.field_type.name()))?;
             let (origin, scale, offset) = match &leaf.kind {
                 LeafKind::Date { format } => {
                     let Some(scale) = scale else {
@@ -441,6 +486,8 @@ fn may_fail(kind: &Kind, reader: &SegmentReader) -> bool {
 enum NumberColumn {
     Integer(Column<i64>, f64),
     Float(Column<f64>),
+    /// Latitudes, longitudes and the origin their distances are measured from.
+    GeoDistance(Column<f64>, Column<f64>, GeoPoint),
 }
 
 impl NumberColumn {
@@ -454,6 +501,10 @@ impl NumberColumn {
                 .column_opt::<i64>(path)?
                 .map(|c| NumberColumn::Integer(c, *divisor)),
             ColumnSource::Float { path } => fast.column_opt::<f64>(path)?.map(NumberColumn::Float),
+            ColumnSource::GeoDistance { lat, lon, origin } => fast
+                .column_opt::<f64>(lat)?
+                .zip(fast.column_opt::<f64>(lon)?)
+                .map(|(lats, lons)| NumberColumn::GeoDistance(lats, lons, *origin)),
         })
     }
 
@@ -461,7 +512,7 @@ impl NumberColumn {
     fn full(&self) -> bool {
         let cardinality = match self {
             NumberColumn::Integer(c, _) => c.get_cardinality(),
-            NumberColumn::Float(c) => c.get_cardinality(),
+            NumberColumn::Float(c) | NumberColumn::GeoDistance(c, _, _) => c.get_cardinality(),
         };
         cardinality == tantivy::columnar::Cardinality::Full
     }
@@ -473,6 +524,7 @@ impl NumberColumn {
                 c.max_value() as f64 / divisor,
             ),
             NumberColumn::Float(c) => (c.min_value(), c.max_value()),
+            NumberColumn::GeoDistance(..) => (0.0, f64::INFINITY),
         }
     }
 
@@ -484,6 +536,14 @@ impl NumberColumn {
                 out.extend(c.values_for_doc(doc).map(|v| v as f64 / divisor))
             }
             NumberColumn::Float(c) => out.extend(c.values_for_doc(doc)),
+            NumberColumn::GeoDistance(lats, lons, origin) => {
+                out.extend(
+                    lats.values_for_doc(doc)
+                        .zip(lons.values_for_doc(doc))
+                        .map(|(lat, lon)| haversin_meters(origin.lat, origin.lon, lat, lon)),
+                );
+                out.sort_by(f64::total_cmp);
+            }
         }
     }
 }
