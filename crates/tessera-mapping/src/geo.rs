@@ -271,6 +271,15 @@ pub fn plane_meters(a: GeoPoint, b: GeoPoint) -> f64 {
     (x * x + y * y).sqrt() * EARTH_RADIUS_METERS
 }
 
+/// A geo distance in meters as OpenSearch computes it: `arc` is Lucene's sloppy haversine
+/// (see [`crate::sloppy_math`]), `plane` the equirectangular approximation.
+pub fn distance_meters(a: GeoPoint, b: GeoPoint, plane: bool) -> f64 {
+    match plane {
+        true => plane_meters(a, b),
+        false => crate::sloppy_math::haversin_meters(a.lat, a.lon, b.lat, b.lon),
+    }
+}
+
 /// OpenSearch's distance units and their length in meters, longest names first so that a
 /// suffix match picks `nmi` over `mi` and `mm` over `m`.
 const DISTANCE_UNITS: &[(&str, f64)] = &[

@@ -191,11 +191,17 @@ impl LocalShard {
                 Arc::new(search)
             }
         };
-        if let Some(filter) = &request.alias_filter {
-            search = Arc::new(with_alias_filter(&search, filter)?);
-        }
-        if request.index_boost != 1.0 {
-            search = Arc::new(with_index_boost(&search, request.index_boost));
+        let alias_filter = request
+            .alias_filter
+            .as_deref()
+            .map(parse_alias_filter)
+            .transpose()?;
+        if alias_filter.is_some() || request.index_boost != 1.0 {
+            search = Arc::new(with_query_wrapped(
+                &search,
+                alias_filter,
+                request.index_boost,
+            ));
         }
         Ok(Prepared {
             search,
@@ -501,37 +507,32 @@ fn search_after_key(
     Ok(Some(key))
 }
 
-/// `search` with its query limited to what an alias filter (JSON) matches: the filter
-/// scores nothing, so scores stay those of the query.
-fn with_alias_filter(search: &SearchRequest, filter: &str) -> Result<SearchRequest> {
+/// An alias filter as the shard request carries it (JSON).
+fn parse_alias_filter(filter: &str) -> Result<QueryAst> {
     let filter: serde_json::Value =
         serde_json::from_str(filter).map_err(|e| Error::internal("read an alias filter", e))?;
-    let filter = tessera_query::dsl::parse_query(&filter)?;
-    let mut limited = search.clone();
-    limited.query = QueryAst::Bool(tessera_query::ast::BoolQuery {
-        must: vec![search.query.clone()],
-        should: Vec::new(),
-        filter: vec![filter],
-        must_not: Vec::new(),
-        minimum_should_match: None,
-        boost: 1.0,
-    });
-    Ok(limited)
+    tessera_query::dsl::parse_query(&filter)
 }
 
-/// `search` with its query's scores multiplied by `boost` (`indices_boost`), as OpenSearch
-/// wraps the query of a boosted index.
-fn with_index_boost(search: &SearchRequest, boost: f32) -> SearchRequest {
-    let mut boosted = search.clone();
-    boosted.query = QueryAst::Bool(tessera_query::ast::BoolQuery {
+/// `search` with its query limited to what an alias filter matches (the filter scores
+/// nothing, so scores stay those of the query) and its scores multiplied by `boost`
+/// (`indices_boost`), as OpenSearch wraps the query of a shard reached through a filtered
+/// alias or a boosted index.
+fn with_query_wrapped(
+    search: &SearchRequest,
+    alias_filter: Option<QueryAst>,
+    boost: f32,
+) -> SearchRequest {
+    let mut wrapped = search.clone();
+    wrapped.query = QueryAst::Bool(tessera_query::ast::BoolQuery {
         must: vec![search.query.clone()],
         should: Vec::new(),
-        filter: Vec::new(),
+        filter: alias_filter.into_iter().collect(),
         must_not: Vec::new(),
         minimum_should_match: None,
         boost,
     });
-    boosted
+    wrapped
 }
 
 /// The number of slices a query phase ran (0 when it failed).

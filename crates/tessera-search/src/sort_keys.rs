@@ -799,25 +799,18 @@ impl SegmentSortKeys {
 /// A scaled_float's value as OpenSearch's field data computes it: the stored integer times the
 /// factor's inverse (so 280 with factor 100 sorts as 2.8000000000000003, as aggregations see it).
 #[inline]
-/// The distance between an origin and a point in the sort's unit, as OpenSearch computes it
-/// (`arc`: Lucene's sloppy haversine; `plane`: the equirectangular approximation).
+/// The distance between an origin and a point in the sort's unit, as OpenSearch computes it.
 fn geo_distance(sort: &GeoDistanceSort, lat1: f64, lon1: f64, lat2: f64, lon2: f64) -> f64 {
-    let meters = if sort.plane {
-        use tessera_mapping::geo::{plane_meters, GeoPoint};
-        plane_meters(
-            GeoPoint {
-                lat: lat1,
-                lon: lon1,
-            },
-            GeoPoint {
-                lat: lat2,
-                lon: lon2,
-            },
-        )
-    } else {
-        tessera_mapping::sloppy_math::haversin_meters(lat1, lon1, lat2, lon2)
+    use tessera_mapping::geo::{distance_meters, GeoPoint};
+    let origin = GeoPoint {
+        lat: lat1,
+        lon: lon1,
     };
-    meters / sort.unit
+    let point = GeoPoint {
+        lat: lat2,
+        lon: lon2,
+    };
+    distance_meters(origin, point, sort.plane) / sort.unit
 }
 
 fn scaled(raw: i64, factor: f64) -> f64 {

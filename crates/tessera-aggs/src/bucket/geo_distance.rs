@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use tantivy::columnar::Column;
 use tantivy::{DocId, SegmentReader};
 use tessera_common::{Error, Result};
-use tessera_mapping::geo::{parse_point, plane_meters, unit_meters, GeoPoint};
+use tessera_mapping::geo::{distance_meters, parse_point, unit_meters, GeoPoint};
 
 use crate::bucket::histogram::java_double;
 use crate::bucket::range::{numeric_bound, parse_range, RangeFactory, RangeSpec, ResolvedRange};
@@ -215,16 +215,8 @@ pub struct DistanceValues {
 
 impl DistanceValues {
     fn distance(&self, point: GeoPoint) -> f64 {
-        let meters = match self.source.distance_type {
-            // as OpenSearch: Lucene's sloppy haversine
-            DistanceType::Arc => tessera_mapping::sloppy_math::haversin_meters(
-                self.source.origin.lat,
-                self.source.origin.lon,
-                point.lat,
-                point.lon,
-            ),
-            DistanceType::Plane => plane_meters(self.source.origin, point),
-        };
+        let plane = self.source.distance_type == DistanceType::Plane;
+        let meters = distance_meters(self.source.origin, point, plane);
         meters / self.source.unit
     }
 
