@@ -128,9 +128,7 @@ impl ValueSource {
             ))
         };
         if let LeafKind::Text { .. } = leaf.kind {
-            return Err(Error::illegal_argument(format!(
-                "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [{field}] in order to load field data by uninverting the inverted index. Note that this can use significant memory."
-            )));
+            return Err(Error::text_fielddata_disabled(field));
         }
         if let LeafKind::GeoPoint { .. } = leaf.kind {
             return Err(unsupported());

@@ -312,6 +312,14 @@ impl Error {
         Error::new("rejected_execution_exception", 429, reason)
     }
 
+    /// A text field asked for per-document values (aggregated, sorted on, hashed): OpenSearch
+    /// keeps no field data for text fields by default.
+    pub fn text_fielddata_disabled(field: &str) -> Self {
+        Error::illegal_argument(format!(
+            "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [{field}] in order to load field data by uninverting the inverted index. Note that this can use significant memory."
+        ))
+    }
+
     pub fn query_shard(index: &str, reason: impl Into<String>) -> Self {
         Error::new("query_shard_exception", 400, reason).with_meta("index", index)
     }

@@ -6,6 +6,7 @@ pub mod breaker;
 pub mod cpu_limit;
 pub mod error;
 pub mod ids;
+pub mod java_hash;
 pub mod java_replacement;
 pub mod murmur3;
 pub mod params;

@@ -88,6 +88,14 @@ pub enum LeafKind {
     Percolator,
 }
 
+/// A scaled_float's value as OpenSearch's field data computes it: the stored integer times the
+/// factor's inverse (280 with factor 100 is 2.8000000000000003), as every sort, aggregation,
+/// doc value and score function sees it.
+#[inline]
+pub fn scaled_float_value(raw: i64, factor: f64) -> f64 {
+    raw as f64 * (1.0 / factor)
+}
+
 /// One mapped leaf of one shard.
 #[derive(Clone, Debug)]
 pub struct LeafField {

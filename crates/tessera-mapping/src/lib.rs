@@ -17,7 +17,9 @@ pub mod source_filter;
 pub mod values;
 
 pub use document::{parse_document, parse_document_for_replay, parse_json_document, ParseOutcome};
-pub use field_table::{FieldTable, LeafField, LeafKind, MetaFields, NestedMarkers};
+pub use field_table::{
+    scaled_float_value, FieldTable, LeafField, LeafKind, MetaFields, NestedMarkers,
+};
 pub use field_type::{Dynamic, FieldType};
 pub use json::Json;
 pub use mapping::{FieldMapping, Mapping, NestedPath};

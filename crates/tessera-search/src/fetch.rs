@@ -550,7 +550,7 @@ fn docvalue_fields(
                     .map_err(open_err)?
                     .map(|c| {
                         c.values_for_doc(doc)
-                            .map(|v| double(v as f64 / factor))
+                            .map(|v| double(tessera_mapping::scaled_float_value(v, *factor)))
                             .collect()
                     })
                     .unwrap_or_default(),
@@ -688,9 +688,7 @@ pub fn validate_docvalue_fields(
             if let Some(leaf) = table.leaf(&path) {
                 numeric_format(leaf, request)?;
                 if matches!(leaf.kind, LeafKind::Text { .. }) {
-                    return Err(Error::illegal_argument(format!(
-                        "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [{path}] in order to load field data by uninverting the inverted index. Note that this can use significant memory."
-                    )));
+                    return Err(Error::text_fielddata_disabled(&path));
                 }
             }
         }

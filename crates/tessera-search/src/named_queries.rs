@@ -87,12 +87,6 @@ pub fn matches(weight: &dyn Weight, segment: &SegmentReader, doc: DocId) -> Resu
     Ok(current == doc || (current < doc && scorer.seek(doc) == doc))
 }
 
-/// Java's `String.hashCode`, over UTF-16 code units.
-fn java_hash(name: &str) -> i32 {
-    name.encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(unit as i32))
-}
-
 /// `names` (in registration order, repeats allowed) in the order a Java `HashMap` built by
 /// putting them one by one iterates its keys.
 pub fn java_hash_map_order(names: &[&str]) -> Vec<String> {
@@ -108,7 +102,7 @@ pub fn java_hash_map_order(names: &[&str]) -> Vec<String> {
         capacity *= 2;
     }
     let bucket = |name: &str| {
-        let h = java_hash(name) as u32;
+        let h = tessera_common::java_hash::string_hash(name) as u32;
         ((h ^ (h >> 16)) as usize) & (capacity - 1)
     };
     let mut ordered: Vec<(usize, usize, &str)> = unique
@@ -154,7 +148,7 @@ mod tests {
             java_hash_map_order(&["zeta", "alpha", "mid", "beta", "pf"]),
             ["zeta", "pf", "alpha", "mid", "beta"]
         );
-        assert_eq!(java_hash("alpha"), 92_909_918);
+        assert_eq!(tessera_common::java_hash::string_hash("alpha"), 92_909_918);
         assert_eq!(java_hash_map_order(&["b", "a", "b"]), ["a", "b"]);
         // thirteen names need a table of 32
         let many: Vec<String> = (0..13).map(|i| format!("q{i}")).collect();

@@ -13,7 +13,7 @@ use tantivy::columnar::{Column, StrColumn, TermOrdHit};
 use tantivy::{DocId, SegmentReader};
 use tessera_common::{Error, Result};
 use tessera_index::sorted_columns::{float_key, key_float, SortedValues};
-use tessera_mapping::{FieldTable, LeafField, LeafKind};
+use tessera_mapping::{scaled_float_value, FieldTable, LeafField, LeafKind};
 
 use crate::hits::ShardHit;
 use crate::sort::{
@@ -114,6 +114,7 @@ impl NestedDocs {
                     failures: None,
                     mapping: None,
                     legacy_bm25: true,
+                    shard_id: 0,
                 };
                 ctx.nested_scope_replace(Some(nested.path.clone()));
                 let weight = tessera_query::compile(filter, &ctx)?
@@ -314,10 +315,7 @@ fn check_nested_path(table: &FieldTable, index: &str, path: &str) -> Result<()> 
 
 fn check_sortable(leaf: &LeafField) -> Result<()> {
     match leaf.kind {
-        LeafKind::Text { .. } => Err(Error::illegal_argument(format!(
-            "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [{}] in order to load field data by uninverting the inverted index. Note that this can use significant memory.",
-            leaf.path
-        ))),
+        LeafKind::Text { .. } => Err(Error::text_fielddata_disabled(&leaf.path)),
         LeafKind::GeoPoint { .. } => Err(Error::illegal_argument(format!(
             "can't sort on geo_point field without using specific sorting feature, like geo_distance: [{}]",
             leaf.path
@@ -796,9 +794,6 @@ impl SegmentSortKeys {
     }
 }
 
-/// A scaled_float's value as OpenSearch's field data computes it: the stored integer times the
-/// factor's inverse (so 280 with factor 100 sorts as 2.8000000000000003, as aggregations see it).
-#[inline]
 /// The distance between an origin and a point in the sort's unit, as OpenSearch computes it.
 fn geo_distance(sort: &GeoDistanceSort, lat1: f64, lon1: f64, lat2: f64, lon2: f64) -> f64 {
     use tessera_mapping::geo::{distance_meters, GeoPoint};
@@ -811,10 +806,6 @@ fn geo_distance(sort: &GeoDistanceSort, lat1: f64, lon1: f64, lat2: f64, lon2: f
         lon: lon2,
     };
     distance_meters(origin, point, sort.plane) / sort.unit
-}
-
-fn scaled(raw: i64, factor: f64) -> f64 {
-    raw as f64 * (1.0 / factor)
 }
 
 fn pick_numeric(values: impl Iterator<Item = f64>, mode: SortMode) -> Option<f64> {
@@ -929,7 +920,9 @@ impl KeyReader {
             Reader::I64 {
                 column: Some(c),
                 scale: Some(factor),
-            } => c.first(doc).map(|v| SortValue::F64(scaled(v, *factor))),
+            } => c
+                .first(doc)
+                .map(|v| SortValue::F64(scaled_float_value(v, *factor))),
             Reader::F64 { column: Some(c) } => {
                 c.first(doc).filter(|v| !v.is_nan()).map(SortValue::F64)
             }
@@ -1013,7 +1006,7 @@ impl KeyReader {
             } => pick_numeric(
                 docs.iter()
                     .flat_map(|d| column.values_for_doc(*d))
-                    .map(|v| scaled(v, *factor)),
+                    .map(|v| scaled_float_value(v, *factor)),
                 self.mode,
             )
             .map(SortValue::F64),

@@ -1193,12 +1193,6 @@ where
 
 // ---- OpenSearch's tie-breaking machinery ----
 
-/// Java's `String.hashCode` (over UTF-16 code units).
-fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
-}
-
 /// The order a `java.util.HashMap` iterates `names` in, each inserted at its rank (ties in
 /// rank by position): the table is sized by its 0.75 load factor, bins iterate in index
 /// order and a bin in insertion order.
@@ -1211,7 +1205,7 @@ fn java_hash_map_order(names: &[(String, u32)]) -> Vec<usize> {
         .iter()
         .enumerate()
         .map(|(i, (name, rank))| {
-            let h = java_string_hash(name);
+            let h = tessera_common::java_hash::string_hash(name);
             let spread = (h ^ ((h as u32) >> 16) as i32) as u32 as usize;
             (spread & (capacity - 1), *rank, i)
         })
@@ -1511,7 +1505,10 @@ mod tests {
             run(10),
             ["iota", "lambda", "eta", "alpha", "delta", "mu", "eps", "kappa", "theta", "zeta"]
         );
-        assert_eq!(java_string_hash("lambda"), 0xbdd5_53c7_u32 as i32);
+        assert_eq!(
+            tessera_common::java_hash::string_hash("lambda"),
+            0xbdd5_53c7_u32 as i32
+        );
     }
 
     fn docs(seed: u64, n: usize) -> Vec<Value> {
