@@ -675,6 +675,12 @@ pub enum ScoreFunction {
     Decay(Box<DecayFunction>),
     /// `script_score`: the script's value (it sees the query's `_score`).
     Script(Box<tessera_script::ScriptSpec>),
+    /// `random_score`: a hash of the seed with the field's first value (the `_id` when a
+    /// seed comes without a field), or of the document without a seed; in `[0, 1)`.
+    Random {
+        seed: Option<i32>,
+        field: Option<String>,
+    },
 }
 
 /// A decay function; origin, scale and offset are read with the field's type when compiled.

@@ -53,6 +53,7 @@ pub fn can_match(snapshot: &ShardSnapshot, index: &str, query: &QueryAst, now_mi
         failures: None,
         mapping: None,
         legacy_bm25: true,
+        shard_id: 0,
     };
     for range in ranges {
         let Some(leaf) = snapshot.table.leaf(&range.field) else {

@@ -373,7 +373,8 @@ fn query_matches(
 ) -> Result<bool> {
     let query = tessera_query::parse_query(query)?;
     let default_fields = meta.default_fields();
-    let ctx = shard_context(snapshot, meta, &default_fields, now_millis);
+    // the collate check only counts: no score, no shard salt needed
+    let ctx = shard_context(snapshot, meta, &default_fields, now_millis, 0);
     let mut query = compile(&query, &ctx)?;
     if let Some(markers) = snapshot.table.meta.nested {
         query = Box::new(tessera_query::nested::RootDocsQuery::new(query, markers));
@@ -392,6 +393,7 @@ fn shard_context<'a>(
     meta: &'a IndexMetadata,
     default_fields: &'a [String],
     now_millis: i64,
+    shard_id: u32,
 ) -> CompileContext<'a> {
     CompileContext {
         searcher: Some(&snapshot.searcher),
@@ -414,6 +416,7 @@ fn shard_context<'a>(
         failures: None,
         mapping: Some(&meta.mapping),
         legacy_bm25: true,
+        shard_id,
     }
 }
 
@@ -618,7 +621,13 @@ impl LocalShard {
             cap,
             cancelled: request.cancelled.clone(),
         };
-        let base = shard_context(snapshot, &meta, &default_fields, request.now_millis);
+        let base = shard_context(
+            snapshot,
+            &meta,
+            &default_fields,
+            request.now_millis,
+            self.shard_id,
+        );
         let ctx = CompileContext {
             knn: KnnContext {
                 slices: Some(&knn_slices),
@@ -935,6 +944,7 @@ impl LocalShard {
             &meta,
             &default_fields,
             tessera_common::time::now_millis(),
+            self.shard_id,
         );
         let highlight_terms = match (&spec.highlight, &spec.query) {
             (Some(_), Some(query)) => tessera_query::highlight_terms::highlight_terms(query, &ctx)?,

@@ -60,6 +60,7 @@ fn a_cancelled_request_stops_its_running_slice() {
         failures: None,
         mapping: None,
         legacy_bm25: true,
+        shard_id: 0,
     };
     let query = compile(&parse_query(&json!({"match_all": {}})).unwrap(), &ctx).unwrap();
     let weight = query

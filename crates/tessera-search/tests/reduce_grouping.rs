@@ -226,6 +226,7 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                     failures: None,
                     mapping: None,
                     legacy_bm25: true,
+                    shard_id: 0,
                 };
                 let query = compile(&ast, &ctx).expect("compile the query");
                 let searcher = &snapshot.searcher;

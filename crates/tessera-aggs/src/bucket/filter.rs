@@ -122,6 +122,7 @@ pub(crate) fn filter_weight(query: &QueryAst, ctx: &AggContext) -> Result<Option
         failures: None,
         mapping: None,
         legacy_bm25: true,
+        shard_id: 0,
     };
     let compiled = compile(query, &compile_ctx)?;
     let weight = compiled

@@ -92,6 +92,7 @@ mod tests {
             failures: None,
             mapping: None,
             legacy_bm25: true,
+            shard_id: 0,
         };
         let filter = |q: serde_json::Value| column_filter(&parse_query(&q).unwrap(), &ctx).unwrap();
         assert_eq!(filter(json!({"match_all": {}})), Some(ColumnFilter::All));

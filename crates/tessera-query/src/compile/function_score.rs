@@ -16,7 +16,7 @@ use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED};
 use tessera_common::{Error, Result};
 use tessera_mapping::geo::GeoPoint;
 use tessera_mapping::sloppy_math::haversin_meters;
-use tessera_mapping::LeafKind;
+use tessera_mapping::{scaled_float_value, LeafKind};
 
 use super::values::{parse_date_bound, DateBoundContext};
 use super::CompileContext;
@@ -53,12 +53,12 @@ pub(super) fn compile(ctx: &CompileContext, query: &FunctionScoreQuery) -> Resul
 }
 
 /// A numeric column as a function reads it: its path, and how its stored values become the
-/// field's (a scaled float's integers divided by its factor).
+/// field's (a scaled float's integers times its factor's inverse, as field data computes them).
 #[derive(Clone, Debug)]
 enum ColumnSource {
     Integer {
         path: String,
-        divisor: f64,
+        scaling_factor: f64,
     },
     Float {
         path: String,
@@ -92,6 +92,7 @@ enum Kind {
         mode: MultiValueMode,
     },
     Script(std::sync::Arc<super::script::PreparedScript>),
+    Random(super::random_score::RandomScore),
 }
 
 struct Function {
@@ -124,11 +125,11 @@ fn numeric_source(kind: &LeafKind, path: &str) -> Option<ColumnSource> {
     match kind {
         LeafKind::Integer | LeafKind::Date { .. } => Some(ColumnSource::Integer {
             path: path.to_string(),
-            divisor: 1.0,
+            scaling_factor: 1.0,
         }),
         LeafKind::ScaledFloat { factor } => Some(ColumnSource::Integer {
             path: path.to_string(),
-            divisor: *factor,
+            scaling_factor: *factor,
         }),
         LeafKind::Float => Some(ColumnSource::Float {
             path: path.to_string(),
@@ -146,6 +147,9 @@ fn only_numeric(field: &str, type_name: &str) -> Error {
 fn prepare(ctx: &CompileContext, function: &ScoreFunction) -> Result<Kind> {
     Ok(match function {
         ScoreFunction::Weight => Kind::Weight,
+        ScoreFunction::Random { seed, field } => Kind::Random(
+            super::random_score::RandomScore::prepare(ctx, *seed, field.as_deref())?,
+        ),
         ScoreFunction::Script(spec) => Kind::Script(super::script::prepare(
             ctx,
             spec,
@@ -497,9 +501,12 @@ impl NumberColumn {
     ) -> tantivy::Result<Option<NumberColumn>> {
         let fast = reader.fast_fields();
         Ok(match source {
-            ColumnSource::Integer { path, divisor } => fast
+            ColumnSource::Integer {
+                path,
+                scaling_factor,
+            } => fast
                 .column_opt::<i64>(path)?
-                .map(|c| NumberColumn::Integer(c, *divisor)),
+                .map(|c| NumberColumn::Integer(c, *scaling_factor)),
             ColumnSource::Float { path } => fast.column_opt::<f64>(path)?.map(NumberColumn::Float),
             ColumnSource::GeoDistance { lat, lon, origin } => fast
                 .column_opt::<f64>(lat)?
@@ -519,9 +526,9 @@ impl NumberColumn {
 
     fn range(&self) -> (f64, f64) {
         match self {
-            NumberColumn::Integer(c, divisor) => (
-                c.min_value() as f64 / divisor,
-                c.max_value() as f64 / divisor,
+            NumberColumn::Integer(c, scaling_factor) => (
+                scaled_float_value(c.min_value(), *scaling_factor),
+                scaled_float_value(c.max_value(), *scaling_factor),
             ),
             NumberColumn::Float(c) => (c.min_value(), c.max_value()),
             NumberColumn::GeoDistance(..) => (0.0, f64::INFINITY),
@@ -532,9 +539,10 @@ impl NumberColumn {
     fn values(&self, doc: DocId, out: &mut Vec<f64>) {
         out.clear();
         match self {
-            NumberColumn::Integer(c, divisor) => {
-                out.extend(c.values_for_doc(doc).map(|v| v as f64 / divisor))
-            }
+            NumberColumn::Integer(c, scaling_factor) => out.extend(
+                c.values_for_doc(doc)
+                    .map(|v| scaled_float_value(v, *scaling_factor)),
+            ),
             NumberColumn::Float(c) => out.extend(c.values_for_doc(doc)),
             NumberColumn::GeoDistance(lats, lons, origin) => {
                 out.extend(
@@ -556,6 +564,8 @@ struct Evaluator {
     values: Vec<f64>,
     /// A script function's columns on this segment and its frame.
     script: Option<(crate::script_docs::SegmentDocs, Vec<tessera_script::Value>)>,
+    /// A `random_score` function's values on this segment.
+    random: Option<super::random_score::RandomValues>,
 }
 
 impl Evaluator {
@@ -567,7 +577,11 @@ impl Evaluator {
                 None => None,
             },
             Kind::Decay { column, .. } => NumberColumn::open(column, reader)?,
-            Kind::Script(_) => None,
+            Kind::Script(_) | Kind::Random(_) => None,
+        };
+        let random = match kind {
+            Kind::Random(random) => Some(random.open(reader)?),
+            _ => None,
         };
         let script = match kind {
             Kind::Script(script) => Some((script.fields.open(reader)?, script.script.new_frame())),
@@ -579,6 +593,7 @@ impl Evaluator {
             column,
             values: Vec::new(),
             script,
+            random,
         })
     }
 
@@ -591,6 +606,11 @@ impl Evaluator {
         }
         let score = match &self.kind {
             Kind::Weight => 1.0,
+            Kind::Random(_) => self
+                .random
+                .as_mut()
+                .expect("opened with the random function")
+                .score(doc),
             Kind::Script(script) => {
                 let (docs, frame) = self.script.as_mut().expect("opened with the script");
                 docs.set_doc(doc);

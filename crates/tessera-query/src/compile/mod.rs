@@ -19,6 +19,7 @@ mod geo;
 mod knn;
 pub mod numeric_script;
 pub mod percolate;
+mod random_score;
 mod range_field;
 pub mod script;
 mod script_score;
@@ -86,6 +87,9 @@ pub struct CompileContext<'a> {
     /// `1 + k1` (tantivy's formula too); the in-memory index of a `percolate` query's
     /// documents is scored with Lucene's BM25 without that factor (false).
     pub legacy_bm25: bool,
+    /// The shard's number in its index: with the index's name, it salts `random_score`'s
+    /// seed as OpenSearch does (0 where no shard is at hand).
+    pub shard_id: u32,
 }
 
 /// The index's k-NN settings and the shard's slices, for the `knn` rewrite.

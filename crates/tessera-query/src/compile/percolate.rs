@@ -195,6 +195,7 @@ impl Percolator {
             failures: None,
             mapping: None,
             legacy_bm25: false,
+            shard_id: 0,
         };
         let mut query = compile(&ast, &ctx)?;
         if let Some(markers) = self.table.meta.nested {
@@ -274,6 +275,7 @@ pub fn check_stored_query(
         failures: None,
         mapping: Some(mapping),
         legacy_bm25: true,
+        shard_id: 0,
     };
     compile(&ast, &ctx).map(|_| ())
 }
@@ -404,6 +406,7 @@ mod tests {
             failures: None,
             mapping: Some(&mapping),
             legacy_bm25: true,
+            shard_id: 0,
         };
         let query = PercolateQuery {
             field: "q".into(),

@@ -69,6 +69,7 @@ impl Fixture {
             failures: None,
             mapping: None,
             legacy_bm25: true,
+            shard_id: 0,
         }
     }
 

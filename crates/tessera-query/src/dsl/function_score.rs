@@ -2,8 +2,7 @@
 //! weight, a field's value (`field_value_factor`) or a decay with the distance of a field's
 //! value from an origin (`gauss`, `exp`, `linear`). Functions come in a `functions` array
 //! (each with an optional `filter` and `weight`) or as one function at the top level, never
-//! both, as in OpenSearch. A `script_score` function is a Painless script (`dsl::script`);
-//! `random_score` is refused with a clear error (its random scores would not be OpenSearch's).
+//! both, as in OpenSearch. A `script_score` function is a Painless script (`dsl::script`).
 
 use serde_json::{Map, Value};
 use tessera_common::{Error, Result};
@@ -154,6 +153,7 @@ fn function_name(function: Option<&ScoreFunction>) -> &'static str {
     match function {
         Some(ScoreFunction::FieldValueFactor { .. }) => "field_value_factor",
         Some(ScoreFunction::Script(_)) => "script_score",
+        Some(ScoreFunction::Random { .. }) => "random_score",
         Some(ScoreFunction::Decay(decay)) => match decay.curve {
             DecayCurve::Gauss => "gauss",
             DecayCurve::Exp => "exp",
@@ -172,9 +172,68 @@ fn parse_function(name: &str, body: &Value) -> Result<ScoreFunction> {
         "script_score" => Ok(ScoreFunction::Script(Box::new(
             super::script::parse_script_function(body)?,
         ))),
+        "random_score" => parse_random(body),
         other => Err(Error::parsing(format!(
             "[{other}] function of the [{QUERY}] query is not supported by Tessera"
         ))),
+    }
+}
+
+/// `random_score`: a seed (an int, a long folded as Java's `Long.hashCode`, or a string's
+/// `hashCode`) and the field whose values it hashes.
+fn parse_random(body: &Value) -> Result<ScoreFunction> {
+    const NAME: &str = "random_score";
+    let map = function_object(NAME, body)?;
+    let mut seed = None;
+    let mut field = None;
+    for (key, value) in map {
+        match (key.as_str(), value) {
+            ("seed", Value::Number(n)) => {
+                seed = Some(match n.as_i64() {
+                    Some(v) => match i32::try_from(v) {
+                        Ok(v) => v,
+                        Err(_) => tessera_common::java_hash::long_hash(v),
+                    },
+                    None => {
+                        return Err(Error::parsing(format!(
+                            "{NAME} seed must be an int, long or string, not 'VALUE_NUMBER'"
+                        )))
+                    }
+                })
+            }
+            ("seed", Value::String(s)) => seed = Some(tessera_common::java_hash::string_hash(s)),
+            ("seed", other) => {
+                return Err(Error::parsing(format!(
+                    "{NAME} seed must be an int/long or string, not '{}'",
+                    token_name(other)
+                )))
+            }
+            ("field", value) if !value.is_object() && !value.is_array() => {
+                field = Some(match value {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+            }
+            ("_name", _) => {}
+            (other, _) => {
+                return Err(Error::parsing(format!(
+                    "{NAME} query does not support [{other}]"
+                )))
+            }
+        }
+    }
+    Ok(ScoreFunction::Random { seed, field })
+}
+
+/// The name of the JSON token Jackson reads `value` as, for OpenSearch's messages.
+fn token_name(value: &Value) -> &'static str {
+    match value {
+        Value::Bool(_) => "VALUE_BOOLEAN",
+        Value::Null => "VALUE_NULL",
+        Value::Object(_) => "START_OBJECT",
+        Value::Array(_) => "START_ARRAY",
+        Value::Number(_) => "VALUE_NUMBER",
+        Value::String(_) => "VALUE_STRING",
     }
 }
 
@@ -280,7 +339,7 @@ fn parse_decay(curve: DecayCurve, name: &str, body: &Value) -> Result<ScoreFunct
 fn function_object<'a>(name: &str, body: &'a Value) -> Result<&'a Map<String, Value>> {
     body.as_object().ok_or_else(|| {
         Error::parsing(format!(
-            "[{name}] malformed score function score parameters."
+            "failed to parse [{QUERY}] query. field [{name}] is not supported"
         ))
     })
 }
@@ -407,6 +466,55 @@ mod tests {
     }
 
     #[test]
+    fn random_score_seeds_are_javas_ints() {
+        let random = |body: Value| {
+            parsed(json!({"random_score": body})).functions[0]
+                .function
+                .clone()
+        };
+        assert_eq!(
+            random(json!({"seed": 10, "field": "_seq_no"})),
+            ScoreFunction::Random {
+                seed: Some(10),
+                field: Some("_seq_no".into())
+            }
+        );
+        // a long folds its halves, a string is its hashCode
+        assert_eq!(
+            random(json!({"seed": 1_i64 << 32})),
+            ScoreFunction::Random {
+                seed: Some(1),
+                field: None
+            }
+        );
+        assert_eq!(
+            random(json!({"seed": "abc", "_name": "r"})),
+            ScoreFunction::Random {
+                seed: Some(96354),
+                field: None
+            }
+        );
+        let error = |body: Value| {
+            parse(&json!({"random_score": body}))
+                .unwrap_err()
+                .reason()
+                .to_string()
+        };
+        assert_eq!(
+            error(json!({"seed": 1.5})),
+            "random_score seed must be an int, long or string, not 'VALUE_NUMBER'"
+        );
+        assert_eq!(
+            error(json!({"seed": true})),
+            "random_score seed must be an int/long or string, not 'VALUE_BOOLEAN'"
+        );
+        assert_eq!(
+            error(json!({"seed": 1, "x": 1})),
+            "random_score query does not support [x]"
+        );
+    }
+
+    #[test]
     fn functions_take_filters_and_decays() {
         let query = parsed(json!({
             "query": {"match": {"t": "quick"}},
@@ -448,8 +556,11 @@ mod tests {
             parse(&json!({"foo": {}})).unwrap_err().kind(),
             "parsing_exception"
         );
-        let error = parse(&json!({"random_score": {}})).unwrap_err();
-        assert!(error.reason().contains("not supported by Tessera"));
+        let error = parse(&json!({"random_score": 5})).unwrap_err();
+        assert_eq!(
+            error.reason(),
+            "failed to parse [function_score] query. field [random_score] is not supported"
+        );
         assert!(parse(&json!({"functions": [{"filter": {"match_all": {}}}]})).is_err());
         assert!(parse(&json!({"gauss": {"n": {"origin": 0, "scale": 1, "decay": 1.5}}})).is_err());
     }

@@ -1068,8 +1068,13 @@ fn order(rng: &mut Rng) -> &'static str {
 /// A random query: filters, scored full-text queries, and mixes of both.
 pub fn random_query(rng: &mut Rng, users: u64) -> Value {
     let word = |rng: &mut Rng| rng.pick(VOCAB).to_string();
-    match rng.below(9) {
+    match rng.below(10) {
         0 => json!({"match_all": {}}),
+        9 => json!({"function_score": {
+            "query": Filter::random(rng, users, 1).to_json(),
+            "random_score": {"seed": rng.range(0, 1000), "field": *rng.pick(&["n", "user", "_seq_no"])},
+            "boost_mode": *rng.pick(&["replace", "sum"]),
+        }}),
         8 => json!({"bool": {
             "filter": [Filter::random(rng, users, 1).to_json()],
             "should": [{"distance_feature": {
