@@ -30,6 +30,7 @@ pub enum QueryAst {
     },
     /// `distance_feature`: scores by closeness to an origin.
     DistanceFeature(Box<DistanceFeatureQuery>),
+    TermsSet(Box<TermsSetQuery>),
     /// A `terms` query whose values are read from a document: the coordinator replaces it
     /// with the values before the shards see it (see [`crate::lookup`]).
     TermsLookup(Box<TermsLookup>),
@@ -187,6 +188,27 @@ pub struct DistanceFeatureQuery {
     pub boost: f32,
 }
 
+/// The `terms_set` query: documents matching at least as many of `terms` as their own
+/// minimum says, scored by the sum of the matching terms' scores.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TermsSetQuery {
+    pub field: String,
+    /// Repeats count (and score) as often as they are listed, as in OpenSearch.
+    pub terms: Vec<Value>,
+    /// `None`: neither a field nor a script, which fails when the query is built.
+    pub minimum: Option<TermsSetMinimum>,
+    pub boost: f32,
+}
+
+/// Where a `terms_set` document's minimum number of matching terms comes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TermsSetMinimum {
+    /// A numeric field's (first) value.
+    Field(String),
+    /// A script's value (it sees `params.num_terms`), truncated to a whole number.
+    Script(Box<tessera_script::ScriptSpec>),
+}
+
 /// A `terms` lookup: the values at `path` in a document.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TermsLookup {
@@ -228,6 +250,7 @@ impl QueryAst {
             QueryAst::Term { .. } => "term",
             QueryAst::Terms { .. } | QueryAst::TermsLookup(_) => "terms",
             QueryAst::DistanceFeature(_) => "distance_feature",
+            QueryAst::TermsSet(_) => "terms_set",
             QueryAst::Range(_) => "range",
             QueryAst::Exists { .. } => "exists",
             QueryAst::Ids { .. } => "ids",

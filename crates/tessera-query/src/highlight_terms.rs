@@ -81,20 +81,24 @@ fn multi_match(ctx: &CompileContext, query: &MultiMatchQuery, out: &mut Vec<High
     }
 }
 
+/// Each of `values` as an exact term of `field`.
+fn exact(field: &str, values: &[serde_json::Value], out: &mut Vec<HighlightTerm>) {
+    for value in values {
+        out.push(HighlightTerm {
+            field: field.to_string(),
+            matcher: TermMatcher::Exact(text(value)),
+        });
+    }
+}
+
 fn collect(ast: &QueryAst, ctx: &CompileContext, out: &mut Vec<HighlightTerm>) -> Result<()> {
     match ast {
         QueryAst::Term { field, value, .. } => out.push(HighlightTerm {
             field: field.clone(),
             matcher: TermMatcher::Exact(text(value)),
         }),
-        QueryAst::Terms { field, values, .. } => {
-            for value in values {
-                out.push(HighlightTerm {
-                    field: field.clone(),
-                    matcher: TermMatcher::Exact(text(value)),
-                });
-            }
-        }
+        QueryAst::Terms { field, values, .. } => exact(field, values, out),
+        QueryAst::TermsSet(query) => exact(&query.field, &query.terms, out),
         QueryAst::Match(m) => analyzed(ctx, &m.field, &text(&m.query), out),
         QueryAst::MatchPhrase { field, query, .. }
         | QueryAst::MatchPhrasePrefix { field, query, .. } => analyzed(ctx, field, query, out),

@@ -25,6 +25,7 @@ pub mod script;
 mod script_score;
 pub mod sloppy_phrase;
 mod term_level;
+mod terms_set;
 mod values;
 
 use std::cell::Cell;
@@ -545,6 +546,7 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
         QueryAst::Percolate(query) => percolate::percolate(ctx, query),
         QueryAst::TermsLookup(_) => Err(unresolved("terms")),
         QueryAst::DistanceFeature(query) => distance_feature::compile(ctx, query),
+        QueryAst::TermsSet(query) => terms_set::compile(ctx, query),
         QueryAst::Nested(query) => nested_query(ctx, query),
         QueryAst::FunctionScore(query) => {
             Ok(boosted(function_score::compile(ctx, query)?, query.boost))

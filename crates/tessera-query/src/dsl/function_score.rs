@@ -205,7 +205,7 @@ fn parse_random(body: &Value) -> Result<ScoreFunction> {
             ("seed", other) => {
                 return Err(Error::parsing(format!(
                     "{NAME} seed must be an int/long or string, not '{}'",
-                    token_name(other)
+                    super::token(other)
                 )))
             }
             ("field", value) if !value.is_object() && !value.is_array() => {
@@ -223,18 +223,6 @@ fn parse_random(body: &Value) -> Result<ScoreFunction> {
         }
     }
     Ok(ScoreFunction::Random { seed, field })
-}
-
-/// The name of the JSON token Jackson reads `value` as, for OpenSearch's messages.
-fn token_name(value: &Value) -> &'static str {
-    match value {
-        Value::Bool(_) => "VALUE_BOOLEAN",
-        Value::Null => "VALUE_NULL",
-        Value::Object(_) => "START_OBJECT",
-        Value::Array(_) => "START_ARRAY",
-        Value::Number(_) => "VALUE_NUMBER",
-        Value::String(_) => "VALUE_STRING",
-    }
 }
 
 fn parse_field_value_factor(body: &Value) -> Result<ScoreFunction> {

@@ -35,6 +35,7 @@ mod script;
 mod simple_query_string;
 mod term;
 pub(crate) mod terms;
+mod terms_set;
 mod wildcard;
 
 /// Query types OpenSearch has that Tessera does not implement.
@@ -57,7 +58,6 @@ const UNSUPPORTED: &[&str] = &[
     "rank_feature",
     "wrapper",
     "pinned",
-    "terms_set",
     "combined_fields",
     "neural",
     "hybrid",
@@ -89,6 +89,7 @@ pub fn parse_query(value: &Value) -> Result<QueryAst> {
         "match_none" => match_all::parse_match_none(body),
         "term" => term::parse(body),
         "terms" => terms::parse(body),
+        "terms_set" => terms_set::parse(body),
         "range" => range::parse(body),
         "exists" => exists::parse(body),
         "ids" => ids::parse(body),

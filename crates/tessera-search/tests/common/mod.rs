@@ -1068,8 +1068,12 @@ fn order(rng: &mut Rng) -> &'static str {
 /// A random query: filters, scored full-text queries, and mixes of both.
 pub fn random_query(rng: &mut Rng, users: u64) -> Value {
     let word = |rng: &mut Rng| rng.pick(VOCAB).to_string();
-    match rng.below(10) {
+    match rng.below(11) {
         0 => json!({"match_all": {}}),
+        10 => json!({"terms_set": {"body": {
+            "terms": [word(rng), word(rng), word(rng)],
+            "minimum_should_match_script": {"source": *rng.pick(&["1", "2", "params.num_terms"])},
+        }}}),
         9 => json!({"function_score": {
             "query": Filter::random(rng, users, 1).to_json(),
             "random_score": {"seed": rng.range(0, 1000), "field": *rng.pick(&["n", "user", "_seq_no"])},
