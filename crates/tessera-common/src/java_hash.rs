@@ -26,6 +26,27 @@ pub fn mix(key: i32, seed: i32) -> i32 {
     mix32(key ^ seed)
 }
 
+/// The order a `java.util.HashMap` iterates `keys` (distinct, put in slice order) in, as
+/// indices into `keys`: the table doubles from 16 slots while it holds more than three quarters
+/// of them, slots iterate in index order (the spread hash's low bits) and a slot's keys in
+/// insertion order.
+pub fn hash_map_order<K: AsRef<str>>(keys: &[K]) -> Vec<usize> {
+    let mut capacity = 16usize;
+    while keys.len() > capacity / 4 * 3 {
+        capacity *= 2;
+    }
+    let mut order: Vec<(usize, usize)> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, key)| {
+            let h = string_hash(key.as_ref()) as u32;
+            (((h ^ (h >> 16)) as usize) & (capacity - 1), i)
+        })
+        .collect();
+    order.sort_unstable();
+    order.into_iter().map(|(_, i)| i).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,6 +59,16 @@ mod tests {
         // UTF-16 code units: a character outside the BMP counts as its two surrogates
         assert_eq!(string_hash("é"), 233);
         assert_eq!(string_hash("😀"), 55357 * 31 + 56832);
+    }
+
+    #[test]
+    fn hash_map_order_is_javas() {
+        // OpenSearch 2.19.6 lists the names of a hit's five matched queries, kept in a
+        // HashMap, as zeta, pf, alpha, mid, beta
+        assert_eq!(
+            hash_map_order(&["zeta", "alpha", "mid", "beta", "pf"]),
+            [0, 4, 1, 2, 3]
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod error;
 pub mod ids;
 pub mod java_hash;
 pub mod java_replacement;
+pub mod lucene_queue;
 pub mod murmur3;
 pub mod params;
 pub mod settings;

@@ -96,22 +96,10 @@ pub fn java_hash_map_order(names: &[&str]) -> Vec<String> {
             unique.push(name);
         }
     }
-    // the table doubles from 16 whenever it holds more than three quarters of its size
-    let mut capacity = 16usize;
-    while unique.len() > capacity * 3 / 4 {
-        capacity *= 2;
-    }
-    let bucket = |name: &str| {
-        let h = tessera_common::java_hash::string_hash(name) as u32;
-        ((h ^ (h >> 16)) as usize) & (capacity - 1)
-    };
-    let mut ordered: Vec<(usize, usize, &str)> = unique
-        .iter()
-        .enumerate()
-        .map(|(i, name)| (bucket(name), i, *name))
-        .collect();
-    ordered.sort();
-    ordered.into_iter().map(|(_, _, n)| n.to_string()).collect()
+    tessera_common::java_hash::hash_map_order(&unique)
+        .into_iter()
+        .map(|i| unique[i].to_string())
+        .collect()
 }
 
 #[cfg(test)]

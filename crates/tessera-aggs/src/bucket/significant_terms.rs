@@ -38,6 +38,7 @@ use tantivy::collector::Count;
 use tantivy::query::RangeQuery;
 use tantivy::schema::{FieldType as TantivyType, IndexRecordOption};
 use tantivy::{DocId, DocSet, Searcher, Term, TERMINATED};
+use tessera_common::lucene_queue::LuceneQueue;
 use tessera_common::{Error, Result};
 use tessera_date::{parse_date_math, DateFormat, TimeZone};
 
@@ -688,6 +689,11 @@ struct Scored {
     bucket: SignificantBucket,
 }
 
+/// The significance queue's order (a Lucene `PriorityQueue` of the best buckets by score).
+fn weaker(a: &Scored, b: &Scored) -> bool {
+    a.score < b.score
+}
+
 impl InternalSignificantTerms {
     /// The `typed_keys` name: `siglterms` for numeric keys, else `sigsterms` (also for a
     /// result without buckets, which does not say what its field held).
@@ -763,7 +769,8 @@ impl InternalSignificantTerms {
             let field = significant.source.field.as_deref().unwrap_or_default();
             let background = Background::new(searcher, field, &self.format);
             let min = significant.shard_min_doc_count;
-            let mut queue = LuceneQueue::new(significant.shard_size().min(self.buckets.len()));
+            let mut queue =
+                LuceneQueue::new(significant.shard_size().min(self.buckets.len()), weaker);
             let mut buckets = std::mem::take(&mut self.buckets);
             if self.first_seen_order {
                 // OpenSearch's bucket ordinals: the order documents brought the terms in
@@ -884,7 +891,7 @@ impl InternalSignificantTerms {
         }
         let total = slots.len();
         let order = java_hash_map_order(&names);
-        let mut queue = LuceneQueue::new(significant.size.min(total));
+        let mut queue = LuceneQueue::new(significant.size.min(total), weaker);
         for i in order {
             let Some(bucket) = slots[i].take() else {
                 continue;
@@ -1214,88 +1221,6 @@ fn java_hash_map_order(names: &[(String, u32)]) -> Vec<usize> {
     order.into_iter().map(|(_, _, i)| i).collect()
 }
 
-/// Lucene's `PriorityQueue` of the best `max` buckets by score (a binary min-heap; once full,
-/// an element replaces the weakest only when strictly better, so the first-offered of tied
-/// buckets stay), as OpenSearch's significance queue.
-struct LuceneQueue {
-    heap: Vec<Scored>,
-    max: usize,
-}
-
-impl LuceneQueue {
-    fn new(max: usize) -> LuceneQueue {
-        LuceneQueue {
-            heap: Vec::with_capacity(max.min(1 << 16)),
-            max,
-        }
-    }
-
-    fn less(a: &Scored, b: &Scored) -> bool {
-        a.score < b.score
-    }
-
-    fn insert_with_overflow(&mut self, element: Scored) {
-        if self.heap.len() < self.max {
-            self.heap.push(element);
-            self.up_heap(self.heap.len());
-        } else if !self.heap.is_empty() && Self::less(&self.heap[0], &element) {
-            self.heap[0] = element;
-            self.down_heap(1);
-        }
-    }
-
-    /// 1-based positions, as in Lucene.
-    fn up_heap(&mut self, mut i: usize) {
-        let mut j = i >> 1;
-        while j > 0 && Self::less(&self.heap[i - 1], &self.heap[j - 1]) {
-            self.heap.swap(i - 1, j - 1);
-            i = j;
-            j >>= 1;
-        }
-    }
-
-    fn down_heap(&mut self, mut i: usize) {
-        let size = self.heap.len();
-        let mut j = i << 1;
-        let mut k = j + 1;
-        if k <= size && Self::less(&self.heap[k - 1], &self.heap[j - 1]) {
-            j = k;
-        }
-        while j <= size && Self::less(&self.heap[j - 1], &self.heap[i - 1]) {
-            self.heap.swap(i - 1, j - 1);
-            i = j;
-            j = i << 1;
-            k = j + 1;
-            if k <= size && Self::less(&self.heap[k - 1], &self.heap[j - 1]) {
-                j = k;
-            }
-        }
-    }
-
-    fn pop(&mut self) -> Option<Scored> {
-        if self.heap.is_empty() {
-            return None;
-        }
-        let last = self.heap.pop()?;
-        if self.heap.is_empty() {
-            return Some(last);
-        }
-        let top = std::mem::replace(&mut self.heap[0], last);
-        self.down_heap(1);
-        Some(top)
-    }
-
-    /// Pops everything, best first (OpenSearch fills its result array from the end).
-    fn into_sorted_desc(mut self) -> Vec<Scored> {
-        let mut out = Vec::with_capacity(self.heap.len());
-        while let Some(s) = self.pop() {
-            out.push(s);
-        }
-        out.reverse();
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1470,7 +1395,7 @@ mod tests {
         ];
         let run = |size: usize| -> Vec<String> {
             let names: Vec<(String, u32)> = words.iter().map(|w| (w.to_string(), 0)).collect();
-            let mut queue = LuceneQueue::new(size);
+            let mut queue = LuceneQueue::new(size, weaker);
             for i in java_hash_map_order(&names) {
                 queue.insert_with_overflow(Scored {
                     score: 1.0,
