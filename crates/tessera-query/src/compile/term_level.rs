@@ -57,11 +57,16 @@ fn range_of(low: Term, high: Term) -> Box<dyn Query> {
     Box::new(RangeQuery::new(Bound::Included(low), Bound::Included(high)))
 }
 
-/// The query for one exact value (without boost or scoring wrapper).
+/// The query for one exact value (without boost or scoring wrapper). A text field's term
+/// is scored with its frequency in the document, as BM25 scores it in OpenSearch.
 pub(crate) fn exact_query(leaf: &LeafField, field: Field, value: Exact) -> Box<dyn Query> {
+    let record = match leaf.kind {
+        LeafKind::Text { .. } => IndexRecordOption::WithFreqs,
+        _ => IndexRecordOption::Basic,
+    };
     let single = |term: Term| -> Box<dyn Query> {
         if leaf.indexed {
-            Box::new(TermQuery::new(term, IndexRecordOption::Basic))
+            Box::new(TermQuery::new(term, record))
         } else {
             Box::new(RangeQuery::new(
                 Bound::Included(term.clone()),
