@@ -195,10 +195,12 @@ pub fn plan_part(
         && params.post_filter.is_none();
     PartPath::Docs {
         // a slice visits documents in index order: the first hits it accepts are its top when
-        // every match scores the same, or when the order is index order (a `_doc` scroll)
+        // every match scores the same, or when the order is index order (a `_doc` scroll) and
+        // no score is tracked (`max_score` is the best score of every match, as OpenSearch's
+        // max score collector sees them all)
         first_hits_only: plain_hits
             && ((params.constant_score && params.sort.is_score() && params.search_after.is_none())
-                || params.index_order().is_some()),
+                || (params.index_order().is_some() && !params.scoring)),
         sorted_candidates: !aggregating && whole_segment && params.candidate_sort_field().is_some(),
     }
 }
