@@ -155,13 +155,13 @@ pub fn parse_action(kind: &str, spec: &Value) -> Result<AliasAction> {
 /// An alias's filter must be a query Tessera can parse.
 pub fn check_filter(alias: &str, filter: &Value) -> Result<()> {
     let parsed = tessera_query::dsl::parse_query(filter)
-        .and_then(|_| tessera_query::lookup::doc_refs(filter));
+        .and_then(|_| tessera_query::lookup::doc_refs(filter, None));
     match parsed {
         Ok(docs) if docs.is_empty() => Ok(()),
         // the coordinator reads the documents a request's query names; an alias filter is
         // applied on each shard, where none is read
         Ok(_) => Err(Error::not_supported(
-            "a [terms] lookup or a [percolate] of an indexed document in an alias filter",
+            "a [terms] lookup, a [percolate] of an indexed document or a [more_like_this] item in an alias filter",
         )),
         Err(e) => Err(Error::illegal_argument(format!(
             "failed to parse filter for alias [{alias}]"

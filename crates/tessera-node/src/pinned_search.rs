@@ -69,7 +69,8 @@ impl SearchService {
         check_scroll(&search.request)?;
         self.check_keep_alive(keep_alive)?;
         // later pages re-run the source the id carries: it must name no document
-        let mut search = self.resolve_lookups(search).await?;
+        let lone = crate::search_service::lone_index(&self.groups(target)?);
+        let mut search = self.resolve_lookups(search, lone.as_deref()).await?;
         let source = (*search.source).clone();
         search.readers = Readers::Pin {
             kind: PinKind::Scroll,
@@ -189,7 +190,9 @@ impl SearchService {
         if let Some(keep_alive) = reference.keep_alive {
             self.check_keep_alive(keep_alive)?;
         }
-        let mut search = self.resolve_lookups(search).await?;
+        let first = pit.shards.first().map(|s| s.index.clone());
+        let lone = first.filter(|name| pit.shards.iter().all(|s| s.index == *name));
+        let mut search = self.resolve_lookups(search, lone.as_deref()).await?;
         search.readers = Readers::Pinned {
             ids: pit.shards.iter().map(|s| s.context).collect(),
             keep_alive: reference.keep_alive,

@@ -1,7 +1,7 @@
 //! The documents a search's queries name — a `terms` lookup, a `percolate` of an indexed
-//! document — read by the coordinating node where their primaries are, before any shard
-//! runs, and written into the request (see [`tessera_query::lookup`]), as OpenSearch's
-//! coordinator rewrites such queries.
+//! document, a `more_like_this` item — read by the coordinating node where their primaries
+//! are, before any shard runs, and written into the request (see
+//! [`tessera_query::lookup`]), as OpenSearch's coordinator rewrites such queries.
 
 use serde_json::Value;
 use tessera_common::{Error, Result};
@@ -16,25 +16,44 @@ impl SearchService {
     /// Reads the documents the request's queries name (`terms` lookups, a `percolate` of an
     /// indexed document) where their primaries are, and writes them into the request, so that
     /// no shard sees a query naming a document (see [`tessera_query::lookup`]).
-    pub(crate) async fn resolve_lookups(&self, search: Search) -> Result<Search> {
+    ///
+    /// `default_index` is the one index the search targets, if it targets one: a
+    /// `more_like_this` item without an `_index` names it.
+    pub(crate) async fn resolve_lookups(
+        &self,
+        search: Search,
+        default_index: Option<&str>,
+    ) -> Result<Search> {
         let Some(text) = search.source.body.as_deref() else {
             return Ok(search);
         };
-        if !text.contains("\"id\"") {
+        if !text.contains("\"id\"") && !text.contains("\"_id\"") {
             return Ok(search);
         }
         let mut body: Value = serde_json::from_str(text)
             .map_err(|e| Error::parsing(format!("failed to parse the search body: {e}")))?;
-        let docs = lookup::doc_refs(&body)?;
+        let docs = lookup::doc_refs(&body, default_index)?;
         if docs.is_empty() {
             return Ok(search);
         }
+        let optional = lookup::optional_refs(&body, default_index)?;
         let mut read = ReadDocs::new();
         for doc in docs {
-            let found = self.read_doc(&doc).await?;
+            if doc.index.is_empty() {
+                return Err(Error::illegal_argument(format!(
+                    "[more_like_this] item [{}] needs an [_index]: the search targets several indices",
+                    doc.id
+                )));
+            }
+            let found = match self.read_doc(&doc).await {
+                Err(e) if e.kind() == "index_not_found_exception" && optional.contains(&doc) => {
+                    None
+                }
+                other => other?,
+            };
             read.insert(doc, found);
         }
-        lookup::resolve(&mut body, &read)?;
+        lookup::resolve(&mut body, &read, default_index)?;
         let mut source = SearchSource::clone(&search.source);
         source.body = Some(body.to_string());
         let mut request = source.parse_body(Some(&body), |e| e)?;

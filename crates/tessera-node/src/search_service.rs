@@ -182,8 +182,10 @@ impl SearchService {
         search: Search,
         options: ResponseOptions,
     ) -> Result<SearchResponse> {
-        let search = self.resolve_lookups(search).await?;
         let mut groups = self.groups(target)?;
+        let search = self
+            .resolve_lookups(search, lone_index(&groups).as_deref())
+            .await?;
         if groups.is_empty() {
             return SearchResponse::empty(&search.request, options);
         }
@@ -198,8 +200,10 @@ impl SearchService {
         target: &SearchTarget,
         search: Search,
     ) -> Result<(u64, ShardsSummary, Option<bool>)> {
-        let search = self.resolve_lookups(search).await?;
         let groups = self.groups(target)?;
+        let search = self
+            .resolve_lookups(search, lone_index(&groups).as_deref())
+            .await?;
         if groups.is_empty() {
             return Ok((0, ShardsSummary::default(), None));
         }
@@ -263,7 +267,7 @@ impl SearchService {
     }
 
     /// The shard groups `target` names.
-    fn groups(&self, target: &SearchTarget) -> Result<Vec<ShardGroup>> {
+    pub(crate) fn groups(&self, target: &SearchTarget) -> Result<Vec<ShardGroup>> {
         let mut indices = self.node.resolve_search(
             &target.expression,
             &target.options,
@@ -285,4 +289,13 @@ impl SearchService {
         }
         Ok(self.node.shard_groups(&indices, &target.preference))
     }
+}
+
+/// The one index `groups` search, if they search one.
+pub(crate) fn lone_index(groups: &[ShardGroup]) -> Option<String> {
+    let mut names = groups
+        .iter()
+        .filter_map(|g| g.copies.first().map(|c| c.index_name()));
+    let first = names.next()?;
+    names.all(|n| n == first).then_some(first)
 }

@@ -31,6 +31,7 @@ pub enum QueryAst {
     /// `distance_feature`: scores by closeness to an origin.
     DistanceFeature(Box<DistanceFeatureQuery>),
     TermsSet(Box<TermsSetQuery>),
+    MoreLikeThis(Box<MoreLikeThisQuery>),
     /// A `terms` query whose values are read from a document: the coordinator replaces it
     /// with the values before the shards see it (see [`crate::lookup`]).
     TermsLookup(Box<TermsLookup>),
@@ -209,6 +210,53 @@ pub enum TermsSetMinimum {
     Script(Box<tessera_script::ScriptSpec>),
 }
 
+/// The `more_like_this` query: documents sharing the most telling terms of the texts and
+/// documents it likes (see `compile::more_like_this`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MoreLikeThisQuery {
+    /// `None`: the index's default fields.
+    pub fields: Option<Vec<String>>,
+    pub like: Vec<MltItem>,
+    pub unlike: Vec<MltItem>,
+    pub max_query_terms: usize,
+    pub min_term_freq: u64,
+    pub min_doc_freq: u64,
+    pub max_doc_freq: u64,
+    pub min_word_length: usize,
+    /// 0: no bound.
+    pub max_word_length: usize,
+    pub stop_words: Vec<String>,
+    /// Analyzes the liked texts (default: the first field's search analyzer).
+    pub analyzer: Option<String>,
+    pub minimum_should_match: MinimumShouldMatch,
+    /// 0: the terms are not boosted by how telling they are.
+    pub boost_terms: f32,
+    /// Whether the liked documents may be hits.
+    pub include: bool,
+    pub fail_on_unsupported_field: bool,
+    pub boost: f32,
+}
+
+/// One thing a `more_like_this` query likes (or unlikes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum MltItem {
+    Text(String),
+    /// A document of an index; `source` is what the coordinator read (`Some(None)`: not
+    /// found), `None` until it has.
+    Indexed {
+        doc: DocRef,
+        fields: Option<Vec<String>>,
+        per_field_analyzer: Vec<(String, String)>,
+        source: Option<Option<Value>>,
+    },
+    /// A document given in the request.
+    Artificial {
+        doc: Value,
+        fields: Option<Vec<String>>,
+        per_field_analyzer: Vec<(String, String)>,
+    },
+}
+
 /// A `terms` lookup: the values at `path` in a document.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TermsLookup {
@@ -251,6 +299,7 @@ impl QueryAst {
             QueryAst::Terms { .. } | QueryAst::TermsLookup(_) => "terms",
             QueryAst::DistanceFeature(_) => "distance_feature",
             QueryAst::TermsSet(_) => "terms_set",
+            QueryAst::MoreLikeThis(_) => "more_like_this",
             QueryAst::Range(_) => "range",
             QueryAst::Exists { .. } => "exists",
             QueryAst::Ids { .. } => "ids",

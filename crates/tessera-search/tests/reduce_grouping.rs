@@ -213,7 +213,7 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
             for (shard_index, shard) in t.index.shards().iter().enumerate() {
                 let snapshot = shard.snapshot();
                 let ctx = CompileContext {
-                    searcher: None,
+                    searcher: Some(&snapshot.searcher),
                     table: &snapshot.table,
                     index: &meta.name,
                     default_fields: &default_fields,
@@ -226,7 +226,7 @@ fn any_grouping_of_partial_results_reduces_to_the_same_answer() {
                     failures: None,
                     mapping: None,
                     legacy_bm25: true,
-                    shard_id: 0,
+                    shard_id: shard_index as u32,
                 };
                 let query = compile(&ast, &ctx).expect("compile the query");
                 let searcher = &snapshot.searcher;

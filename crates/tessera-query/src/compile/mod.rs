@@ -17,6 +17,7 @@ mod fuzzy_terms;
 pub use fuzzy_terms::{fuzzy_candidates, FuzzyAutomaton, FuzzyCandidate, DEFAULT_MAX_EXPANSIONS};
 mod geo;
 mod knn;
+mod more_like_this;
 pub mod numeric_script;
 pub mod percolate;
 mod random_score;
@@ -547,6 +548,7 @@ pub fn compile(ast: &QueryAst, ctx: &CompileContext) -> Result<Box<dyn Query>> {
         QueryAst::TermsLookup(_) => Err(unresolved("terms")),
         QueryAst::DistanceFeature(query) => distance_feature::compile(ctx, query),
         QueryAst::TermsSet(query) => terms_set::compile(ctx, query),
+        QueryAst::MoreLikeThis(query) => more_like_this::compile(ctx, query),
         QueryAst::Nested(query) => nested_query(ctx, query),
         QueryAst::FunctionScore(query) => {
             Ok(boosted(function_score::compile(ctx, query)?, query.boost))

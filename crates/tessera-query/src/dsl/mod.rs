@@ -24,6 +24,7 @@ mod match_all;
 mod match_bool_prefix;
 mod match_phrase;
 mod match_query;
+mod more_like_this;
 mod multi_match;
 mod nested;
 pub(crate) mod percolate;
@@ -44,7 +45,6 @@ const UNSUPPORTED: &[&str] = &[
     "has_parent",
     "parent_id",
     "geo_shape",
-    "more_like_this",
     "span_term",
     "span_near",
     "span_or",
@@ -90,6 +90,7 @@ pub fn parse_query(value: &Value) -> Result<QueryAst> {
         "term" => term::parse(body),
         "terms" => terms::parse(body),
         "terms_set" => terms_set::parse(body),
+        "more_like_this" | "mlt" => more_like_this::parse(body),
         "range" => range::parse(body),
         "exists" => exists::parse(body),
         "ids" => ids::parse(body),

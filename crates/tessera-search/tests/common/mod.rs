@@ -1068,8 +1068,15 @@ fn order(rng: &mut Rng) -> &'static str {
 /// A random query: filters, scored full-text queries, and mixes of both.
 pub fn random_query(rng: &mut Rng, users: u64) -> Value {
     let word = |rng: &mut Rng| rng.pick(VOCAB).to_string();
-    match rng.below(11) {
+    match rng.below(12) {
         0 => json!({"match_all": {}}),
+        11 => json!({"more_like_this": {
+            "fields": ["body"],
+            "like": format!("{} {} {}", word(rng), word(rng), word(rng)),
+            "min_term_freq": 1,
+            "min_doc_freq": 1,
+            "max_query_terms": rng.usize(1, 4),
+        }}),
         10 => json!({"terms_set": {"body": {
             "terms": [word(rng), word(rng), word(rng)],
             "minimum_should_match_script": {"source": *rng.pick(&["1", "2", "params.num_terms"])},
