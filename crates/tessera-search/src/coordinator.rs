@@ -193,15 +193,13 @@ fn phase_failure(failures: &[(Arc<dyn ShardSearcher>, Error)], phase: &str, reas
         .iter()
         .map(|(index, error, shard, node)| json!({"shard": shard, "index": index, "node": node_json(node), "reason": error.to_json()}))
         .collect();
-    // each shard's root cause, as OpenSearch's `guessRootCauses`: the deepest OpenSearch
-    // exception of its chain (a missing stored script under the shard's query_shard_exception)
-    let mut roots: Vec<Error> = Vec::new();
-    for (_, error, _, _) in &grouped {
-        let root = shard_root(error);
-        if !roots.contains(root) {
-            roots.push(root.clone());
-        }
-    }
+    // each group's root cause, as OpenSearch's `guessRootCauses`: the deepest OpenSearch
+    // exception of its chain (a missing stored script under the shard's query_shard_exception);
+    // two indices failing alike list it twice, as OpenSearch does
+    let roots: Vec<Error> = grouped
+        .iter()
+        .map(|(_, error, _, _)| shard_root(error).clone())
+        .collect();
     let mut outer = Error::new("search_phase_execution_exception", status, reason)
         .with_meta("phase", phase)
         .with_meta("grouped", true)
