@@ -55,6 +55,8 @@ pub struct CollectParams<'a> {
     /// Whether scores are computed.
     pub scoring: bool,
     pub shard_index: u32,
+    /// The shard's index name (the value of an `_index` sort).
+    pub index: &'a str,
     /// `post_filter`: limits hits and the total, not the aggregations.
     pub post_filter: Option<&'a dyn Weight>,
     /// The query as a range on one integer column (or match-all), when it is that simple and
@@ -619,6 +621,7 @@ impl SliceCollector<'_, '_> {
                 reader,
                 self.doc_bases[part.segment_ord as usize],
                 params.shard_index,
+                params.index,
             )?),
         };
         let mut post_filter = match params.post_filter {

@@ -36,6 +36,8 @@ pub struct QueryPhase {
     pub constant_score: bool,
     pub scoring: bool,
     pub shard_index: u32,
+    /// The shard's index name.
+    pub index: String,
     pub aggs: Option<Arc<PreparedAggs>>,
     pub cancelled: Arc<AtomicBool>,
     /// The request's circuit breaker: the slice's aggregation buckets are charged to it.
@@ -79,6 +81,7 @@ impl QueryPhase {
             constant_score: self.constant_score,
             scoring: self.scoring,
             shard_index: self.shard_index,
+            index: &self.index,
             post_filter: self.post_filter.as_deref(),
             column_filter: self.column_filter.as_ref(),
             matches_all: self.matches_all,

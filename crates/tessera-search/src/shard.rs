@@ -774,6 +774,7 @@ impl LocalShard {
             constant_score: search.query.is_constant_score() && search.post_filter.is_none(),
             scoring,
             shard_index: request.shard_index,
+            index: meta.name.clone(),
             aggs: prepared.clone(),
             cancelled: request.cancelled.clone(),
             breaker: search.breaker.clone(),

@@ -13,7 +13,11 @@ use tantivy::columnar::{Column, StrColumn, TermOrdHit};
 use tantivy::{DocId, SegmentReader};
 use tessera_common::{Error, Result};
 use tessera_index::sorted_columns::{float_key, key_float, SortedValues};
+use tessera_mapping::field_table::SEQ_NO_FIELD;
 use tessera_mapping::{scaled_float_value, FieldTable, LeafField, LeafKind};
+
+/// The `_index` metadata field: constant within a shard.
+const INDEX_FIELD: &str = "_index";
 
 use crate::hits::ShardHit;
 use crate::sort::{
@@ -46,6 +50,12 @@ enum Reader {
         column: Option<StrColumn>,
         buffer: String,
     },
+    /// `_seq_no` (its column holds unsigned values).
+    U64 {
+        column: Option<Column<u64>>,
+    },
+    /// `_index`: the same value for every document of the shard.
+    Constant(SortValue),
     /// `_id`, read from the document store (OpenSearch allows sorting on it, rarely used).
     Id {
         store: tantivy::store::StoreReader,
@@ -229,7 +239,8 @@ pub fn sort_format(table: &FieldTable, field: &SortField) -> SortFormat {
             unmapped_type,
             ..
         } => match table.leaf(field) {
-            None if field == "_id" => SortFormat::Text,
+            None if field == "_id" || field == INDEX_FIELD => SortFormat::Text,
+            None if field == SEQ_NO_FIELD => SortFormat::Number,
             Some(leaf) if leaf.field_type.is_float32() => SortFormat::Float32,
             Some(leaf) => text(matches!(
                 leaf.kind,
@@ -241,6 +252,12 @@ pub fn sort_format(table: &FieldTable, field: &SortField) -> SortFormat {
             )),
         },
     }
+}
+
+/// The metadata fields OpenSearch sorts on: `_id`, `_index` (the shard's index name) and
+/// `_seq_no`.
+fn is_sortable_meta_field(field: &str) -> bool {
+    matches!(field, "_id" | INDEX_FIELD | SEQ_NO_FIELD)
 }
 
 /// Checks that every sort field can be sorted on in this shard, with OpenSearch's errors.
@@ -257,7 +274,13 @@ pub fn validate_sort(table: &FieldTable, index: &str, fields: &[SortField]) -> R
                 check_nested_path(table, index, &nested.path)?;
             }
             match table.leaf(field) {
-                None if unmapped_type.is_some() || field == "_id" => {}
+                None if unmapped_type.is_some() || is_sortable_meta_field(field) => {}
+                // metadata fields with no field data
+                None if field == "_version" || field == "_routing" => {
+                    return Err(Error::illegal_argument(format!(
+                        "Fielddata is not supported on field [{field}] of type [{field}]"
+                    )));
+                }
                 None => {
                     return Err(Error::query_shard(
                         index,
@@ -419,7 +442,14 @@ pub fn sort_value_for(table: &FieldTable, field: &SortField, value: &Value) -> R
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 })),
+                None if field == SEQ_NO_FIELD => as_i64().map(SortValue::I64).ok_or_else(bad),
                 None => match unmapped_type.as_deref() {
+                    _ if field == "_id" || field == INDEX_FIELD => Ok(SortValue::Str(
+                        value
+                            .as_str()
+                            .map(String::from)
+                            .unwrap_or_else(|| value.to_string()),
+                    )),
                     Some("keyword" | "text" | "ip") => Ok(SortValue::Str(
                         value
                             .as_str()
@@ -440,6 +470,7 @@ impl SegmentSortKeys {
         segment: &SegmentReader,
         doc_base: u64,
         shard_index: u32,
+        index: &str,
     ) -> Result<SegmentSortKeys> {
         let fast = segment.fast_fields();
         let open_err = |e: tantivy::TantivyError| Error::internal("open a sort column", e);
@@ -529,6 +560,12 @@ impl SegmentSortKeys {
                         _ => SortValue::Missing,
                     };
                     let reader = match table.leaf(path) {
+                        None if path == INDEX_FIELD => {
+                            Reader::Constant(SortValue::Str(index.into()))
+                        }
+                        None if path == SEQ_NO_FIELD => Reader::U64 {
+                            column: fast.column_opt::<u64>(SEQ_NO_FIELD).map_err(open_err)?,
+                        },
                         None if path == "_id" => Reader::Id {
                             store: segment
                                 .get_store_reader(16)
@@ -1053,6 +1090,16 @@ impl KeyReader {
                     None => None,
                 }
             }
+            Reader::U64 {
+                column: Some(column),
+            } => pick_ord(
+                docs.iter()
+                    .flat_map(|d| column.values_for_doc(*d))
+                    .map(|v| v as i64),
+                self.mode,
+            )
+            .map(SortValue::I64),
+            Reader::Constant(value) => Some(value.clone()),
             Reader::Id { store, field } => store
                 .get::<tantivy::TantivyDocument>(doc)
                 .ok()

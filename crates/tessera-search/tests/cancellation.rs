@@ -105,6 +105,7 @@ fn a_cancelled_request_stops_its_running_slice() {
                 constant_score: true,
                 scoring: false,
                 shard_index: 0,
+                index: "test",
                 post_filter: None,
                 column_filter: None,
                 matches_all: false,

@@ -27,6 +27,7 @@ fn params<'a>(sort: &'a HitSort, k: usize) -> CollectParams<'a> {
         constant_score: false,
         scoring: false,
         shard_index: 0,
+        index: "test",
         post_filter: None,
         column_filter: None,
         matches_all: false,

@@ -62,6 +62,7 @@ fn params<'a>(
         constant_score,
         scoring,
         shard_index,
+        index: "test",
         post_filter: None,
         column_filter: None,
         matches_all: false,
