@@ -4,6 +4,7 @@
 
 pub mod ast;
 pub mod compile;
+pub mod dfs;
 pub mod dsl;
 pub mod highlight_terms;
 pub mod lookup;

@@ -22,7 +22,7 @@ use tessera_common::{Error, Result};
 
 use crate::hits::{reduce, HitSort, ShardHit};
 use crate::messages::{
-    QuerySearchResult, ReaderContextId, ReaderUse, SearchSource, ShardFetchRequest,
+    DfsPhase, QuerySearchResult, ReaderContextId, ReaderUse, SearchSource, ShardFetchRequest,
     ShardSearchRequest,
 };
 use crate::pinned::{PinnedSearch, PinnedShard};
@@ -30,6 +30,7 @@ use crate::reader_context::{PinKind, PitGroup};
 use crate::request::{SearchRequest, TrackTotalHits};
 use crate::shard::ShardSearcher;
 use crate::sort::render_sort_value;
+use tessera_query::dfs::DfsStats;
 
 /// Response options from URL parameters.
 #[derive(Clone, Copy, Debug, Default)]
@@ -395,6 +396,8 @@ struct Phases<'a> {
     now_millis: i64,
     deadline: Option<Instant>,
     cancel: Arc<AtomicBool>,
+    /// The shards' summed term statistics, once `dfs_query_then_fetch`'s first round ran.
+    dfs: Option<DfsStats>,
 }
 
 impl Phases<'_> {
@@ -420,7 +423,45 @@ impl Phases<'_> {
             reader: self.search.readers.for_shard(shard_index),
             alias_filter: self.groups[shard_index].alias_filter.clone(),
             index_boost: self.groups[shard_index].index_boost,
+            dfs: self.dfs.clone().map(DfsPhase::Apply),
         }
+    }
+
+    /// `dfs_query_then_fetch`'s first round: the term statistics of the shards in `active`
+    /// (each asked of its first copy that answers, on its current reader), summed. A shard
+    /// that cannot answer adds nothing; its query phase reports its failure.
+    async fn dfs(&self, active: &[usize]) -> DfsStats {
+        let calls = active
+            .iter()
+            .map(|&shard_index| {
+                let copies = self.groups[shard_index].copies.clone();
+                let requests: Vec<ShardSearchRequest> = copies
+                    .iter()
+                    .map(|copy| ShardSearchRequest {
+                        fetch_page: None,
+                        reader: None,
+                        dfs: Some(DfsPhase::Collect),
+                        ..self.shard_request(shard_index, copy, None)
+                    })
+                    .collect();
+                Box::pin(async move {
+                    for (copy, request) in copies.into_iter().zip(requests) {
+                        if let Ok(QuerySearchResult {
+                            dfs: Some(stats), ..
+                        }) = copy.query(request).await
+                        {
+                            return Some(stats);
+                        }
+                    }
+                    None
+                }) as Pin<Box<dyn Future<Output = _> + Send>>
+            })
+            .collect();
+        let mut total = DfsStats::default();
+        for stats in join_all(calls).await.into_iter().flatten() {
+            total.merge(&stats);
+        }
+        total
     }
 
     /// can_match: as OpenSearch, only with more shards than `pre_filter_shard_size` and a
@@ -542,17 +583,22 @@ pub async fn search(
     // dropped with this future: a client that goes away cancels slices not yet started and
     // stops running ones at their next deadline check
     let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
-    let phases = Phases {
+    let mut phases = Phases {
         search: &search,
         groups: &groups,
         now_millis: tessera_common::time::now_millis(),
         deadline: request.timeout.map(|t| started + t),
         cancel: cancel.0.clone(),
+        dfs: None,
     };
     let total_shards = groups.len();
 
     let active = phases.can_match().await;
     let skipped = total_shards - active.len();
+    // a scroll's later pages score as its first did: only a new search gathers statistics
+    if request.dfs && !matches!(search.readers, Readers::Pinned { .. }) {
+        phases.dfs = Some(phases.dfs(&active).await);
+    }
 
     let (answered, failures) = phases.query(&active).await;
     let mut contexts = OpenContexts::default();

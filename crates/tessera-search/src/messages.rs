@@ -128,6 +128,17 @@ pub struct ShardSearchRequest {
     pub alias_filter: Option<String>,
     /// What the shard multiplies its documents' scores by (`indices_boost`; 1: none).
     pub index_boost: f32,
+    /// `dfs_query_then_fetch`'s part (see [`tessera_query::dfs`]); none for a plain search.
+    pub dfs: Option<DfsPhase>,
+}
+
+/// A shard's part in `dfs_query_then_fetch`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum DfsPhase {
+    /// Only build the query's weight and return the statistics it read.
+    Collect,
+    /// Score with these statistics (every shard's, summed).
+    Apply(tessera_query::dfs::DfsStats),
 }
 
 /// Which pinned reader a query runs on (see [`crate::reader_context`]).
@@ -181,6 +192,8 @@ pub struct QuerySearchResult {
     pub pinned: Option<ReaderContextId>,
     /// The shard's suggestions, when the request asks for some.
     pub suggest: Option<crate::suggest::ShardSuggest>,
+    /// The statistics a `DfsPhase::Collect` request asked for.
+    pub dfs: Option<tessera_query::dfs::DfsStats>,
 }
 
 /// Hits loaded with their query, keyed by `(segment, doc)`.
@@ -274,6 +287,7 @@ mod tests {
             reader: None,
             alias_filter: None,
             index_boost: 1.0,
+            dfs: None,
         };
         let round: ShardSearchRequest = decode(&encode(&request).unwrap()).unwrap();
         assert_eq!(round.source, request.source);
@@ -413,6 +427,11 @@ mod tests {
             load: None,
             pinned: Some(ReaderContextId { session: 7, id: 4 }),
             suggest: Some(suggest.clone()),
+            dfs: Some(tessera_query::dfs::DfsStats {
+                num_docs: 12,
+                tokens: vec![("body".into(), 80)],
+                doc_freqs: vec![("body".into(), vec![b'f', 0xff], 3)],
+            }),
         };
         let ok: Result<QuerySearchResult> = Ok(result);
         let round: Result<QuerySearchResult> = decode(&encode(&ok).unwrap()).unwrap();
@@ -425,6 +444,8 @@ mod tests {
             Some(ReaderContextId { session: 7, id: 3 })
         );
         assert_eq!(round.pinned, Some(ReaderContextId { session: 7, id: 4 }));
+        // term bytes need not be text
+        assert_eq!(round.dfs.unwrap().doc_freqs[0].1, vec![b'f', 0xff]);
 
         let failed: Result<QuerySearchResult> = Err(Error::search_context_missing(3));
         let round: Result<QuerySearchResult> = decode(&encode(&failed).unwrap()).unwrap();

@@ -75,6 +75,8 @@ pub struct SearchRequest {
     pub version: bool,
     /// Explain how each hit's score was computed.
     pub explain: bool,
+    /// `search_type=dfs_query_then_fetch`: score with every shard's term statistics.
+    pub dfs: bool,
     pub highlight: Option<crate::highlight::HighlightSpec>,
     pub seq_no_primary_term: bool,
     pub profile: bool,
@@ -176,6 +178,7 @@ impl Default for SearchRequest {
             min_score: None,
             version: false,
             explain: false,
+            dfs: false,
             highlight: None,
             seq_no_primary_term: false,
             profile: false,

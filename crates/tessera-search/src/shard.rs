@@ -34,7 +34,7 @@ use tessera_query::{compile, CompileContext};
 use crate::fetch::{fetch_docs, FetchSpec, FetchedDoc};
 use crate::hits::{HitSort, ShardHit};
 use crate::messages::{
-    FetchedPage, QuerySearchResult, ReaderContextId, ReaderUse, ShardFetchRequest,
+    DfsPhase, FetchedPage, QuerySearchResult, ReaderContextId, ReaderUse, ShardFetchRequest,
     ShardSearchRequest,
 };
 use crate::reader_context::{PinnedReader, ReaderContext, ReaderContexts};
@@ -58,6 +58,7 @@ struct Prepared {
     fetch_page: Option<(u32, u32)>,
     cancelled: Arc<AtomicBool>,
     reader: Option<ReaderUse>,
+    dfs: Option<DfsPhase>,
 }
 
 /// What `"profile": true` reports for one shard's query phase.
@@ -211,6 +212,7 @@ impl LocalShard {
             total_shards: request.total_shards,
             fetch_page: request.fetch_page,
             cancelled: request.cancelled.unwrap_or_default(),
+            dfs: request.dfs,
             reader: request.reader,
         })
     }
@@ -688,10 +690,34 @@ impl LocalShard {
             || search.min_score.is_some()
             || aggs_score;
         let searcher = &snapshot.searcher;
-        let enable = if scoring {
-            EnableScoring::enabled_from_searcher(searcher)
-        } else {
-            EnableScoring::disabled_from_searcher(searcher)
+        // dfs_query_then_fetch: the first round only reads the statistics the scoring needs
+        if let Some(DfsPhase::Collect) = &request.dfs {
+            let recorder = tessera_query::dfs::Recorder::new(searcher);
+            if scoring {
+                query
+                    .weight(EnableScoring::enabled_from_statistics_provider(
+                        &recorder, searcher,
+                    ))
+                    .map_err(|e| Error::internal("create the query weight", e))?;
+            }
+            let stats = recorder
+                .into_stats()
+                .map_err(|e| Error::internal("read the term statistics", e))?;
+            return Ok(QuerySearchResult {
+                dfs: Some(stats),
+                ..QuerySearchResult::default()
+            });
+        }
+        let global = match &request.dfs {
+            Some(DfsPhase::Apply(stats)) => Some(tessera_query::dfs::Global::new(stats, searcher)),
+            _ => None,
+        };
+        let enable = match (&global, scoring) {
+            (Some(global), true) => {
+                EnableScoring::enabled_from_statistics_provider(global, searcher)
+            }
+            (None, true) => EnableScoring::enabled_from_searcher(searcher),
+            (_, false) => EnableScoring::disabled_from_searcher(searcher),
         };
         let weight_started = Instant::now();
         let weight: Arc<dyn Weight> = Arc::from(
@@ -848,6 +874,7 @@ impl LocalShard {
             load: None,
             pinned: None,
             suggest,
+            dfs: None,
         })
     }
 

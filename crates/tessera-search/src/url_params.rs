@@ -200,8 +200,11 @@ pub fn apply(params: &BTreeMap<String, String>, search: &mut SearchRequest) -> R
     }
     match params.param("search_type") {
         None | Some("query_then_fetch") => {}
-        Some("dfs_query_then_fetch") => {
-            return Err(Error::not_supported("[search_type=dfs_query_then_fetch]"))
+        Some("dfs_query_then_fetch") => search.dfs = true,
+        Some(removed @ ("query_and_fetch" | "dfs_query_and_fetch")) => {
+            return Err(Error::illegal_argument(format!(
+                "Unsupported search type [{removed}]"
+            )))
         }
         Some(other) => {
             return Err(Error::illegal_argument(format!(
@@ -246,6 +249,14 @@ mod tests {
         );
         let e = apply(&params(&[("search_type", "x")]), &mut search).unwrap_err();
         assert_eq!(e.reason(), "No search type for [x]");
+        let e = apply(&params(&[("search_type", "query_and_fetch")]), &mut search).unwrap_err();
+        assert_eq!(e.reason(), "Unsupported search type [query_and_fetch]");
+        apply(
+            &params(&[("search_type", "dfs_query_then_fetch")]),
+            &mut search,
+        )
+        .unwrap();
+        assert!(search.dfs);
     }
 
     #[test]

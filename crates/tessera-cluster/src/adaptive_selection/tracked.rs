@@ -256,6 +256,7 @@ mod tests {
             reader: None,
             alias_filter: None,
             index_boost: 1.0,
+            dfs: None,
         }
     }
 

@@ -351,6 +351,7 @@ mod tests {
                     load: None,
                     pinned: None,
                     suggest: None,
+                    dfs: None,
                 })
             })
         }
@@ -383,6 +384,7 @@ mod tests {
             reader: None,
             alias_filter: None,
             index_boost: 1.0,
+            dfs: None,
         }
     }
 

@@ -8,6 +8,11 @@
 //! value in it, which each segment's column index knows; otherwise the `_field_names` index,
 //! which the document parser fills only for such fields (a term per document and field is
 //! indexing work the columns make unnecessary).
+//!
+//! A column's count is asked of the statistics provider first, as the document frequency of
+//! a term no document has ([`column_count_term`]): the shard's own searcher knows no such term
+//! (the count is then read from the columns), while the providers of `dfs_query_then_fetch`
+//! (`crate::dfs`) answer it with the count over every shard.
 
 use tantivy::columnar::column_index::MultiValueIndex;
 use tantivy::columnar::{Column, ColumnIndex};
@@ -18,8 +23,9 @@ use tantivy::{Searcher, Term};
 /// Where a field's document count comes from.
 #[derive(Clone, Copy, Debug)]
 pub enum DocCountSource {
-    /// The field's string column (keywords with doc values).
-    Column,
+    /// The field's string column (keywords with doc values); the `_field_names` field names
+    /// the count's term (see the module docs).
+    Column(Field),
     /// Terms of the `_field_names` field.
     FieldNames(Field),
 }
@@ -60,17 +66,44 @@ impl FieldScoped {
             DocCountSource::FieldNames(field_names) => {
                 statistics.doc_freq(&Term::from_field_text(field_names, &self.path))
             }
-            DocCountSource::Column => {
-                let mut count = 0;
-                for segment in searcher.segment_readers() {
-                    if let Some(column) = segment.fast_fields().str(&self.path)? {
-                        count += docs_with_values(column.ords());
-                    }
+            DocCountSource::Column(field_names) => {
+                match statistics.doc_freq(&column_count_term(field_names, &self.path))? {
+                    0 => column_doc_count(searcher, &self.path),
+                    known => Ok(known),
                 }
-                Ok(count)
             }
         }
     }
+}
+
+/// The term whose document frequency stands for the number of documents with a value in
+/// the column `path` (no document has it: `_field_names` holds field paths).
+pub fn column_count_term(field_names: Field, path: &str) -> Term {
+    Term::from_field_text(field_names, &format!("{COLUMN_COUNT_PREFIX}{path}"))
+}
+
+/// The path of a [`column_count_term`]'s column, if `term` is one.
+pub fn column_count_path<'t>(schema: &tantivy::schema::Schema, term: &'t Term) -> Option<&'t str> {
+    if schema.get_field_name(term.field()) != tessera_mapping::field_table::FIELD_NAMES_FIELD {
+        return None;
+    }
+    std::str::from_utf8(term.serialized_value_bytes())
+        .ok()?
+        .strip_prefix(COLUMN_COUNT_PREFIX)
+}
+
+pub const COLUMN_COUNT_PREFIX: &str = "\u{1}column:";
+
+/// The documents of the shard with a value in the string column `path` (deleted ones
+/// included, as in Lucene's statistics).
+pub fn column_doc_count(searcher: &Searcher, path: &str) -> tantivy::Result<u64> {
+    let mut count = 0;
+    for segment in searcher.segment_readers() {
+        if let Some(column) = segment.fast_fields().str(path)? {
+            count += docs_with_values(column.ords());
+        }
+    }
+    Ok(count)
 }
 
 /// Documents of a segment with at least one value in a column (deleted ones included, as in

@@ -33,7 +33,7 @@ pub(crate) fn per_field(
     }
     use super::field_stats::{DocCountSource, FieldScoped};
     let source = match leaf.kind {
-        LeafKind::Keyword { .. } if leaf.fast => DocCountSource::Column,
+        LeafKind::Keyword { .. } if leaf.fast => DocCountSource::Column(ctx.table.meta.field_names),
         _ => DocCountSource::FieldNames(ctx.table.meta.field_names),
     };
     let scoped = FieldScoped::wrap(query, source, &leaf.path);

@@ -10,7 +10,7 @@ mod column_filter;
 mod column_set;
 mod covering_range;
 mod distance_feature;
-mod field_stats;
+pub(crate) mod field_stats;
 mod full_text;
 mod function_score;
 mod fuzzy_terms;
