@@ -1346,6 +1346,15 @@ impl Node {
                 });
             }
         }
+        // OpenSearch orders a search's shards by ShardId: the shard number first, then the
+        // index's name and uuid; the order breaks ties between hits and orders the shard
+        // results every reduce meets
+        groups.sort_by_cached_key(|group| {
+            group
+                .copies
+                .first()
+                .map(|c| (c.shard_id(), c.index_name(), c.index_uuid()))
+        });
         groups
     }
 
