@@ -99,6 +99,7 @@ impl AggKind {
     pub fn type_name(&self) -> &'static str {
         match self {
             AggKind::Terms(_) => "terms",
+            AggKind::SignificantTerms(r) if r.text.is_some() => "significant_text",
             AggKind::SignificantTerms(_) => "significant_terms",
             AggKind::MultiTerms(_) => "multi_terms",
             AggKind::Composite(_) => "composite",
@@ -211,7 +212,6 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "children",
     "matrix_stats",
     "moving_avg",
-    "significant_text",
     "variable_width_histogram",
 ];
 
@@ -405,6 +405,10 @@ fn parse_kind(name: &str, type_name: &str, body: &Value) -> Result<AggKind> {
         "significant_terms" => {
             AggKind::SignificantTerms(SignificantTermsRequest::parse(name, &object(body)?)?)
         }
+        "significant_text" => AggKind::SignificantTerms(crate::bucket::significant_text::parse(
+            name,
+            &object(body)?,
+        )?),
         "histogram" => AggKind::Histogram(HistogramRequest::parse(name, &object(body)?)?),
         "date_histogram" => AggKind::DateHistogram(DateHistogramRequest::parse(&object(body)?)?),
         "auto_date_histogram" => {

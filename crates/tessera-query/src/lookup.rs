@@ -276,6 +276,15 @@ fn indexed_document(value: &Value) -> Result<DocRef> {
     }
 }
 
+/// The scalar values at the dotted `path` of a document's `_source`, as OpenSearch's
+/// `extractRawValues` collects them (see [`extract`]).
+pub fn extract_raw_values(source: &Value, path: &str) -> Vec<Value> {
+    let parts: Vec<&str> = path.split('.').collect();
+    let mut out = Vec::new();
+    extract(source, &parts, &mut out);
+    out
+}
+
 /// The values at `path` in `value`, as OpenSearch's `extractRawValues` collects them: objects
 /// are descended (a key may itself hold dots), arrays at any level contribute each of their
 /// elements, and only scalars are kept.

@@ -20,6 +20,7 @@ pub mod rare_terms;
 pub mod sampler;
 mod script_terms;
 pub mod significant_terms;
+pub mod significant_text;
 pub mod terms;
 
 pub(crate) use tessera_common::error::json_token as token;

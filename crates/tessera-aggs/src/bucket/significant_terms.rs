@@ -84,6 +84,9 @@ pub struct SignificantTermsRequest {
     pub filter: TermFilterSpec,
     pub execution_hint: Option<String>,
     pub heuristic: Heuristic,
+    /// `significant_text`: its `source_fields` (empty: the field itself); `None` for
+    /// `significant_terms`.
+    pub text: Option<Vec<String>>,
 }
 
 fn failed(key: &str, cause: Error) -> Error {
@@ -371,6 +374,7 @@ impl SignificantTermsRequest {
             filter: TermFilterSpec::default(),
             execution_hint: None,
             heuristic: Heuristic::Jlh,
+            text: None,
         };
         for (key, value) in body {
             if request.source.accept(AGG, key, value)? {
@@ -473,6 +477,9 @@ pub fn factory(
     significant: &SignificantTermsRequest,
     ctx: &AggContext,
 ) -> Result<Box<dyn Factory>> {
+    if significant.text.is_some() {
+        return crate::bucket::significant_text::factory(request, significant, ctx);
+    }
     let field = significant.source.require_field(&request.name)?;
     let source = ValueSource::resolve(ctx.table, field, AGG, Accepts::Any)?;
     if let Some(leaf) = ctx.table.leaf(field) {
@@ -638,9 +645,9 @@ pub struct SignificantBucket {
     pub superset_df: u64,
     /// The shard's score (informational; the coordinator rescores).
     pub score: f64,
-    /// Position in its shard's list (best first; the smallest over shards once reduced): the
-    /// order OpenSearch's coordinator meets terms in, which orders terms that share a
-    /// `HashMap` bin. `u32::MAX` before `finish_shard`.
+    /// Position in its shard's list (best first; once reduced, when the coordinator first met
+    /// it, shard by shard): the order OpenSearch's coordinator meets terms in, which orders
+    /// terms that share a `HashMap` bin. `u32::MAX` before `finish_shard`.
     pub rank: u32,
     /// The smallest `_seq_no` of the term's subset documents (before `finish_shard`).
     pub first_seen: u64,
@@ -720,14 +727,22 @@ impl InternalSignificantTerms {
         let superset_size = parts.iter().map(|p| p.superset_size).sum();
         type Merged = (u64, u64, u32, u64, Vec<InternalAggregations>);
         let mut merged: BTreeMap<TermKey, Merged> = BTreeMap::new();
+        // a shard's ranks say the order its list gives its terms; merged, a term's rank is
+        // when the coordinator first meets it, shard by shard in request order (the
+        // insertion order of OpenSearch's HashMap of buckets)
+        let mut met = 0u32;
         for part in parts {
-            for bucket in part.buckets {
-                let entry = merged
-                    .entry(bucket.key)
-                    .or_insert_with(|| (0, 0, u32::MAX, u64::MAX, Vec::new()));
+            let mut buckets = part.buckets;
+            buckets.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.key.cmp(&b.key)));
+            for bucket in buckets {
+                let ranked = bucket.rank != u32::MAX;
+                let entry = merged.entry(bucket.key).or_insert_with(|| {
+                    let rank = if ranked { met } else { u32::MAX };
+                    met += u32::from(ranked);
+                    (0, 0, rank, u64::MAX, Vec::new())
+                });
                 entry.0 += bucket.subset_df;
                 entry.1 += bucket.superset_df;
-                entry.2 = entry.2.min(bucket.rank);
                 entry.3 = entry.3.min(bucket.first_seen);
                 entry.4.push(bucket.subs);
             }

@@ -187,6 +187,7 @@ pub(crate) fn parse_include(
 }
 
 /// The compiled include/exclude rules.
+#[derive(Clone)]
 pub(crate) struct TermFilter {
     include_regex: Option<Regex>,
     exclude_regex: Option<Regex>,

@@ -306,10 +306,7 @@ fn doc_terms(
             .find(|(f, _)| *f == name)
             .map(|(_, a)| a.as_str());
         let analyzer = field_analyzer(leaf, named, false);
-        let mut values = Vec::new();
-        let path = source_path(ctx, &name);
-        let parts: Vec<&str> = path.split('.').collect();
-        crate::lookup::extract(source, &parts, &mut values);
+        let values = crate::lookup::extract_raw_values(source, source_path(ctx, &name));
         let mut counts: HashMap<String, u64> = HashMap::new();
         for value in values {
             let text = match &value {

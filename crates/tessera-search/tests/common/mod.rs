@@ -1395,6 +1395,15 @@ impl AggGen {
         if depth == 0 || pick < 2 {
             return (name, random_metric(rng).0);
         }
+        // significant_text takes no sub-aggregations
+        if pick == 10 && rng.chance(0.3) {
+            let body = json!({"significant_text": {
+                "field": "body",
+                "min_doc_count": rng.usize(1, 3),
+                "size": *rng.pick(&[2, 5, 20]),
+            }});
+            return (name, body);
+        }
         // bucket aggregations, with sub-aggregations
         let mut subs = Map::new();
         let mut metric_sub: Option<(String, OrderKeys)> = None;
