@@ -700,6 +700,8 @@ impl LocalShard {
                     ))
                     .map_err(|e| Error::internal("create the query weight", e))?;
             }
+            // as OpenSearch's DFS phase, the rescore queries' statistics too
+            self.rescorers(search, &ctx, searcher, Some(&recorder))?;
             let stats = recorder
                 .into_stats()
                 .map_err(|e| Error::internal("read the term statistics", e))?;
@@ -726,7 +728,14 @@ impl LocalShard {
                 .map_err(|e| Error::internal("create the query weight", e))?,
         );
         let create_weight_nanos = weight_started.elapsed().as_nanos() as u64;
-        let rescorers = self.rescorers(search, &ctx, searcher)?;
+        let rescorers = self.rescorers(
+            search,
+            &ctx,
+            searcher,
+            global
+                .as_ref()
+                .map(|g| g as &dyn tantivy::query::Bm25StatisticsProvider),
+        )?;
         let post_filter = separate_post_filter
             .map(|q| q.weight(EnableScoring::disabled_from_searcher(searcher)))
             .transpose()
@@ -880,11 +889,14 @@ impl LocalShard {
 
     /// The request's rescorers with their queries' weights on this shard (none without
     /// `rescore`).
+    /// `statistics`: the term statistics to score with (`dfs_query_then_fetch`'s), else the
+    /// shard's own.
     fn rescorers(
         &self,
         search: &SearchRequest,
         ctx: &CompileContext,
         searcher: &Searcher,
+        statistics: Option<&dyn tantivy::query::Bm25StatisticsProvider>,
     ) -> Result<Option<Arc<Vec<ShardRescorer>>>> {
         if search.rescore.is_empty() {
             return Ok(None);
@@ -894,8 +906,14 @@ impl LocalShard {
             .iter()
             .map(|spec| {
                 ctx.clauses.reset();
+                let enable = match statistics {
+                    Some(provider) => {
+                        EnableScoring::enabled_from_statistics_provider(provider, searcher)
+                    }
+                    None => EnableScoring::enabled_from_searcher(searcher),
+                };
                 let weight = compile(&spec.rescore_query, ctx)?
-                    .weight(EnableScoring::enabled_from_searcher(searcher))
+                    .weight(enable)
                     .map_err(|e| Error::internal("create the rescore query's weight", e))?;
                 Ok(ShardRescorer {
                     spec: spec.clone(),

@@ -1,5 +1,5 @@
 NAME = "dfs_query_then_fetch"
-DESCRIPTION = "search_type=dfs_query_then_fetch: scores from the term statistics of every shard (and every index searched) — match, multi_match, a keyword term, bool, a phrase, fuzzy terms whose expansions exist on some shards only, query_string, terms_set — against the per-shard scores of query_then_fetch, a scroll's first page, and an unknown search type; expectations recorded from OpenSearch 2.19.6"
+DESCRIPTION = "search_type=dfs_query_then_fetch: scores from the term statistics of every shard (and every index searched) — match, multi_match, a keyword term, bool, a phrase, fuzzy terms whose expansions exist on some shards only, query_string, a rescore query — against the per-shard scores of query_then_fetch, a scroll's first page, and an unknown search type; expectations recorded from OpenSearch 2.19.6"
 CLEANUP = ["/compat-dfs*"]
 
 exec(open(os.path.join(os.path.dirname(SPEC), "corpus.py")).read())
@@ -47,6 +47,9 @@ STEPS = [
     S("fuzzy terms found in one index only", {"fuzzy": {"body": "gamm"}}, path="/compat-dfs-a,compat-dfs-b/_search"),
     S("sorted by a field with tracked scores", {"match": {"body": "garden"}}, sort=[{"tag": "asc"}, "_doc"], track_scores=True,
       keep=lambda b: {"hits": {"hits": [{"_id": h["_id"], "_score": {"$approx": h["_score"], "tol": 1e-5}} for h in b["hits"]["hits"]]}}),
+    S("a rescore query scores with every shard's statistics too", {"match": {"body": "garden"}},
+      rescore={"window_size": 5, "query": {"rescore_query": {"match": {"title": "lazy garden"}},
+                                           "query_weight": 0.5, "rescore_query_weight": 2}}),
     {"desc": "a scroll's first page", "method": "POST", "path": "/compat-dfs-a/_search",
      "params": {"search_type": "dfs_query_then_fetch", "scroll": "1m"},
      "body": {"size": 20, "query": {"match": {"body": "honey"}}, "_source": False}, "keep": K},
