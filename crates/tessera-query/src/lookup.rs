@@ -213,7 +213,7 @@ fn walk(value: &mut Value, visit: &mut dyn FnMut(Site, &mut Value) -> Result<()>
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
                 match key.as_str() {
-                    "document" | "documents" | "params" | "doc" | "_source" => {}
+                    "document" | "documents" | "params" => {}
                     "terms" if is_terms_lookup(child) => visit(Site::Terms, child)?,
                     "percolate" if is_indexed_percolate(child) => visit(Site::Percolate, child)?,
                     "more_like_this" | "mlt" if child.is_object() => {
@@ -456,5 +456,9 @@ mod tests {
         assert_eq!(mlt["unlike"]["_source"], Value::Null);
         // read items are not named again
         assert!(doc_refs(&body, Some("main")).unwrap().is_empty());
+        // the keys of a more_like_this item mean nothing elsewhere: a lookup under an
+        // aggregation named `doc` is found
+        let aggs = json!({"aggs": {"doc": {"filter": {"terms": {"f": {"index": "i", "id": "7", "path": "p"}}}}}});
+        assert_eq!(doc_refs(&aggs, None).unwrap(), [doc("i", "7", None)]);
     }
 }
