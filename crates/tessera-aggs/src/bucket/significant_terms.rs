@@ -1216,24 +1216,15 @@ where
 // ---- OpenSearch's tie-breaking machinery ----
 
 /// The order a `java.util.HashMap` iterates `names` in, each inserted at its rank (ties in
-/// rank by position): the table is sized by its 0.75 load factor, bins iterate in index
-/// order and a bin in insertion order.
+/// rank by position): `java_hash::hash_map_order` over the names in insertion order.
 fn java_hash_map_order(names: &[(String, u32)]) -> Vec<usize> {
-    let mut capacity = 16usize;
-    while names.len() > capacity / 4 * 3 {
-        capacity *= 2;
-    }
-    let mut order: Vec<(usize, u32, usize)> = names
-        .iter()
-        .enumerate()
-        .map(|(i, (name, rank))| {
-            let h = tessera_common::java_hash::string_hash(name);
-            let spread = (h ^ ((h as u32) >> 16) as i32) as u32 as usize;
-            (spread & (capacity - 1), *rank, i)
-        })
-        .collect();
-    order.sort_unstable();
-    order.into_iter().map(|(_, _, i)| i).collect()
+    let mut inserted: Vec<usize> = (0..names.len()).collect();
+    inserted.sort_by_key(|&i| names[i].1);
+    let keys: Vec<&str> = inserted.iter().map(|&i| names[i].0.as_str()).collect();
+    tessera_common::java_hash::hash_map_order(&keys)
+        .into_iter()
+        .map(|k| inserted[k])
+        .collect()
 }
 
 #[cfg(test)]
